@@ -1,0 +1,289 @@
+package crdb
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/idemcoord/idemcoord/fencing"
+	"github.com/idemcoord/idemcoord/idempotency"
+)
+
+// Outcome is what a claim decided.
+type Outcome int
+
+// Claim outcomes.
+const (
+	// FirstRun: the key was new; the caller owns the operation and must run it.
+	FirstRun Outcome = iota + 1
+	// TakenOver: a lease expired or a retryable failure was recorded; the
+	// caller owns the operation again and must resume from Lease.LastStage.
+	TakenOver
+	// Replayed: the operation is COMPLETED or TERMINAL_FAILURE; answer with
+	// Record.Snapshot.
+	Replayed
+	// Mismatch: the key was used with a different request. Nothing changed.
+	Mismatch
+	// InFlight: another worker holds a live lease; retry after RetryAfter.
+	InFlight
+	// Unresolved: the operation is OUTCOME_UNKNOWN and must be resolved
+	// (downstream queried by operation id) before anything re-runs it.
+	Unresolved
+)
+
+var outcomeNames = [...]string{"", "first_run", "takeover", "replay", "fingerprint_conflict", "in_progress", "outcome_unknown"}
+
+// String names the outcome as the metrics do.
+func (o Outcome) String() string {
+	if int(o) < len(outcomeNames) {
+		return outcomeNames[o]
+	}
+	return fmt.Sprintf("outcome(%d)", int(o))
+}
+
+// ClaimRequest asks for ownership of one key.
+type ClaimRequest struct {
+	Scope       Scope
+	Fingerprint idempotency.Fingerprint
+	// Refingerprint computes the request's fingerprint under an older
+	// algorithm version, so a record stored before an upgrade still
+	// matches its retries. Nil means only Fingerprint.Version is known.
+	Refingerprint func(version int) (idempotency.Fingerprint, error)
+	// Token is the writer's fencing token.
+	Token fencing.Token
+	// Worker identifies this instance in lease_owner (for operators).
+	Worker string
+	// Lease is how long the claim is owned without a heartbeat.
+	Lease time.Duration
+	// TTL is how long the record lives after its last change.
+	TTL time.Duration
+	// Pending starts the operation in PENDING (queued async work) instead
+	// of IN_PROGRESS.
+	Pending bool
+}
+
+// Claim is the decision on one key.
+type Claim struct {
+	Outcome Outcome
+	// Record is the stored operation as the decision saw it.
+	Record Record
+	// Lease is set when the caller owns the operation (FirstRun, TakenOver).
+	Lease *Lease
+	// RetryAfter is how long an InFlight caller should wait.
+	RetryAfter time.Duration
+}
+
+// Lease is a worker's ownership of an operation. Every update through it is
+// conditioned on its version and advances it.
+type Lease struct {
+	Scope       Scope
+	OperationID uuid.UUID
+	Owner       string
+	Version     int64
+	Token       fencing.Token
+	ExpiresAt   time.Time
+	// LastStage is the recovery point recorded before this lease (empty on
+	// a first run). A takeover resumes from it.
+	LastStage string
+	Attempts  int
+	keyHash   [32]byte
+	lease     time.Duration
+	ttl       time.Duration
+}
+
+const claimSQL = `WITH n AS (SELECT COALESCE($1::TIMESTAMPTZ, now()) AS t),
+existing AS (
+	SELECT ` + recordCols + ` FROM idempotency_records
+	WHERE actor_scope = $2 AND endpoint = $3 AND key_hash = $4
+),
+fence AS (
+	SELECT epoch FROM shard_fences WHERE shard = $5 AND NOT EXISTS (SELECT 1 FROM existing) FOR SHARE
+),
+ins AS (
+	INSERT INTO idempotency_records (actor_scope, endpoint, key_hash, operation_id, fingerprint,
+		fingerprint_version, state, version, lease_owner, lease_expires_at, attempts, last_stage, shard, epoch,
+		created_at, updated_at, expires_at)
+	SELECT $2, $3, $4, $7, $8, $9, $10, 1, $11, n.t + $12::INT8 * INTERVAL '1 millisecond', 1, '', $5, $6,
+		n.t, n.t, n.t + $13::INT8 * INTERVAL '1 millisecond'
+	FROM fence, n WHERE fence.epoch = $6
+	ON CONFLICT (actor_scope, endpoint, key_hash) DO NOTHING
+	RETURNING ` + recordCols + `
+)
+SELECT true, (SELECT t FROM n), ` + recordCols + ` FROM ins
+UNION ALL
+SELECT false, (SELECT t FROM n), ` + recordCols + ` FROM existing`
+
+// Begin claims a key, or reports why the caller may not run it: one
+// statement that reads the key's record and, only if there is none, locks
+// the shard's fence and inserts the claim. It never selects and then
+// inserts in separate transactions.
+//
+// Begin returns *fencing.StaleEpochError when the token's epoch is not the
+// shard's. A connection lost during the claim is resolved inside Begin by
+// re-running the claim and recognising its own insert.
+func (s *Store) Begin(ctx context.Context, req ClaimRequest) (Claim, error) {
+	c, err := s.begin(ctx, req)
+	if err == nil {
+		s.metrics.outcome(ctx, req.Scope.Endpoint, c.Outcome.String())
+	} else if errors.Is(err, fencing.ErrStaleEpoch) {
+		s.metrics.fenced(ctx, "claim")
+	}
+	return c, err
+}
+
+func (s *Store) begin(ctx context.Context, req ClaimRequest) (Claim, error) {
+	owner := req.Worker + "/" + nonce()
+	opID := uuid.New()
+	state := idempotency.InProgress
+	if req.Pending {
+		state = idempotency.Pending
+	}
+	for round := 0; round < 8; round++ {
+		var (
+			rec             Record
+			inserted, found bool
+			now             time.Time
+		)
+		err := s.exec1(ctx, "claim", func(ctx context.Context) error {
+			var err error
+			found, err = s.claimRow(ctx, s.pool, req, owner, opID, state, &rec, &inserted, &now)
+			return err
+		})
+		var amb *AmbiguousCommitError
+		switch {
+		case errors.As(err, &amb):
+			s.log.WarnContext(ctx, "claim outcome ambiguous, re-running the claim", "err", err)
+			continue // the re-run recognises our own insert by its owner
+		case err != nil:
+			return Claim{}, fmt.Errorf("crdb: claim: %w", err)
+		case !found:
+			// No record and no insert: the fence refused, or a concurrent
+			// insert committed without a serialization failure.
+			if err := s.checkFence(ctx, s.pool, req.Token); err != nil {
+				return Claim{}, err
+			}
+			continue
+		}
+		if inserted || (rec.LeaseOwner == owner && rec.Version == 1) {
+			return Claim{Outcome: FirstRun, Record: rec, Lease: newLease(rec, req)}, nil
+		}
+		c, retry, err := s.decide(ctx, req, rec, now)
+		if err != nil || !retry {
+			return c, err
+		}
+	}
+	return Claim{}, errors.New("crdb: claim: no decision after 8 rounds of contention")
+}
+
+// querier is a pool or a transaction.
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// claimRow runs the claim statement. found=false means it returned no row:
+// neither an existing record nor an insert.
+func (s *Store) claimRow(ctx context.Context, q querier, req ClaimRequest, owner string, opID uuid.UUID,
+	state idempotency.State, rec *Record, inserted *bool, now *time.Time) (found bool, err error) {
+	keyHash := req.Scope.Key.Hash()
+	err = scanRecord(q.QueryRow(ctx, claimSQL, s.now(), req.Scope.Actor, req.Scope.Endpoint,
+		keyHash[:], req.Token.Shard, req.Token.Epoch, opID, req.Fingerprint.Sum[:], req.Fingerprint.Version,
+		string(state), owner, req.Lease.Milliseconds(), req.TTL.Milliseconds()), rec, inserted, now)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	rec.Scope.Key = req.Scope.Key
+	return err == nil, err
+}
+
+// decide answers a claim that found an existing record. retry means the
+// record changed under us and the claim should run again.
+func (s *Store) decide(ctx context.Context, req ClaimRequest, rec Record, now time.Time) (c Claim, retry bool, err error) {
+	c.Record = rec
+	want := req.Fingerprint
+	if rec.Fingerprint.Version != want.Version {
+		if req.Refingerprint == nil {
+			return c, false, fmt.Errorf("%w: version %d", ErrFingerprintVersion, rec.Fingerprint.Version)
+		}
+		if want, err = req.Refingerprint(rec.Fingerprint.Version); err != nil {
+			return c, false, fmt.Errorf("%w: version %d: %v", ErrFingerprintVersion, rec.Fingerprint.Version, err)
+		}
+	}
+	if !rec.Fingerprint.Equal(want) {
+		c.Outcome = Mismatch
+		return c, false, nil
+	}
+	switch rec.State {
+	case idempotency.Completed, idempotency.TerminalFailure:
+		c.Outcome = Replayed
+		return c, false, nil
+	case idempotency.OutcomeUnknown:
+		c.Outcome = Unresolved
+		return c, false, nil
+	case idempotency.Pending, idempotency.InProgress:
+		if rec.LeaseExpiresAt.After(now) {
+			c.Outcome = InFlight
+			c.RetryAfter = rec.LeaseExpiresAt.Sub(now)
+			return c, false, nil
+		}
+	}
+	// An expired lease or a retryable failure: take it over, conditioned
+	// on the version we read.
+	lease := newLease(rec, req)
+	newOwner := req.Worker + "/" + nonce()
+	ok, err := s.update(ctx, lease, newOwner, "takeover", `state = 'IN_PROGRESS', lease_owner = $9,
+		lease_expires_at = {now} + $10::INT8 * INTERVAL '1 millisecond', attempts = attempts + 1,
+		expires_at = GREATEST(expires_at, {now} + $11::INT8 * INTERVAL '1 millisecond')`,
+		`(state = 'RETRYABLE_FAILURE' OR (state IN ('PENDING', 'IN_PROGRESS') AND lease_expires_at <= {now}))`,
+		newOwner, req.Lease.Milliseconds(), req.TTL.Milliseconds())
+	if err != nil || !ok {
+		return c, !ok && err == nil, err
+	}
+	c.Outcome = TakenOver
+	c.Lease = lease
+	return c, false, nil
+}
+
+func newLease(rec Record, req ClaimRequest) *Lease {
+	return &Lease{
+		Scope:       req.Scope,
+		keyHash:     rec.KeyHash,
+		OperationID: rec.OperationID,
+		Owner:       rec.LeaseOwner,
+		Version:     rec.Version,
+		Token:       req.Token,
+		ExpiresAt:   rec.LeaseExpiresAt,
+		LastStage:   rec.LastStage,
+		Attempts:    rec.Attempts,
+		lease:       req.Lease,
+		ttl:         req.TTL,
+	}
+}
+
+// checkFence returns *fencing.StaleEpochError unless the shard's epoch is
+// the token's.
+func (s *Store) checkFence(ctx context.Context, q querier, tok fencing.Token) error {
+	var epoch *int64
+	err := q.QueryRow(ctx, `SELECT epoch FROM shard_fences WHERE shard = $1`, tok.Shard).Scan(&epoch)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("crdb: shard %d has no fence row: %w", tok.Shard, fencing.ErrStaleEpoch)
+	}
+	if err != nil {
+		return fmt.Errorf("crdb: read fence: %w", err)
+	}
+	if *epoch != tok.Epoch {
+		return &fencing.StaleEpochError{Token: tok, Current: *epoch}
+	}
+	return nil
+}
+
+func nonce() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

@@ -1,0 +1,107 @@
+package crdb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// DefaultCleanupBatch bounds one cleanup statement: small enough that its
+// locks and WAL stay short, large enough to keep up with a busy endpoint.
+const DefaultCleanupBatch = 500
+
+// Cleanup deletes up to batch expired records in resting states (COMPLETED,
+// TERMINAL_FAILURE, RETRYABLE_FAILURE), oldest expiry first, by primary key.
+// It never deletes PENDING, IN_PROGRESS or OUTCOME_UNKNOWN records: their
+// effect may be under way or may have happened, and forgetting them would
+// let a retry run the intent twice. A record expires when now >= expires_at.
+func (s *Store) Cleanup(ctx context.Context, batch int) (int, error) {
+	if batch <= 0 {
+		batch = DefaultCleanupBatch
+	}
+	var n int64
+	err := s.exec1(ctx, "cleanup", func(ctx context.Context) error {
+		tag, err := s.pool.Exec(ctx, `DELETE FROM idempotency_records
+			WHERE (actor_scope, endpoint, key_hash) IN (
+				SELECT actor_scope, endpoint, key_hash FROM idempotency_records
+				WHERE expires_at <= COALESCE($1::TIMESTAMPTZ, now())
+					AND state IN ('COMPLETED', 'TERMINAL_FAILURE', 'RETRYABLE_FAILURE')
+				ORDER BY expires_at LIMIT $2)`, s.now(), batch)
+		n = tag.RowsAffected()
+		return err
+	})
+	var amb *AmbiguousCommitError
+	if errors.As(err, &amb) {
+		return 0, nil // a delete of expired rows is safe to leave to the next pass
+	}
+	if err != nil {
+		return 0, fmt.Errorf("crdb: cleanup: %w", err)
+	}
+	s.metrics.cleanedUp.Add(ctx, n)
+	return int(n), nil
+}
+
+// Purge removes an actor's stored response bodies, headers and error
+// summaries (which may hold personal data) and marks the records purged. It
+// keeps the minimal dedup marker (scope, key hash, fingerprint, state,
+// operation id), so a late retry is still recognised and not run again. The
+// purge is audited in the same transaction.
+func (s *Store) Purge(ctx context.Context, operator, reason, actor string) (int, error) {
+	var n int64
+	err := s.RunTx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE idempotency_records SET response_body = NULL, response_headers = NULL,
+			error_summary = NULL, body_omitted = false, purged = true,
+			version = version + 1, updated_at = COALESCE($2::TIMESTAMPTZ, now())
+			WHERE actor_scope = $1 AND NOT purged AND state NOT IN ('PENDING', 'IN_PROGRESS')`, actor, s.now())
+		if err != nil {
+			return err
+		}
+		n = tag.RowsAffected()
+		return s.audit(ctx, tx, operator, "purge", reason, nil, actor, fmt.Sprintf("records=%d", n))
+	})
+	if err != nil {
+		return 0, fmt.Errorf("crdb: purge: %w", err)
+	}
+	return int(n), nil
+}
+
+// AuditEntry is one row of the repair audit.
+type AuditEntry struct {
+	ID          uuid.UUID
+	Operator    string
+	Action      string
+	Reason      string
+	OperationID *uuid.UUID
+	ActorScope  string
+	Detail      string
+}
+
+// audit writes one repair audit row inside tx. Every manual repair calls it
+// in the transaction that makes the change, so no change goes unrecorded.
+func (s *Store) audit(ctx context.Context, tx pgx.Tx, operator, action, reason string, opID *uuid.UUID, actor, detail string) error {
+	if strings.TrimSpace(operator) == "" || strings.TrimSpace(reason) == "" {
+		return errors.New("crdb: audit: operator and reason are required for every repair")
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO repair_audit (id, at, operator, action, reason, operation_id, actor_scope, detail)
+		VALUES ($1, COALESCE($2::TIMESTAMPTZ, now()), $3, $4, $5, $6, $7, $8)`,
+		uuid.New(), s.now(), operator, action, reason, opID, actor, detail)
+	return err
+}
+
+// AuditLog returns the newest audit entries, newest first.
+func (s *Store) AuditLog(ctx context.Context, limit int) ([]AuditEntry, error) {
+	rows, err := s.pool.Query(ctx, `SELECT id, operator, action, reason, operation_id, COALESCE(actor_scope, ''), detail
+		FROM repair_audit ORDER BY at DESC, id LIMIT $1`, limit)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (AuditEntry, error) {
+		var e AuditEntry
+		err := r.Scan(&e.ID, &e.Operator, &e.Action, &e.Reason, &e.OperationID, &e.ActorScope, &e.Detail)
+		return e, err
+	})
+}

@@ -1,0 +1,17 @@
+// Package crdb is idemcoord's SQL store: the records that arbitrate every
+// idempotency key, the fence table that refuses writes from a region that
+// lost its shard, TTL cleanup, purge and the repair audit.
+//
+// The production target is CockroachDB; tests run on PostgreSQL 15 at
+// SERIALIZABLE. The SQL in this package is the portable subset both accept.
+// CockroachDB-only DDL (regions, REGIONAL BY ROW, GLOBAL) lives in
+// migrations/cockroach and is applied by hand.
+//
+// Every write is a short serializable transaction that also locks its
+// shard's fence row (SELECT ... FOR SHARE) and compares epochs, and every
+// update is conditioned on the record's version: zero rows affected is
+// ErrLostOwnership, never success. Transactions are retried whole on 40001
+// and 40P01; a connection lost while a commit may have happened surfaces as
+// *AmbiguousCommitError, which the claim path resolves by re-running the
+// idempotent claim.
+package crdb

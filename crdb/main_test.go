@@ -1,0 +1,115 @@
+package crdb_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/idemcoord/idemcoord/crdb"
+	"github.com/idemcoord/idemcoord/fencing"
+	"github.com/idemcoord/idemcoord/idempotency"
+	"github.com/idemcoord/idemcoord/internal/pgtest"
+)
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+// testClock is a clock tests move by hand.
+type testClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newClock() *testClock {
+	return &testClock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
+}
+
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *testClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// openStore opens a store on a fresh database.
+func openStore(t testing.TB, clock crdb.Clock) (*crdb.Store, string) {
+	t.Helper()
+	dsn := pgtest.NewDatabase(t)
+	return openDSN(t, dsn, clock), dsn
+}
+
+func openDSN(t testing.TB, dsn string, clock crdb.Clock) *crdb.Store {
+	t.Helper()
+	cfg := crdb.Config{DSN: dsn, Clock: clock, MaxConns: 70, Seed: 1}
+	if clock == nil {
+		cfg.Clock = nil
+	}
+	s, err := crdb.Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("open store: %v", err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+func mustKey(t testing.TB, k string) idempotency.Key {
+	t.Helper()
+	key, err := idempotency.ParseKeyHeader(k)
+	if err != nil {
+		t.Fatalf("key %q: %v", k, err)
+	}
+	return key
+}
+
+func fingerprint(t testing.TB, body string) idempotency.Fingerprint {
+	t.Helper()
+	fp, err := idempotency.ComputeFingerprint(idempotency.Request{Method: "POST", Path: "/v1/payments",
+		ContentType: "application/json", Body: []byte(body)}, idempotency.FingerprintOptions{})
+	if err != nil {
+		t.Fatalf("fingerprint: %v", err)
+	}
+	return fp
+}
+
+// request builds a claim request for actor/key/body on shard epoch 1.
+func request(t testing.TB, actor, key, body string) crdb.ClaimRequest {
+	t.Helper()
+	return crdb.ClaimRequest{
+		Scope:       crdb.Scope{Actor: actor, Endpoint: "POST /v1/payments", Key: mustKey(t, key)},
+		Fingerprint: fingerprint(t, body),
+		Token:       fencing.Token{Shard: fencing.ShardOf(actor, fencing.DefaultShards), Epoch: 1},
+		Worker:      "test",
+		Lease:       30 * time.Second,
+		TTL:         24 * time.Hour,
+	}
+}
+
+func completed(body string) crdb.Result {
+	return crdb.Result{State: idempotency.Completed, Snapshot: crdb.Snapshot{
+		Status: 201, Body: []byte(body), ResourceID: "pay_1",
+		Header: map[string][]string{"Content-Type": {"application/json"}}}}
+}
+
+func count(t testing.TB, s *crdb.Store, q string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := s.Pool().QueryRow(context.Background(), q, args...).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	return n
+}
+
+func tally(outcomes []crdb.Outcome) map[string]int {
+	m := map[string]int{}
+	for _, o := range outcomes {
+		m[fmt.Sprint(o)]++
+	}
+	return m
+}

@@ -1,0 +1,50 @@
+package crdb
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"io/fs"
+	"sort"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+//go:embed migrations/portable/*.sql migrations/cockroach/*.sql
+var migrations embed.FS
+
+// Migrate applies the portable migration set. It is idempotent: every
+// statement is CREATE ... IF NOT EXISTS or INSERT ... ON CONFLICT DO NOTHING,
+// so concurrent instances starting together are safe.
+func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
+	names, err := fs.Glob(migrations, "migrations/portable/*.sql")
+	if err != nil {
+		return err
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		b, err := migrations.ReadFile(name)
+		if err != nil {
+			return err
+		}
+		// Several instances may start at once: a concurrent CREATE can
+		// still fail on the catalog, and re-running settles it.
+		for attempt := 0; ; attempt++ {
+			_, err = pool.Exec(ctx, string(b))
+			if err == nil || attempt == 3 {
+				break
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("crdb: migration %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// CockroachMigrations returns the CockroachDB-only multi-region DDL, to be
+// reviewed and applied by an operator (it changes the cluster's layout).
+func CockroachMigrations() (string, error) {
+	b, err := migrations.ReadFile("migrations/cockroach/0001_multiregion.sql")
+	return string(b), err
+}

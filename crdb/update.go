@@ -1,0 +1,188 @@
+package crdb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/idemcoord/idemcoord/fencing"
+	"github.com/idemcoord/idemcoord/idempotency"
+)
+
+// updateSQL is the shape of every write after the claim: lock the shard's
+// fence, and update the record only if its version is the one the writer
+// holds, its lease owner is the writer, and the fence's epoch is the
+// writer's. {set} and {cond} are filled per operation; {now} is the
+// statement's time. Parameters $1..$8 are fixed; operations add $9 on.
+const updateSQL = `WITH n AS (SELECT COALESCE($1::TIMESTAMPTZ, now()) AS t),
+fence AS (SELECT epoch FROM shard_fences WHERE shard = $2 FOR SHARE),
+upd AS (
+	UPDATE idempotency_records SET version = version + 1, updated_at = {now}, epoch = $3, {set}
+	WHERE actor_scope = $4 AND endpoint = $5 AND key_hash = $6 AND version = $7 AND lease_owner = $8
+		AND (SELECT epoch FROM fence) = $3 AND {cond}
+	RETURNING version, lease_expires_at
+)
+SELECT (SELECT epoch FROM fence), (SELECT version FROM upd), (SELECT lease_expires_at FROM upd)`
+
+// fencedUpdate is one prepared fenced update.
+type fencedUpdate struct {
+	l     *Lease
+	owner string // lease owner after the update
+	op    string
+	sql   string
+	args  []any
+}
+
+func (s *Store) prepareUpdate(l *Lease, owner, op, set, cond string, extra ...any) fencedUpdate {
+	q := strings.NewReplacer("{set}", set, "{cond}", cond).Replace(updateSQL)
+	q = strings.ReplaceAll(q, "{now}", "(SELECT t FROM n)")
+	args := append([]any{s.now(), l.Token.Shard, l.Token.Epoch, l.Scope.Actor, l.Scope.Endpoint, l.keyHash[:],
+		l.Version, l.Owner}, extra...)
+	return fencedUpdate{l: l, owner: owner, op: op, sql: q, args: args}
+}
+
+// run executes the update on q (a pool or a transaction). ok=false means
+// no row matched. On success the lease follows the row.
+func (u fencedUpdate) run(ctx context.Context, s *Store, q querier) (ok bool, err error) {
+	var (
+		fenceEpoch, version *int64
+		leaseExp            *time.Time
+	)
+	if err := q.QueryRow(ctx, u.sql, u.args...).Scan(&fenceEpoch, &version, &leaseExp); err != nil {
+		return false, err
+	}
+	if fenceEpoch == nil {
+		return false, fmt.Errorf("crdb: %s: shard %d has no fence row: %w", u.op, u.l.Token.Shard, fencing.ErrStaleEpoch)
+	}
+	if *fenceEpoch != u.l.Token.Epoch {
+		s.metrics.fenced(ctx, u.op)
+		return false, &fencing.StaleEpochError{Token: u.l.Token, Current: *fenceEpoch}
+	}
+	if version == nil {
+		return false, nil
+	}
+	u.l.Version, u.l.Owner, u.l.ExpiresAt = *version, u.owner, time.Time{}
+	if leaseExp != nil {
+		u.l.ExpiresAt = *leaseExp
+	}
+	return true, nil
+}
+
+// update runs one fenced, version-conditioned update for lease l as its own
+// transaction. It reports ok=false when no row matched (someone else moved
+// the record on). A lost connection is resolved by re-reading the record:
+// the update happened iff the row now carries version+1 and owner.
+//
+// It returns *fencing.StaleEpochError when the shard's epoch is not l's.
+func (s *Store) update(ctx context.Context, l *Lease, owner, op, set, cond string, extra ...any) (bool, error) {
+	u := s.prepareUpdate(l, owner, op, set, cond, extra...)
+	for round := 0; round < 4; round++ {
+		var ok bool
+		err := s.exec1(ctx, op, func(ctx context.Context) (err error) {
+			ok, err = u.run(ctx, s, s.pool)
+			return err
+		})
+		var amb *AmbiguousCommitError
+		if !errors.As(err, &amb) {
+			if err != nil {
+				return false, fmt.Errorf("crdb: %s: %w", op, err)
+			}
+			return ok, nil
+		}
+		s.log.WarnContext(ctx, "update outcome ambiguous, re-reading", "op", op, "operation_id", l.OperationID, "err", err)
+		rec, rerr := s.readHash(ctx, l.Scope.Actor, l.Scope.Endpoint, l.keyHash)
+		if rerr != nil {
+			return false, fmt.Errorf("crdb: %s: %w (re-read failed: %v)", op, err, rerr)
+		}
+		switch {
+		case rec.Version == l.Version+1 && rec.LeaseOwner == owner:
+			l.Version, l.Owner, l.ExpiresAt = rec.Version, owner, rec.LeaseExpiresAt
+			return true, nil
+		case rec.Version != l.Version:
+			return false, nil
+		}
+		// Not applied: run it again.
+	}
+	return false, fmt.Errorf("crdb: %s: outcome stayed ambiguous after 4 attempts", op)
+}
+
+// owned turns update's ok=false into ErrLostOwnership.
+func (s *Store) owned(ctx context.Context, l *Lease, op string, ok bool, err error) error {
+	if err == nil && !ok {
+		s.metrics.lostOwnership(ctx, op)
+		return fmt.Errorf("%w: operation %s at version %d", ErrLostOwnership, l.OperationID, l.Version)
+	}
+	return err
+}
+
+// Heartbeat extends the lease by its full length from now. It returns
+// ErrLostOwnership if the operation was taken over.
+func (s *Store) Heartbeat(ctx context.Context, l *Lease) error {
+	ok, err := s.update(ctx, l, l.Owner, "heartbeat",
+		`lease_expires_at = {now} + $9::INT8 * INTERVAL '1 millisecond'`,
+		`state IN ('PENDING', 'IN_PROGRESS')`, l.lease.Milliseconds())
+	return s.owned(ctx, l, "heartbeat", ok, err)
+}
+
+// RecordStage records a recovery point: a takeover sees it in
+// Lease.LastStage and resumes from there instead of repeating what is
+// done. Record a stage before an external call whose effect a takeover must
+// look for ("charge_sent"), and after the call's answer.
+func (s *Store) RecordStage(ctx context.Context, l *Lease, stage string) error {
+	ok, err := s.update(ctx, l, l.Owner, "stage", `last_stage = $9, state = 'IN_PROGRESS'`,
+		`state IN ('PENDING', 'IN_PROGRESS')`, stage)
+	if err == nil && ok {
+		l.LastStage = stage
+	}
+	return s.owned(ctx, l, "stage", ok, err)
+}
+
+// finishSet stores a result; parameters $9..$16.
+const finishSet = `state = $9, lease_expires_at = NULL,
+	response_status = $10, response_headers = $11, response_body = $12, body_omitted = $13,
+	resource_id = $14, error_summary = $15, expires_at = {now} + $16::INT8 * INTERVAL '1 millisecond'`
+
+// Finish records the operation's result: COMPLETED or TERMINAL_FAILURE with
+// the response snapshot (replayed from then on), RETRYABLE_FAILURE (the
+// next retry runs it again), or OUTCOME_UNKNOWN (held until resolved). It
+// returns ErrLostOwnership when the operation was taken over: the caller's
+// result is then not the operation's answer.
+func (s *Store) Finish(ctx context.Context, l *Lease, res Result) error {
+	if err := idempotency.Transition(idempotency.InProgress, res.State); err != nil || res.State == idempotency.InProgress {
+		return fmt.Errorf("crdb: finish: %w", errors.Join(err, errors.New("state must be a result")))
+	}
+	status, headers, body, resourceID, errSummary, err := snapshotArgs(res)
+	if err != nil {
+		return err
+	}
+	ok, err := s.update(ctx, l, l.Owner, "finish", finishSet, `state IN ('PENDING', 'IN_PROGRESS')`,
+		string(res.State), status, headers, body, res.Snapshot.BodyOmitted, resourceID, errSummary, l.ttl.Milliseconds())
+	if err = s.owned(ctx, l, "finish", ok, err); err != nil {
+		return err
+	}
+	if res.State == idempotency.OutcomeUnknown {
+		s.metrics.outcome(ctx, l.Scope.Endpoint, "outcome_unknown_recorded")
+	}
+	return nil
+}
+
+// Read returns the record of a scope, for the actor of the scope only.
+func (s *Store) Read(ctx context.Context, sc Scope) (Record, error) {
+	rec, err := s.readHash(ctx, sc.Actor, sc.Endpoint, sc.Key.Hash())
+	rec.Scope.Key = sc.Key
+	return rec, err
+}
+
+func (s *Store) readHash(ctx context.Context, actor, endpoint string, keyHash [32]byte) (Record, error) {
+	var rec Record
+	err := scanRecord(s.pool.QueryRow(ctx, `SELECT `+recordCols+` FROM idempotency_records
+		WHERE actor_scope = $1 AND endpoint = $2 AND key_hash = $3`, actor, endpoint, keyHash[:]), &rec)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return rec, ErrNotFound
+	}
+	return rec, err
+}

@@ -1,0 +1,58 @@
+// Package fencing holds the fencing token every write to the SQL store
+// carries: the shard the actor hashes to and the epoch of that shard's
+// ownership the writer believes in. The store accepts a write only when the
+// token's epoch equals the shard's epoch in its fence table, checked in the
+// same serializable transaction as the write, so a region that lost
+// ownership can never commit.
+package fencing
+
+import (
+	"errors"
+	"fmt"
+	"hash/fnv"
+)
+
+// DefaultShards is the number of shards actors hash to. 1024 keeps one etcd
+// key per shard well within etcd's limits while spreading a hot region's
+// load; it is fixed for the life of a deployment.
+const DefaultShards = 1024
+
+// ErrStaleEpoch is returned when a write carries an epoch other than the
+// shard's current one. The writer has lost (or not yet gained) ownership.
+var ErrStaleEpoch = errors.New("fencing: stale epoch")
+
+// Token is the fencing token of one write.
+type Token struct {
+	// Shard is the shard the actor hashes to, in [0, shards).
+	Shard int
+	// Epoch is the shard's ownership epoch the writer holds. Epochs start
+	// at 1 and only grow.
+	Epoch int64
+}
+
+// String formats the token for logs.
+func (t Token) String() string { return fmt.Sprintf("shard=%d epoch=%d", t.Shard, t.Epoch) }
+
+// ShardOf maps an actor scope to its shard. The mapping must never change
+// for a deployment, so it uses FNV-1a, which is stable across Go releases.
+func ShardOf(actorScope string, shards int) int {
+	h := fnv.New32a()
+	h.Write([]byte(actorScope))
+	return int(h.Sum32() % uint32(shards))
+}
+
+// StaleEpochError reports a write refused by the fence.
+type StaleEpochError struct {
+	// Token is what the writer presented.
+	Token Token
+	// Current is the shard's epoch in the store.
+	Current int64
+}
+
+// Error implements error.
+func (e *StaleEpochError) Error() string {
+	return fmt.Sprintf("fencing: stale epoch: %s, store has epoch %d", e.Token, e.Current)
+}
+
+// Unwrap makes errors.Is(err, ErrStaleEpoch) true.
+func (e *StaleEpochError) Unwrap() error { return ErrStaleEpoch }

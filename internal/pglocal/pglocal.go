@@ -1,0 +1,159 @@
+// Package pglocal starts and stops a throwaway PostgreSQL server on the
+// loopback interface, for tests and for the local dev cluster. It runs
+// initdb and pg_ctl from the PostgreSQL installation on the machine, as the
+// postgres user when the caller is root (initdb refuses to run as root).
+package pglocal
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"syscall"
+)
+
+// ErrNotInstalled is returned when no PostgreSQL server binaries are found.
+var ErrNotInstalled = errors.New("pglocal: PostgreSQL server binaries (initdb, pg_ctl) not found; install the Debian package \"postgresql\" (apt-get install -y postgresql) or set IDEMCOORD_TEST_DATABASE_URL")
+
+// Server is one throwaway PostgreSQL server.
+type Server struct {
+	dir    string
+	bindir string
+	port   int
+	cred   *syscall.Credential
+}
+
+// BinDir finds the directory holding initdb and pg_ctl.
+func BinDir() (string, error) {
+	if out, err := exec.Command("pg_config", "--bindir").Output(); err == nil {
+		d := string(bytes.TrimSpace(out))
+		if _, err := os.Stat(filepath.Join(d, "initdb")); err == nil {
+			return d, nil
+		}
+	}
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	sort.Sort(sort.Reverse(sort.StringSlice(dirs)))
+	for _, d := range dirs {
+		if _, err := os.Stat(filepath.Join(d, "initdb")); err == nil {
+			return d, nil
+		}
+	}
+	if p, err := exec.LookPath("initdb"); err == nil {
+		return filepath.Dir(p), nil
+	}
+	return "", ErrNotInstalled
+}
+
+// Start initialises a data directory under a new temporary directory and
+// starts the server on a free loopback port. Stop it with Close.
+func Start(ctx context.Context) (*Server, error) {
+	bindir, err := BinDir()
+	if err != nil {
+		return nil, err
+	}
+	// Short parent: the unix socket path must stay under 107 bytes.
+	dir, err := os.MkdirTemp("/tmp", "idpg")
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{dir: dir, bindir: bindir}
+	if os.Geteuid() == 0 {
+		u, err := user.Lookup("postgres")
+		if err != nil {
+			os.RemoveAll(dir)
+			return nil, fmt.Errorf("pglocal: running as root needs the system user \"postgres\" (from the Debian package postgresql): %w", err)
+		}
+		uid, _ := strconv.Atoi(u.Uid)
+		gid, _ := strconv.Atoi(u.Gid)
+		s.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+		if err := os.Chown(dir, uid, gid); err != nil {
+			os.RemoveAll(dir)
+			return nil, err
+		}
+	}
+	if s.port, err = freePort(); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	if err := s.run(ctx, "initdb", "-D", s.dataDir(), "-U", "postgres", "-A", "trust", "-E", "UTF8",
+		"--locale=C", "--no-sync", "--no-instructions"); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	if err := s.Resume(ctx); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Server) dataDir() string { return filepath.Join(s.dir, "data") }
+
+// DSN returns a connection string for database db over TCP.
+func (s *Server) DSN(db string) string {
+	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", s.port, db)
+}
+
+// Addr returns the server's TCP address.
+func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
+
+// Halt stops the server (fast shutdown: connections are cut), keeping its
+// data; Resume starts it again on the same port. Tests use the pair to take
+// the store away mid-run.
+func (s *Server) Halt(ctx context.Context) error {
+	return s.run(ctx, "pg_ctl", "-D", s.dataDir(), "-m", "fast", "-w", "stop")
+}
+
+// Resume starts a halted server on its port.
+func (s *Server) Resume(ctx context.Context) error {
+	// fsync off and a large max_connections: the server is throwaway, and
+	// tests open many pools.
+	opts := fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -k %s -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=400 -c shared_buffers=256MB", s.port, s.dir)
+	return s.run(ctx, "pg_ctl", "-D", s.dataDir(), "-l", filepath.Join(s.dir, "postgres.log"), "-w", "-t", "60", "-o", opts, "start")
+}
+
+// Close stops the server and removes its files.
+func (s *Server) Close() error {
+	err := s.Halt(context.Background())
+	if rmErr := os.RemoveAll(s.dir); err == nil {
+		err = rmErr
+	}
+	return err
+}
+
+func (s *Server) run(ctx context.Context, name string, args ...string) error {
+	cmd := exec.CommandContext(ctx, filepath.Join(s.bindir, name), args...)
+	cmd.Dir = s.dir
+	if s.cred != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred}
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		log, _ := os.ReadFile(filepath.Join(s.dir, "postgres.log"))
+		return fmt.Errorf("pglocal: %s: %w\n%s\n%s", name, err, out, tail(log, 2000))
+	}
+	return nil
+}
+
+func tail(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[len(b)-n:]
+	}
+	return b
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
