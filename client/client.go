@@ -1,0 +1,234 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Client sends intents to an idemcoord-fronted API. It is safe for
+// concurrent use.
+type Client struct {
+	cfg Config
+
+	mu  sync.Mutex // guards rng
+	rng *rand.Rand
+}
+
+// New returns a Client for cfg, with defaults for its zero fields. Errors
+// wrap ErrInvalidConfig.
+func New(cfg Config) (*Client, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	seed := cfg.Seed
+	if seed == 0 {
+		seed = rand.Uint64()
+	}
+	return &Client{
+		cfg: cfg,
+		// PCG wants two words; the second is a fixed odd constant so that
+		// Seed alone decides the sequence.
+		rng: rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15)),
+	}, nil
+}
+
+// Intent is one business intent: the request to send and the key that makes
+// its retries safe.
+type Intent struct {
+	// Method is the HTTP method, such as "POST". Required.
+	Method string
+	// Path is appended to Config.BaseURL and may carry a query, such as
+	// "/v1/payments?expand=fees". Not a full URL.
+	Path string
+	// Key is the idempotency key from NewKey, the same on every retry of
+	// this intent. Required unless Method is GET or HEAD; 1 to MaxKeyLen
+	// bytes of printable ASCII. Do sends it as an RFC 8941 sf-string.
+	Key string
+	// Body is sent as is on every attempt. If it is not empty and Header
+	// has no Content-Type, Content-Type is application/json.
+	Body []byte
+	// Header holds extra request headers. It may not carry
+	// Idempotency-Key (use Key); an Authorization header in it is
+	// overridden when Config has a token.
+	Header http.Header
+}
+
+// PostJSON marshals v once and POSTs it to path under key with Do: every
+// attempt sends the same bytes. See Do for the results.
+func (c *Client) PostJSON(ctx context.Context, path, key string, v any) (*Response, error) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("%w: Body: %w", ErrInvalidIntent, err)
+	}
+	return c.Do(ctx, Intent{Method: http.MethodPost, Path: path, Key: key, Body: body})
+}
+
+// Do sends in, retrying as the package documentation describes, and returns
+// the final answer.
+//
+//   - 2xx or 3xx: the *Response and a nil error.
+//   - any other final status: the *Response and a *ProblemError; a 422
+//     fingerprint mismatch matches ErrFingerprintMismatch.
+//   - no final answer (MaxAttempts used up, or ctx ended after the first
+//     attempt started): a *GaveUpError, with the last *Response if the
+//     last attempt got one and nil otherwise. The intent may or may not
+//     have taken effect: retry later with the same key.
+//   - an invalid intent (ErrInvalidIntent), a TokenSource error, a ctx
+//     already done, or a transport error not worth retrying (a bad TLS
+//     certificate): a nil *Response and that error; but a TokenSource
+//     error after earlier attempts is a *GaveUpError, since those attempts
+//     may have run.
+//
+// Safety over liveness: Do never changes the key or the body between
+// attempts, and never retries a replayed answer, so a retry can at worst
+// return the stored result of an earlier attempt, never run the intent
+// twice. The price is that an intent whose first attempt is stuck
+// OUTCOME_UNKNOWN on the server gets 409s until the server resolves it.
+func (c *Client) Do(ctx context.Context, in Intent) (*Response, error) {
+	target, header, err := c.prepare(in)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	for attempt := 1; ; attempt++ {
+		token, err := c.token(ctx)
+		if err != nil {
+			if attempt > 1 {
+				return nil, &GaveUpError{Attempts: attempt - 1, Err: err}
+			}
+			return nil, err
+		}
+		resp, err := c.send(ctx, target, in, header, token, attempt)
+		if err == nil {
+			return resp, nil
+		}
+		var retryAfter time.Duration
+		switch {
+		case resp != nil && !retryableStatus(resp):
+			return resp, err
+		case resp != nil:
+			retryAfter, _ = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+		case ctx.Err() != nil:
+			return nil, &GaveUpError{Attempts: attempt, Err: err}
+		case !retryableTransport(err):
+			return nil, err
+		}
+		if attempt >= c.cfg.MaxAttempts {
+			return resp, &GaveUpError{Attempts: attempt, Err: err}
+		}
+		wait := c.wait(attempt, retryAfter)
+		c.logRetry(ctx, attempt, resp, err, wait)
+		if serr := c.cfg.Sleep(ctx, wait); serr != nil {
+			return resp, &GaveUpError{Attempts: attempt, Err: fmt.Errorf("%w while waiting to retry; last attempt: %w", serr, err)}
+		}
+	}
+}
+
+// prepare checks in and builds what every attempt shares: the URL and the
+// headers other than Authorization.
+func (c *Client) prepare(in Intent) (string, http.Header, error) {
+	if in.Method == "" {
+		return "", nil, fmt.Errorf("%w: Method is empty", ErrInvalidIntent)
+	}
+	if in.Key != "" || (in.Method != http.MethodGet && in.Method != http.MethodHead) {
+		if err := checkKey(in.Key); err != nil {
+			return "", nil, err
+		}
+	}
+	for name := range in.Header {
+		if http.CanonicalHeaderKey(name) == "Idempotency-Key" {
+			return "", nil, fmt.Errorf("%w: Header carries Idempotency-Key; set Key instead", ErrInvalidIntent)
+		}
+	}
+	ref, err := url.Parse(in.Path)
+	if err != nil || ref.Scheme != "" || ref.Host != "" {
+		return "", nil, fmt.Errorf("%w: Path must be a path relative to BaseURL", ErrInvalidIntent)
+	}
+	target := strings.TrimSuffix(c.cfg.BaseURL, "/") + "/" + strings.TrimPrefix(in.Path, "/")
+	if _, err := url.Parse(target); err != nil {
+		return "", nil, fmt.Errorf("%w: Path: %w", ErrInvalidIntent, err)
+	}
+	header := in.Header.Clone()
+	if header == nil {
+		header = make(http.Header)
+	}
+	if in.Key != "" {
+		header.Set("Idempotency-Key", formatKey(in.Key))
+	}
+	if len(in.Body) > 0 && header.Get("Content-Type") == "" {
+		header.Set("Content-Type", "application/json")
+	}
+	return target, header, nil
+}
+
+// token returns the bearer token for the next attempt, "" for none.
+func (c *Client) token(ctx context.Context) (string, error) {
+	if c.cfg.TokenSource == nil {
+		return c.cfg.Token, nil
+	}
+	t, err := c.cfg.TokenSource(ctx)
+	if err != nil {
+		return "", fmt.Errorf("client: TokenSource: %w", err)
+	}
+	return t, nil
+}
+
+// send makes one attempt. A status other than 2xx/3xx returns both the
+// Response and its *ProblemError; a transport failure, including one while
+// reading the body, returns only the error.
+func (c *Client) send(ctx context.Context, target string, in Intent, header http.Header, token string, attempt int) (*Response, error) {
+	// A fresh reader over the same bytes for every attempt.
+	// NewRequestWithContext sets ContentLength and GetBody for a
+	// *bytes.Reader, so the transport can also rewind it on its own
+	// internal retry.
+	var body io.Reader
+	if len(in.Body) > 0 {
+		body = bytes.NewReader(in.Body)
+	}
+	req, err := http.NewRequestWithContext(ctx, in.Method, target, body)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidIntent, err)
+	}
+	req.Header = header.Clone()
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	res, err := c.cfg.HTTPClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		return nil, fmt.Errorf("client: reading %d response: %w", res.StatusCode, err)
+	}
+	resp := newResponse(res, b, attempt)
+	if resp.Status >= 200 && resp.Status < 400 {
+		return resp, nil
+	}
+	return resp, newProblem(resp)
+}
+
+// logRetry records one retry without the key, the token or a body.
+func (c *Client) logRetry(ctx context.Context, attempt int, resp *Response, err error, wait time.Duration) {
+	attrs := []slog.Attr{slog.Int("attempt", attempt), slog.Duration("wait", wait)}
+	if resp != nil {
+		attrs = append(attrs, slog.Int("status", resp.Status), slog.String("operation_id", resp.OperationID))
+	} else {
+		attrs = append(attrs, slog.String("error", err.Error()))
+	}
+	c.cfg.Logger.LogAttrs(ctx, slog.LevelDebug, "idemcoord client: retrying", attrs...)
+}

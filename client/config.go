@@ -1,0 +1,189 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"time"
+)
+
+const (
+	// DefaultMaxAttempts is 8: with the default delays the seven waits
+	// between attempts add up to at most about 11 s (half that on average,
+	// with full jitter), enough to ride out a gateway restart or an owner
+	// takeover after a lease expires, and short enough that a person
+	// waiting on the request is still there.
+	DefaultMaxAttempts = 8
+
+	// DefaultBaseDelay is 100 ms, about one round trip through the gateway
+	// plus a store write: retrying sooner mostly earns another 409 from the
+	// attempt that is still running.
+	DefaultBaseDelay = 100 * time.Millisecond
+
+	// DefaultMaxDelay is 5 s. It caps the backoff, not the server: a longer
+	// Retry-After is still honoured up to MaxRetryWait.
+	DefaultMaxDelay = 5 * time.Second
+
+	// DefaultTimeout bounds one attempt of the default HTTPClient. 30 s is
+	// longer than the gateway's own upstream timeout, so the gateway, which
+	// knows whether the upstream ran, answers first.
+	DefaultTimeout = 30 * time.Second
+
+	// MaxRetryWait caps any single wait, Retry-After included. A server that
+	// asks for more than a minute is misconfigured or overloaded, and a
+	// client blocked that long holds its caller hostage; retrying sooner is
+	// safe because the key makes it so, and at worst earns another 409 or
+	// 503.
+	MaxRetryWait = 60 * time.Second
+)
+
+// Config configures a Client. The zero value of every field but BaseURL
+// means its default; DefaultConfig spells the defaults out.
+type Config struct {
+	// BaseURL is the API root, such as "https://api.example.com/v2";
+	// Intent.Path is appended to it. Required: http or https, with a host
+	// and no query or fragment.
+	BaseURL string
+
+	// HTTPClient sends each attempt. Its Timeout bounds one attempt; the
+	// ctx given to Do bounds them all. Default: a client with
+	// DefaultTimeout that returns 3xx answers instead of following them,
+	// since a 303 would turn the request into a GET without its body.
+	HTTPClient *http.Client
+
+	// Token is a static bearer token sent as "Authorization: Bearer".
+	// Optional; set at most one of Token and TokenSource. It overrides an
+	// Authorization header in Intent.Header.
+	Token string
+
+	// TokenSource returns the bearer token. It is called before every
+	// attempt, so a token that expires during backoff is replaced; cache
+	// inside it. An error from it ends Do. Optional.
+	TokenSource func(ctx context.Context) (string, error)
+
+	// MaxAttempts is how many attempts Do makes, the first included, before
+	// it gives up with ErrGaveUp. 1 disables retries. Default
+	// DefaultMaxAttempts.
+	MaxAttempts int
+
+	// BaseDelay is the backoff ceiling after the first failed attempt; it
+	// doubles after each further one, up to MaxDelay. The wait itself is
+	// drawn uniformly from zero to the ceiling (full jitter), so clients
+	// that failed together do not retry together. Default
+	// DefaultBaseDelay.
+	BaseDelay time.Duration
+
+	// MaxDelay caps the backoff ceiling. At least BaseDelay, at most
+	// MaxRetryWait. Default DefaultMaxDelay.
+	MaxDelay time.Duration
+
+	// Seed seeds the jitter. 0 means a random seed; tests set one to make
+	// the waits repeatable.
+	Seed uint64
+
+	// Sleep waits d or until ctx is done, returning ctx's error in the
+	// latter case. Tests replace it to record the waits and skip them.
+	// Default: a timer that honours ctx.
+	Sleep func(ctx context.Context, d time.Duration) error
+
+	// Logger receives one Debug record per retry: attempt, status or
+	// error, wait and operation id, never the key, the token or a body.
+	// Default: discard.
+	Logger *slog.Logger
+}
+
+// DefaultConfig returns a Config for baseURL with every default filled in.
+func DefaultConfig(baseURL string) Config {
+	return Config{BaseURL: baseURL}.withDefaults()
+}
+
+// withDefaults returns c with its zero fields set to their defaults.
+func (c Config) withDefaults() Config {
+	if c.HTTPClient == nil {
+		c.HTTPClient = &http.Client{
+			Timeout: DefaultTimeout,
+			CheckRedirect: func(*http.Request, []*http.Request) error {
+				return http.ErrUseLastResponse
+			},
+		}
+	}
+	if c.MaxAttempts == 0 {
+		c.MaxAttempts = DefaultMaxAttempts
+	}
+	if c.BaseDelay == 0 {
+		c.BaseDelay = DefaultBaseDelay
+	}
+	if c.MaxDelay == 0 {
+		c.MaxDelay = max(DefaultMaxDelay, c.BaseDelay)
+	}
+	if c.Sleep == nil {
+		c.Sleep = sleepCtx
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// Validate reports the first field of c that is unusable, naming it and
+// saying why. Errors wrap ErrInvalidConfig. Zero values are valid: they
+// mean the default.
+func (c Config) Validate() error {
+	bad := func(field, format string, args ...any) error {
+		return fmt.Errorf("%w: %s: %s", ErrInvalidConfig, field, fmt.Sprintf(format, args...))
+	}
+	if c.BaseURL == "" {
+		return bad("BaseURL", "required")
+	}
+	u, err := url.Parse(c.BaseURL)
+	switch {
+	case err != nil:
+		// The url.Error would repeat the URL, userinfo and all.
+		if ue, ok := err.(*url.Error); ok {
+			err = ue.Err
+		}
+		return bad("BaseURL", "not a URL: %v", err)
+	case u.Scheme != "http" && u.Scheme != "https":
+		return bad("BaseURL", "scheme %q is not http or https", u.Scheme)
+	case u.Host == "":
+		return bad("BaseURL", "no host")
+	case u.RawQuery != "" || u.Fragment != "":
+		return bad("BaseURL", "has a query or fragment; put those in Intent.Path")
+	}
+	if c.Token != "" && c.TokenSource != nil {
+		return bad("Token", "set Token or TokenSource, not both")
+	}
+	for i := 0; i < len(c.Token); i++ {
+		if b := c.Token[i]; b <= ' ' || b >= 0x7f {
+			return bad("Token", "byte %d is not visible ASCII; a bearer token cannot carry it", i)
+		}
+	}
+	d := c.withDefaults()
+	switch {
+	case d.MaxAttempts < 1:
+		return bad("MaxAttempts", "%d is negative; 0 means the default %d", c.MaxAttempts, DefaultMaxAttempts)
+	case d.BaseDelay < 0:
+		return bad("BaseDelay", "%v is negative", c.BaseDelay)
+	case d.MaxDelay < 0:
+		return bad("MaxDelay", "%v is negative", c.MaxDelay)
+	case d.MaxDelay < d.BaseDelay:
+		return bad("MaxDelay", "%v is below BaseDelay %v", d.MaxDelay, d.BaseDelay)
+	case d.MaxDelay > MaxRetryWait:
+		return bad("MaxDelay", "%v exceeds MaxRetryWait %v, the cap on any wait", d.MaxDelay, MaxRetryWait)
+	}
+	return nil
+}
+
+// sleepCtx waits d or until ctx is done.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

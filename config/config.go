@@ -1,0 +1,128 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"time"
+)
+
+// Defaults filled in by Parse. Endpoint defaults that belong to the protocol
+// (TTL, lease, size caps) come from package idempotency.
+const (
+	// DefaultUpstreamTimeout bounds one upstream call. 10 seconds is longer
+	// than a healthy payment API's p99.9 and leaves the default 30-second
+	// lease 20 seconds of margin for store round trips and GC pauses, so a
+	// worker whose call times out still finishes before it can be taken
+	// over.
+	DefaultUpstreamTimeout = 10 * time.Second
+	// DefaultMaxConns is the SQL pool size of one idemd. Claims and
+	// finishes are short transactions; 32 connections serve thousands of
+	// them a second, and a handful of instances per region stays within
+	// CockroachDB's guidance of about 4 connections per vCPU cluster-wide.
+	DefaultMaxConns = 32
+	// DefaultDialTimeout bounds connecting to etcd. etcd is off the hot
+	// path, so this only decides how soon a bad endpoint list fails startup
+	// or a controller gives up on one member.
+	DefaultDialTimeout = 5 * time.Second
+)
+
+// Config is the whole idemd file. Parse fills in defaults; the zero value is
+// not valid.
+type Config struct {
+	// Region is this deployment's region name, as used in etcd ownership
+	// records: 1 to 32 of [a-z0-9-]. Required.
+	Region string `yaml:"region"`
+	// Listen is the host:port the gateway listens on. Required.
+	Listen string `yaml:"listen"`
+	// Upstream is the absolute http(s) URL of the API idemd fronts; a path
+	// is a prefix of every forwarded path. Required.
+	Upstream string `yaml:"upstream"`
+	// WorkerID names this instance as lease owner in records and logs.
+	// Default "" means "<hostname>-<pid>" (see WorkerName); set it when
+	// hostnames are not unique or not meaningful.
+	WorkerID string `yaml:"worker_id"`
+	// Store is the SQL store.
+	Store Store `yaml:"store"`
+	// Etcd is the ownership directory. Optional in this milestone.
+	Etcd Etcd `yaml:"etcd"`
+	// Auth says how bearer tokens are verified.
+	Auth Auth `yaml:"auth"`
+	// Defaults are the endpoint settings an endpoint inherits when it does
+	// not set them.
+	Defaults Defaults `yaml:"defaults"`
+	// Endpoints are the coordinated endpoints; at least one is required.
+	// Requests that match none pass through uncoordinated.
+	Endpoints []Endpoint `yaml:"endpoints"`
+}
+
+// Store configures the SQL store (CockroachDB, or PostgreSQL in tests).
+type Store struct {
+	// DSN is the connection string (postgres://... or key=value form).
+	// Required. It may carry a password, so the Config must never be
+	// logged whole; prefer PGPASSWORD or a passfile.
+	DSN string `yaml:"dsn"`
+	// MaxConns caps the connection pool. Default DefaultMaxConns. More
+	// allows more concurrent claims but costs server memory and adds
+	// contention on hot keys.
+	MaxConns int `yaml:"max_conns"`
+}
+
+// Etcd configures the etcd cluster that holds shard ownership.
+type Etcd struct {
+	// Endpoints are the etcd client URLs (http:// or https://). Empty means
+	// no etcd: single-region mode.
+	Endpoints []string `yaml:"endpoints"`
+	// DialTimeout bounds connecting to etcd. Default DefaultDialTimeout.
+	DialTimeout time.Duration `yaml:"dial_timeout"`
+}
+
+// Auth configures bearer-token verification (see package authn). At least
+// one of HS256SecretFile, HS256SecretEnv and PublicKeyFiles is required; the
+// two secret sources exclude each other.
+type Auth struct {
+	// Issuer is the required "iss" claim. Required.
+	Issuer string `yaml:"issuer"`
+	// Audience must appear in the "aud" claim. Required.
+	Audience string `yaml:"audience"`
+	// HS256SecretFile is a file holding the HS256 secret (at least 32
+	// bytes; one trailing newline is ignored). Keeps the secret out of
+	// this file.
+	HS256SecretFile string `yaml:"hs256_secret_file"`
+	// HS256SecretEnv is the name of an environment variable holding the
+	// HS256 secret, for platforms that inject secrets as variables.
+	HS256SecretEnv string `yaml:"hs256_secret_env"`
+	// PublicKeyFiles are PEM public keys: RSA enables RS256, EC P-256
+	// ES256. A file's name without extension is its kid.
+	PublicKeyFiles []string `yaml:"public_key_files"`
+	// Leeway is the clock skew tolerated on exp, nbf and iat. Default
+	// authn.DefaultLeeway (30s), at most authn.MaxLeeway. Larger tolerates
+	// worse clocks and lets expired tokens live longer.
+	Leeway time.Duration `yaml:"leeway"`
+}
+
+// Defaults are inherited by every endpoint that leaves the field unset.
+type Defaults struct {
+	// TTL is how long a key is remembered. Default idempotency.DefaultTTL
+	// (24h).
+	TTL time.Duration `yaml:"ttl"`
+	// Lease is how long a worker owns an operation. Default
+	// idempotency.DefaultLease (30s).
+	Lease time.Duration `yaml:"lease"`
+	// UpstreamTimeout bounds one upstream call. Default
+	// DefaultUpstreamTimeout (10s); it must be shorter than Lease.
+	UpstreamTimeout time.Duration `yaml:"upstream_timeout"`
+}
+
+// WorkerName returns the lease-owner name of this instance: WorkerID, or
+// "<hostname>-<pid>" when it is empty. The pid tells apart two processes on
+// one host, such as the old and new process of a rolling restart.
+func (c *Config) WorkerName() string {
+	if c.WorkerID != "" {
+		return c.WorkerID
+	}
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown-host"
+	}
+	return fmt.Sprintf("%s-%d", host, os.Getpid())
+}

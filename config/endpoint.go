@@ -1,0 +1,145 @@
+package config
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/idemcoord/idemcoord/idempotency"
+)
+
+// KeyMode says whether an endpoint requires an Idempotency-Key.
+type KeyMode string
+
+// Key modes.
+const (
+	// KeyRequired answers 400 to a request without a key. The default:
+	// an endpoint is listed because retries of it must not run twice.
+	KeyRequired KeyMode = "required"
+	// KeyOptional passes a request without a key through uncoordinated,
+	// for endpoints whose clients are migrating to keys.
+	KeyOptional KeyMode = "optional"
+)
+
+// OperationIDParam is the placeholder of Endpoint.ResolvePath that is
+// replaced by the operation id.
+const OperationIDParam = "{operation_id}"
+
+// Endpoint is the idempotency policy of one upstream route. Zero durations
+// and sizes are filled in by Parse from Defaults and package idempotency.
+type Endpoint struct {
+	// Name identifies the endpoint. It is the endpoint part of every
+	// record's scope (actor, endpoint, key), so renaming it forgets every
+	// stored key of the endpoint. Required, unique, [a-z0-9][a-z0-9._-]*,
+	// at most 64 bytes.
+	Name string `yaml:"name"`
+	// Method is the exact, upper-case HTTP method. Required.
+	Method string `yaml:"method"`
+	// Path is the route pattern: literal segments, and {param} segments
+	// that match any one non-empty segment. Required.
+	Path string `yaml:"path"`
+	// Key is "required" (default) or "optional".
+	Key KeyMode `yaml:"key"`
+	// TTL is how long a key is remembered after its last change. Default
+	// Defaults.TTL. Longer protects later retries and costs storage.
+	TTL time.Duration `yaml:"ttl"`
+	// Lease is how long a worker owns an in-flight operation without a
+	// heartbeat. Default Defaults.Lease. Shorter recovers crashed workers
+	// sooner; it must stay longer than UpstreamTimeout, or a live worker is
+	// taken over and the intent runs twice.
+	Lease time.Duration `yaml:"lease"`
+	// UpstreamTimeout bounds the upstream call; a timeout makes the outcome
+	// unknown. Default Defaults.UpstreamTimeout.
+	UpstreamTimeout time.Duration `yaml:"upstream_timeout"`
+	// Fingerprint says what of the body identifies the intent.
+	Fingerprint Fingerprint `yaml:"fingerprint"`
+	// StoreStatuses are the upstream statuses stored and replayed ("2xx",
+	// "404", "400-451"). Empty means 2xx, 3xx and 4xx.
+	StoreStatuses []string `yaml:"store_statuses"`
+	// RetryStatuses are the statuses that mean "did not take effect, run
+	// again on the next retry"; they win over StoreStatuses. Empty means
+	// 408, 425, 429, 500, 502-504.
+	RetryStatuses []string `yaml:"retry_statuses"`
+	// ResponseHeaders is the allow-list of response headers stored and
+	// replayed. Empty means Content-Type and Location.
+	ResponseHeaders []string `yaml:"response_headers"`
+	// MaxRequestBytes caps the request body (413 above it); it is also the
+	// fingerprint's cap. Default 1MiB.
+	MaxRequestBytes ByteSize `yaml:"max_request_bytes"`
+	// MaxResponseBytes caps the stored response body. Default 64KiB. The
+	// record is a replay aid, not a blob store.
+	MaxResponseBytes ByteSize `yaml:"max_response_bytes"`
+	// Async answers 202 with a status URL and runs the intent in the
+	// background. Default false.
+	Async bool `yaml:"async"`
+	// Failover is "reject" (default: 503 while the owner region is down;
+	// for high-risk writes) or "transfer" (move the actor's shard to a
+	// surviving region under a new epoch and keep serving).
+	Failover idempotency.FailoverPolicy `yaml:"failover"`
+	// ResolvePath is the upstream path asked to resolve an operation whose
+	// outcome is unknown; it must contain {operation_id}. Empty means the
+	// outcome cannot be queried: such operations wait for an operator.
+	ResolvePath string `yaml:"resolve_path"`
+}
+
+// Fingerprint configures idempotency.FingerprintOptions.
+type Fingerprint struct {
+	// Exclude lists RFC 6901 JSON pointers of body fields a client may
+	// change between honest retries (timestamps, trace ids, signatures).
+	Exclude []string `yaml:"exclude"`
+	// NullEqualsMissing makes {"a":null} the same request as {}. Default
+	// false: many APIs read an explicit null as "clear this field".
+	NullEqualsMissing bool `yaml:"null_equals_missing"`
+}
+
+// Policy returns the protocol policy of the endpoint, starting from
+// idempotency.DefaultPolicy. Call it on a validated Config: entries that do
+// not parse are skipped, not reported.
+func (e Endpoint) Policy() idempotency.Policy {
+	p := idempotency.DefaultPolicy()
+	p.KeyRequired = e.Key != KeyOptional
+	if e.TTL > 0 {
+		p.TTL = e.TTL
+	}
+	if e.Lease > 0 {
+		p.Lease = e.Lease
+	}
+	if e.MaxRequestBytes > 0 {
+		p.MaxRequestBytes = int64(e.MaxRequestBytes)
+	}
+	if e.MaxResponseBytes > 0 {
+		p.MaxResponseBytes = int64(e.MaxResponseBytes)
+	}
+	p.Fingerprint = idempotency.FingerprintOptions{
+		Exclude:           append([]string(nil), e.Fingerprint.Exclude...),
+		NullEqualsMissing: e.Fingerprint.NullEqualsMissing,
+		MaxBytes:          p.MaxRequestBytes,
+	}
+	if len(e.StoreStatuses) > 0 {
+		p.StoreStatuses = statusRanges(e.StoreStatuses)
+	}
+	if len(e.RetryStatuses) > 0 {
+		p.RetryStatuses = statusRanges(e.RetryStatuses)
+	}
+	if len(e.ResponseHeaders) > 0 {
+		p.ResponseHeaders = make([]string, len(e.ResponseHeaders))
+		for i, h := range e.ResponseHeaders {
+			p.ResponseHeaders[i] = http.CanonicalHeaderKey(h)
+		}
+	}
+	p.Async = e.Async
+	if e.Failover != "" {
+		p.Failover = e.Failover
+	}
+	return p
+}
+
+// statusRanges parses the valid entries of ss.
+func statusRanges(ss []string) []idempotency.StatusRange {
+	out := make([]idempotency.StatusRange, 0, len(ss))
+	for _, s := range ss {
+		if r, err := idempotency.ParseStatusRange(s); err == nil {
+			out = append(out, r)
+		}
+	}
+	return out
+}

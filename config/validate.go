@@ -1,0 +1,190 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/idemcoord/idemcoord/authn"
+)
+
+// FieldError is one invalid field: its path in the file
+// ("endpoints[1].lease") and why it is invalid.
+type FieldError struct {
+	// Path names the field as written in YAML, with list indexes.
+	Path string
+	// Reason says what is wrong and, where it is not obvious, why it
+	// matters.
+	Reason string
+}
+
+// Error returns "path: reason".
+func (e FieldError) Error() string { return e.Path + ": " + e.Reason }
+
+// ValidationError lists every invalid field of a Config, in file order.
+type ValidationError struct {
+	// Errors holds one entry per problem; never empty.
+	Errors []FieldError
+}
+
+// Error returns the problems one per line.
+func (e *ValidationError) Error() string {
+	lines := make([]string, len(e.Errors))
+	for i, fe := range e.Errors {
+		lines[i] = fe.Error()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// problems collects FieldErrors.
+type problems []FieldError
+
+// add records a problem at path.
+func (p *problems) add(path, format string, args ...any) {
+	*p = append(*p, FieldError{Path: path, Reason: fmt.Sprintf(format, args...)})
+}
+
+// err returns the problems as a *ValidationError, or nil if there are none.
+func (p problems) err() error {
+	if len(p) == 0 {
+		return nil
+	}
+	return &ValidationError{Errors: p}
+}
+
+var (
+	regionRE  = regexp.MustCompile(`^[a-z0-9-]{1,32}$`)
+	envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
+
+// Validate reports every invalid field at once, as a *ValidationError. It
+// expects defaults to be filled in (Parse does that): a zero duration or size
+// is reported, not defaulted. It does no I/O; AuthConfig reads the secret.
+func (c *Config) Validate() error {
+	var p problems
+	if !regionRE.MatchString(c.Region) {
+		p.add("region", "must be 1 to 32 of [a-z0-9-], got %q", c.Region)
+	}
+	checkListen(&p, c.Listen)
+	checkURL(&p, "upstream", c.Upstream, true)
+	if len(c.WorkerID) > 128 || strings.ContainsFunc(c.WorkerID, isBadRune) {
+		p.add("worker_id", "must be at most 128 printable characters")
+	}
+	if c.Store.DSN == "" {
+		p.add("store.dsn", "required")
+	}
+	if c.Store.MaxConns <= 0 {
+		p.add("store.max_conns", "must be positive, got %d", c.Store.MaxConns)
+	}
+	for i, ep := range c.Etcd.Endpoints {
+		checkURL(&p, fmt.Sprintf("etcd.endpoints[%d]", i), ep, false)
+	}
+	positive(&p, "etcd.dial_timeout", c.Etcd.DialTimeout)
+	c.Auth.check(&p)
+	positive(&p, "defaults.ttl", c.Defaults.TTL)
+	positive(&p, "defaults.lease", c.Defaults.Lease)
+	positive(&p, "defaults.upstream_timeout", c.Defaults.UpstreamTimeout)
+	checkLease(&p, "defaults", c.Defaults.TTL, c.Defaults.Lease, c.Defaults.UpstreamTimeout)
+	c.checkEndpoints(&p)
+	return p.err()
+}
+
+// check validates the auth section.
+func (a Auth) check(p *problems) {
+	if a.Issuer == "" {
+		p.add("auth.issuer", "required")
+	}
+	if a.Audience == "" {
+		p.add("auth.audience", "required")
+	}
+	switch {
+	case a.HS256SecretFile == "" && a.HS256SecretEnv == "" && len(a.PublicKeyFiles) == 0:
+		p.add("auth", "one of hs256_secret_file, hs256_secret_env, public_key_files is required")
+	case a.HS256SecretFile != "" && a.HS256SecretEnv != "":
+		p.add("auth", "hs256_secret_file and hs256_secret_env exclude each other; set one")
+	}
+	if a.HS256SecretEnv != "" && !envNameRE.MatchString(a.HS256SecretEnv) {
+		p.add("auth.hs256_secret_env", "%q is not an environment variable name; give the name, not the secret", a.HS256SecretEnv)
+	}
+	for i, f := range a.PublicKeyFiles {
+		if f == "" {
+			p.add(fmt.Sprintf("auth.public_key_files[%d]", i), "empty path")
+		}
+	}
+	if a.Leeway < 0 || a.Leeway > authn.MaxLeeway {
+		p.add("auth.leeway", "must be within 0s and %s, got %s", authn.MaxLeeway, a.Leeway)
+	}
+}
+
+// checkLease reports a lease that a live worker could outlast (the intent
+// would run twice) or a TTL shorter than the lease. prefix is "defaults" or
+// "endpoints[i]".
+func checkLease(p *problems, prefix string, ttl, lease, upstream time.Duration) {
+	if lease <= 0 || upstream <= 0 {
+		return // reported as not positive
+	}
+	switch {
+	case lease < upstream:
+		p.add(prefix+".lease", "%s is shorter than upstream_timeout %s; a live worker would be taken over", lease, upstream)
+	case lease == upstream:
+		p.add(prefix+".lease", "%s equals upstream_timeout; it must be longer, or a live worker would be taken over", lease)
+	}
+	if ttl > 0 && lease > ttl {
+		p.add(prefix+".ttl", "%s is shorter than lease %s; a record could expire while its worker runs", ttl, lease)
+	}
+}
+
+// positive reports a duration that is not positive.
+func positive(p *problems, path string, d time.Duration) {
+	if d <= 0 {
+		p.add(path, "must be positive, got %s", d)
+	}
+}
+
+// checkListen reports an address that is not host:port.
+func checkListen(p *problems, addr string) {
+	if addr == "" {
+		p.add("listen", "required")
+		return
+	}
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		p.add("listen", "%q is not host:port", addr)
+		return
+	}
+	if n, err := strconv.ParseUint(port, 10, 16); err != nil || (n == 0 && port != "0") {
+		p.add("listen", "port %q is not a number within 0-65535", port)
+	}
+}
+
+// checkURL reports a value that is not an absolute http(s) URL. required
+// reports an empty value.
+func checkURL(p *problems, path, raw string, required bool) {
+	if raw == "" {
+		if required {
+			p.add(path, "required")
+		} else {
+			p.add(path, "empty URL")
+		}
+		return
+	}
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil:
+		p.add(path, "%q is not a URL", raw)
+	case u.Scheme != "http" && u.Scheme != "https":
+		p.add(path, "%q: scheme must be http or https", raw)
+	case u.Host == "":
+		p.add(path, "%q: host required", raw)
+	case u.RawQuery != "" || u.Fragment != "":
+		p.add(path, "%q: must not have a query or fragment", raw)
+	}
+}
+
+// isBadRune reports runes that do not belong in names written to logs and
+// records.
+func isBadRune(r rune) bool { return r < 0x20 || r == 0x7f }

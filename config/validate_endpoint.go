@@ -1,0 +1,142 @@
+package config
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/idemcoord/idemcoord/idempotency"
+)
+
+var (
+	nameRE   = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
+	methodRE = regexp.MustCompile(`^[A-Z]+$`)
+	// headerRE is an RFC 9110 token.
+	headerRE = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+)
+
+// checkEndpoints validates every endpoint and reports duplicate names and
+// routes.
+func (c *Config) checkEndpoints(p *problems) {
+	if len(c.Endpoints) == 0 {
+		p.add("endpoints", "at least one endpoint is required")
+	}
+	names := map[string]int{}
+	routes := map[string]int{}
+	for i, e := range c.Endpoints {
+		at := fmt.Sprintf("endpoints[%d]", i)
+		if j, dup := names[e.Name]; dup && e.Name != "" {
+			p.add(at+".name", "%q is already used by endpoints[%d]", e.Name, j)
+		} else {
+			names[e.Name] = i
+		}
+		segs, patErr := e.check(p, at, c.Defaults)
+		if patErr != nil || e.Method == "" {
+			continue
+		}
+		route := e.Method + " " + routeKey(segs)
+		if j, dup := routes[route]; dup {
+			p.add(at+".path", "%s %s is already routed to endpoints[%d] (%s)", e.Method, e.Path, j, c.Endpoints[j].Name)
+		} else {
+			routes[route] = i
+		}
+	}
+}
+
+// check validates one endpoint whose fields are reported under at. It
+// returns the parsed path pattern, or the pattern's error.
+func (e Endpoint) check(p *problems, at string, d Defaults) ([]segment, error) {
+	before := len(*p)
+	if !nameRE.MatchString(e.Name) {
+		p.add(at+".name", "must be 1 to 64 of [a-z0-9._-] starting with a letter or digit, got %q", e.Name)
+	}
+	if !methodRE.MatchString(e.Method) {
+		p.add(at+".method", "must be an upper-case HTTP method such as POST, got %q", e.Method)
+	}
+	segs, patErr := parsePattern(e.Path)
+	if patErr != nil {
+		p.add(at+".path", "%v", patErr)
+	}
+	if e.Key != KeyRequired && e.Key != KeyOptional {
+		p.add(at+".key", "must be %q or %q, got %q", KeyRequired, KeyOptional, e.Key)
+	}
+	positive(p, at+".ttl", e.TTL)
+	positive(p, at+".lease", e.Lease)
+	positive(p, at+".upstream_timeout", e.UpstreamTimeout)
+	// Values inherited from defaults were reported there already.
+	if e.TTL != d.TTL || e.Lease != d.Lease || e.UpstreamTimeout != d.UpstreamTimeout {
+		checkLease(p, at, e.TTL, e.Lease, e.UpstreamTimeout)
+	}
+	err := idempotency.FingerprintOptions{Exclude: e.Fingerprint.Exclude}.Validate()
+	addJoined(p, at+".fingerprint", err)
+	checkStatuses(p, at+".store_statuses", e.StoreStatuses)
+	checkStatuses(p, at+".retry_statuses", e.RetryStatuses)
+	for i, h := range e.ResponseHeaders {
+		if !headerRE.MatchString(h) {
+			p.add(fmt.Sprintf("%s.response_headers[%d]", at, i), "%q is not a header name", h)
+		}
+	}
+	if e.MaxRequestBytes <= 0 {
+		p.add(at+".max_request_bytes", "must be positive, got %d", e.MaxRequestBytes)
+	}
+	if e.MaxResponseBytes <= 0 {
+		p.add(at+".max_response_bytes", "must be positive, got %d", e.MaxResponseBytes)
+	}
+	if e.Failover != idempotency.FailoverReject && e.Failover != idempotency.FailoverTransfer {
+		p.add(at+".failover", "must be %q or %q, got %q", idempotency.FailoverReject, idempotency.FailoverTransfer, e.Failover)
+	}
+	if e.ResolvePath != "" {
+		if err := checkResolvePath(e.ResolvePath); err != nil {
+			p.add(at+".resolve_path", "%v", err)
+		}
+	}
+	if len(*p) == before {
+		// Belt and braces: whatever the protocol itself refuses that the
+		// checks above missed is still reported, under the endpoint.
+		addJoined(p, at, e.Policy().Validate())
+	}
+	return segs, patErr
+}
+
+// checkStatuses reports entries that idempotency.ParseStatusRange refuses.
+func checkStatuses(p *problems, at string, ss []string) {
+	for i, s := range ss {
+		if _, err := idempotency.ParseStatusRange(s); err != nil {
+			p.add(fmt.Sprintf("%s[%d]", at, i), "%q: want NNN, Nxx or NNN-NNN within 100-599", s)
+		}
+	}
+}
+
+// checkResolvePath reports why rp cannot be a resolve path.
+func checkResolvePath(rp string) error {
+	rest := strings.ReplaceAll(rp, OperationIDParam, "x")
+	switch {
+	case !strings.HasPrefix(rp, "/"):
+		return fmt.Errorf("%q must start with /", rp)
+	case !strings.Contains(rp, OperationIDParam):
+		return fmt.Errorf("%q must contain %s, or every lookup would ask about the same operation", rp, OperationIDParam)
+	case strings.ContainsAny(rest, "{}?#"):
+		return fmt.Errorf("%q: only the placeholder %s is allowed, and no query or fragment", rp, OperationIDParam)
+	}
+	return nil
+}
+
+// addJoined adds each error of a (possibly errors.Join-ed) error whose text
+// is "field: reason" as a problem at prefix.field.
+func addJoined(p *problems, prefix string, err error) {
+	if err == nil {
+		return
+	}
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
+	for _, e := range errs {
+		field, reason, ok := strings.Cut(e.Error(), ": ")
+		if !ok || strings.ContainsAny(field, " \n") {
+			p.add(prefix, "%s", e.Error())
+			continue
+		}
+		p.add(prefix+"."+field, "%s", reason)
+	}
+}

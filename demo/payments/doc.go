@@ -1,0 +1,49 @@
+// Package payments is the demo business API that runs behind the idemcoord
+// gateway and charges the demo bank (package bank).
+//
+// Routes:
+//
+//	POST /v1/payments                      create and charge a payment
+//	GET  /v1/payments                      the calling actor's payments, newest first
+//	GET  /v1/payments/{id}                 one of the calling actor's payments
+//	GET  /internal/operations/{operation_id}  the gateway's resolve URL
+//
+// The gateway sets X-Idempotency-Operation-Id and X-Idempotency-Actor on
+// every request. A payment is executed in three steps, each its own
+// transaction, and never inside one:
+//
+//  1. INSERT the payment as 'pending'. payments.operation_id is UNIQUE: it
+//     is the last line of defence against a double charge when the gateway
+//     runs an operation twice (a takeover, a failover).
+//  2. POST the charge to the bank with the operation id.
+//  3. Mark the payment 'succeeded' (or 'failed') with an update conditioned
+//     on its current status, so two executions never both act.
+//
+// Because the row exists before the bank is called, a late original can
+// never charge after the gateway re-ran the operation: the re-run either
+// finds the row or its insert wins and the original's insert fails.
+//
+// What the bank answered decides the status:
+//
+//	201                                  succeeded, 201
+//	any other status (bank: "not recorded") failed, 502
+//	connection refused / dial failure    failed, 502 (the request never left)
+//	timeout, reset after sending         stays pending, 504 (outcome unknown)
+//
+// A second execution of the same operation (the insert hits the unique
+// constraint) reads the row instead of charging: succeeded answers the same
+// 201; pending asks the bank "was it charged?" and settles the row to
+// succeeded if so, else answers 409; failed claims the row back to pending
+// (conditional update, one winner), asks the bank, and charges again only if
+// the bank has no charge for the operation. The same operation id sent with
+// another actor or another amount, currency or reference is 422.
+//
+// Execution is detached from the caller's context once the request is
+// validated: a gateway that gives up does not leave a half-done payment
+// behind, and the resolve endpoint sees the final status.
+//
+// A payment left 'pending' whose bank call never went out (the process died
+// between steps 1 and 2, or the database failed while finishing step 3 after
+// the bank refused) answers 409 until an operator settles it: taking it
+// over after a timeout would gamble on a charge that may still land.
+package payments
