@@ -97,27 +97,9 @@ type Lease struct {
 	ttl       time.Duration
 }
 
-const claimSQL = `WITH n AS (SELECT COALESCE($1::TIMESTAMPTZ, now()) AS t),
-existing AS (
-	SELECT ` + recordCols + ` FROM idempotency_records
-	WHERE actor_scope = $2 AND endpoint = $3 AND key_hash = $4
-),
-fence AS (
-	SELECT epoch FROM shard_fences WHERE shard = $5 AND NOT EXISTS (SELECT 1 FROM existing) FOR SHARE
-),
-ins AS (
-	INSERT INTO idempotency_records (actor_scope, endpoint, key_hash, operation_id, fingerprint,
-		fingerprint_version, state, version, lease_owner, lease_expires_at, attempts, last_stage, shard, epoch,
-		created_at, updated_at, expires_at)
-	SELECT $2, $3, $4, $7, $8, $9, $10, 1, $11, n.t + $12::INT8 * INTERVAL '1 millisecond', 1, '', $5, $6,
-		n.t, n.t, n.t + $13::INT8 * INTERVAL '1 millisecond'
-	FROM fence, n WHERE fence.epoch = $6
-	ON CONFLICT (actor_scope, endpoint, key_hash) DO NOTHING
-	RETURNING ` + recordCols + `
-)
-SELECT true, (SELECT t FROM n), ` + recordCols + ` FROM ins
-UNION ALL
-SELECT false, (SELECT t FROM n), ` + recordCols + ` FROM existing`
+// claimSQL calls idem_claim (migrations/portable/0002_claim_function.sql):
+// the record found, or the record this call inserted, or nothing.
+const claimSQL = `SELECT COALESCE($1::TIMESTAMPTZ, now()), ` + recordCols + ` FROM idem_claim($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`
 
 // Begin claims a key, or reports why the caller may not run it: one
 // statement that reads the key's record and, only if there is none, locks
@@ -145,14 +127,17 @@ func (s *Store) begin(ctx context.Context, req ClaimRequest) (Claim, error) {
 		state = idempotency.Pending
 	}
 	for round := 0; round < 8; round++ {
+		// One round trip, one serializable transaction: read the record
+		// and, only if there is none, claim it. The insert under the
+		// unique key, not the read, arbitrates between racers; a replay
+		// costs one point read.
 		var (
-			rec             Record
-			inserted, found bool
-			now             time.Time
+			rec   Record
+			now   time.Time
+			found bool
 		)
-		err := s.exec1(ctx, "claim", func(ctx context.Context) error {
-			var err error
-			found, err = s.claimRow(ctx, s.pool, req, owner, opID, state, &rec, &inserted, &now)
+		err := s.exec1(ctx, "claim", func(ctx context.Context) (err error) {
+			found, err = s.claimRow(ctx, s.pool, req, owner, opID, state, &rec, &now)
 			return err
 		})
 		var amb *AmbiguousCommitError
@@ -162,20 +147,20 @@ func (s *Store) begin(ctx context.Context, req ClaimRequest) (Claim, error) {
 			continue // the re-run recognises our own insert by its owner
 		case err != nil:
 			return Claim{}, fmt.Errorf("crdb: claim: %w", err)
-		case !found:
-			// No record and no insert: the fence refused, or a concurrent
-			// insert committed without a serialization failure.
+		case found && rec.LeaseOwner == owner && rec.Version == 1:
+			// Our insert (or our earlier one, whose answer was lost).
+			return Claim{Outcome: FirstRun, Record: rec, Lease: newLease(rec, req)}, nil
+		case found:
+			c, retry, err := s.decide(ctx, req, rec, now)
+			if err != nil || !retry {
+				return c, err
+			}
+		default:
+			// Neither found nor inserted: the fence refused, or a racer's
+			// insert committed in between (read it on the next round).
 			if err := s.checkFence(ctx, s.pool, req.Token); err != nil {
 				return Claim{}, err
 			}
-			continue
-		}
-		if inserted || (rec.LeaseOwner == owner && rec.Version == 1) {
-			return Claim{Outcome: FirstRun, Record: rec, Lease: newLease(rec, req)}, nil
-		}
-		c, retry, err := s.decide(ctx, req, rec, now)
-		if err != nil || !retry {
-			return c, err
 		}
 	}
 	return Claim{}, errors.New("crdb: claim: no decision after 8 rounds of contention")
@@ -186,14 +171,13 @@ type querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
-// claimRow runs the claim statement. found=false means it returned no row:
-// neither an existing record nor an insert.
+// claimRow runs the claim on q (the pool, or the caller's transaction).
 func (s *Store) claimRow(ctx context.Context, q querier, req ClaimRequest, owner string, opID uuid.UUID,
-	state idempotency.State, rec *Record, inserted *bool, now *time.Time) (found bool, err error) {
+	state idempotency.State, rec *Record, now *time.Time) (bool, error) {
 	keyHash := req.Scope.Key.Hash()
-	err = scanRecord(q.QueryRow(ctx, claimSQL, s.now(), req.Scope.Actor, req.Scope.Endpoint,
-		keyHash[:], req.Token.Shard, req.Token.Epoch, opID, req.Fingerprint.Sum[:], req.Fingerprint.Version,
-		string(state), owner, req.Lease.Milliseconds(), req.TTL.Milliseconds()), rec, inserted, now)
+	err := scanRecord(q.QueryRow(ctx, claimSQL, s.now(), req.Scope.Actor, req.Scope.Endpoint, keyHash[:],
+		req.Token.Shard, req.Token.Epoch, opID, req.Fingerprint.Sum[:], req.Fingerprint.Version, string(state),
+		owner, req.Lease.Milliseconds(), req.TTL.Milliseconds()), rec, now)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
 	}
@@ -201,9 +185,10 @@ func (s *Store) claimRow(ctx context.Context, q querier, req ClaimRequest, owner
 	return err == nil, err
 }
 
-// decide answers a claim that found an existing record. retry means the
-// record changed under us and the claim should run again.
-func (s *Store) decide(ctx context.Context, req ClaimRequest, rec Record, now time.Time) (c Claim, retry bool, err error) {
+// classify answers a claim that found an existing record, without
+// writing. takeover means the caller may take the operation over (an
+// expired lease or a retryable failure), conditioned on rec's version.
+func classify(req ClaimRequest, rec Record, now time.Time) (c Claim, takeover bool, err error) {
 	c.Record = rec
 	want := req.Fingerprint
 	if rec.Fingerprint.Version != want.Version {
@@ -232,18 +217,35 @@ func (s *Store) decide(ctx context.Context, req ClaimRequest, rec Record, now ti
 			return c, false, nil
 		}
 	}
-	// An expired lease or a retryable failure: take it over, conditioned
-	// on the version we read.
+	return c, true, nil
+}
+
+// takeover prepares the version-conditioned update that takes rec over
+// for a new owner. Run it on the pool (Begin) or inside the caller's
+// transaction (RunLocal).
+func (s *Store) takeover(req ClaimRequest, rec Record) (*Lease, fencedUpdate) {
 	lease := newLease(rec, req)
 	newOwner := req.Worker + "/" + nonce()
-	ok, err := s.update(ctx, lease, newOwner, "takeover", `state = 'IN_PROGRESS', lease_owner = $9,
+	return lease, s.prepareUpdate(lease, newOwner, "takeover", `state = 'IN_PROGRESS', lease_owner = $9,
 		lease_expires_at = {now} + $10::INT8 * INTERVAL '1 millisecond', attempts = attempts + 1,
 		expires_at = GREATEST(expires_at, {now} + $11::INT8 * INTERVAL '1 millisecond')`,
 		`(state = 'RETRYABLE_FAILURE' OR (state IN ('PENDING', 'IN_PROGRESS') AND lease_expires_at <= {now}))`,
 		newOwner, req.Lease.Milliseconds(), req.TTL.Milliseconds())
+}
+
+// decide classifies an existing record and, where allowed, takes it over.
+// retry means the record changed under us and the claim should run again.
+func (s *Store) decide(ctx context.Context, req ClaimRequest, rec Record, now time.Time) (c Claim, retry bool, err error) {
+	c, take, err := classify(req, rec, now)
+	if err != nil || !take {
+		return c, false, err
+	}
+	lease, u := s.takeover(req, rec)
+	ok, err := s.runUpdate(ctx, u)
 	if err != nil || !ok {
 		return c, !ok && err == nil, err
 	}
+	lease.Attempts++
 	c.Outcome = TakenOver
 	c.Lease = lease
 	return c, false, nil

@@ -51,6 +51,9 @@ func (s *Store) Cleanup(ctx context.Context, batch int) (int, error) {
 // operation id), so a late retry is still recognised and not run again. The
 // purge is audited in the same transaction.
 func (s *Store) Purge(ctx context.Context, operator, reason, actor string) (int, error) {
+	if err := checkOperator(operator, reason); err != nil {
+		return 0, err
+	}
 	var n int64
 	err := s.RunTx(ctx, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `UPDATE idempotency_records SET response_body = NULL, response_headers = NULL,
@@ -83,13 +86,23 @@ type AuditEntry struct {
 // audit writes one repair audit row inside tx. Every manual repair calls it
 // in the transaction that makes the change, so no change goes unrecorded.
 func (s *Store) audit(ctx context.Context, tx pgx.Tx, operator, action, reason string, opID *uuid.UUID, actor, detail string) error {
-	if strings.TrimSpace(operator) == "" || strings.TrimSpace(reason) == "" {
-		return errors.New("crdb: audit: operator and reason are required for every repair")
+	if err := checkOperator(operator, reason); err != nil {
+		return err
 	}
 	_, err := tx.Exec(ctx, `INSERT INTO repair_audit (id, at, operator, action, reason, operation_id, actor_scope, detail)
 		VALUES ($1, COALESCE($2::TIMESTAMPTZ, now()), $3, $4, $5, $6, $7, $8)`,
 		uuid.New(), s.now(), operator, action, reason, opID, actor, detail)
 	return err
+}
+
+// ErrNoOperator is returned for a repair without an operator or a reason.
+var ErrNoOperator = errors.New("crdb: audit: operator and reason are required for every repair")
+
+func checkOperator(operator, reason string) error {
+	if strings.TrimSpace(operator) == "" || strings.TrimSpace(reason) == "" {
+		return ErrNoOperator
+	}
+	return nil
 }
 
 // AuditLog returns the newest audit entries, newest first.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-
 	"time"
 
 	"github.com/google/uuid"
@@ -22,39 +21,25 @@ type LocalFunc func(ctx context.Context, tx pgx.Tx, opID uuid.UUID) (Snapshot, e
 // serializable transaction: for business writes that live in the same
 // database, the claim, the writes and the result commit together or not at
 // all. If fn or saving the result fails, everything rolls back and the key
-// stays unclaimed.
+// stays as it was (unclaimed, or claimable again).
 //
 // When the key exists, fn does not run and the Claim says why (Replayed,
-// Mismatch, InFlight, Unresolved); an expired lease or retryable failure is
-// taken over first and then run the same way. A commit lost with the
+// Mismatch, InFlight, Unresolved); an expired lease or a retryable failure
+// is taken over inside the same transaction. A commit lost with the
 // connection is resolved by running the claim again: the second run sees
-// its own COMPLETED record (or nothing) and answers accordingly.
+// its own COMPLETED record (or nothing) and answers accordingly. A unique
+// violation (23505) from fn is re-checked once through the claim, since
+// under SERIALIZABLE it may be a racer's commit in disguise; a second one
+// is returned.
 func (s *Store) RunLocal(ctx context.Context, req ClaimRequest, fn LocalFunc) (Claim, error) {
 	owner := req.Worker + "/" + nonce()
 	opID := uuid.New()
+	rechecked := false
 	for round := 0; round < 8; round++ {
-		var (
-			c    Claim
-			snap Snapshot
-			now  time.Time
-		)
+		var c Claim
 		err := s.RunTx(ctx, func(tx pgx.Tx) error {
-			c, snap = Claim{}, Snapshot{}
-			var rec Record
-			var inserted bool
-			found, err := s.claimRow(ctx, tx, req, owner, opID, idempotency.InProgress, &rec, &inserted, &now)
-			if err != nil {
-				return err
-			}
-			if !found {
-				return s.checkFence(ctx, tx, req.Token)
-			}
-			c.Record = rec
-			if !inserted {
-				return nil // decided below, outside the transaction
-			}
-			c.Outcome = FirstRun
-			snap, c.Lease, err = s.completeIn(ctx, tx, newLease(rec, req), fn)
+			var err error
+			c, err = s.runLocalTx(ctx, tx, req, owner, opID, fn)
 			return err
 		})
 		var amb *AmbiguousCommitError
@@ -62,75 +47,80 @@ func (s *Store) RunLocal(ctx context.Context, req ClaimRequest, fn LocalFunc) (C
 		case errors.As(err, &amb):
 			s.log.WarnContext(ctx, "local commit ambiguous, re-running the claim", "err", err)
 			continue
-		case isUniqueViolation(err):
-			// Possibly a serialization failure in disguise (a business row
-			// committed by a racer): re-read through the claim, then decide.
+		case isUniqueViolation(err) && !rechecked:
+			rechecked = true
 			continue
 		case err != nil:
 			return Claim{}, err
-		case c.Outcome == FirstRun:
-			c.Record.State, c.Record.Snapshot = idempotency.Completed, snap
-			s.metrics.outcome(ctx, req.Scope.Endpoint, FirstRun.String())
-			return c, nil
-		case c.Record.OperationID == uuid.Nil:
-			continue // no record and the fence agreed: a racer's insert; look again
+		case c.Outcome == 0:
+			continue // a racer's insert is not visible yet: look again
 		}
-		rec := c.Record
-		if rec.LeaseOwner == owner && rec.State == idempotency.Completed {
-			// Our own commit, whose answer the connection lost.
-			c.Outcome = FirstRun
-			s.metrics.outcome(ctx, req.Scope.Endpoint, FirstRun.String())
-			return c, nil
-		}
-		c, retry, err := s.decide(ctx, req, rec, now)
-		if err != nil {
-			return c, err
-		}
-		if retry {
-			continue
-		}
-		if c.Lease == nil {
-			s.metrics.outcome(ctx, req.Scope.Endpoint, c.Outcome.String())
-			return c, nil
-		}
-		// Taken over: run the business writes and complete under the lease.
-		taken := c.Lease
-		err = s.RunTx(ctx, func(tx pgx.Tx) error {
-			var err error
-			snap, c.Lease, err = s.completeIn(ctx, tx, taken, fn)
-			return err
-		})
-		if err != nil {
-			return Claim{}, err
-		}
-		c.Record.State, c.Record.Snapshot = idempotency.Completed, snap
-		s.metrics.outcome(ctx, req.Scope.Endpoint, TakenOver.String())
+		s.metrics.outcome(ctx, req.Scope.Endpoint, c.Outcome.String())
 		return c, nil
 	}
 	return Claim{}, errors.New("crdb: run local: no decision after 8 rounds of contention")
 }
 
-// completeIn runs fn and records COMPLETED under l, inside tx. l is not
-// changed (tx may yet roll back); the lease after the update is returned.
-func (s *Store) completeIn(ctx context.Context, tx pgx.Tx, l *Lease, fn LocalFunc) (Snapshot, *Lease, error) {
+// runLocalTx is one attempt of RunLocal inside tx. A zero Outcome means the
+// claim saw neither a record nor its own insert and must run again.
+func (s *Store) runLocalTx(ctx context.Context, tx pgx.Tx, req ClaimRequest, owner string, opID uuid.UUID, fn LocalFunc) (Claim, error) {
+	var (
+		rec Record
+		now time.Time
+	)
+	found, err := s.claimRow(ctx, tx, req, owner, opID, idempotency.InProgress, &rec, &now)
+	if err != nil {
+		return Claim{}, err
+	}
+	if !found {
+		return Claim{}, s.checkFence(ctx, tx, req.Token)
+	}
+	if rec.LeaseOwner == owner && rec.Version == 1 {
+		return s.completeIn(ctx, tx, Claim{Outcome: FirstRun, Record: rec}, newLease(rec, req), fn)
+	}
+	if rec.LeaseOwner == owner && rec.State == idempotency.Completed {
+		// Our own commit, whose answer a lost connection hid.
+		return Claim{Outcome: FirstRun, Record: rec}, nil
+	}
+	c, take, err := classify(req, rec, now)
+	if err != nil || !take {
+		return c, err
+	}
+	lease, u := s.takeover(req, rec)
+	ok, err := u.run(ctx, s, tx)
+	if err != nil {
+		return Claim{}, err
+	}
+	if !ok {
+		return Claim{}, nil // moved on since our read: look again
+	}
+	lease.Attempts++
+	c.Outcome = TakenOver
+	return s.completeIn(ctx, tx, c, lease, fn)
+}
+
+// completeIn runs fn and records COMPLETED under l, inside tx, and returns
+// c carrying the completed record and the lease after the update.
+func (s *Store) completeIn(ctx context.Context, tx pgx.Tx, c Claim, l *Lease, fn LocalFunc) (Claim, error) {
 	snap, err := fn(ctx, tx, l.OperationID)
 	if err != nil {
-		return Snapshot{}, nil, err
+		return Claim{}, err
 	}
 	res := Result{State: idempotency.Completed, Snapshot: snap}
 	status, headers, body, resourceID, errSummary, err := snapshotArgs(res)
 	if err != nil {
-		return Snapshot{}, nil, err
+		return Claim{}, err
 	}
-	saved := *l
-	u := s.prepareUpdate(&saved, l.Owner, "finish", finishSet, `state IN ('PENDING', 'IN_PROGRESS')`,
-		string(res.State), status, headers, body, snap.BodyOmitted, resourceID, errSummary, l.ttl.Milliseconds())
+	u := s.prepareUpdate(l, l.Owner, "finish", finishSet, `state IN ('PENDING', 'IN_PROGRESS')`,
+		string(res.State), status, headers, body, snap.BodyOmitted, resourceID, errSummary)
 	ok, err := u.run(ctx, s, tx)
 	if err != nil {
-		return Snapshot{}, nil, fmt.Errorf("crdb: save result: %w", err)
+		return Claim{}, fmt.Errorf("crdb: save result: %w", err)
 	}
 	if !ok {
-		return Snapshot{}, nil, fmt.Errorf("%w: operation %s", ErrLostOwnership, l.OperationID)
+		return Claim{}, fmt.Errorf("%w: operation %s", ErrLostOwnership, l.OperationID)
 	}
-	return snap, &saved, nil
+	c.Lease = l
+	c.Record.State, c.Record.Snapshot, c.Record.Version = idempotency.Completed, snap, l.Version
+	return c, nil
 }

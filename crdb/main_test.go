@@ -113,3 +113,5 @@ func tally(outcomes []crdb.Outcome) map[string]int {
 	}
 	return m
 }
+
+func shardOf(actor string) int { return fencing.ShardOf(actor, fencing.DefaultShards) }

@@ -27,27 +27,32 @@ func leaseOf(rec Record, tok fencing.Token) *Lease {
 // two resolvers cannot both win. It returns ErrLostOwnership when the record
 // moved on, ErrNotUnknown when it is not OUTCOME_UNKNOWN.
 func (s *Store) Resolve(ctx context.Context, rec Record, tok fencing.Token, res Result) error {
-	if rec.State != idempotency.OutcomeUnknown {
-		return ErrNotUnknown
-	}
-	if err := idempotency.Transition(idempotency.OutcomeUnknown, res.State); err != nil || res.State == idempotency.InProgress {
-		return fmt.Errorf("crdb: resolve: %w", errors.Join(err, errors.New("state must be a result")))
-	}
-	status, headers, body, resourceID, errSummary, err := snapshotArgs(res)
+	u, err := s.prepareResolve(rec, tok, res)
 	if err != nil {
 		return err
 	}
-	l := leaseOf(rec, tok)
-	ok, err := s.update(ctx, l, l.Owner, "resolve", `state = $9, lease_expires_at = NULL,
-		response_status = $10, response_headers = $11, response_body = $12, body_omitted = $13,
-		resource_id = $14, error_summary = $15`,
-		`state = 'OUTCOME_UNKNOWN'`, string(res.State), status, headers, body,
-		res.Snapshot.BodyOmitted, resourceID, errSummary)
-	if err = s.owned(ctx, l, "resolve", ok, err); err != nil {
+	ok, err := s.runUpdate(ctx, u)
+	if err = s.owned(ctx, u.l, "resolve", ok, err); err != nil {
 		return err
 	}
 	s.metrics.outcome(ctx, rec.Scope.Endpoint, "outcome_unknown_resolved")
 	return nil
+}
+
+func (s *Store) prepareResolve(rec Record, tok fencing.Token, res Result) (fencedUpdate, error) {
+	if rec.State != idempotency.OutcomeUnknown {
+		return fencedUpdate{}, ErrNotUnknown
+	}
+	if err := idempotency.Transition(idempotency.OutcomeUnknown, res.State); err != nil || res.State == idempotency.InProgress {
+		return fencedUpdate{}, fmt.Errorf("crdb: resolve: %w", errors.Join(err, errors.New("state must be a result")))
+	}
+	status, headers, body, resourceID, errSummary, err := snapshotArgs(res)
+	if err != nil {
+		return fencedUpdate{}, err
+	}
+	l := leaseOf(rec, tok)
+	return s.prepareUpdate(l, l.Owner, "resolve", finishSet, `state = 'OUTCOME_UNKNOWN'`,
+		string(res.State), status, headers, body, res.Snapshot.BodyOmitted, resourceID, errSummary), nil
 }
 
 // Lookup returns the operation with id opID if it belongs to actor. Another
@@ -80,25 +85,33 @@ func (s *Store) AdminLookup(ctx context.Context, operator, reason string, opID u
 }
 
 // ReconcileUnknown is the operator's resolution of an OUTCOME_UNKNOWN
-// operation, found by id after checking the downstream by hand. It is
-// audited in the same transaction as the change.
+// operation, found by id after checking the downstream by hand. The change
+// and its audit row commit in one transaction: no repair goes unrecorded.
 func (s *Store) ReconcileUnknown(ctx context.Context, operator, reason string, opID uuid.UUID, res Result) error {
-	var rec Record
-	err := scanRecord(s.pool.QueryRow(ctx, `SELECT `+recordCols+` FROM idempotency_records WHERE operation_id = $1`, opID), &rec)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return ErrNotFound
-	}
-	if err != nil {
-		return err
-	}
-	var epoch int64
-	if err := s.pool.QueryRow(ctx, `SELECT epoch FROM shard_fences WHERE shard = $1`, rec.Token.Shard).Scan(&epoch); err != nil {
-		return fmt.Errorf("crdb: read fence: %w", err)
-	}
-	if err := s.Resolve(ctx, rec, fencing.Token{Shard: rec.Token.Shard, Epoch: epoch}, res); err != nil {
+	if err := checkOperator(operator, reason); err != nil {
 		return err
 	}
 	return s.RunTx(ctx, func(tx pgx.Tx) error {
+		var rec Record
+		err := scanRecord(tx.QueryRow(ctx, `SELECT `+recordCols+` FROM idempotency_records WHERE operation_id = $1`, opID), &rec)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		var epoch int64
+		if err := tx.QueryRow(ctx, `SELECT epoch FROM shard_fences WHERE shard = $1`, rec.Token.Shard).Scan(&epoch); err != nil {
+			return fmt.Errorf("crdb: read fence: %w", err)
+		}
+		u, err := s.prepareResolve(rec, fencing.Token{Shard: rec.Token.Shard, Epoch: epoch}, res)
+		if err != nil {
+			return err
+		}
+		ok, err := u.run(ctx, s, tx)
+		if err = s.owned(ctx, u.l, "reconcile", ok, err); err != nil {
+			return err
+		}
 		return s.audit(ctx, tx, operator, "reconcile", reason, &opID, rec.Scope.Actor, string(res.State))
 	})
 }

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
@@ -114,6 +115,21 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	pc.MaxConns = cfg.MaxConns
 	// Every implicit (single-statement) transaction is serializable too.
 	pc.ConnConfig.RuntimeParams["default_transaction_isolation"] = "serializable"
+	pc.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+		var v string
+		if err := c.QueryRow(ctx, "SELECT version()").Scan(&v); err != nil {
+			return err
+		}
+		if strings.Contains(v, "CockroachDB") {
+			return nil
+		}
+		// PostgreSQL re-plans a prepared statement with custom plans until
+		// it trusts the generic one; the claim and update statements are
+		// CTEs whose planning costs more than their execution, and their
+		// plan never depends on the values (primary key lookups).
+		_, err := c.Exec(ctx, "SET plan_cache_mode = force_generic_plan")
+		return err
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
 		return nil, fmt.Errorf("crdb: connect: %w", err)

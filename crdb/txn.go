@@ -61,6 +61,10 @@ func ambiguous(err error) bool {
 	if errors.As(err, &pgErr) {
 		return false // the server answered: it did not commit
 	}
+	var connErr *pgconn.ConnectError
+	if errors.As(err, &connErr) {
+		return false // no connection, so nothing was sent
+	}
 	var netErr net.Error
 	return errors.As(err, &netErr) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, context.DeadlineExceeded) ||
@@ -70,7 +74,7 @@ func ambiguous(err error) bool {
 // backoff sleeps before retry attempt n (n >= 1): exponential from the
 // configured base with full jitter, capped at 100x base.
 func (s *Store) backoff(ctx context.Context, n int) error {
-	d := s.cfg.RetryBase << min(n, 6)
+	d := s.cfg.RetryBase << min(n-1, 6)
 	s.randMu.Lock()
 	d = time.Duration(s.rand.Int64N(int64(d) + 1))
 	s.randMu.Unlock()

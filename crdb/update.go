@@ -18,15 +18,11 @@ import (
 // holds, its lease owner is the writer, and the fence's epoch is the
 // writer's. {set} and {cond} are filled per operation; {now} is the
 // statement's time. Parameters $1..$8 are fixed; operations add $9 on.
-const updateSQL = `WITH n AS (SELECT COALESCE($1::TIMESTAMPTZ, now()) AS t),
-fence AS (SELECT epoch FROM shard_fences WHERE shard = $2 FOR SHARE),
-upd AS (
-	UPDATE idempotency_records SET version = version + 1, updated_at = {now}, epoch = $3, {set}
-	WHERE actor_scope = $4 AND endpoint = $5 AND key_hash = $6 AND version = $7 AND lease_owner = $8
-		AND (SELECT epoch FROM fence) = $3 AND {cond}
-	RETURNING version, lease_expires_at
-)
-SELECT (SELECT epoch FROM fence), (SELECT version FROM upd), (SELECT lease_expires_at FROM upd)`
+const updateSQL = `UPDATE idempotency_records SET version = version + 1, updated_at = {now}, epoch = $3, {set}
+FROM (SELECT epoch AS fence_epoch FROM shard_fences WHERE shard = $2 FOR SHARE) AS f
+WHERE actor_scope = $4 AND endpoint = $5 AND key_hash = $6 AND version = $7 AND lease_owner = $8
+	AND f.fence_epoch = $3 AND {cond}
+RETURNING version, lease_expires_at`
 
 // fencedUpdate is one prepared fenced update.
 type fencedUpdate struct {
@@ -39,7 +35,7 @@ type fencedUpdate struct {
 
 func (s *Store) prepareUpdate(l *Lease, owner, op, set, cond string, extra ...any) fencedUpdate {
 	q := strings.NewReplacer("{set}", set, "{cond}", cond).Replace(updateSQL)
-	q = strings.ReplaceAll(q, "{now}", "(SELECT t FROM n)")
+	q = strings.ReplaceAll(q, "{now}", "COALESCE($1::TIMESTAMPTZ, now())")
 	args := append([]any{s.now(), l.Token.Shard, l.Token.Epoch, l.Scope.Actor, l.Scope.Endpoint, l.keyHash[:],
 		l.Version, l.Owner}, extra...)
 	return fencedUpdate{l: l, owner: owner, op: op, sql: q, args: args}
@@ -49,23 +45,24 @@ func (s *Store) prepareUpdate(l *Lease, owner, op, set, cond string, extra ...an
 // no row matched. On success the lease follows the row.
 func (u fencedUpdate) run(ctx context.Context, s *Store, q querier) (ok bool, err error) {
 	var (
-		fenceEpoch, version *int64
-		leaseExp            *time.Time
+		version  int64
+		leaseExp *time.Time
 	)
-	if err := q.QueryRow(ctx, u.sql, u.args...).Scan(&fenceEpoch, &version, &leaseExp); err != nil {
-		return false, err
-	}
-	if fenceEpoch == nil {
-		return false, fmt.Errorf("crdb: %s: shard %d has no fence row: %w", u.op, u.l.Token.Shard, fencing.ErrStaleEpoch)
-	}
-	if *fenceEpoch != u.l.Token.Epoch {
-		s.metrics.fenced(ctx, u.op)
-		return false, &fencing.StaleEpochError{Token: u.l.Token, Current: *fenceEpoch}
-	}
-	if version == nil {
+	err = q.QueryRow(ctx, u.sql, u.args...).Scan(&version, &leaseExp)
+	if errors.Is(err, pgx.ErrNoRows) {
+		// No row: the fence refused, or the record moved on.
+		if err := s.checkFence(ctx, q, u.l.Token); err != nil {
+			if errors.Is(err, fencing.ErrStaleEpoch) {
+				s.metrics.fenced(ctx, u.op)
+			}
+			return false, err
+		}
 		return false, nil
 	}
-	u.l.Version, u.l.Owner, u.l.ExpiresAt = *version, u.owner, time.Time{}
+	if err != nil {
+		return false, err
+	}
+	u.l.Version, u.l.Owner, u.l.ExpiresAt = version, u.owner, time.Time{}
 	if leaseExp != nil {
 		u.l.ExpiresAt = *leaseExp
 	}
@@ -79,7 +76,12 @@ func (u fencedUpdate) run(ctx context.Context, s *Store, q querier) (ok bool, er
 //
 // It returns *fencing.StaleEpochError when the shard's epoch is not l's.
 func (s *Store) update(ctx context.Context, l *Lease, owner, op, set, cond string, extra ...any) (bool, error) {
-	u := s.prepareUpdate(l, owner, op, set, cond, extra...)
+	return s.runUpdate(ctx, s.prepareUpdate(l, owner, op, set, cond, extra...))
+}
+
+// runUpdate runs a prepared update as its own transaction; see update.
+func (s *Store) runUpdate(ctx context.Context, u fencedUpdate) (bool, error) {
+	l, owner, op := u.l, u.owner, u.op
 	for round := 0; round < 4; round++ {
 		var ok bool
 		err := s.exec1(ctx, op, func(ctx context.Context) (err error) {
@@ -141,10 +143,12 @@ func (s *Store) RecordStage(ctx context.Context, l *Lease, stage string) error {
 	return s.owned(ctx, l, "stage", ok, err)
 }
 
-// finishSet stores a result; parameters $9..$16.
+// finishSet stores a result; parameters $9..$15. It leaves expires_at
+// (set by the claim, pushed out by a takeover) alone: an indexed column
+// would make every finish a non-HOT update.
 const finishSet = `state = $9, lease_expires_at = NULL,
 	response_status = $10, response_headers = $11, response_body = $12, body_omitted = $13,
-	resource_id = $14, error_summary = $15, expires_at = {now} + $16::INT8 * INTERVAL '1 millisecond'`
+	resource_id = $14, error_summary = $15`
 
 // Finish records the operation's result: COMPLETED or TERMINAL_FAILURE with
 // the response snapshot (replayed from then on), RETRYABLE_FAILURE (the
@@ -160,7 +164,7 @@ func (s *Store) Finish(ctx context.Context, l *Lease, res Result) error {
 		return err
 	}
 	ok, err := s.update(ctx, l, l.Owner, "finish", finishSet, `state IN ('PENDING', 'IN_PROGRESS')`,
-		string(res.State), status, headers, body, res.Snapshot.BodyOmitted, resourceID, errSummary, l.ttl.Milliseconds())
+		string(res.State), status, headers, body, res.Snapshot.BodyOmitted, resourceID, errSummary)
 	if err = s.owned(ctx, l, "finish", ok, err); err != nil {
 		return err
 	}
