@@ -289,3 +289,14 @@ func nonce() string {
 	rand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }
+
+// FenceEpoch returns a shard's current epoch in the fence table. Callers
+// cache it as a hint; every write checks it again.
+func (s *Store) FenceEpoch(ctx context.Context, shard int) (int64, error) {
+	var epoch int64
+	err := s.pool.QueryRow(ctx, `SELECT epoch FROM shard_fences WHERE shard = $1`, shard).Scan(&epoch)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, fmt.Errorf("crdb: shard %d has no fence row: %w", shard, fencing.ErrStaleEpoch)
+	}
+	return epoch, err
+}

@@ -1,0 +1,62 @@
+// Command idemctl is the operator's tool for idemcoord.
+//
+//	idemctl dev token --actor NAME    a bearer token for the running dev cluster
+package main
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/idemcoord/idemcoord/devcluster"
+)
+
+func main() {
+	if err := rootCmd().Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "idemctl:", err)
+		os.Exit(1)
+	}
+}
+
+func rootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "idemctl",
+		Short:         "Operate an idemcoord deployment",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(devCmd(), opCmd())
+	return root
+}
+
+func devCmd() *cobra.Command {
+	dev := &cobra.Command{Use: "dev", Short: "Work with the local dev cluster started by `idemd dev`"}
+	var actor string
+	var ttl time.Duration
+	token := &cobra.Command{
+		Use:   "token --actor NAME",
+		Short: "Print a bearer token for an actor of the running dev cluster",
+		Long: `token signs a JWT for actor NAME (tenant "demo") with the running dev
+cluster's secret, read from its state file.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, err := devcluster.ReadState(devcluster.StatePath())
+			if err != nil {
+				return err
+			}
+			t, err := devcluster.Token(st.Secret, actor, ttl)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), t)
+			return nil
+		},
+	}
+	token.Flags().StringVar(&actor, "actor", "", "actor (JWT subject) to sign for (required)")
+	token.Flags().DurationVar(&ttl, "ttl", 24*time.Hour, "token lifetime")
+	token.MarkFlagRequired("actor")
+	dev.AddCommand(token)
+	return dev
+}

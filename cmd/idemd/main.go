@@ -1,0 +1,52 @@
+// Command idemd is idemcoord's per-region daemon: an HTTP gateway that
+// coordinates idempotency keys in front of an upstream API.
+//
+//	idemd run --config idemd.yaml     serve one region
+//	idemd check-config idemd.yaml     report every configuration error
+//	idemd dev                         a local three-region cluster, from nothing
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+func main() {
+	if err := rootCmd().Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "idemd:", err)
+		os.Exit(1)
+	}
+}
+
+func rootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "idemd",
+		Short: "Multi-region coordinator for API idempotency keys",
+		Long: `idemd stands in front of an HTTP API in each region and makes every
+retry of one business intent (same Idempotency-Key) run at most once, whichever
+region it lands in, and answer with the result of that one run.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(runCmd(), checkConfigCmd(), devCmd())
+	return root
+}
+
+// newLogger returns a JSON or text logger on stderr.
+func newLogger(format, level string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "json":
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
+	case "text":
+		return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format: must be json or text, got %q", format)
+}

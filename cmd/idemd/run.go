@@ -1,0 +1,82 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/idemcoord/idemcoord/config"
+	"github.com/idemcoord/idemcoord/daemon"
+)
+
+func runCmd() *cobra.Command {
+	var file, logFormat, logLevel string
+	cmd := &cobra.Command{
+		Use:   "run --config FILE",
+		Short: "Serve one region from a YAML configuration",
+		Long: `run loads the configuration, connects to the SQL store and etcd, and serves
+the gateway on the configured listen address until SIGINT or SIGTERM.
+/metrics, /healthz and /readyz are served on the same address.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			log, err := newLogger(logFormat, logLevel)
+			if err != nil {
+				return err
+			}
+			cfg, err := config.Load(file)
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			d, err := daemon.Start(ctx, cfg, daemon.Options{Logger: log})
+			if err != nil {
+				return err
+			}
+			<-ctx.Done()
+			log.Info("shutting down")
+			sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			return d.Close(sctx)
+		},
+	}
+	cmd.Flags().StringVarP(&file, "config", "c", "", "path to the region's YAML configuration (required)")
+	cmd.Flags().StringVar(&logFormat, "log-format", "json", "log format: json or text")
+	cmd.Flags().StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	cmd.MarkFlagRequired("config")
+	return cmd
+}
+
+func checkConfigCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "check-config FILE",
+		Short: "Validate a configuration file and report every error",
+		Long: `check-config parses FILE and reports every problem at once, one per line,
+as field.path: reason. It exits 0 when the file is valid, 1 otherwise.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := config.Load(args[0])
+			if err == nil {
+				_, err = cfg.AuthConfig()
+			}
+			var verr *config.ValidationError
+			if errors.As(err, &verr) {
+				for _, fe := range verr.Errors {
+					fmt.Fprintf(cmd.ErrOrStderr(), "%s: %s\n", fe.Path, fe.Reason)
+				}
+				return fmt.Errorf("%s: %d error(s)", args[0], len(verr.Errors))
+			}
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: ok (region %s, %d endpoints)\n", args[0], cfg.Region, len(cfg.Endpoints))
+			return nil
+		},
+	}
+}

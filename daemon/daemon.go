@@ -1,0 +1,178 @@
+// Package daemon wires one region's idemd from its configuration: the SQL
+// store, the JWT verifier, the upstream proxy, the gateway, the Prometheus
+// exporter, the etcd liveness key and the HTTP server. cmd/idemd and the
+// local dev cluster both start regions through it.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
+	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.uber.org/zap"
+
+	"github.com/idemcoord/idemcoord/authn"
+	"github.com/idemcoord/idemcoord/config"
+	"github.com/idemcoord/idemcoord/crdb"
+	"github.com/idemcoord/idemcoord/gateway"
+)
+
+// LivenessPrefix is where instances keep their liveness keys in etcd:
+// LivenessPrefix + region + "/" + worker, attached to a session lease.
+const LivenessPrefix = "/idemcoord/liveness/"
+
+// livenessTTL is the liveness lease TTL in seconds: an instance that stops
+// answering disappears from etcd within this long.
+const livenessTTL = 5
+
+// Options are what a configuration file does not say.
+type Options struct {
+	// Logger is the base logger. Default slog.Default().
+	Logger *slog.Logger
+	// Transport, if set, carries upstream calls (tests inject faults here).
+	Transport http.RoundTripper
+}
+
+// Daemon is one running region instance.
+type Daemon struct {
+	cfg     *config.Config
+	store   *crdb.Store
+	gw      *gateway.Gateway
+	srv     *http.Server
+	ln      net.Listener
+	etcd    *clientv3.Client
+	session *concurrency.Session
+	mp      *sdkmetric.MeterProvider
+	served  chan error
+}
+
+// Start opens the store, connects to etcd (if configured), and serves on
+// cfg.Listen until Close.
+func Start(ctx context.Context, cfg *config.Config, opts Options) (d *Daemon, err error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	log := opts.Logger.With("region", cfg.Region)
+	d = &Daemon{cfg: cfg, served: make(chan error, 1)}
+	defer func() {
+		if err != nil {
+			d.Close(context.Background())
+		}
+	}()
+	reg := prometheus.NewRegistry()
+	exporter, err := otelprom.New(otelprom.WithRegisterer(reg))
+	if err != nil {
+		return nil, err
+	}
+	d.mp = sdkmetric.NewMeterProvider(sdkmetric.WithReader(exporter))
+	meter := d.mp.Meter("github.com/idemcoord/idemcoord")
+	d.store, err = crdb.Open(ctx, crdb.Config{DSN: cfg.Store.DSN, MaxConns: int32(cfg.Store.MaxConns),
+		Meter: meter, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	authCfg, err := cfg.AuthConfig()
+	if err != nil {
+		return nil, err
+	}
+	verifier, err := authn.NewVerifier(authCfg)
+	if err != nil {
+		return nil, err
+	}
+	upstream, err := url.Parse(cfg.Upstream)
+	if err != nil {
+		return nil, fmt.Errorf("upstream: %w", err)
+	}
+	var ready func(context.Context) error
+	if len(cfg.Etcd.Endpoints) > 0 {
+		if ready, err = d.joinEtcd(ctx, cfg); err != nil {
+			return nil, err
+		}
+	}
+	d.gw, err = gateway.New(gateway.Config{
+		Region: cfg.Region, Worker: cfg.WorkerName(), Store: d.store, Auth: verifier,
+		Endpoints: cfg.Endpoints, Next: gateway.NewProxy(upstream, opts.Transport), Ready: ready,
+		Logger: log, Meter: meter, Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
+	})
+	if err != nil {
+		return nil, err
+	}
+	if d.ln, err = net.Listen("tcp", cfg.Listen); err != nil {
+		return nil, err
+	}
+	d.srv = &http.Server{Handler: d.gw, ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	go func() { d.served <- d.srv.Serve(d.ln) }()
+	log.InfoContext(ctx, "region serving", "addr", d.ln.Addr().String(), "upstream", upstream.Redacted())
+	return d, nil
+}
+
+// joinEtcd connects to etcd and keeps this instance's liveness key under a
+// session lease. Ownership keys are never attached to this lease.
+func (d *Daemon) joinEtcd(ctx context.Context, cfg *config.Config) (func(context.Context) error, error) {
+	var err error
+	d.etcd, err = clientv3.New(clientv3.Config{Endpoints: cfg.Etcd.Endpoints, DialTimeout: cfg.Etcd.DialTimeout,
+		Logger: zap.NewNop()})
+	if err != nil {
+		return nil, fmt.Errorf("etcd: %w", err)
+	}
+	sctx, cancel := context.WithTimeout(ctx, cfg.Etcd.DialTimeout)
+	defer cancel()
+	d.session, err = concurrency.NewSession(d.etcd, concurrency.WithTTL(livenessTTL), concurrency.WithContext(context.WithoutCancel(ctx)))
+	if err != nil {
+		return nil, fmt.Errorf("etcd session: %w", err)
+	}
+	key := LivenessPrefix + cfg.Region + "/" + cfg.WorkerName()
+	if _, err := d.etcd.Put(sctx, key, time.Now().UTC().Format(time.RFC3339), clientv3.WithLease(d.session.Lease())); err != nil {
+		return nil, fmt.Errorf("etcd liveness: %w", err)
+	}
+	return func(ctx context.Context) error {
+		_, err := d.etcd.Get(ctx, key)
+		return err
+	}, nil
+}
+
+// Addr returns the address the daemon listens on.
+func (d *Daemon) Addr() string { return d.ln.Addr().String() }
+
+// Store returns the daemon's store (for tests and tools).
+func (d *Daemon) Store() *crdb.Store { return d.store }
+
+// Close stops serving (in-flight requests get until ctx ends), waits for
+// background executions, revokes the liveness lease and closes the store.
+func (d *Daemon) Close(ctx context.Context) error {
+	var errs []error
+	if d.srv != nil {
+		errs = append(errs, d.srv.Shutdown(ctx))
+	}
+	if d.gw != nil {
+		d.gw.Close()
+	}
+	if d.session != nil {
+		d.session.Close()
+	}
+	if d.etcd != nil {
+		d.etcd.Close()
+	}
+	if d.store != nil {
+		d.store.Close()
+	}
+	if d.mp != nil {
+		errs = append(errs, d.mp.Shutdown(ctx))
+	}
+	return errors.Join(errs...)
+}

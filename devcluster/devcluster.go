@@ -1,0 +1,267 @@
+// Package devcluster starts, from nothing, a local three-region idemcoord
+// cluster: an embedded etcd cluster (one member per region), a throwaway
+// PostgreSQL (or a given database), the demo payments service and bank, and
+// one idemd gateway per region, all on loopback. It is `idemd dev`, and the
+// end-to-end tests run on it.
+package devcluster
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"text/template"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemcoord/idemcoord/authn"
+	"github.com/idemcoord/idemcoord/config"
+	"github.com/idemcoord/idemcoord/daemon"
+	"github.com/idemcoord/idemcoord/demo/bank"
+	"github.com/idemcoord/idemcoord/demo/payments"
+	"github.com/idemcoord/idemcoord/internal/etcdlocal"
+	"github.com/idemcoord/idemcoord/internal/pglocal"
+)
+
+// Regions are the dev cluster's regions, in port order.
+var Regions = []string{"us-east", "eu-west", "ap-south"}
+
+// Dev cluster identity: tokens for it are signed with its generated secret.
+const (
+	Issuer   = "idemcoord-dev"
+	Audience = "idemcoord"
+)
+
+// DefaultPortBase is the first gateway's port; the others follow, and the
+// demo payments service and bank listen at base+100 and base+101.
+const DefaultPortBase = 7101
+
+// Options configure a dev cluster.
+type Options struct {
+	// PortBase is the first gateway's port; 0 picks free ports for
+	// everything (tests).
+	PortBase int
+	// DatabaseURL, if set, is used instead of a throwaway PostgreSQL.
+	DatabaseURL string
+	// UpstreamTimeout bounds each gateway-to-payments call. Default 10s.
+	UpstreamTimeout time.Duration
+	// BankTimeout bounds each payments-to-bank call. Default 10s.
+	BankTimeout time.Duration
+	// Logger receives every component's logs. Default slog.Default().
+	Logger *slog.Logger
+	// Transport, if set, carries the gateways' upstream calls.
+	Transport http.RoundTripper
+}
+
+// Region is one running region.
+type Region struct {
+	Name   string
+	URL    string
+	Daemon *daemon.Daemon
+}
+
+// Cluster is a running dev cluster.
+type Cluster struct {
+	Regions     []*Region
+	PaymentsURL string
+	BankURL     string
+	Bank        *bank.Server
+	// Postgres is the throwaway server (nil with Options.DatabaseURL).
+	Postgres *pglocal.Server
+	// DSN is the database every region and the demo services use.
+	DSN  string
+	Etcd *etcdlocal.Cluster
+	// Pool is a connection pool for inspection (payments, bank charges).
+	Pool *pgxpool.Pool
+
+	dir     string
+	secret  []byte
+	servers []*http.Server
+}
+
+// Start brings the whole cluster up. Close it to stop everything and remove
+// its temporary data.
+func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
+	if opts.UpstreamTimeout == 0 {
+		opts.UpstreamTimeout = 10 * time.Second
+	}
+	if opts.BankTimeout == 0 {
+		opts.BankTimeout = 10 * time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	c = &Cluster{secret: make([]byte, 32)}
+	defer func() {
+		if err != nil {
+			c.Close(context.Background())
+		}
+	}()
+	rand.Read(c.secret)
+	if c.dir, err = os.MkdirTemp("", "idemdev"); err != nil {
+		return nil, err
+	}
+	if c.DSN = opts.DatabaseURL; c.DSN == "" {
+		if c.Postgres, err = pglocal.Start(ctx); err != nil {
+			return nil, err
+		}
+		c.DSN = c.Postgres.DSN("postgres")
+	}
+	if c.Etcd, err = etcdlocal.Start(ctx, Regions, etcdlocal.Options{}); err != nil {
+		return nil, err
+	}
+	if err := c.startDemo(ctx, opts); err != nil {
+		return nil, err
+	}
+	secretFile := filepath.Join(c.dir, "hs256.secret")
+	if err := os.WriteFile(secretFile, []byte(hex.EncodeToString(c.secret)), 0o600); err != nil {
+		return nil, err
+	}
+	for i, name := range Regions {
+		listen := "127.0.0.1:0"
+		if opts.PortBase != 0 {
+			listen = fmt.Sprintf("127.0.0.1:%d", opts.PortBase+i)
+		}
+		cfg, err := c.regionConfig(name, listen, secretFile, opts)
+		if err != nil {
+			return nil, err
+		}
+		d, err := daemon.Start(ctx, cfg, daemon.Options{Logger: opts.Logger, Transport: opts.Transport})
+		if err != nil {
+			return nil, fmt.Errorf("region %s: %w", name, err)
+		}
+		c.Regions = append(c.Regions, &Region{Name: name, URL: "http://" + d.Addr(), Daemon: d})
+	}
+	return c, nil
+}
+
+// startDemo starts the bank and the payments service.
+func (c *Cluster) startDemo(ctx context.Context, opts Options) error {
+	pc, err := pgxpool.ParseConfig(c.DSN)
+	if err != nil {
+		return err
+	}
+	pc.MaxConns = 32
+	if c.Pool, err = pgxpool.NewWithConfig(ctx, pc); err != nil {
+		return err
+	}
+	if err := errors.Join(bank.Migrate(ctx, c.Pool), payments.Migrate(ctx, c.Pool)); err != nil {
+		return err
+	}
+	c.Bank = bank.New(c.Pool, bank.Options{Logger: opts.Logger.With("service", "bank")})
+	bankAddr, paymentsAddr := "127.0.0.1:0", "127.0.0.1:0"
+	if opts.PortBase != 0 {
+		paymentsAddr = fmt.Sprintf("127.0.0.1:%d", opts.PortBase+100)
+		bankAddr = fmt.Sprintf("127.0.0.1:%d", opts.PortBase+101)
+	}
+	if c.BankURL, err = c.serve(bankAddr, c.Bank); err != nil {
+		return err
+	}
+	pay := payments.New(c.Pool, c.BankURL, payments.Options{BankTimeout: opts.BankTimeout,
+		Logger: opts.Logger.With("service", "payments")})
+	c.PaymentsURL, err = c.serve(paymentsAddr, pay)
+	return err
+}
+
+func (c *Cluster) serve(addr string, h http.Handler) (string, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	c.servers = append(c.servers, srv)
+	go srv.Serve(ln)
+	return "http://" + ln.Addr().String(), nil
+}
+
+// regionTemplate is each region's idemd.yaml: the same file a user writes.
+var regionTemplate = template.Must(template.New("region").Parse(`region: {{.Region}}
+listen: {{.Listen}}
+upstream: {{.Upstream}}
+store:
+  dsn: {{.DSN}}
+  max_conns: 16
+etcd:
+  endpoints: [{{.Etcd}}]
+auth:
+  issuer: ` + Issuer + `
+  audience: ` + Audience + `
+  hs256_secret_file: {{.SecretFile}}
+defaults:
+  ttl: 24h
+  lease: 30s
+  upstream_timeout: {{.UpstreamTimeout}}
+endpoints:
+  - name: create-payment
+    method: POST
+    path: /v1/payments
+    key: required
+    fingerprint:
+      exclude: [/client_timestamp]
+    # the payments service answers 409 while the same operation is still
+    # running there: not a final answer, run it again on the next retry
+    retry_statuses: [408, 409, 425, 429, 500, 502-504]
+    response_headers: [Content-Type, Location]
+    failover: reject
+    resolve_path: /internal/operations/{operation_id}
+`))
+
+func (c *Cluster) regionConfig(region, listen, secretFile string, opts Options) (*config.Config, error) {
+	var etcd bytes.Buffer
+	for i, e := range c.Etcd.Endpoints() {
+		if i > 0 {
+			etcd.WriteString(", ")
+		}
+		etcd.WriteString(e)
+	}
+	var b bytes.Buffer
+	err := regionTemplate.Execute(&b, map[string]any{"Region": region, "Listen": listen, "Upstream": c.PaymentsURL,
+		"DSN": c.DSN, "Etcd": etcd.String(), "SecretFile": secretFile, "UpstreamTimeout": opts.UpstreamTimeout.String()})
+	if err != nil {
+		return nil, err
+	}
+	return config.Parse(b.Bytes())
+}
+
+// Token returns a bearer token for actor (tenant "demo") valid for ttl.
+func (c *Cluster) Token(actor string, ttl time.Duration) (string, error) {
+	return Token(hex.EncodeToString(c.secret), actor, ttl)
+}
+
+// Token signs a dev cluster token with a hex secret (see State).
+func Token(hexSecret, actor string, ttl time.Duration) (string, error) {
+	secret := []byte(hexSecret)
+	return authn.Issue(secret, Issuer, Audience, authn.Principal{Tenant: "demo", Subject: actor}, ttl, time.Now())
+}
+
+// Close stops everything and removes the cluster's temporary data.
+func (c *Cluster) Close(ctx context.Context) error {
+	var errs []error
+	for _, r := range c.Regions {
+		errs = append(errs, r.Daemon.Close(ctx))
+	}
+	for _, s := range c.servers {
+		errs = append(errs, s.Shutdown(ctx))
+	}
+	if c.Pool != nil {
+		c.Pool.Close()
+	}
+	if c.Etcd != nil {
+		c.Etcd.Close()
+	}
+	if c.Postgres != nil {
+		errs = append(errs, c.Postgres.Close())
+	}
+	if c.dir != "" {
+		os.RemoveAll(c.dir)
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,276 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/idemcoord/idemcoord/config"
+	"github.com/idemcoord/idemcoord/crdb"
+	"github.com/idemcoord/idemcoord/fencing"
+	"github.com/idemcoord/idemcoord/idempotency"
+)
+
+// storeRetryAfter is the Retry-After of a 503 while the store is
+// unreachable: long enough not to hammer a recovering database, short
+// enough that a blip costs a client one second.
+const storeRetryAfter = time.Second
+
+// call is one coordinated request as it moves through the protocol.
+type call struct {
+	w      http.ResponseWriter
+	r      *http.Request
+	ep     *config.Endpoint
+	policy idempotency.Policy
+	actor  string
+	key    idempotency.Key
+	body   []byte
+	start  time.Time
+}
+
+// coordinate runs the protocol of docs/http-contract.md for one request.
+func (g *Gateway) coordinate(w http.ResponseWriter, r *http.Request, ep *config.Endpoint, actor string, start time.Time) {
+	c := &call{w: w, r: r, ep: ep, policy: g.policies[ep.Name], actor: actor, start: start}
+	ctx := r.Context()
+	values := r.Header.Values(HeaderKey)
+	if len(values) == 0 {
+		if c.policy.KeyRequired {
+			g.refuse(c, "missing_key", problem{Type: "missing-key", Title: "Idempotency-Key header required",
+				Status: http.StatusBadRequest, NewKeySafe: true})
+			return
+		}
+		g.passthrough(w, r, actor, ep.Name, start)
+		return
+	}
+	key, err := idempotency.ParseKeyHeader(values[0])
+	if err == nil && len(values) > 1 {
+		err = errors.New("more than one Idempotency-Key header")
+	}
+	if err != nil {
+		g.refuse(c, "invalid_key", problem{Type: "invalid-key", Title: "invalid Idempotency-Key",
+			Detail: err.Error(), Status: http.StatusBadRequest, NewKeySafe: true})
+		return
+	}
+	c.key = key
+	if c.body, err = readBody(r, c.policy.MaxRequestBytes); err != nil {
+		g.refuse(c, "body_too_large", problem{Type: "body-too-large", Title: "request body over the endpoint's cap",
+			Status: http.StatusRequestEntityTooLarge, NewKeySafe: true})
+		return
+	}
+	fp, err := g.fingerprint(c, 0)
+	if err != nil {
+		g.refuse(c, "malformed_body", problem{Type: "malformed-body", Title: "request body cannot be fingerprinted",
+			Detail: err.Error(), Status: http.StatusBadRequest, NewKeySafe: true})
+		return
+	}
+	req := crdb.ClaimRequest{
+		Scope:         crdb.Scope{Actor: actor, Endpoint: ep.Name, Key: key},
+		Fingerprint:   fp,
+		Refingerprint: func(v int) (idempotency.Fingerprint, error) { return g.fingerprint(c, v) },
+		Worker:        g.cfg.Worker,
+		Lease:         c.policy.Lease,
+		TTL:           c.policy.TTL,
+		Pending:       c.policy.Async,
+	}
+	// A few rounds: a stale fence is re-read once, and resolving an unknown
+	// outcome is followed by claiming again.
+	for round := 0; round < 4; round++ {
+		if req.Token, err = g.fences.token(ctx, actor); err != nil {
+			g.storeDown(c, err)
+			return
+		}
+		claim, err := g.cfg.Store.Begin(ctx, req)
+		if errors.Is(err, fencing.ErrStaleEpoch) {
+			g.fences.invalidate(req.Token.Shard)
+			continue
+		}
+		if err != nil {
+			g.storeDown(c, err)
+			return
+		}
+		if again := g.decide(ctx, c, req, claim); !again {
+			return
+		}
+	}
+	g.refuse(c, "region_unavailable", problem{Type: "region-unavailable",
+		Title: "this region cannot write for the actor now", Status: http.StatusServiceUnavailable})
+}
+
+// decide acts on a claim. again asks coordinate to claim once more (after
+// an unknown outcome was resolved).
+func (g *Gateway) decide(ctx context.Context, c *call, req crdb.ClaimRequest, claim crdb.Claim) (again bool) {
+	rec := claim.Record
+	opID := rec.OperationID.String()
+	if c.policy.Async && (claim.Outcome == crdb.Replayed || claim.Outcome == crdb.InFlight || claim.Outcome == crdb.Unresolved) {
+		// A retry of an async request gets the same task, whatever its state.
+		g.metrics.request(ctx, c.ep.Name, "async_accepted", c.start)
+		writeAccepted(c.w, rec.OperationID, string(rec.State))
+		return false
+	}
+	switch claim.Outcome {
+	case crdb.Replayed:
+		g.metrics.request(ctx, c.ep.Name, "replay", c.start)
+		writeSnapshot(c.w, rec, true)
+	case crdb.Mismatch:
+		g.refuse(c, "fingerprint_conflict", problem{Type: "fingerprint-mismatch",
+			Title: "Idempotency-Key reused with a different request",
+			Detail: "this key belongs to another request; use a new key for a new intent",
+			Status: http.StatusUnprocessableEntity, NewKeySafe: true})
+	case crdb.InFlight:
+		g.refuseWait(c, "in_progress", problem{Type: "in-progress", Title: "operation in progress",
+			Detail: "another request with this key is being processed", Status: http.StatusConflict,
+			OperationID: opID, OperationState: string(rec.State)}, claim.RetryAfter)
+	case crdb.Unresolved:
+		if g.resolve(ctx, c, req.Token, rec) {
+			return true
+		}
+		g.refuseWait(c, "outcome_unknown", problem{Type: "outcome-unknown", Title: "operation outcome unknown",
+			Detail: "the upstream may have run it; it is being reconciled", Status: http.StatusConflict,
+			OperationID: opID, OperationState: string(idempotency.OutcomeUnknown)}, time.Second)
+	case crdb.FirstRun, crdb.TakenOver:
+		result := "first_run"
+		if claim.Outcome == crdb.TakenOver {
+			result = "takeover"
+		}
+		if c.policy.Async {
+			g.accept(c, claim.Lease, result)
+			return false
+		}
+		g.run(ctx, c, claim, result)
+	}
+	return false
+}
+
+// run executes the intent under the lease and answers the client.
+func (g *Gateway) run(ctx context.Context, c *call, claim crdb.Claim, result string) {
+	in := Invocation{Request: c.r, Body: c.body, OperationID: claim.Lease.OperationID, Actor: c.actor, Endpoint: c.ep}
+	a, res, replayed := g.execute(ctx, c, claim, in)
+	if err := g.cfg.Store.Finish(ctx, claim.Lease, res); err != nil {
+		// The effect (if any) happened; the record stays in progress and a
+		// later retry takes it over and resolves it. Answer with what we
+		// know, never pretend the store has it.
+		g.log.ErrorContext(ctx, "finish failed", "operation_id", in.OperationID, "key", c.key, "err", err)
+		if errors.Is(err, crdb.ErrLostOwnership) {
+			g.refuseWait(c, "in_progress", problem{Type: "in-progress", Title: "operation taken over",
+				Status: http.StatusConflict, OperationID: in.OperationID.String(),
+				OperationState: string(idempotency.InProgress)}, time.Second)
+			return
+		}
+	}
+	g.metrics.upstreamResult(ctx, c.ep.Name, string(res.State))
+	g.metrics.request(ctx, c.ep.Name, result, c.start)
+	if res.State == idempotency.OutcomeUnknown {
+		g.log.WarnContext(ctx, "upstream outcome unknown", "operation_id", in.OperationID, "key", c.key, "err", a.Err)
+		writeProblem(c.w, problem{Type: "outcome-unknown", Title: "upstream outcome unknown",
+			Detail: "the upstream did not answer in time; retry with the same key", Status: http.StatusGatewayTimeout,
+			OperationID: in.OperationID.String(), OperationState: string(res.State)}, time.Second)
+		return
+	}
+	if a.Err != nil {
+		writeProblem(c.w, problem{Type: "upstream-unavailable", Title: "upstream unreachable",
+			Status: http.StatusBadGateway, OperationID: in.OperationID.String(),
+			OperationState: string(res.State)}, time.Second)
+		return
+	}
+	writeAnswer(c.w, a, in.OperationID.String(), replayed)
+}
+
+// execute runs the intent, or — after a takeover of a crashed worker's
+// claim, when the upstream may already have run it — asks the upstream
+// first. replayed is true when the answer came from that question.
+func (g *Gateway) execute(ctx context.Context, c *call, claim crdb.Claim, in Invocation) (Answer, crdb.Result, bool) {
+	prior := claim.Record.State
+	if claim.Outcome == crdb.TakenOver && (prior == idempotency.InProgress || prior == idempotency.Pending) {
+		switch v, a := g.cfg.Next.Resolve(ctx, in); v {
+		case Ran:
+			return a, g.result(c, a), true
+		case Undetermined:
+			return Answer{Err: errors.New("gateway: taken over, upstream state undetermined"), Sent: true},
+				crdb.Result{State: idempotency.OutcomeUnknown, ErrorSummary: "taken over; upstream undetermined"}, false
+		}
+	}
+	a := g.cfg.Next.Execute(ctx, in)
+	return a, g.result(c, a), false
+}
+
+// result classifies an answer by the endpoint's policy.
+func (g *Gateway) result(c *call, a Answer) crdb.Result {
+	switch {
+	case a.Err != nil && a.Sent:
+		return crdb.Result{State: idempotency.OutcomeUnknown, ErrorSummary: "upstream did not answer after the request was sent"}
+	case a.Err != nil:
+		return crdb.Result{State: idempotency.RetryableFailure, ErrorSummary: "upstream unreachable"}
+	}
+	state := c.policy.Classify(a.Status)
+	res := crdb.Result{State: state}
+	if state == idempotency.Completed || state == idempotency.TerminalFailure {
+		res.Snapshot = snapshot(c.policy, a)
+	} else {
+		res.ErrorSummary = http.StatusText(a.Status)
+	}
+	return res
+}
+
+// resolve asks the upstream about an OUTCOME_UNKNOWN operation and records
+// the verdict. It reports whether the record moved on (claim again).
+func (g *Gateway) resolve(ctx context.Context, c *call, tok fencing.Token, rec crdb.Record) bool {
+	in := Invocation{Request: c.r, Body: c.body, OperationID: rec.OperationID, Actor: c.actor, Endpoint: c.ep}
+	var res crdb.Result
+	switch v, a := g.cfg.Next.Resolve(ctx, in); v {
+	case Ran:
+		res = g.result(c, a)
+		if res.State == idempotency.RetryableFailure {
+			return false // the upstream ran it and failed transiently: keep it for a human
+		}
+	case NotRun:
+		res = crdb.Result{State: idempotency.RetryableFailure, ErrorSummary: "upstream confirmed it never ran"}
+	default:
+		return false
+	}
+	err := g.cfg.Store.Resolve(ctx, rec, tok, res)
+	if err != nil && !errors.Is(err, crdb.ErrLostOwnership) {
+		g.log.WarnContext(ctx, "resolve failed", "operation_id", rec.OperationID, "err", err)
+		return false
+	}
+	g.log.InfoContext(ctx, "outcome unknown resolved", "operation_id", rec.OperationID, "state", res.State)
+	return true
+}
+
+func (g *Gateway) fingerprint(c *call, version int) (idempotency.Fingerprint, error) {
+	if version != 0 && version != idempotency.FingerprintV1 {
+		return idempotency.Fingerprint{}, errors.New("unknown fingerprint version")
+	}
+	return idempotency.ComputeFingerprint(idempotency.Request{Method: c.r.Method, Path: c.r.URL.Path,
+		Query: c.r.URL.RawQuery, ContentType: c.r.Header.Get("Content-Type"), Body: c.body}, c.policy.Fingerprint)
+}
+
+// storeDown answers 503: nothing was claimed, so nothing was sent upstream.
+func (g *Gateway) storeDown(c *call, err error) {
+	g.log.WarnContext(c.r.Context(), "store unavailable", "endpoint", c.ep.Name, "key", c.key, "err", err)
+	g.refuseWait(c, "store_unavailable", problem{Type: "store-unavailable", Title: "idempotency store unavailable",
+		Detail: "nothing was executed; retry with the same key", Status: http.StatusServiceUnavailable}, storeRetryAfter)
+}
+
+func (g *Gateway) refuse(c *call, result string, p problem) { g.refuseWait(c, result, p, 0) }
+
+func (g *Gateway) refuseWait(c *call, result string, p problem, retryAfter time.Duration) {
+	g.metrics.request(c.r.Context(), c.ep.Name, result, c.start)
+	writeProblem(c.w, p, retryAfter)
+}
+
+// readBody reads at most limit bytes; more is an error.
+func readBody(r *http.Request, limit int64) ([]byte, error) {
+	if r.ContentLength > limit {
+		return nil, errors.New("body too large")
+	}
+	b, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, errors.New("body too large")
+	}
+	return b, nil
+}

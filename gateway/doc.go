@@ -1,0 +1,14 @@
+// Package gateway is idemcoord's HTTP face: the coordinator that stands in
+// front of an upstream API (gateway mode, in idemd) or wraps a Go service's
+// handler (middleware mode), and speaks the contract in
+// docs/http-contract.md.
+//
+// For each request to a coordinated endpoint it authenticates the caller,
+// validates the Idempotency-Key, fingerprints the request, claims the key in
+// the SQL store, and then either replays the stored answer, refuses (422,
+// 409, 503), or runs the intent once — passing the operation id
+// downstream — and records the result. The upstream's answer is classified
+// by the endpoint's policy; a timeout after the request was sent is
+// OUTCOME_UNKNOWN, resolved on a later retry by asking the upstream's resolve
+// endpoint, never by running the intent again blindly.
+package gateway

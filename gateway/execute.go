@@ -1,0 +1,272 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/idemcoord/idemcoord/config"
+)
+
+// maxUpstreamBody bounds what is read of an upstream answer (the stored
+// snapshot has its own, smaller, per-endpoint cap).
+const maxUpstreamBody = 32 << 20
+
+// Invocation is one execution of an intent.
+type Invocation struct {
+	// Request is the client's request; its body has been read into Body.
+	Request *http.Request
+	// Body is the request body, sent unchanged.
+	Body []byte
+	// OperationID is stable across retries and takeovers.
+	OperationID uuid.UUID
+	// Actor is the caller's actor scope.
+	Actor string
+	// Endpoint is the matched endpoint.
+	Endpoint *config.Endpoint
+}
+
+// Answer is what an execution produced.
+type Answer struct {
+	Status int
+	Header http.Header
+	Body   []byte
+	// Err is set when no complete answer came back.
+	Err error
+	// Sent reports, when Err is set, whether the request may have reached
+	// the upstream: if so the outcome is unknown, if not it is retryable.
+	Sent bool
+}
+
+// Verdict is the upstream's answer to "did operation X run?".
+type Verdict int
+
+// Verdicts.
+const (
+	// Undetermined: no answer (unreachable, still pending, no resolve path).
+	Undetermined Verdict = iota
+	// Ran: it ran; the answer carries its response.
+	Ran
+	// NotRun: it provably did not run and will not.
+	NotRun
+)
+
+// Executor runs intents: a proxy to an upstream, or a wrapped handler.
+type Executor interface {
+	// Execute runs the intent once.
+	Execute(ctx context.Context, in Invocation) Answer
+	// Resolve asks whether the operation ran (endpoint's resolve_path).
+	Resolve(ctx context.Context, in Invocation) (Verdict, Answer)
+	// Pass forwards an uncoordinated request.
+	Pass(w http.ResponseWriter, r *http.Request)
+}
+
+// Proxy executes intents against an upstream HTTP API.
+type Proxy struct {
+	upstream *url.URL
+	client   *http.Client
+	rp       *httputil.ReverseProxy
+}
+
+var _ Executor = (*Proxy)(nil)
+
+// NewProxy returns an Executor for the upstream base URL. transport may be
+// nil for http.DefaultTransport's settings.
+func NewProxy(upstream *url.URL, transport http.RoundTripper) *Proxy {
+	if transport == nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.MaxIdleConnsPerHost = 256
+		transport = t
+	}
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(upstream)
+			pr.Out.Header[HeaderActor] = pr.In.Header[HeaderActor]
+		},
+		Transport: transport,
+	}
+	client := &http.Client{Transport: transport,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	return &Proxy{upstream: upstream, client: client, rp: rp}
+}
+
+// hopHeaders are connection-level headers a proxy must not forward.
+var hopHeaders = []string{"Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization",
+	"Proxy-Connection", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
+
+// Execute sends the request upstream with the operation id and actor,
+// within the endpoint's upstream timeout. The call is detached from the
+// client's connection: a client that hangs up does not cut the upstream
+// call short (that would make the outcome unknown for nothing).
+func (p *Proxy) Execute(ctx context.Context, in Invocation) Answer {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), in.Endpoint.UpstreamTimeout)
+	defer cancel()
+	u := *p.upstream
+	u.Path = strings.TrimSuffix(u.Path, "/") + in.Request.URL.Path
+	u.RawQuery = in.Request.URL.RawQuery
+	req, err := http.NewRequestWithContext(ctx, in.Request.Method, u.String(), bytes.NewReader(in.Body))
+	if err != nil {
+		return Answer{Err: err}
+	}
+	req.Header = in.Request.Header.Clone()
+	for _, h := range hopHeaders {
+		req.Header.Del(h)
+	}
+	setIdentity(req.Header, in)
+	return p.do(req)
+}
+
+// Resolve asks the upstream's resolve path about the operation.
+func (p *Proxy) Resolve(ctx context.Context, in Invocation) (Verdict, Answer) {
+	if in.Endpoint.ResolvePath == "" {
+		return Undetermined, Answer{}
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), in.Endpoint.UpstreamTimeout)
+	defer cancel()
+	u := *p.upstream
+	u.Path = strings.TrimSuffix(u.Path, "/") + resolvePath(in)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return Undetermined, Answer{Err: err}
+	}
+	setIdentity(req.Header, in)
+	return verdict(p.do(req))
+}
+
+// Pass proxies an uncoordinated request.
+func (p *Proxy) Pass(w http.ResponseWriter, r *http.Request) { p.rp.ServeHTTP(w, r) }
+
+func (p *Proxy) do(req *http.Request) Answer {
+	resp, err := p.client.Do(req)
+	if err != nil {
+		return Answer{Err: err, Sent: !notSent(err)}
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxUpstreamBody))
+	if err != nil {
+		return Answer{Err: err, Sent: true}
+	}
+	for _, h := range hopHeaders {
+		resp.Header.Del(h)
+	}
+	return Answer{Status: resp.StatusCode, Header: resp.Header, Body: body}
+}
+
+// notSent reports errors that prove the request never left: the
+// connection could not be made.
+func notSent(err error) bool {
+	var opErr *net.OpError
+	if errors.As(err, &opErr) && opErr.Op == "dial" {
+		return true
+	}
+	var dnsErr *net.DNSError
+	return errors.As(err, &dnsErr)
+}
+
+func setIdentity(h http.Header, in Invocation) {
+	h.Set(HeaderOperationID, in.OperationID.String())
+	h.Set(HeaderActor, in.Actor)
+}
+
+func resolvePath(in Invocation) string {
+	return strings.ReplaceAll(in.Endpoint.ResolvePath, config.OperationIDParam, in.OperationID.String())
+}
+
+// resolution is the resolve endpoint's 200 body.
+type resolution struct {
+	Status  int             `json:"status"`
+	Headers http.Header     `json:"headers"`
+	Body    json.RawMessage `json:"body"`
+}
+
+// verdict reads a resolve answer: 200 with the original response, 404 for
+// "never ran", anything else undetermined.
+func verdict(a Answer) (Verdict, Answer) {
+	switch {
+	case a.Err != nil:
+		return Undetermined, a
+	case a.Status == http.StatusNotFound:
+		return NotRun, a
+	case a.Status != http.StatusOK:
+		return Undetermined, a
+	}
+	var res resolution
+	if err := json.Unmarshal(a.Body, &res); err != nil || res.Status < 100 || res.Status > 599 {
+		return Undetermined, Answer{Err: fmt.Errorf("gateway: malformed resolve answer: %v", err)}
+	}
+	return Ran, Answer{Status: res.Status, Header: res.Headers, Body: res.Body}
+}
+
+// HandlerExecutor runs intents in-process through a Go handler: the
+// middleware mode. The handler sees the operation id and actor headers.
+func HandlerExecutor(h http.Handler) Executor { return handlerExecutor{h} }
+
+type handlerExecutor struct{ h http.Handler }
+
+func (e handlerExecutor) Execute(ctx context.Context, in Invocation) (a Answer) {
+	r := in.Request.Clone(ctx)
+	r.Body = io.NopCloser(bytes.NewReader(in.Body))
+	r.ContentLength = int64(len(in.Body))
+	setIdentity(r.Header, in)
+	return e.run(r)
+}
+
+func (e handlerExecutor) Resolve(ctx context.Context, in Invocation) (Verdict, Answer) {
+	if in.Endpoint.ResolvePath == "" {
+		return Undetermined, Answer{}
+	}
+	r, err := http.NewRequestWithContext(ctx, http.MethodGet, resolvePath(in), nil)
+	if err != nil {
+		return Undetermined, Answer{Err: err}
+	}
+	setIdentity(r.Header, in)
+	return verdict(e.run(r))
+}
+
+func (e handlerExecutor) Pass(w http.ResponseWriter, r *http.Request) { e.h.ServeHTTP(w, r) }
+
+// run calls the handler; a panic is an unknown outcome (it may have
+// written before panicking).
+func (e handlerExecutor) run(r *http.Request) (a Answer) {
+	rec := &recorder{header: http.Header{}}
+	defer func() {
+		if v := recover(); v != nil {
+			a = Answer{Err: fmt.Errorf("gateway: handler panicked: %v", v), Sent: true}
+		}
+	}()
+	e.h.ServeHTTP(rec, r)
+	if rec.status == 0 {
+		rec.status = http.StatusOK
+	}
+	return Answer{Status: rec.status, Header: rec.header, Body: rec.body.Bytes()}
+}
+
+// recorder captures a handler's response.
+type recorder struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (r *recorder) Header() http.Header { return r.header }
+func (r *recorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+}
+func (r *recorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return r.body.Write(b)
+}

@@ -1,0 +1,190 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/idemcoord/idemcoord/authn"
+	"github.com/idemcoord/idemcoord/config"
+	"github.com/idemcoord/idemcoord/crdb"
+	"github.com/idemcoord/idemcoord/fencing"
+	"github.com/idemcoord/idemcoord/idempotency"
+)
+
+// Headers the gateway reads and writes.
+const (
+	HeaderKey         = "Idempotency-Key"
+	HeaderOperationID = "X-Idempotency-Operation-Id"
+	HeaderActor       = "X-Idempotency-Actor"
+	HeaderReplayed    = "Idempotent-Replayed"
+	HeaderRegion      = "X-Idempotency-Region"
+)
+
+// Store is what the gateway needs of the SQL store (*crdb.Store).
+type Store interface {
+	Begin(ctx context.Context, req crdb.ClaimRequest) (crdb.Claim, error)
+	Finish(ctx context.Context, l *crdb.Lease, res crdb.Result) error
+	Resolve(ctx context.Context, rec crdb.Record, tok fencing.Token, res crdb.Result) error
+	Lookup(ctx context.Context, actor string, opID uuid.UUID) (crdb.Record, error)
+	FenceEpoch(ctx context.Context, shard int) (int64, error)
+	Ping(ctx context.Context) error
+}
+
+var _ Store = (*crdb.Store)(nil)
+
+// Authenticator maps a request to its principal (*authn.Verifier).
+type Authenticator interface {
+	Verify(r *http.Request) (authn.Principal, error)
+}
+
+// Config configures a Gateway.
+type Config struct {
+	// Region names this gateway's region (sent upstream and in logs).
+	Region string
+	// Worker identifies this instance in lease owners.
+	Worker string
+	// Store is the SQL store.
+	Store Store
+	// Auth authenticates callers.
+	Auth Authenticator
+	// Endpoints are the coordinated endpoints.
+	Endpoints []config.Endpoint
+	// Next runs the intent. Gateway mode: NewProxy(upstream). Middleware
+	// mode: HandlerExecutor(handler).
+	Next Executor
+	// Ready, if set, is an extra readiness check (etcd reachable).
+	Ready func(ctx context.Context) error
+	// Shards is the number of shards actors hash to. Default
+	// fencing.DefaultShards.
+	Shards int
+	// Logger receives structured logs; keys and bodies never appear.
+	Logger *slog.Logger
+	// Meter records the gateway's metrics. Default: the global provider's.
+	Meter metric.Meter
+	// Metrics, if set, serves /metrics.
+	Metrics http.Handler
+}
+
+// Gateway is the coordinating HTTP handler.
+type Gateway struct {
+	cfg       Config
+	router    *config.Router
+	policies  map[string]idempotency.Policy
+	fences    *fenceCache
+	metrics   *metrics
+	log       *slog.Logger
+	mux       *http.ServeMux
+	bgCtx     context.Context
+	bgCancel  context.CancelFunc
+	bg        sync.WaitGroup
+	unmatched http.Handler
+}
+
+// New builds a Gateway.
+func New(cfg Config) (*Gateway, error) {
+	if cfg.Store == nil || cfg.Auth == nil || cfg.Next == nil {
+		return nil, errors.New("gateway: Store, Auth and Next are required")
+	}
+	if cfg.Shards == 0 {
+		cfg.Shards = fencing.DefaultShards
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Meter == nil {
+		cfg.Meter = otel.GetMeterProvider().Meter("github.com/idemcoord/idemcoord/gateway")
+	}
+	router, err := config.NewRouter(cfg.Endpoints)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
+	m, err := newMetrics(cfg.Meter)
+	if err != nil {
+		return nil, err
+	}
+	g := &Gateway{cfg: cfg, router: router, policies: map[string]idempotency.Policy{}, metrics: m,
+		log: cfg.Logger.With("region", cfg.Region), fences: newFenceCache(cfg.Store, cfg.Shards)}
+	for _, ep := range cfg.Endpoints {
+		g.policies[ep.Name] = ep.Policy()
+	}
+	g.bgCtx, g.bgCancel = context.WithCancel(context.Background())
+	g.mux = http.NewServeMux()
+	g.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok\n")) })
+	g.mux.HandleFunc("GET /readyz", g.readyz)
+	g.mux.HandleFunc("GET /v1/operations/{id}", g.operation)
+	if cfg.Metrics != nil {
+		g.mux.Handle("GET /metrics", cfg.Metrics)
+	}
+	g.mux.HandleFunc("/", g.serve)
+	return g, nil
+}
+
+// ServeHTTP implements http.Handler.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) { g.mux.ServeHTTP(w, r) }
+
+// Close cancels background (async) executions and waits for them. An
+// execution cut short leaves its record in progress; its lease expires and
+// the next retry takes it over.
+func (g *Gateway) Close() {
+	g.bgCancel()
+	g.bg.Wait()
+}
+
+func (g *Gateway) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if err := g.cfg.Store.Ping(ctx); err != nil {
+		http.Error(w, "store unreachable", http.StatusServiceUnavailable)
+		return
+	}
+	if g.cfg.Ready != nil {
+		if err := g.cfg.Ready(ctx); err != nil {
+			http.Error(w, "etcd unreachable", http.StatusServiceUnavailable)
+			return
+		}
+	}
+	w.Write([]byte("ready\n"))
+}
+
+// serve authenticates and routes one request.
+func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	p, err := g.cfg.Auth.Verify(r)
+	if err != nil {
+		g.metrics.request(r.Context(), "", "unauthorized", start)
+		w.Header().Set("WWW-Authenticate", `Bearer realm="idemcoord"`)
+		writeProblem(w, problem{Type: "unauthorized", Title: "missing or invalid bearer token",
+			Status: http.StatusUnauthorized, NewKeySafe: true}, 0)
+		return
+	}
+	// Identity headers are the gateway's to set, never the client's.
+	for name := range r.Header {
+		if strings.HasPrefix(http.CanonicalHeaderKey(name), "X-Idempotency-") {
+			r.Header.Del(name)
+		}
+	}
+	ep, ok := g.router.Match(r.Method, r.URL.Path)
+	if !ok {
+		g.passthrough(w, r, p.Scope(), "", start)
+		return
+	}
+	g.coordinate(w, r, ep, p.Scope(), start)
+}
+
+// passthrough sends an uncoordinated request upstream: an unmatched route,
+// or a request without a key on an endpoint where the key is optional.
+func (g *Gateway) passthrough(w http.ResponseWriter, r *http.Request, actor, endpoint string, start time.Time) {
+	g.metrics.request(r.Context(), endpoint, "passthrough", start)
+	r.Header.Set(HeaderActor, actor)
+	g.cfg.Next.Pass(w, r)
+}

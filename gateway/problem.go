@@ -1,0 +1,41 @@
+package gateway
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// problemBase prefixes every problem type.
+const problemBase = "https://idemcoord.dev/problems/"
+
+// problem is an RFC 9457 problem document with idemcoord's extensions.
+type problem struct {
+	Type           string `json:"type"`
+	Title          string `json:"title"`
+	Status         int    `json:"status"`
+	Detail         string `json:"detail,omitempty"`
+	OperationID    string `json:"operation_id,omitempty"`
+	OperationState string `json:"operation_state,omitempty"`
+	// NewKeySafe says whether the client may start the intent over under a
+	// new key without risking a double effect.
+	NewKeySafe bool `json:"new_key_safe"`
+}
+
+// writeProblem writes p; retryAfter > 0 adds Retry-After in whole seconds.
+func writeProblem(w http.ResponseWriter, p problem, retryAfter time.Duration) {
+	p.Type = problemBase + p.Type
+	h := w.Header()
+	h.Set("Content-Type", "application/problem+json")
+	h.Set("Cache-Control", "no-store")
+	if retryAfter > 0 {
+		secs := int((retryAfter + time.Second - 1) / time.Second)
+		h.Set("Retry-After", strconv.Itoa(max(secs, 1)))
+	}
+	if p.OperationID != "" {
+		h.Set(HeaderOperationID, p.OperationID)
+	}
+	w.WriteHeader(p.Status)
+	json.NewEncoder(w).Encode(p)
+}
