@@ -115,7 +115,7 @@ func (g *Gateway) decide(ctx context.Context, c *call, req crdb.ClaimRequest, cl
 		writeSnapshot(c.w, rec, true)
 	case crdb.Mismatch:
 		g.refuse(c, "fingerprint_conflict", problem{Type: "fingerprint-mismatch",
-			Title: "Idempotency-Key reused with a different request",
+			Title:  "Idempotency-Key reused with a different request",
 			Detail: "this key belongs to another request; use a new key for a new intent",
 			Status: http.StatusUnprocessableEntity, NewKeySafe: true})
 	case crdb.InFlight:
