@@ -223,9 +223,8 @@ func classify(req ClaimRequest, rec Record, now time.Time) (c Claim, takeover bo
 // takeover prepares the version-conditioned update that takes rec over
 // for a new owner. Run it on the pool (Begin) or inside the caller's
 // transaction (RunLocal).
-func (s *Store) takeover(req ClaimRequest, rec Record) (*Lease, fencedUpdate) {
+func (s *Store) takeover(req ClaimRequest, rec Record, newOwner string) (*Lease, fencedUpdate) {
 	lease := newLease(rec, req)
-	newOwner := req.Worker + "/" + nonce()
 	return lease, s.prepareUpdate(lease, newOwner, "takeover", `state = 'IN_PROGRESS', lease_owner = $9,
 		lease_expires_at = {now} + $10::INT8 * INTERVAL '1 millisecond', attempts = attempts + 1,
 		expires_at = GREATEST(expires_at, {now} + $11::INT8 * INTERVAL '1 millisecond')`,
@@ -240,7 +239,7 @@ func (s *Store) decide(ctx context.Context, req ClaimRequest, rec Record, now ti
 	if err != nil || !take {
 		return c, false, err
 	}
-	lease, u := s.takeover(req, rec)
+	lease, u := s.takeover(req, rec, req.Worker+"/"+nonce())
 	ok, err := s.runUpdate(ctx, u)
 	if err != nil || !ok {
 		return c, !ok && err == nil, err

@@ -80,13 +80,16 @@ func (s *Store) runLocalTx(ctx context.Context, tx pgx.Tx, req ClaimRequest, own
 	}
 	if rec.LeaseOwner == owner && rec.State == idempotency.Completed {
 		// Our own commit, whose answer a lost connection hid.
+		if rec.Attempts > 1 {
+			return Claim{Outcome: TakenOver, Record: rec}, nil
+		}
 		return Claim{Outcome: FirstRun, Record: rec}, nil
 	}
 	c, take, err := classify(req, rec, now)
 	if err != nil || !take {
 		return c, err
 	}
-	lease, u := s.takeover(req, rec)
+	lease, u := s.takeover(req, rec, owner)
 	ok, err := u.run(ctx, s, tx)
 	if err != nil {
 		return Claim{}, err

@@ -137,10 +137,14 @@ func (s *Store) RunTx(ctx context.Context, fn func(pgx.Tx) error) error {
 			return err
 		}
 		if err := tx.Commit(ctx); err != nil {
-			if ambiguous(err) {
-				return &AmbiguousCommitError{Err: err}
+			// Only the server's answer settles a COMMIT. pgx v5.12 reports
+			// a connection lost while reading COMMIT's answer as "conn
+			// closed", which claims SafeToRetry: never trust that here.
+			var pgErr *pgconn.PgError
+			if errors.As(err, &pgErr) || errors.Is(err, pgx.ErrTxCommitRollback) {
+				return err
 			}
-			return err
+			return &AmbiguousCommitError{Err: err}
 		}
 		return nil
 	})

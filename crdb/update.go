@@ -93,6 +93,15 @@ func (s *Store) runUpdate(ctx context.Context, u fencedUpdate) (bool, error) {
 			if err != nil {
 				return false, fmt.Errorf("crdb: %s: %w", op, err)
 			}
+			if !ok && round > 0 {
+				// The re-run matched nothing: the first attempt may have
+				// applied after our re-read (it was still in flight).
+				if rec, rerr := s.readHash(ctx, l.Scope.Actor, l.Scope.Endpoint, l.keyHash); rerr == nil &&
+					rec.Version == l.Version+1 && rec.LeaseOwner == owner {
+					l.Version, l.Owner, l.ExpiresAt = rec.Version, owner, rec.LeaseExpiresAt
+					return true, nil
+				}
+			}
 			return ok, nil
 		}
 		s.log.WarnContext(ctx, "update outcome ambiguous, re-reading", "op", op, "operation_id", l.OperationID, "err", err)

@@ -188,3 +188,12 @@ func (g *Gateway) passthrough(w http.ResponseWriter, r *http.Request, actor, end
 	r.Header.Set(HeaderActor, actor)
 	g.cfg.Next.Pass(w, r)
 }
+
+// Wrap returns a Gateway that coordinates next's endpoints in-process (the
+// middleware mode): next runs each intent at most once per key, and sees
+// X-Idempotency-Operation-Id and X-Idempotency-Actor on the request.
+// cfg.Next is ignored.
+func Wrap(cfg Config, next http.Handler) (*Gateway, error) {
+	cfg.Next = HandlerExecutor(next)
+	return New(cfg)
+}

@@ -1,0 +1,112 @@
+package gateway_test
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/idemcoord/idemcoord/gateway"
+)
+
+// The gateway's overhead, measured against a plain httputil.ReverseProxy
+// in front of the same upstream, side by side in one run with the same
+// client, the same concurrency and the same number of requests:
+//
+//	go test ./gateway -run '^$' -bench . -benchtime 4000x
+const benchClients = 16
+
+func benchSetup(b *testing.B) (gatewayURL, proxyURL string) {
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Location", "/v1/things/1")
+		w.WriteHeader(http.StatusCreated)
+		io.WriteString(w, `{"thing_id":"1","status":"created"}`)
+	}))
+	b.Cleanup(upstream.Close)
+	u, _ := url.Parse(upstream.URL)
+	plain := httptest.NewServer(httputil.NewSingleHostReverseProxy(u))
+	b.Cleanup(plain.Close)
+	g, err := gateway.New(gateway.Config{Region: "bench", Worker: "w", Store: store(b, benchClients), Auth: verifier(b),
+		Endpoints: endpoints(b, ""), Next: gateway.NewProxy(u, nil)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(g.Close)
+	gw := httptest.NewServer(g)
+	b.Cleanup(gw.Close)
+	return gw.URL, plain.URL
+}
+
+// drive sends total requests over benchClients connections; key(i) names
+// the key of request i. It returns requests per second.
+func drive(b *testing.B, client *http.Client, target, auth string, total int, key func(int) string) float64 {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range benchClients {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= total {
+					return
+				}
+				resp, err := client.Do(post(b, target+"/v1/things", auth, key(i), `{"amount":"12.50","currency":"EUR"}`))
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusCreated {
+					b.Errorf("status %d", resp.StatusCode)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return float64(total) / time.Since(start).Seconds()
+}
+
+func benchGateway(b *testing.B, replay bool) {
+	gw, plain := benchSetup(b)
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: benchClients}}
+	auth := token(b, "bench")
+	n := max(b.N, 2*benchClients)
+	var seq atomic.Int64
+	fresh := func(int) string { return fmt.Sprintf("k-%d", seq.Add(1)) }
+	key := fresh
+	if replay {
+		const keys = 256
+		for i := range keys {
+			drive(b, client, gw, auth, 1, func(int) string { return fmt.Sprintf("r-%d", i) })
+		}
+		key = func(i int) string { return fmt.Sprintf("r-%d", i%keys) }
+	}
+	var gwRate, plainRate float64
+	b.ResetTimer()
+	for range 2 { // alternate halves to cancel drift
+		plainRate += drive(b, client, plain, auth, n/2, fresh) / 2
+		gwRate += drive(b, client, gw, auth, n/2, key) / 2
+	}
+	b.StopTimer()
+	b.ReportMetric(plainRate, "proxy-req/s")
+	b.ReportMetric(gwRate, "gateway-req/s")
+	b.ReportMetric(gwRate/plainRate, "ratio-vs-proxy")
+}
+
+// BenchmarkGatewayFirstRun: every request a new key (claim, upstream call,
+// finish) against the plain proxy.
+func BenchmarkGatewayFirstRun(b *testing.B) { benchGateway(b, false) }
+
+// BenchmarkGatewayReplay: every request a retry of a finished key (one
+// store read, no upstream call) against the plain proxy.
+func BenchmarkGatewayReplay(b *testing.B) { benchGateway(b, true) }

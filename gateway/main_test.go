@@ -1,0 +1,87 @@
+package gateway_test
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/idemcoord/idemcoord/authn"
+	"github.com/idemcoord/idemcoord/config"
+	"github.com/idemcoord/idemcoord/crdb"
+	"github.com/idemcoord/idemcoord/internal/pgtest"
+)
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+var secret = []byte("0123456789abcdef0123456789abcdef-test-secret")
+
+const (
+	issuer   = "test"
+	audience = "idemcoord"
+)
+
+func verifier(t testing.TB) *authn.Verifier {
+	t.Helper()
+	v, err := authn.NewVerifier(authn.Config{Issuer: issuer, Audience: audience, HS256Secret: secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func token(t testing.TB, subject string) string {
+	t.Helper()
+	tok, err := authn.Issue(secret, issuer, audience, authn.Principal{Tenant: "t", Subject: subject}, time.Hour, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return "Bearer " + tok
+}
+
+func store(t testing.TB, maxConns int32) *crdb.Store {
+	t.Helper()
+	s, err := crdb.Open(context.Background(), crdb.Config{DSN: pgtest.NewDatabase(t), MaxConns: maxConns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// endpoints parses one coordinated endpoint the way a config file would.
+func endpoints(t testing.TB, extra string) []config.Endpoint {
+	t.Helper()
+	os.Setenv("GATEWAY_TEST_SECRET", string(secret))
+	cfg, err := config.Parse([]byte(`region: test
+listen: 127.0.0.1:0
+upstream: http://127.0.0.1:1
+store: {dsn: "postgres://x"}
+auth: {issuer: test, audience: idemcoord, hs256_secret_env: GATEWAY_TEST_SECRET}
+endpoints:
+  - name: create-thing
+    method: POST
+    path: /v1/things
+    key: required
+    upstream_timeout: 5s
+` + extra))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg.Endpoints
+}
+
+func post(t testing.TB, url, auth, key, body string) *http.Request {
+	t.Helper()
+	r, err := http.NewRequest(http.MethodPost, url, stringsReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Header.Set("Authorization", auth)
+	r.Header.Set("Content-Type", "application/json")
+	if key != "" {
+		r.Header.Set("Idempotency-Key", key)
+	}
+	return r
+}
