@@ -184,9 +184,19 @@ func BenchmarkFirstRun(b *testing.B) {
 }
 
 // BenchmarkReplay: Begin on a completed key against a raw point select of
-// the same row.
-func BenchmarkReplay(b *testing.B) {
+// the same row. After a few dozen retries the store reads first on this
+// endpoint (see retryrate.go).
+func BenchmarkReplay(b *testing.B) { benchReplay(b, false) }
+
+// BenchmarkReplayClaimFirst: the same, pinned to the claim-first path (one
+// PL/pgSQL call per retry): what a retry costs while first runs dominate.
+func BenchmarkReplayClaimFirst(b *testing.B) { benchReplay(b, true) }
+
+func benchReplay(b *testing.B, claimFirst bool) {
 	e := newBenchEnv(b)
+	if claimFirst {
+		e.s.PinClaimFirst()
+	}
 	ctx := context.Background()
 	const keys = 512
 	reqs := make([]crdb.ClaimRequest, keys)

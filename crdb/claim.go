@@ -97,6 +97,10 @@ type Lease struct {
 	ttl       time.Duration
 }
 
+// readSQL reads a key's record and the decision time: the read-first path.
+const readSQL = `SELECT COALESCE($1::TIMESTAMPTZ, now()), ` + recordCols + ` FROM idempotency_records
+	WHERE actor_scope = $2 AND endpoint = $3 AND key_hash = $4`
+
 // claimSQL calls idem_claim (migrations/portable/0002_claim_function.sql):
 // the record found, or the record this call inserted, or nothing.
 const claimSQL = `SELECT COALESCE($1::TIMESTAMPTZ, now()), ` + recordCols + ` FROM idem_claim($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`
@@ -127,19 +131,33 @@ func (s *Store) begin(ctx context.Context, req ClaimRequest) (Claim, error) {
 		state = idempotency.Pending
 	}
 	for round := 0; round < 8; round++ {
-		// One round trip, one serializable transaction: read the record
-		// and, only if there is none, claim it. The insert under the
-		// unique key, not the read, arbitrates between racers; a replay
-		// costs one point read.
 		var (
 			rec   Record
 			now   time.Time
 			found bool
+			err   error
 		)
-		err := s.exec1(ctx, "claim", func(ctx context.Context) (err error) {
-			found, err = s.claimRow(ctx, s.pool, req, owner, opID, state, &rec, &now)
-			return err
-		})
+		// While most requests on this endpoint are retries, a plain point
+		// read answers them in one cheap round trip; a miss falls through
+		// to the claim, which alone arbitrates.
+		readFirst := round == 0 && s.retries.readFirst(req.Scope.Endpoint)
+		if readFirst {
+			err = s.exec1(ctx, "read", func(ctx context.Context) (err error) {
+				found, err = s.readRow(ctx, req, &rec, &now)
+				return err
+			})
+			if err != nil {
+				return Claim{}, fmt.Errorf("crdb: read: %w", err)
+			}
+		}
+		if !found {
+			// One round trip, one serializable transaction: read the
+			// record and, only if there is none, claim it.
+			err = s.exec1(ctx, "claim", func(ctx context.Context) (err error) {
+				found, err = s.claimRow(ctx, s.pool, req, owner, opID, state, &rec, &now)
+				return err
+			})
+		}
 		var amb *AmbiguousCommitError
 		switch {
 		case errors.As(err, &amb):
@@ -149,8 +167,10 @@ func (s *Store) begin(ctx context.Context, req ClaimRequest) (Claim, error) {
 			return Claim{}, fmt.Errorf("crdb: claim: %w", err)
 		case found && rec.LeaseOwner == owner && rec.Version == 1:
 			// Our insert (or our earlier one, whose answer was lost).
+			s.retries.observe(req.Scope.Endpoint, false)
 			return Claim{Outcome: FirstRun, Record: rec, Lease: newLease(rec, req)}, nil
 		case found:
+			s.retries.observe(req.Scope.Endpoint, true)
 			c, retry, err := s.decide(ctx, req, rec, now)
 			if err != nil || !retry {
 				return c, err
@@ -169,6 +189,17 @@ func (s *Store) begin(ctx context.Context, req ClaimRequest) (Claim, error) {
 // querier is a pool or a transaction.
 type querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// readRow reads the key's record with a plain point select.
+func (s *Store) readRow(ctx context.Context, req ClaimRequest, rec *Record, now *time.Time) (bool, error) {
+	keyHash := req.Scope.Key.Hash()
+	err := scanRecord(s.pool.QueryRow(ctx, readSQL, s.now(), req.Scope.Actor, req.Scope.Endpoint, keyHash[:]), rec, now)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	rec.Scope.Key = req.Scope.Key
+	return err == nil, err
 }
 
 // claimRow runs the claim on q (the pool, or the caller's transaction).

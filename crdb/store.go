@@ -82,6 +82,8 @@ type Store struct {
 
 	randMu sync.Mutex
 	rand   *rand.Rand
+
+	retries retryRate
 }
 
 // Open connects, detects CockroachDB, and applies the portable migrations.
