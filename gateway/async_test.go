@@ -1,0 +1,94 @@
+package gateway_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/idemcoord/idemcoord/gateway"
+)
+
+// TestAsyncSameKeySameTask: an async endpoint answers 202 with a status URL;
+// a retry with the same key gets the same operation, never a second run;
+// the status URL answers its actor only.
+func TestAsyncSameKeySameTask(t *testing.T) {
+	var runs atomic.Int64
+	release := make(chan struct{})
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		runs.Add(1)
+		<-release
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		io.WriteString(w, `{"export":"done"}`)
+	})
+	g, err := gateway.Wrap(gateway.Config{Region: "test", Worker: "w", Store: store(t, 8), Auth: verifier(t),
+		Endpoints: endpoints(t, "    async: true\n")}, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(g)
+	defer srv.Close()
+	defer g.Close()
+	alice, bob := token(t, "alice"), token(t, "bob")
+	accepted := func() (string, string) {
+		resp, err := http.DefaultClient.Do(post(t, srv.URL+"/v1/things", alice, "export-1", `{"kind":"csv"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusAccepted {
+			t.Fatalf("status %d, want 202", resp.StatusCode)
+		}
+		return resp.Header.Get("Location"), resp.Header.Get(gateway.HeaderOperationID)
+	}
+	loc1, op1 := accepted()
+	loc2, op2 := accepted() // while running
+	if loc1 != loc2 || op1 != op2 || loc1 != "/v1/operations/"+op1 {
+		t.Fatalf("retry got another task: %s %s vs %s %s", loc1, op1, loc2, op2)
+	}
+	status := func(auth string) (int, map[string]any) {
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+loc1, nil)
+		req.Header.Set("Authorization", auth)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var v map[string]any
+		json.NewDecoder(resp.Body).Decode(&v)
+		return resp.StatusCode, v
+	}
+	if code, v := status(alice); code != 200 || v["state"] != "PENDING" {
+		t.Fatalf("status while running: %d %v, want 200 PENDING", code, v)
+	}
+	if code, _ := status(bob); code != http.StatusNotFound {
+		t.Fatalf("another actor reading the operation: %d, want 404", code)
+	}
+	close(release)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		code, v := status(alice)
+		if code == 200 && v["state"] == "COMPLETED" {
+			resp := v["response"].(map[string]any)
+			if resp["status"].(float64) != 201 {
+				t.Fatalf("stored response %v", resp)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("operation never completed: %v", v)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	loc3, op3 := accepted() // after completion
+	if loc3 != loc1 || op3 != op1 {
+		t.Fatalf("retry after completion got another task")
+	}
+	if runs.Load() != 1 {
+		t.Fatalf("ran %d times, want 1", runs.Load())
+	}
+}
