@@ -103,7 +103,7 @@ const readSQL = `SELECT COALESCE($1::TIMESTAMPTZ, now()), ` + recordCols + ` FRO
 
 // claimSQL calls idem_claim (migrations/portable/0002_claim_function.sql):
 // the record found, or the record this call inserted, or nothing.
-const claimSQL = `SELECT COALESCE($1::TIMESTAMPTZ, now()), ` + recordCols + ` FROM idem_claim($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`
+const claimSQL = `SELECT COALESCE($1::TIMESTAMPTZ, now()), ` + recordCols + ` FROM idem_claim($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`
 
 // Begin claims a key, or reports why the caller may not run it: one
 // statement that reads the key's record and, only if there is none, locks
@@ -208,7 +208,7 @@ func (s *Store) claimRow(ctx context.Context, q querier, req ClaimRequest, owner
 	keyHash := req.Scope.Key.Hash()
 	err := scanRecord(q.QueryRow(ctx, claimSQL, s.now(), req.Scope.Actor, req.Scope.Endpoint, keyHash[:],
 		req.Token.Shard, req.Token.Epoch, opID, req.Fingerprint.Sum[:], req.Fingerprint.Version, string(state),
-		owner, req.Lease.Milliseconds(), req.TTL.Milliseconds()), rec, now)
+		owner, req.Lease.Milliseconds(), req.TTL.Milliseconds(), req.Token.Region), rec, now)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
 	}
@@ -256,9 +256,9 @@ func classify(req ClaimRequest, rec Record, now time.Time) (c Claim, takeover bo
 // transaction (RunLocal).
 func (s *Store) takeover(req ClaimRequest, rec Record, newOwner string) (*Lease, fencedUpdate) {
 	lease := newLease(rec, req)
-	return lease, s.prepareUpdate(lease, newOwner, "takeover", `state = 'IN_PROGRESS', lease_owner = $9,
-		lease_expires_at = {now} + $10::INT8 * INTERVAL '1 millisecond', attempts = attempts + 1,
-		expires_at = GREATEST(expires_at, {now} + $11::INT8 * INTERVAL '1 millisecond')`,
+	return lease, s.prepareUpdate(lease, newOwner, "takeover", `state = 'IN_PROGRESS', lease_owner = $10,
+		lease_expires_at = {now} + $11::INT8 * INTERVAL '1 millisecond', attempts = attempts + 1,
+		expires_at = GREATEST(expires_at, {now} + $12::INT8 * INTERVAL '1 millisecond')`,
 		`(state = 'RETRYABLE_FAILURE' OR (state IN ('PENDING', 'IN_PROGRESS') AND lease_expires_at <= {now}))`,
 		newOwner, req.Lease.Milliseconds(), req.TTL.Milliseconds())
 }
@@ -297,19 +297,22 @@ func newLease(rec Record, req ClaimRequest) *Lease {
 	}
 }
 
-// checkFence returns *fencing.StaleEpochError unless the shard's epoch is
-// the token's.
+// checkFence returns *fencing.StaleEpochError unless the shard admits the
+// token (same epoch, owned by the token's region or unassigned).
 func (s *Store) checkFence(ctx context.Context, q querier, tok fencing.Token) error {
-	var epoch *int64
-	err := q.QueryRow(ctx, `SELECT epoch FROM shard_fences WHERE shard = $1`, tok.Shard).Scan(&epoch)
+	var (
+		epoch int64
+		owner string
+	)
+	err := q.QueryRow(ctx, `SELECT epoch, owner_region FROM shard_fences WHERE shard = $1`, tok.Shard).Scan(&epoch, &owner)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("crdb: shard %d has no fence row: %w", tok.Shard, fencing.ErrStaleEpoch)
 	}
 	if err != nil {
 		return fmt.Errorf("crdb: read fence: %w", err)
 	}
-	if *epoch != tok.Epoch {
-		return &fencing.StaleEpochError{Token: tok, Current: *epoch}
+	if !tok.Admits(epoch, owner) {
+		return &fencing.StaleEpochError{Token: tok, Current: epoch, Owner: owner}
 	}
 	return nil
 }
@@ -320,13 +323,13 @@ func nonce() string {
 	return hex.EncodeToString(b[:])
 }
 
-// FenceEpoch returns a shard's current epoch in the fence table. Callers
-// cache it as a hint; every write checks it again.
-func (s *Store) FenceEpoch(ctx context.Context, shard int) (int64, error) {
-	var epoch int64
-	err := s.pool.QueryRow(ctx, `SELECT epoch FROM shard_fences WHERE shard = $1`, shard).Scan(&epoch)
+// Fence returns a shard's current epoch and owner region ("" when
+// unassigned) from the fence table. Callers cache it as a hint; every write
+// checks it again.
+func (s *Store) Fence(ctx context.Context, shard int) (epoch int64, owner string, err error) {
+	err = s.pool.QueryRow(ctx, `SELECT epoch, owner_region FROM shard_fences WHERE shard = $1`, shard).Scan(&epoch, &owner)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, fmt.Errorf("crdb: shard %d has no fence row: %w", shard, fencing.ErrStaleEpoch)
+		return 0, "", fmt.Errorf("crdb: shard %d has no fence row: %w", shard, fencing.ErrStaleEpoch)
 	}
-	return epoch, err
+	return epoch, owner, err
 }

@@ -17,7 +17,7 @@ import (
 func leaseOf(rec Record, tok fencing.Token) *Lease {
 	return &Lease{Scope: rec.Scope, keyHash: rec.KeyHash, OperationID: rec.OperationID, Owner: rec.LeaseOwner,
 		Version: rec.Version, Token: tok, LastStage: rec.LastStage, Attempts: rec.Attempts,
-		ttl: rec.ExpiresAt.Sub(rec.UpdatedAt)}
+		ttl: rec.ExpiresAt.Sub(rec.CreatedAt)} // the TTL the record was claimed with
 }
 
 // Resolve settles an OUTCOME_UNKNOWN operation once the downstream has
@@ -52,7 +52,7 @@ func (s *Store) prepareResolve(rec Record, tok fencing.Token, res Result) (fence
 	}
 	l := leaseOf(rec, tok)
 	return s.prepareUpdate(l, l.Owner, "resolve", finishSet, `state = 'OUTCOME_UNKNOWN'`,
-		string(res.State), status, headers, body, res.Snapshot.BodyOmitted, resourceID, errSummary), nil
+		string(res.State), status, headers, body, res.Snapshot.BodyOmitted, resourceID, errSummary, l.ttl.Milliseconds()), nil
 }
 
 // Lookup returns the operation with id opID if it belongs to actor. Another
@@ -100,11 +100,13 @@ func (s *Store) ReconcileUnknown(ctx context.Context, operator, reason string, o
 		if err != nil {
 			return err
 		}
-		var epoch int64
-		if err := tx.QueryRow(ctx, `SELECT epoch FROM shard_fences WHERE shard = $1`, rec.Token.Shard).Scan(&epoch); err != nil {
+		var tok fencing.Token
+		tok.Shard = rec.Token.Shard
+		err = tx.QueryRow(ctx, `SELECT epoch, owner_region FROM shard_fences WHERE shard = $1`, tok.Shard).Scan(&tok.Epoch, &tok.Region)
+		if err != nil {
 			return fmt.Errorf("crdb: read fence: %w", err)
 		}
-		u, err := s.prepareResolve(rec, fencing.Token{Shard: rec.Token.Shard, Epoch: epoch}, res)
+		u, err := s.prepareResolve(rec, tok, res)
 		if err != nil {
 			return err
 		}

@@ -123,6 +123,14 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 			return err
 		}
 		if strings.Contains(v, "CockroachDB") {
+			// The fence must be a lock, not a plain read: CockroachDB takes
+			// FOR SHARE locks under SERIALIZABLE only with these on. Refuse
+			// to run without them.
+			_, err := c.Exec(ctx, "SET enable_shared_locking_for_serializable = true; "+
+				"SET enable_durable_locking_for_serializable = true")
+			if err != nil {
+				return fmt.Errorf("crdb: CockroachDB must support shared, durable FOR SHARE locks (v23.2+): %w", err)
+			}
 			return nil
 		}
 		// PostgreSQL re-plans a prepared statement with custom plans until

@@ -17,11 +17,11 @@ import (
 // fence, and update the record only if its version is the one the writer
 // holds, its lease owner is the writer, and the fence's epoch is the
 // writer's. {set} and {cond} are filled per operation; {now} is the
-// statement's time. Parameters $1..$8 are fixed; operations add $9 on.
+// statement's time. Parameters $1..$9 are fixed; operations add $10 on.
 const updateSQL = `UPDATE idempotency_records SET version = version + 1, updated_at = {now}, epoch = $3, {set}
-FROM (SELECT epoch AS fence_epoch FROM shard_fences WHERE shard = $2 FOR SHARE) AS f
+FROM (SELECT epoch AS fence_epoch, owner_region AS fence_owner FROM shard_fences WHERE shard = $2 FOR SHARE) AS f
 WHERE actor_scope = $4 AND endpoint = $5 AND key_hash = $6 AND version = $7 AND lease_owner = $8
-	AND f.fence_epoch = $3 AND {cond}
+	AND f.fence_epoch = $3 AND (f.fence_owner = '' OR f.fence_owner = $9) AND {cond}
 RETURNING version, lease_expires_at`
 
 // fencedUpdate is one prepared fenced update.
@@ -37,7 +37,7 @@ func (s *Store) prepareUpdate(l *Lease, owner, op, set, cond string, extra ...an
 	q := strings.NewReplacer("{set}", set, "{cond}", cond).Replace(updateSQL)
 	q = strings.ReplaceAll(q, "{now}", "COALESCE($1::TIMESTAMPTZ, now())")
 	args := append([]any{s.now(), l.Token.Shard, l.Token.Epoch, l.Scope.Actor, l.Scope.Endpoint, l.keyHash[:],
-		l.Version, l.Owner}, extra...)
+		l.Version, l.Owner, l.Token.Region}, extra...)
 	return fencedUpdate{l: l, owner: owner, op: op, sql: q, args: args}
 }
 
@@ -134,7 +134,7 @@ func (s *Store) owned(ctx context.Context, l *Lease, op string, ok bool, err err
 // ErrLostOwnership if the operation was taken over.
 func (s *Store) Heartbeat(ctx context.Context, l *Lease) error {
 	ok, err := s.update(ctx, l, l.Owner, "heartbeat",
-		`lease_expires_at = {now} + $9::INT8 * INTERVAL '1 millisecond'`,
+		`lease_expires_at = {now} + $10::INT8 * INTERVAL '1 millisecond'`,
 		`state IN ('PENDING', 'IN_PROGRESS')`, l.lease.Milliseconds())
 	return s.owned(ctx, l, "heartbeat", ok, err)
 }
@@ -144,7 +144,7 @@ func (s *Store) Heartbeat(ctx context.Context, l *Lease) error {
 // done. Record a stage before an external call whose effect a takeover must
 // look for ("charge_sent"), and after the call's answer.
 func (s *Store) RecordStage(ctx context.Context, l *Lease, stage string) error {
-	ok, err := s.update(ctx, l, l.Owner, "stage", `last_stage = $9, state = 'IN_PROGRESS'`,
+	ok, err := s.update(ctx, l, l.Owner, "stage", `last_stage = $10, state = 'IN_PROGRESS'`,
 		`state IN ('PENDING', 'IN_PROGRESS')`, stage)
 	if err == nil && ok {
 		l.LastStage = stage
@@ -152,12 +152,14 @@ func (s *Store) RecordStage(ctx context.Context, l *Lease, stage string) error {
 	return s.owned(ctx, l, "stage", ok, err)
 }
 
-// finishSet stores a result; parameters $9..$15. It leaves expires_at
-// (set by the claim, pushed out by a takeover) alone: an indexed column
-// would make every finish a non-HOT update.
-const finishSet = `state = $9, lease_expires_at = NULL,
-	response_status = $10, response_headers = $11, response_body = $12, body_omitted = $13,
-	resource_id = $14, error_summary = $15`
+// finishSet stores a result; parameters $10..$17. The record then lives
+// at least TTL ($17, milliseconds) from now: a result recorded late (an
+// unknown outcome resolved after the claim's TTL) must not be cleaned up
+// before the retries it answers.
+const finishSet = `state = $10, lease_expires_at = NULL,
+	response_status = $11, response_headers = $12, response_body = $13, body_omitted = $14,
+	resource_id = $15, error_summary = $16,
+	expires_at = GREATEST(expires_at, {now} + $17::INT8 * INTERVAL '1 millisecond')`
 
 // Finish records the operation's result: COMPLETED or TERMINAL_FAILURE with
 // the response snapshot (replayed from then on), RETRYABLE_FAILURE (the
@@ -173,7 +175,7 @@ func (s *Store) Finish(ctx context.Context, l *Lease, res Result) error {
 		return err
 	}
 	ok, err := s.update(ctx, l, l.Owner, "finish", finishSet, `state IN ('PENDING', 'IN_PROGRESS')`,
-		string(res.State), status, headers, body, res.Snapshot.BodyOmitted, resourceID, errSummary)
+		string(res.State), status, headers, body, res.Snapshot.BodyOmitted, resourceID, errSummary, l.ttl.Milliseconds())
 	if err = s.owned(ctx, l, "finish", ok, err); err != nil {
 		return err
 	}

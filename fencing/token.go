@@ -28,10 +28,15 @@ type Token struct {
 	// Epoch is the shard's ownership epoch the writer holds. Epochs start
 	// at 1 and only grow.
 	Epoch int64
+	// Region is the writer's region. The store accepts the write only if
+	// the shard's owner region is this one, or unassigned ("").
+	Region string
 }
 
 // String formats the token for logs.
-func (t Token) String() string { return fmt.Sprintf("shard=%d epoch=%d", t.Shard, t.Epoch) }
+func (t Token) String() string {
+	return fmt.Sprintf("shard=%d epoch=%d region=%q", t.Shard, t.Epoch, t.Region)
+}
 
 // ShardOf maps an actor scope to its shard. The mapping must never change
 // for a deployment, so it uses FNV-1a, which is stable across Go releases.
@@ -47,11 +52,19 @@ type StaleEpochError struct {
 	Token Token
 	// Current is the shard's epoch in the store.
 	Current int64
+	// Owner is the shard's owner region in the store ("" if unassigned).
+	Owner string
 }
 
 // Error implements error.
 func (e *StaleEpochError) Error() string {
-	return fmt.Sprintf("fencing: stale epoch: %s, store has epoch %d", e.Token, e.Current)
+	return fmt.Sprintf("fencing: stale epoch: %s, store has epoch %d owned by %q", e.Token, e.Current, e.Owner)
+}
+
+// Admits reports whether a shard whose fence row holds epoch and owner
+// accepts a write carrying t.
+func (t Token) Admits(epoch int64, owner string) bool {
+	return t.Epoch == epoch && (owner == "" || owner == t.Region)
 }
 
 // Unwrap makes errors.Is(err, ErrStaleEpoch) true.

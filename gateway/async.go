@@ -10,31 +10,46 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/idemcoord/idemcoord/crdb"
+	"github.com/idemcoord/idemcoord/idempotency"
 )
 
 // operationPath is where an operation's status is served.
 func operationPath(id uuid.UUID) string { return "/v1/operations/" + id.String() }
 
-// accept answers an async endpoint's first run with 202 and runs the intent
-// in the background under the claim's lease. The background run belongs to
-// the gateway: Close cancels and waits for it.
-func (g *Gateway) accept(c *call, lease *crdb.Lease, result string) {
-	g.metrics.request(c.r.Context(), c.ep.Name, result, c.start)
+// accept answers an async endpoint's first run (or takeover) with 202 and
+// runs the intent in the background under the claim's lease. The
+// background run belongs to the gateway: Close waits for it.
+func (g *Gateway) accept(c *call, claim crdb.Claim, result string) {
+	lease := claim.Lease
 	in := Invocation{Request: c.r.Clone(context.WithoutCancel(c.r.Context())), Body: c.body,
 		OperationID: lease.OperationID, Actor: c.actor, Endpoint: c.ep}
-	g.bg.Go(func() {
-		ctx := g.bgCtx
-		claim := crdb.Claim{Outcome: crdb.FirstRun, Lease: lease}
-		a, res, _ := g.execute(ctx, c, claim, in)
+	g.closeMu.Lock()
+	closing := g.closing
+	if !closing {
+		g.bg.Add(1)
+	}
+	g.closeMu.Unlock()
+	if closing {
+		// Shutting down: leave the claim to expire and a retry to take it
+		// over in another instance.
+		g.refuseWait(c, "store_unavailable", problem{Type: "shutting-down", Title: "instance shutting down",
+			Detail: "nothing was executed; retry with the same key", Status: http.StatusServiceUnavailable}, time.Second)
+		return
+	}
+	go func() {
+		defer g.bg.Done()
+		ctx := context.WithoutCancel(in.Request.Context())
+		a, res, _, err := g.perform(ctx, c, claim, in)
 		if a.Err != nil {
-			g.log.WarnContext(ctx, "async execution failed", "operation_id", in.OperationID, "err", a.Err)
+			g.log.WarnContext(ctx, "async execution failed", "operation_id", in.OperationID, "err", redact(a.Err))
 		}
-		if err := g.cfg.Store.Finish(ctx, lease, res); err != nil {
-			g.log.ErrorContext(ctx, "async finish failed", "operation_id", in.OperationID, "err", err)
+		if err != nil {
+			g.log.ErrorContext(ctx, "async run not recorded", "operation_id", in.OperationID, "err", err)
 		}
 		g.metrics.upstreamResult(ctx, c.ep.Name, string(res.State))
-	})
-	writeAccepted(c.w, lease.OperationID, "PENDING")
+	}()
+	g.metrics.request(c.r.Context(), c.ep.Name, result, c.start)
+	writeAccepted(c.w, lease.OperationID, string(idempotency.Pending))
 }
 
 // writeAccepted answers 202 with the operation's status URL.
@@ -52,6 +67,7 @@ func writeAccepted(w http.ResponseWriter, id uuid.UUID, state string) {
 type operationView struct {
 	OperationID string        `json:"operation_id"`
 	State       string        `json:"state"`
+	Status      int           `json:"status,omitempty"` // the stored response's status, once finished
 	Attempts    int           `json:"attempts"`
 	CreatedAt   time.Time     `json:"created_at"`
 	UpdatedAt   time.Time     `json:"updated_at"`
@@ -103,6 +119,7 @@ func (g *Gateway) operation(w http.ResponseWriter, r *http.Request) {
 			rv.BodyText = string(rec.Snapshot.Body)
 		}
 		v.Response = rv
+		v.Status = rec.Snapshot.Status
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")

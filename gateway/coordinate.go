@@ -18,6 +18,10 @@ import (
 // enough that a blip costs a client one second.
 const storeRetryAfter = time.Second
 
+// storeCallTimeout bounds one store call: a store that does not answer in
+// this long is treated as down (503), not waited on forever.
+const storeCallTimeout = 10 * time.Second
+
 // call is one coordinated request as it moves through the protocol.
 type call struct {
 	w      http.ResponseWriter
@@ -33,7 +37,10 @@ type call struct {
 // coordinate runs the protocol of docs/http-contract.md for one request.
 func (g *Gateway) coordinate(w http.ResponseWriter, r *http.Request, ep *config.Endpoint, actor string, start time.Time) {
 	c := &call{w: w, r: r, ep: ep, policy: g.policies[ep.Name], actor: actor, start: start}
-	ctx := r.Context()
+	// Once the coordinator has the request it carries it through to a
+	// recorded outcome even if the client hangs up: a claim or a result
+	// abandoned half-way would hold the key for a whole lease.
+	ctx := context.WithoutCancel(r.Context())
 	values := r.Header.Values(HeaderKey)
 	if len(values) == 0 {
 		if c.policy.KeyRequired {
@@ -76,16 +83,28 @@ func (g *Gateway) coordinate(w http.ResponseWriter, r *http.Request, ep *config.
 	}
 	// A few rounds: a stale fence is re-read once, and resolving an unknown
 	// outcome is followed by claiming again.
+	var stale error
 	for round := 0; round < 4; round++ {
-		if req.Token, err = g.fences.token(ctx, actor); err != nil {
+		sctx, cancel := context.WithTimeout(ctx, storeCallTimeout)
+		req.Token, err = g.fences.token(sctx, actor)
+		cancel()
+		if errors.Is(err, errNotOwner) {
+			g.regionUnavailable(c, err)
+			return
+		}
+		if err != nil {
 			g.storeDown(c, err)
 			return
 		}
-		claim, err := g.cfg.Store.Begin(ctx, req)
+		sctx, cancel = context.WithTimeout(ctx, storeCallTimeout)
+		claim, err := g.cfg.Store.Begin(sctx, req)
+		cancel()
 		if errors.Is(err, fencing.ErrStaleEpoch) {
 			g.fences.invalidate(req.Token.Shard)
+			stale = err
 			continue
 		}
+		stale = nil
 		if err != nil {
 			g.storeDown(c, err)
 			return
@@ -94,8 +113,21 @@ func (g *Gateway) coordinate(w http.ResponseWriter, r *http.Request, ep *config.
 			return
 		}
 	}
-	g.refuse(c, "region_unavailable", problem{Type: "region-unavailable",
-		Title: "this region cannot write for the actor now", Status: http.StatusServiceUnavailable})
+	if stale != nil {
+		g.regionUnavailable(c, stale) // the fence kept refusing this region
+		return
+	}
+	// Resolved outcomes kept changing under us.
+	g.refuseWait(c, "in_progress", problem{Type: "in-progress", Title: "operation is changing state",
+		Detail: "retry with the same key", Status: http.StatusConflict}, time.Second)
+}
+
+// regionUnavailable answers 503: another region owns the actor's shard.
+func (g *Gateway) regionUnavailable(c *call, err error) {
+	g.log.WarnContext(c.r.Context(), "region does not own the shard", "endpoint", c.ep.Name, "err", err)
+	g.refuseWait(c, "region_unavailable", problem{Type: "region-unavailable",
+		Title:  "this region does not own the actor now",
+		Detail: "nothing was executed; retry with the same key", Status: http.StatusServiceUnavailable}, time.Second)
 }
 
 // decide acts on a claim. again asks coordinate to claim once more (after
@@ -103,6 +135,9 @@ func (g *Gateway) coordinate(w http.ResponseWriter, r *http.Request, ep *config.
 func (g *Gateway) decide(ctx context.Context, c *call, req crdb.ClaimRequest, claim crdb.Claim) (again bool) {
 	rec := claim.Record
 	opID := rec.OperationID.String()
+	if c.policy.Async && claim.Outcome == crdb.Unresolved && g.resolve(ctx, c, req.Token, rec) {
+		return true
+	}
 	if c.policy.Async && (claim.Outcome == crdb.Replayed || claim.Outcome == crdb.InFlight || claim.Outcome == crdb.Unresolved) {
 		// A retry of an async request gets the same task, whatever its state.
 		g.metrics.request(ctx, c.ep.Name, "async_accepted", c.start)
@@ -135,64 +170,12 @@ func (g *Gateway) decide(ctx context.Context, c *call, req crdb.ClaimRequest, cl
 			result = "takeover"
 		}
 		if c.policy.Async {
-			g.accept(c, claim.Lease, result)
+			g.accept(c, claim, result)
 			return false
 		}
 		g.run(ctx, c, claim, result)
 	}
 	return false
-}
-
-// run executes the intent under the lease and answers the client.
-func (g *Gateway) run(ctx context.Context, c *call, claim crdb.Claim, result string) {
-	in := Invocation{Request: c.r, Body: c.body, OperationID: claim.Lease.OperationID, Actor: c.actor, Endpoint: c.ep}
-	a, res, replayed := g.execute(ctx, c, claim, in)
-	if err := g.cfg.Store.Finish(ctx, claim.Lease, res); err != nil {
-		// The effect (if any) happened; the record stays in progress and a
-		// later retry takes it over and resolves it. Answer with what we
-		// know, never pretend the store has it.
-		g.log.ErrorContext(ctx, "finish failed", "operation_id", in.OperationID, "key", c.key, "err", err)
-		if errors.Is(err, crdb.ErrLostOwnership) {
-			g.refuseWait(c, "in_progress", problem{Type: "in-progress", Title: "operation taken over",
-				Status: http.StatusConflict, OperationID: in.OperationID.String(),
-				OperationState: string(idempotency.InProgress)}, time.Second)
-			return
-		}
-	}
-	g.metrics.upstreamResult(ctx, c.ep.Name, string(res.State))
-	g.metrics.request(ctx, c.ep.Name, result, c.start)
-	if res.State == idempotency.OutcomeUnknown {
-		g.log.WarnContext(ctx, "upstream outcome unknown", "operation_id", in.OperationID, "key", c.key, "err", a.Err)
-		writeProblem(c.w, problem{Type: "outcome-unknown", Title: "upstream outcome unknown",
-			Detail: "the upstream did not answer in time; retry with the same key", Status: http.StatusGatewayTimeout,
-			OperationID: in.OperationID.String(), OperationState: string(res.State)}, time.Second)
-		return
-	}
-	if a.Err != nil {
-		writeProblem(c.w, problem{Type: "upstream-unavailable", Title: "upstream unreachable",
-			Status: http.StatusBadGateway, OperationID: in.OperationID.String(),
-			OperationState: string(res.State)}, time.Second)
-		return
-	}
-	writeAnswer(c.w, a, in.OperationID.String(), replayed)
-}
-
-// execute runs the intent, or — after a takeover of a crashed worker's
-// claim, when the upstream may already have run it — asks the upstream
-// first. replayed is true when the answer came from that question.
-func (g *Gateway) execute(ctx context.Context, c *call, claim crdb.Claim, in Invocation) (Answer, crdb.Result, bool) {
-	prior := claim.Record.State
-	if claim.Outcome == crdb.TakenOver && (prior == idempotency.InProgress || prior == idempotency.Pending) {
-		switch v, a := g.cfg.Next.Resolve(ctx, in); v {
-		case Ran:
-			return a, g.result(c, a), true
-		case Undetermined:
-			return Answer{Err: errors.New("gateway: taken over, upstream state undetermined"), Sent: true},
-				crdb.Result{State: idempotency.OutcomeUnknown, ErrorSummary: "taken over; upstream undetermined"}, false
-		}
-	}
-	a := g.cfg.Next.Execute(ctx, in)
-	return a, g.result(c, a), false
 }
 
 // result classifies an answer by the endpoint's policy.
@@ -229,7 +212,9 @@ func (g *Gateway) resolve(ctx context.Context, c *call, tok fencing.Token, rec c
 	default:
 		return false
 	}
-	err := g.cfg.Store.Resolve(ctx, rec, tok, res)
+	sctx, cancel := context.WithTimeout(ctx, storeCallTimeout)
+	err := g.cfg.Store.Resolve(sctx, rec, tok, res)
+	cancel()
 	if err != nil && !errors.Is(err, crdb.ErrLostOwnership) {
 		g.log.WarnContext(ctx, "resolve failed", "operation_id", rec.OperationID, "err", err)
 		return false

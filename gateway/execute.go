@@ -214,6 +214,8 @@ func HandlerExecutor(h http.Handler) Executor { return handlerExecutor{h} }
 type handlerExecutor struct{ h http.Handler }
 
 func (e handlerExecutor) Execute(ctx context.Context, in Invocation) (a Answer) {
+	ctx, cancel := context.WithTimeout(ctx, in.Endpoint.UpstreamTimeout)
+	defer cancel()
 	r := in.Request.Clone(ctx)
 	r.Body = io.NopCloser(bytes.NewReader(in.Body))
 	r.ContentLength = int64(len(in.Body))

@@ -2,42 +2,53 @@ package gateway
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
 
 	"github.com/idemcoord/idemcoord/fencing"
 )
 
+// errNotOwner means another region owns the actor's shard.
+var errNotOwner = errors.New("gateway: shard owned by another region")
+
 // fenceCache keeps each shard's epoch as last read from the store. It is a
-// hint: the store checks the epoch in every write, and a StaleEpochError
-// invalidates the entry so the next request reads the fence again.
+// hint: the store checks epoch and owner region in every write, and a
+// StaleEpochError invalidates the entry so the next request reads the
+// fence again. It never adopts an epoch that belongs to another region:
+// doing so would let a region that lost the shard keep writing.
 type fenceCache struct {
 	store  Store
 	shards int
+	region string
 	mu     sync.Mutex
 	epochs map[int]int64
 }
 
-func newFenceCache(s Store, shards int) *fenceCache {
-	return &fenceCache{store: s, shards: shards, epochs: map[int]int64{}}
+func newFenceCache(s Store, shards int, region string) *fenceCache {
+	return &fenceCache{store: s, shards: shards, region: region, epochs: map[int]int64{}}
 }
 
-// token returns the fencing token for an actor.
+// token returns the fencing token for an actor, or errNotOwner.
 func (f *fenceCache) token(ctx context.Context, actor string) (fencing.Token, error) {
 	shard := fencing.ShardOf(actor, f.shards)
 	f.mu.Lock()
 	epoch, ok := f.epochs[shard]
 	f.mu.Unlock()
 	if ok {
-		return fencing.Token{Shard: shard, Epoch: epoch}, nil
+		return fencing.Token{Shard: shard, Epoch: epoch, Region: f.region}, nil
 	}
-	epoch, err := f.store.FenceEpoch(ctx, shard)
+	epoch, owner, err := f.store.Fence(ctx, shard)
 	if err != nil {
 		return fencing.Token{}, err
+	}
+	if owner != "" && owner != f.region {
+		return fencing.Token{}, fmt.Errorf("%w: shard %d is owned by %q at epoch %d", errNotOwner, shard, owner, epoch)
 	}
 	f.mu.Lock()
 	f.epochs[shard] = epoch
 	f.mu.Unlock()
-	return fencing.Token{Shard: shard, Epoch: epoch}, nil
+	return fencing.Token{Shard: shard, Epoch: epoch, Region: f.region}, nil
 }
 
 // invalidate forgets a shard's epoch after the store refused it.

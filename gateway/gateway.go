@@ -33,10 +33,12 @@ const (
 // Store is what the gateway needs of the SQL store (*crdb.Store).
 type Store interface {
 	Begin(ctx context.Context, req crdb.ClaimRequest) (crdb.Claim, error)
+	Heartbeat(ctx context.Context, l *crdb.Lease) error
+	RecordStage(ctx context.Context, l *crdb.Lease, stage string) error
 	Finish(ctx context.Context, l *crdb.Lease, res crdb.Result) error
 	Resolve(ctx context.Context, rec crdb.Record, tok fencing.Token, res crdb.Result) error
 	Lookup(ctx context.Context, actor string, opID uuid.UUID) (crdb.Record, error)
-	FenceEpoch(ctx context.Context, shard int) (int64, error)
+	Fence(ctx context.Context, shard int) (epoch int64, owner string, err error)
 	Ping(ctx context.Context) error
 }
 
@@ -67,7 +69,8 @@ type Config struct {
 	// Shards is the number of shards actors hash to. Default
 	// fencing.DefaultShards.
 	Shards int
-	// Logger receives structured logs; keys and bodies never appear.
+	// Logger receives structured logs; keys and bodies never appear. The
+	// caller adds the region (and any other instance attributes) to it.
 	Logger *slog.Logger
 	// Meter records the gateway's metrics. Default: the global provider's.
 	Meter metric.Meter
@@ -84,8 +87,8 @@ type Gateway struct {
 	metrics   *metrics
 	log       *slog.Logger
 	mux       *http.ServeMux
-	bgCtx     context.Context
-	bgCancel  context.CancelFunc
+	closeMu   sync.Mutex
+	closing   bool
 	bg        sync.WaitGroup
 	unmatched http.Handler
 }
@@ -113,11 +116,10 @@ func New(cfg Config) (*Gateway, error) {
 		return nil, err
 	}
 	g := &Gateway{cfg: cfg, router: router, policies: map[string]idempotency.Policy{}, metrics: m,
-		log: cfg.Logger.With("region", cfg.Region), fences: newFenceCache(cfg.Store, cfg.Shards)}
+		log: cfg.Logger, fences: newFenceCache(cfg.Store, cfg.Shards, cfg.Region)}
 	for _, ep := range cfg.Endpoints {
 		g.policies[ep.Name] = ep.Policy()
 	}
-	g.bgCtx, g.bgCancel = context.WithCancel(context.Background())
 	g.mux = http.NewServeMux()
 	g.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok\n")) })
 	g.mux.HandleFunc("GET /readyz", g.readyz)
@@ -132,11 +134,13 @@ func New(cfg Config) (*Gateway, error) {
 // ServeHTTP implements http.Handler.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) { g.mux.ServeHTTP(w, r) }
 
-// Close cancels background (async) executions and waits for them. An
-// execution cut short leaves its record in progress; its lease expires and
-// the next retry takes it over.
+// Close stops accepting async work and waits for background executions to
+// finish and record their results (each is bounded by its endpoint's
+// upstream timeout). Call it after the HTTP server has shut down.
 func (g *Gateway) Close() {
-	g.bgCancel()
+	g.closeMu.Lock()
+	g.closing = true
+	g.closeMu.Unlock()
 	g.bg.Wait()
 }
 
@@ -159,23 +163,29 @@ func (g *Gateway) readyz(w http.ResponseWriter, r *http.Request) {
 // serve authenticates and routes one request.
 func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	p, err := g.cfg.Auth.Verify(r)
-	if err != nil {
-		g.metrics.request(r.Context(), "", "unauthorized", start)
-		w.Header().Set("WWW-Authenticate", `Bearer realm="idemcoord"`)
-		writeProblem(w, problem{Type: "unauthorized", Title: "missing or invalid bearer token",
-			Status: http.StatusUnauthorized, NewKeySafe: true}, 0)
-		return
-	}
 	// Identity headers are the gateway's to set, never the client's.
 	for name := range r.Header {
 		if strings.HasPrefix(http.CanonicalHeaderKey(name), "X-Idempotency-") {
 			r.Header.Del(name)
 		}
 	}
+	p, authErr := g.cfg.Auth.Verify(r)
 	ep, ok := g.router.Match(r.Method, r.URL.Path)
 	if !ok {
-		g.passthrough(w, r, p.Scope(), "", start)
+		// Uncoordinated: the upstream does its own authorisation; it gets
+		// the actor only when the gateway verified one.
+		actor := ""
+		if authErr == nil {
+			actor = p.Scope()
+		}
+		g.passthrough(w, r, actor, "", start)
+		return
+	}
+	if authErr != nil {
+		g.metrics.request(r.Context(), ep.Name, "unauthorized", start)
+		w.Header().Set("WWW-Authenticate", `Bearer realm="idemcoord"`)
+		writeProblem(w, problem{Type: "unauthorized", Title: "missing or invalid bearer token",
+			Status: http.StatusUnauthorized, NewKeySafe: true}, 0)
 		return
 	}
 	g.coordinate(w, r, ep, p.Scope(), start)
@@ -185,7 +195,9 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 // or a request without a key on an endpoint where the key is optional.
 func (g *Gateway) passthrough(w http.ResponseWriter, r *http.Request, actor, endpoint string, start time.Time) {
 	g.metrics.request(r.Context(), endpoint, "passthrough", start)
-	r.Header.Set(HeaderActor, actor)
+	if actor != "" {
+		r.Header.Set(HeaderActor, actor)
+	}
 	g.cfg.Next.Pass(w, r)
 }
 

@@ -1,0 +1,116 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/idemcoord/idemcoord/devcluster"
+)
+
+// Metric names as the Prometheus exporter spells the gateway's and the
+// store's OpenTelemetry instruments (idemcoord.http.requests and
+// idemcoord.outcomes; counters get _total).
+const (
+	metricRequests = "idemcoord_http_requests_total"
+	metricOutcomes = "idemcoord_outcomes_total"
+)
+
+// TestServiceEndpoints checks what operators and load balancers rely on:
+// /healthz and /readyz answer 200 in every region, and after a first run
+// and a replay, /metrics counts both in the request counter (result label)
+// and in the store's outcome counter (outcome label).
+func TestServiceEndpoints(t *testing.T) {
+	c := sharedCluster(t)
+	ctx, cancel := context.WithTimeout(t.Context(), requestTimeout)
+	defer cancel()
+	for _, region := range c.Regions {
+		for _, path := range []string{"/healthz", "/readyz"} {
+			r, err := send(ctx, http.MethodGet, region.URL+path, "", nil, nil)
+			if err != nil || r.Status != http.StatusOK {
+				t.Errorf("%s GET %s: %v %v; want 200", region.Name, path, r, err)
+			}
+		}
+	}
+
+	region := c.Regions[1]
+	before := scrape(t, region.URL)
+	tok := token(t, c, uniqueName("metrics"))
+	key := uniqueName("metrics-key")
+	body := paymentBody("3.00", "order-metrics")
+	if r := mustPost(t, region.URL, tok, key, body); r.Status != http.StatusCreated || r.replayed() {
+		t.Fatalf("first run: %v", r)
+	}
+	if r := mustPost(t, region.URL, tok, key, body); r.Status != http.StatusCreated || !r.replayed() {
+		t.Fatalf("retry: %v; want a replay", r)
+	}
+	after := scrape(t, region.URL)
+	for _, m := range []struct{ name, label string }{
+		{metricRequests, `result="first_run"`},
+		{metricRequests, `result="replay"`},
+		{metricOutcomes, `outcome="first_run"`},
+		{metricOutcomes, `outcome="replay"`},
+	} {
+		was, now := before.sum(m.name, m.label, `endpoint="create-payment"`), after.sum(m.name, m.label, `endpoint="create-payment"`)
+		if now-was < 1 {
+			t.Errorf("%s{%s} went from %v to %v; want it to grow by at least 1", m.name, m.label, was, now)
+		}
+	}
+	if t.Failed() {
+		t.Logf("metrics:\n%s", after.text)
+	}
+}
+
+// sumMetric sums a metric's matching samples over every region of c.
+func sumMetric(t *testing.T, c *devcluster.Cluster, name string, labels ...string) float64 {
+	t.Helper()
+	var total float64
+	for _, r := range c.Regions {
+		total += scrape(t, r.URL).sum(name, labels...)
+	}
+	return total
+}
+
+// exposition is one /metrics scrape in the Prometheus text format.
+type exposition struct{ text []byte }
+
+func scrape(t *testing.T, base string) exposition {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), requestTimeout)
+	defer cancel()
+	r, err := send(ctx, http.MethodGet, base+"/metrics", "", nil, nil)
+	if err != nil || r.Status != http.StatusOK {
+		t.Fatalf("GET /metrics: %v %v", r, err)
+	}
+	return exposition{r.Body}
+}
+
+// sum adds the samples of metric name whose labels contain every one of
+// labels (name="value" pairs).
+func (e exposition) sum(name string, labels ...string) float64 {
+	var total float64
+	sc := bufio.NewScanner(bytes.NewReader(e.text))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
+			continue
+		}
+		series, value, ok := strings.Cut(line[len(name):], " ")
+		if !ok {
+			continue
+		}
+		match := true
+		for _, l := range labels {
+			match = match && strings.Contains(series, l)
+		}
+		if v, err := strconv.ParseFloat(strings.Fields(value)[0], 64); match && err == nil {
+			total += v
+		}
+	}
+	return total
+}

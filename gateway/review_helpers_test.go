@@ -1,0 +1,117 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/idemcoord/idemcoord/config"
+	"github.com/idemcoord/idemcoord/crdb"
+	"github.com/idemcoord/idemcoord/fencing"
+	"github.com/idemcoord/idemcoord/idempotency"
+)
+
+// reviewEndpoints parses one endpoint "create-thing" (POST /v1/things, key
+// required) with the extra fields given (each line indented by 4 spaces),
+// so a test can choose lease and upstream_timeout together.
+func reviewEndpoints(t testing.TB, extra string) []config.Endpoint {
+	t.Helper()
+	os.Setenv("GATEWAY_TEST_SECRET", string(secret))
+	cfg, err := config.Parse([]byte(`region: test
+listen: 127.0.0.1:0
+upstream: http://127.0.0.1:1
+store: {dsn: "postgres://x"}
+auth: {issuer: test, audience: idemcoord, hs256_secret_env: GATEWAY_TEST_SECRET}
+endpoints:
+  - name: create-thing
+    method: POST
+    path: /v1/things
+    key: required
+` + extra))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg.Endpoints
+}
+
+// reviewScope is the store scope the gateway uses for actor t/<subject>.
+func reviewScope(t testing.TB, subject, key string) crdb.Scope {
+	t.Helper()
+	k, err := idempotency.ParseKeyHeader(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return crdb.Scope{Actor: "t/" + subject, Endpoint: "create-thing", Key: k}
+}
+
+// do sends req and returns status, headers and body.
+func do(t testing.TB, req *http.Request) (int, http.Header, string) {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, string(b)
+}
+
+// waitState polls the store until the record reaches want or d passes, and
+// returns the last state seen.
+func waitState(t testing.TB, s *crdb.Store, sc crdb.Scope, want idempotency.State, d time.Duration) idempotency.State {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		rec, err := s.Read(context.Background(), sc)
+		if err == nil && rec.State == want {
+			return rec.State
+		}
+		if time.Now().After(deadline) {
+			if err != nil {
+				return idempotency.State("read error: " + err.Error())
+			}
+			return rec.State
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// failFinish is the real store, except that its first n Finish calls fail
+// as if the worker died (or the store blipped) right after the execution.
+type failFinish struct {
+	*crdb.Store
+	n atomic.Int64
+}
+
+func (f *failFinish) Finish(ctx context.Context, l *crdb.Lease, res crdb.Result) error {
+	if f.n.Add(-1) >= 0 {
+		return errors.New("injected: worker died before recording the result")
+	}
+	return f.Store.Finish(ctx, l, res)
+}
+
+// staleForever is the real store whose claims are always refused by the
+// fence, as during a burst of epoch changes.
+type staleForever struct{ *crdb.Store }
+
+func (s staleForever) Begin(ctx context.Context, req crdb.ClaimRequest) (crdb.Claim, error) {
+	return crdb.Claim{}, &fencing.StaleEpochError{Token: req.Token, Current: req.Token.Epoch + 1}
+}
+
+// resolutionBody is a resolve endpoint's 200 answer.
+func resolutionBody(status int, body string) string {
+	b, _ := json.Marshal(map[string]any{"status": status, "headers": map[string][]string{"Content-Type": {"application/json"}},
+		"body": json.RawMessage(body)})
+	return string(b)
+}
+
+func describe(status int, h http.Header, body string) string {
+	return fmt.Sprintf("%d replayed=%q %s", status, h.Get("Idempotent-Replayed"), body)
+}
