@@ -203,10 +203,9 @@ func (g *Gateway) resolve(ctx context.Context, c *call, tok fencing.Token, rec c
 	var res crdb.Result
 	switch v, a := g.cfg.Next.Resolve(ctx, in); v {
 	case Ran:
+		// Classified like a live answer: a retryable status re-runs on the
+		// next retry, exactly as if the upstream had answered in time.
 		res = g.result(c, a)
-		if res.State == idempotency.RetryableFailure {
-			return false // the upstream ran it and failed transiently: keep it for a human
-		}
 	case NotRun:
 		res = crdb.Result{State: idempotency.RetryableFailure, ErrorSummary: "upstream confirmed it never ran"}
 	default:
