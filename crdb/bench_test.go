@@ -28,6 +28,9 @@ import (
 //	go test ./crdb -run '^$' -bench . -benchtime 4000x
 const benchWorkers = 16
 
+// benchFiller is how many records the table holds before a benchmark.
+const benchFiller = 100000
+
 type benchEnv struct {
 	s    *crdb.Store
 	seq  atomic.Int64
@@ -35,7 +38,7 @@ type benchEnv struct {
 	rd   *sdkmetric.ManualReader
 }
 
-func newBenchEnv(b *testing.B) *benchEnv {
+func newBenchEnv(b testing.TB, filler int) *benchEnv {
 	dsn := pgtest.NewDatabase(b)
 	rd := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(rd))
@@ -58,8 +61,10 @@ func newBenchEnv(b *testing.B) *benchEnv {
 			fingerprint_version, state, version, attempts, shard, epoch, created_at, updated_at, expires_at)
 		SELECT 'tenant/a' || (i % 997), 'POST /v1/payments', sha256(i::text::bytea), gen_random_uuid(), '\x00', 1,
 			'COMPLETED', 2, 1, 0, 1, now(), now(), now() + INTERVAL '1 day'
-		FROM generate_series(1, 100000) AS g(i);
-		ANALYZE;`)
+		FROM generate_series(1, $1::INT) AS g(i)`, filler)
+	if err == nil {
+		_, err = s.Pool().Exec(context.Background(), `ANALYZE`)
+	}
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -68,7 +73,7 @@ func newBenchEnv(b *testing.B) *benchEnv {
 
 // req returns a claim request for a fresh key, spread over actors (and so
 // over shards).
-func (e *benchEnv) req(b *testing.B) crdb.ClaimRequest {
+func (e *benchEnv) req(b testing.TB) crdb.ClaimRequest {
 	n := e.seq.Add(1)
 	r := e.base
 	actor := fmt.Sprintf("tenant/a%d", n%997)
@@ -141,7 +146,15 @@ func rawRetry(f func() error) error {
 // claim and the fenced, version-conditioned finish) sent raw, each in its
 // own serializable transaction, retried on 40001 as any correct client must.
 func BenchmarkFirstRun(b *testing.B) {
-	e := newBenchEnv(b)
+	e := newBenchEnv(b, benchFiller)
+	p := firstRunPair(b, e)
+	sideBySide(b, e, p.raw, p.coord)
+}
+
+// pair is a raw baseline and the coordinator doing the same work.
+type pair struct{ raw, coord func() error }
+
+func firstRunPair(b testing.TB, e *benchEnv) pair {
 	ctx := context.Background()
 	body := []byte(`{"payment_id":"pay_1"}`)
 	headers := []byte(`{"Content-Type":["application/json"]}`)
@@ -154,7 +167,7 @@ func BenchmarkFirstRun(b *testing.B) {
 		err := rawRetry(func() error {
 			return e.s.Pool().QueryRow(ctx, crdb.ClaimSQL, nil, r.Scope.Actor, r.Scope.Endpoint, h[:], r.Token.Shard,
 				r.Token.Epoch, uuid.New(), r.Fingerprint.Sum[:], r.Fingerprint.Version, "IN_PROGRESS", owner,
-				int64(30000), int64(86400000)).Scan(&now, &rec.Scope.Actor, &rec.Scope.Endpoint, new([]byte),
+				int64(30000), int64(86400000), r.Token.Region).Scan(&now, &rec.Scope.Actor, &rec.Scope.Endpoint, new([]byte),
 				&rec.OperationID, new([]byte), new(int), new(string), &rec.Version, new(string), new(*time.Time),
 				new(int32), new(string), new(int32), new(int64), new(*int32), new([]byte), new([]byte), new(bool),
 				new(*string), new(*string), new(bool), new(time.Time), new(time.Time), new(time.Time))
@@ -166,8 +179,8 @@ func BenchmarkFirstRun(b *testing.B) {
 			var v int64
 			var exp *time.Time
 			return e.s.Pool().QueryRow(ctx, crdb.FinishSQL, nil, r.Token.Shard, r.Token.Epoch, r.Scope.Actor,
-				r.Scope.Endpoint, h[:], rec.Version, owner, "COMPLETED", int32(201), headers, body, false,
-				"pay_1", nil).Scan(&v, &exp)
+				r.Scope.Endpoint, h[:], rec.Version, owner, r.Token.Region, "COMPLETED", int32(201), headers, body,
+				false, "pay_1", nil, int64(86400000)).Scan(&v, &exp)
 		})
 	}
 	coord := func() error {
@@ -180,7 +193,7 @@ func BenchmarkFirstRun(b *testing.B) {
 		}
 		return e.s.Finish(ctx, c.Lease, completed(string(body)))
 	}
-	sideBySide(b, e, raw, coord)
+	return pair{raw, coord}
 }
 
 // BenchmarkReplay: Begin on a completed key against a raw point select of
@@ -193,10 +206,15 @@ func BenchmarkReplay(b *testing.B) { benchReplay(b, false) }
 func BenchmarkReplayClaimFirst(b *testing.B) { benchReplay(b, true) }
 
 func benchReplay(b *testing.B, claimFirst bool) {
-	e := newBenchEnv(b)
+	e := newBenchEnv(b, benchFiller)
 	if claimFirst {
 		e.s.PinClaimFirst()
 	}
+	p := replayPair(b, e)
+	sideBySide(b, e, p.raw, p.coord)
+}
+
+func replayPair(b testing.TB, e *benchEnv) pair {
 	ctx := context.Background()
 	const keys = 512
 	reqs := make([]crdb.ClaimRequest, keys)
@@ -230,13 +248,18 @@ func benchReplay(b *testing.B, claimFirst bool) {
 		}
 		return err
 	}
-	sideBySide(b, e, raw, coord)
+	return pair{raw, coord}
 }
 
 // BenchmarkLocalFirstRun: RunLocal (claim + business insert + COMPLETED in
 // one transaction) against the raw business insert alone.
 func BenchmarkLocalFirstRun(b *testing.B) {
-	e := newBenchEnv(b)
+	e := newBenchEnv(b, benchFiller)
+	p := localPair(b, e)
+	sideBySide(b, e, p.raw, p.coord)
+}
+
+func localPair(b testing.TB, e *benchEnv) pair {
 	ctx := context.Background()
 	raw := func() error {
 		_, err := e.s.Pool().Exec(ctx, `INSERT INTO payments (id, operation_id, amount) VALUES ($1, $2, '12.50')`, uuid.New(), uuid.New())
@@ -250,14 +273,14 @@ func BenchmarkLocalFirstRun(b *testing.B) {
 		})
 		return err
 	}
-	sideBySide(b, e, raw, coord)
+	return pair{raw, coord}
 }
 
 // BenchmarkRacers: rounds of 50 goroutines running RunLocal on one fresh
 // key each round. Reports p99 latency and serialization retries per round;
 // exactly one racer per round must run the business write.
 func BenchmarkRacers(b *testing.B) {
-	e := newBenchEnv(b)
+	e := newBenchEnv(b, benchFiller)
 	ctx := context.Background()
 	rounds := max(b.N/50, 4)
 	var lat []time.Duration
@@ -314,4 +337,27 @@ func retries(b *testing.B, rd *sdkmetric.ManualReader) int64 {
 		}
 	}
 	return n
+}
+
+// TestBenchmarkPairsRun runs each benchmark's raw baseline and coordinator
+// side a few times on a small table, so a benchmark that no longer runs
+// (a changed statement, a wrong argument count) fails the tests, not only
+// the next benchmark run.
+func TestBenchmarkPairsRun(t *testing.T) {
+	for name, mk := range map[string]func(testing.TB, *benchEnv) pair{
+		"first run": firstRunPair, "replay": replayPair, "local first run": localPair,
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := newBenchEnv(t, 100)
+			p := mk(t, e)
+			for range 3 {
+				if err := p.raw(); err != nil {
+					t.Fatalf("raw: %v", err)
+				}
+				if err := p.coord(); err != nil {
+					t.Fatalf("coordinator: %v", err)
+				}
+			}
+		})
+	}
 }
