@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -54,6 +55,10 @@ func store(t testing.TB, maxConns int32) *crdb.Store {
 func endpoints(t testing.TB, extra string) []config.Endpoint {
 	t.Helper()
 	os.Setenv("GATEWAY_TEST_SECRET", string(secret))
+	timeout := "    upstream_timeout: 5s\n"
+	if strings.Contains(extra, "upstream_timeout:") {
+		timeout = ""
+	}
 	cfg, err := config.Parse([]byte(`region: test
 listen: 127.0.0.1:0
 upstream: http://127.0.0.1:1
@@ -64,8 +69,7 @@ endpoints:
     method: POST
     path: /v1/things
     key: required
-    upstream_timeout: 5s
-` + extra))
+` + timeout + extra))
 	if err != nil {
 		t.Fatal(err)
 	}

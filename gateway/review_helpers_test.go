@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -23,22 +22,7 @@ import (
 // so a test can choose lease and upstream_timeout together.
 func reviewEndpoints(t testing.TB, extra string) []config.Endpoint {
 	t.Helper()
-	os.Setenv("GATEWAY_TEST_SECRET", string(secret))
-	cfg, err := config.Parse([]byte(`region: test
-listen: 127.0.0.1:0
-upstream: http://127.0.0.1:1
-store: {dsn: "postgres://x"}
-auth: {issuer: test, audience: idemcoord, hs256_secret_env: GATEWAY_TEST_SECRET}
-endpoints:
-  - name: create-thing
-    method: POST
-    path: /v1/things
-    key: required
-` + extra))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg.Endpoints
+	return endpoints(t, extra)
 }
 
 // reviewScope is the store scope the gateway uses for actor t/<subject>.
