@@ -58,9 +58,14 @@ func Start(ctx context.Context) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	sweep(ctx, bindir)
 	// Short parent: the unix socket path must stay under 107 bytes.
-	dir, err := os.MkdirTemp("/tmp", "idpg")
+	dir, err := os.MkdirTemp("/tmp", dirPrefix)
 	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+		os.RemoveAll(dir)
 		return nil, err
 	}
 	s := &Server{dir: dir, bindir: bindir}
@@ -156,4 +161,36 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// dirPrefix names every throwaway server's directory under /tmp, and
+// ownerFile in it holds the pid of the process that started it.
+const (
+	dirPrefix = "idpg"
+	ownerFile = "owner.pid"
+)
+
+// sweep stops and removes servers left behind by processes that died
+// without closing them (a test binary killed by its timeout): each would
+// otherwise hold memory and a port until the machine is recycled.
+func sweep(ctx context.Context, bindir string) {
+	dirs, _ := filepath.Glob(filepath.Join("/tmp", dirPrefix+"*"))
+	for _, dir := range dirs {
+		b, err := os.ReadFile(filepath.Join(dir, ownerFile))
+		if err != nil {
+			continue // not ours, or still being created
+		}
+		pid, err := strconv.Atoi(string(b))
+		if err != nil || pid <= 0 || syscall.Kill(pid, 0) != syscall.ESRCH {
+			continue // the owner is alive (or we cannot tell)
+		}
+		s := &Server{dir: dir, bindir: bindir}
+		if fi, err := os.Stat(dir); err == nil {
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok && os.Geteuid() == 0 {
+				s.cred = &syscall.Credential{Uid: st.Uid, Gid: st.Gid}
+			}
+		}
+		s.run(ctx, "pg_ctl", "-D", s.dataDir(), "-m", "immediate", "-w", "stop")
+		os.RemoveAll(dir)
+	}
 }
