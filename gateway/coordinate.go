@@ -105,6 +105,14 @@ func (g *Gateway) coordinate(w http.ResponseWriter, r *http.Request, ep *config.
 			continue
 		}
 		stale = nil
+		if errors.Is(err, crdb.ErrFingerprintVersion) {
+			// Stored by an instance with a newer fingerprint algorithm:
+			// this one cannot compare. Another (upgraded) instance can.
+			g.refuseWait(c, "in_progress", problem{Type: "in-progress", Title: "cannot compare with the stored request",
+				Detail: "the key's record was fingerprinted by a newer version; retry with the same key",
+				Status: http.StatusConflict}, time.Second)
+			return
+		}
 		if err != nil {
 			g.storeDown(c, err)
 			return
