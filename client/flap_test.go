@@ -5,49 +5,13 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/Shopify/toxiproxy/v2"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/rs/zerolog"
-
 	"github.com/idemcoord/idemcoord/client"
+	"github.com/idemcoord/idemcoord/internal/toxitest"
 )
-
-// flapper turns a reset_peer toxic on and off on a proxy, alternating
-// between the two directions: downstream resets lose answers after the
-// upstream ran, upstream resets lose requests before it did. It runs a
-// bounded number of cycles, ending with the toxic off, so it stops by
-// itself; stop ends it early.
-func flapper(t *testing.T, proxy *toxiproxy.Proxy, cycles int, on, off time.Duration, stop <-chan struct{}) {
-	for i := range cycles {
-		stream := "downstream"
-		if i%2 == 1 {
-			stream = "upstream"
-		}
-		doc := fmt.Sprintf(`{"name":"flap","type":"reset_peer","stream":%q,"toxicity":1.0,"attributes":{"timeout":0}}`, stream)
-		if _, err := proxy.Toxics.AddToxicJson(strings.NewReader(doc)); err != nil {
-			t.Errorf("adding toxic: %v", err)
-			return
-		}
-		select {
-		case <-stop:
-		case <-time.After(on):
-		}
-		if err := proxy.Toxics.RemoveToxic(context.Background(), "flap"); err != nil {
-			t.Errorf("removing toxic: %v", err)
-			return
-		}
-		select {
-		case <-stop:
-			return
-		case <-time.After(off):
-		}
-	}
-}
 
 func TestDoThroughFlappingConnection(t *testing.T) {
 	const intents = 20
@@ -57,12 +21,7 @@ func TestDoThroughFlappingConnection(t *testing.T) {
 	upstream := httptest.NewServer(g)
 	defer upstream.Close()
 
-	tp := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), zerolog.Nop())
-	proxy := toxiproxy.NewProxy(tp, "idemd", "127.0.0.1:0", upstream.Listener.Addr().String())
-	if err := proxy.Start(); err != nil {
-		t.Fatalf("starting proxy: %v", err)
-	}
-	defer proxy.Stop()
+	proxy := toxitest.Proxy(t, "idemd", upstream.Listener.Addr().String())
 
 	c, err := client.New(client.Config{
 		BaseURL: "http://" + proxy.Listen,
@@ -85,7 +44,7 @@ func TestDoThroughFlappingConnection(t *testing.T) {
 	flapping.Add(1)
 	go func() {
 		defer flapping.Done()
-		flapper(t, proxy, 30, 40*time.Millisecond, 25*time.Millisecond, stop)
+		toxitest.Flap(t, proxy, 30, 40*time.Millisecond, 25*time.Millisecond, stop)
 	}()
 
 	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Second)

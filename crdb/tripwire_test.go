@@ -13,8 +13,7 @@ import (
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/Shopify/toxiproxy/v2/toxics"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/rs/zerolog"
+	"github.com/idemcoord/idemcoord/internal/toxitest"
 )
 
 // The standard toxics act on bytes and time, not on protocol messages, so
@@ -233,12 +232,7 @@ func newPGProxy(t testing.TB, dsn string) *pgProxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), zerolog.Nop())
-	p := toxiproxy.NewProxy(srv, "pg", "127.0.0.1:0", u.Host)
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Stop)
+	p := toxitest.Proxy(t, "pg", u.Host)
 	u.Host = p.Listen
 	return &pgProxy{proxy: p, dsn: u.String()}
 }

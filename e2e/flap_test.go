@@ -5,16 +5,12 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/Shopify/toxiproxy/v2"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/rs/zerolog"
-
 	"github.com/idemcoord/idemcoord/client"
+	"github.com/idemcoord/idemcoord/internal/toxitest"
 )
 
 // TestSDKThroughFlappingConnection runs 20 intents through the Go SDK while
@@ -36,12 +32,7 @@ func TestSDKThroughFlappingConnection(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	tp := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), zerolog.Nop())
-	proxy := toxiproxy.NewProxy(tp, "idemd-"+region.Name, "127.0.0.1:0", target.Host)
-	if err := proxy.Start(); err != nil {
-		t.Fatalf("starting toxiproxy: %v", err)
-	}
-	defer proxy.Stop()
+	proxy := toxitest.Proxy(t, "idemd-"+region.Name, target.Host)
 
 	sdk, err := client.New(client.Config{
 		BaseURL: "http://" + proxy.Listen,
@@ -60,7 +51,7 @@ func TestSDKThroughFlappingConnection(t *testing.T) {
 
 	stop := make(chan struct{})
 	var flapping sync.WaitGroup
-	flapping.Go(func() { flap(t, proxy, 40, 60*time.Millisecond, 40*time.Millisecond, stop) })
+	flapping.Go(func() { toxitest.Flap(t, proxy, 40, 60*time.Millisecond, 40*time.Millisecond, stop) })
 
 	ctx, cancel := context.WithTimeout(t.Context(), 40*time.Second)
 	defer cancel()
@@ -111,36 +102,5 @@ func TestSDKThroughFlappingConnection(t *testing.T) {
 	// The run only counts if the faults hit: some attempts failed.
 	if attempts <= intents {
 		t.Errorf("%d attempts for %d intents: the toxic never hit", attempts, intents)
-	}
-}
-
-// flap turns a reset_peer toxic on and off, alternating its direction:
-// downstream resets lose answers after the gateway ran the intent,
-// upstream ones lose requests before it did. It runs a bounded number of
-// cycles and ends with the toxic off; stop ends it early.
-func flap(t *testing.T, proxy *toxiproxy.Proxy, cycles int, on, off time.Duration, stop <-chan struct{}) {
-	for i := range cycles {
-		stream := "downstream"
-		if i%2 == 1 {
-			stream = "upstream"
-		}
-		doc := fmt.Sprintf(`{"name":"flap","type":"reset_peer","stream":%q,"toxicity":1.0,"attributes":{"timeout":0}}`, stream)
-		if _, err := proxy.Toxics.AddToxicJson(strings.NewReader(doc)); err != nil {
-			t.Errorf("adding toxic: %v", err)
-			return
-		}
-		select {
-		case <-stop:
-		case <-time.After(on):
-		}
-		if err := proxy.Toxics.RemoveToxic(context.Background(), "flap"); err != nil {
-			t.Errorf("removing toxic: %v", err)
-			return
-		}
-		select {
-		case <-stop:
-			return
-		case <-time.After(off):
-		}
 	}
 }

@@ -10,8 +10,6 @@ import (
 	"os"
 	"testing"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/idemcoord/idemcoord/demo/bank"
 	"github.com/idemcoord/idemcoord/internal/pgtest"
 )
@@ -23,16 +21,7 @@ func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 func newBank(t *testing.T) (*bank.Server, *httptest.Server) {
 	t.Helper()
 	ctx := context.Background()
-	cfg, err := pgxpool.ParseConfig(pgtest.NewDatabase(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = 8
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool := pgtest.NewPool(t, 8)
 	if err := bank.Migrate(ctx, pool); err != nil {
 		t.Fatal(err)
 	}

@@ -33,16 +33,7 @@ type env struct {
 func newEnv(t *testing.T, opts payments.Options) *env {
 	t.Helper()
 	ctx := context.Background()
-	cfg, err := pgxpool.ParseConfig(pgtest.NewDatabase(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = 24
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool := pgtest.NewPool(t, 24)
 	if err := bank.Migrate(ctx, pool); err != nil {
 		t.Fatal(err)
 	}
