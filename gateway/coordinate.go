@@ -181,7 +181,7 @@ func (g *Gateway) decide(ctx context.Context, c *call, req crdb.ClaimRequest, cl
 			g.accept(c, claim, result)
 			return false
 		}
-		g.run(ctx, c, claim, result)
+		return g.run(ctx, c, claim, result)
 	}
 	return false
 }

@@ -17,20 +17,19 @@ import (
 const stageSending = "sending"
 
 // run executes the intent under the claim's lease, records the result and
-// answers the client.
-func (g *Gateway) run(ctx context.Context, c *call, claim crdb.Claim, result string) {
+// answers the client. again asks the caller to claim once more: the
+// operation was taken over meanwhile, and its record now holds the answer
+// that counts (or says it is still in progress).
+func (g *Gateway) run(ctx context.Context, c *call, claim crdb.Claim, result string) (again bool) {
 	in := Invocation{Request: c.r, Body: c.body, OperationID: claim.Lease.OperationID, Actor: c.actor, Endpoint: c.ep}
 	a, res, replayed, err := g.perform(ctx, c, claim, in)
 	if err != nil {
 		if errors.Is(err, crdb.ErrLostOwnership) {
-			g.refuseWait(c, "in_progress", problem{Type: "in-progress", Title: "operation taken over",
-				Status: http.StatusConflict, OperationID: in.OperationID.String(),
-				OperationState: string(idempotency.InProgress)}, time.Second)
-			return
+			return true
 		}
 		if !a.Sent && a.Status == 0 {
 			g.storeDown(c, err) // nothing was sent upstream
-			return
+			return false
 		}
 		// The effect happened but the store did not take the result; the
 		// record stays in progress and a later retry takes it over and
@@ -43,15 +42,16 @@ func (g *Gateway) run(ctx context.Context, c *call, claim crdb.Claim, result str
 		writeProblem(c.w, problem{Type: "outcome-unknown", Title: "upstream outcome unknown",
 			Detail: "the upstream did not answer in time; retry with the same key", Status: http.StatusGatewayTimeout,
 			OperationID: in.OperationID.String(), OperationState: string(res.State)}, time.Second)
-		return
+		return false
 	}
 	if a.Err != nil {
 		writeProblem(c.w, problem{Type: "upstream-unavailable", Title: "upstream unreachable",
 			Status: http.StatusBadGateway, OperationID: in.OperationID.String(),
 			OperationState: string(res.State)}, time.Second)
-		return
+		return false
 	}
 	writeAnswer(c.w, a, in.OperationID.String(), replayed)
+	return false
 }
 
 // perform runs the intent (or, after a takeover of a crashed worker, finds
@@ -75,7 +75,12 @@ func (g *Gateway) perform(ctx context.Context, c *call, claim crdb.Claim, in Inv
 	sctx, cancel := context.WithTimeout(ctx, storeCallTimeout)
 	err = g.cfg.Store.Finish(sctx, lease, res)
 	cancel()
-	if err != nil {
+	switch {
+	case errors.Is(err, crdb.ErrLostOwnership):
+		// Expected after a takeover (this worker was paused or slow past
+		// its lease): the taker's result stands.
+		g.log.WarnContext(ctx, "result not recorded: operation taken over", "operation_id", in.OperationID, "key", c.key)
+	case err != nil:
 		g.log.ErrorContext(ctx, "finish failed", "operation_id", in.OperationID, "key", c.key, "err", err)
 		a.Sent = true
 	}
