@@ -17,6 +17,7 @@ type State struct {
 	PaymentsURL string            `json:"payments_url"`
 	BankURL     string            `json:"bank_url"`
 	DSN         string            `json:"dsn"`
+	Etcd        []string          `json:"etcd"`
 	// Secret is the hex HS256 secret of this throwaway cluster.
 	Secret string `json:"secret"`
 }
@@ -27,7 +28,7 @@ func StatePath() string { return filepath.Join(os.TempDir(), "idemcoord-dev", "s
 // State returns the cluster's state.
 func (c *Cluster) State() State {
 	st := State{Regions: map[string]string{}, PaymentsURL: c.PaymentsURL, BankURL: c.BankURL, DSN: c.DSN,
-		Secret: hex.EncodeToString(c.secret)}
+		Etcd: c.Etcd.Endpoints(), Secret: hex.EncodeToString(c.secret)}
 	for _, r := range c.Regions {
 		st.Regions[r.Name] = r.URL
 	}
