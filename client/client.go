@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -103,6 +104,10 @@ func (c *Client) Do(ctx context.Context, in Intent) (*Response, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("client: %w", err)
 	}
+	// mayHaveRun records that an earlier attempt may have reached the
+	// intent (its answer was lost, or it was in progress): from then on no
+	// final answer may tell the caller a new key is safe.
+	mayHaveRun := false
 	for attempt := 1; ; attempt++ {
 		token, err := c.token(ctx)
 		if err != nil {
@@ -118,13 +123,24 @@ func (c *Client) Do(ctx context.Context, in Intent) (*Response, error) {
 		var retryAfter time.Duration
 		switch {
 		case resp != nil && !retryableStatus(resp):
+			// A replay is the one run's own answer: final. Anything else
+			// after an attempt that may have run leaves the outcome open.
+			if mayHaveRun && !resp.Replayed {
+				return resp, ambiguousEnd(attempt, err)
+			}
 			return resp, err
 		case resp != nil:
 			retryAfter, _ = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+			mayHaveRun = mayHaveRun || resp.Status == http.StatusConflict || resp.Status >= 500
 		case ctx.Err() != nil:
 			return nil, &GaveUpError{Attempts: attempt, Err: err}
 		case !retryableTransport(err):
+			if mayHaveRun {
+				return nil, ambiguousEnd(attempt, err)
+			}
 			return nil, err
+		default:
+			mayHaveRun = true // the request may have been sent
 		}
 		if attempt >= c.cfg.MaxAttempts {
 			return resp, &GaveUpError{Attempts: attempt, Err: err}
@@ -135,6 +151,18 @@ func (c *Client) Do(ctx context.Context, in Intent) (*Response, error) {
 			return resp, &GaveUpError{Attempts: attempt, Err: fmt.Errorf("%w while waiting to retry; last attempt: %w", serr, err)}
 		}
 	}
+}
+
+// ambiguousEnd reports a final answer that came after an attempt that may
+// have run the intent: the outcome is unknown to the caller, so it is a
+// *GaveUpError (retry later with the same key), and a problem's NewKeySafe
+// is cleared — starting over under a new key could run the intent twice.
+func ambiguousEnd(attempts int, err error) error {
+	var p *ProblemError
+	if errors.As(err, &p) {
+		p.NewKeySafe = false
+	}
+	return &GaveUpError{Attempts: attempts, Err: err}
 }
 
 // prepare checks in and builds what every attempt shares: the URL and the

@@ -108,7 +108,8 @@ func (a Auth) check(p *problems) {
 		p.add("auth", "hs256_secret_file and hs256_secret_env exclude each other; set one")
 	}
 	if a.HS256SecretEnv != "" && !envNameRE.MatchString(a.HS256SecretEnv) {
-		p.add("auth.hs256_secret_env", "%q is not an environment variable name; give the name, not the secret", a.HS256SecretEnv)
+		// Never echo the value: it may be the secret itself, pasted here.
+		p.add("auth.hs256_secret_env", "not an environment variable name ([A-Za-z_][A-Za-z0-9_]*); give the name, not the secret")
 	}
 	for i, f := range a.PublicKeyFiles {
 		if f == "" {

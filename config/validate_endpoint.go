@@ -71,6 +71,13 @@ func (e Endpoint) check(p *problems, at string, d Defaults) ([]segment, error) {
 	addJoined(p, at+".fingerprint", err)
 	checkStatuses(p, at+".store_statuses", e.StoreStatuses)
 	checkStatuses(p, at+".retry_statuses", e.RetryStatuses)
+	for i, s := range e.RetryStatuses {
+		// A success re-run on every retry is the double effect this
+		// product exists to prevent.
+		if r, err := idempotency.ParseStatusRange(s); err == nil && r.Lo < 400 {
+			p.add(fmt.Sprintf("%s.retry_statuses[%d]", at, i), "%q includes a non-error status; only 4xx and 5xx can mean \"did not happen\"", s)
+		}
+	}
 	for i, h := range e.ResponseHeaders {
 		if !headerRE.MatchString(h) {
 			p.add(fmt.Sprintf("%s.response_headers[%d]", at, i), "%q is not a header name", h)

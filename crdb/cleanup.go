@@ -35,7 +35,7 @@ func (s *Store) Cleanup(ctx context.Context, batch int) (int, error) {
 		return err
 	})
 	var amb *AmbiguousCommitError
-	if errors.As(err, &amb) {
+	if errors.As(err, &amb) && ctx.Err() == nil {
 		return 0, nil // a delete of expired rows is safe to leave to the next pass
 	}
 	if err != nil {

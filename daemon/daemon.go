@@ -17,7 +17,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/client/v3/concurrency"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.uber.org/zap"
@@ -46,15 +45,15 @@ type Options struct {
 
 // Daemon is one running region instance.
 type Daemon struct {
-	cfg     *config.Config
-	store   *crdb.Store
-	gw      *gateway.Gateway
-	srv     *http.Server
-	ln      net.Listener
-	etcd    *clientv3.Client
-	session *concurrency.Session
-	mp      *sdkmetric.MeterProvider
-	served  chan error
+	cfg    *config.Config
+	store  *crdb.Store
+	gw     *gateway.Gateway
+	srv    *http.Server
+	ln     net.Listener
+	etcd   *clientv3.Client
+	live   *liveness
+	mp     *sdkmetric.MeterProvider
+	served chan error
 }
 
 // Start opens the store, connects to etcd (if configured), and serves on
@@ -67,10 +66,11 @@ func Start(ctx context.Context, cfg *config.Config, opts Options) (d *Daemon, er
 		opts.Logger = slog.Default()
 	}
 	log := opts.Logger.With("region", cfg.Region)
-	d = &Daemon{cfg: cfg, served: make(chan error, 1)}
+	started := &Daemon{cfg: cfg, served: make(chan error, 1)}
+	d = started
 	defer func() {
 		if err != nil {
-			d.Close(context.Background())
+			started.Close(context.Background()) // whatever was opened so far
 		}
 	}()
 	reg := prometheus.NewRegistry()
@@ -99,7 +99,7 @@ func Start(ctx context.Context, cfg *config.Config, opts Options) (d *Daemon, er
 	}
 	var ready func(context.Context) error
 	if len(cfg.Etcd.Endpoints) > 0 {
-		if ready, err = d.joinEtcd(ctx, cfg); err != nil {
+		if ready, err = d.joinEtcd(ctx, cfg, log); err != nil {
 			return nil, err
 		}
 	}
@@ -121,29 +121,20 @@ func Start(ctx context.Context, cfg *config.Config, opts Options) (d *Daemon, er
 	return d, nil
 }
 
-// joinEtcd connects to etcd and keeps this instance's liveness key under a
-// session lease. Ownership keys are never attached to this lease.
-func (d *Daemon) joinEtcd(ctx context.Context, cfg *config.Config) (func(context.Context) error, error) {
+// joinEtcd connects to etcd and keeps this instance's liveness key. It
+// fails within the configured dial timeout when etcd does not answer.
+func (d *Daemon) joinEtcd(ctx context.Context, cfg *config.Config, log *slog.Logger) (func(context.Context) error, error) {
 	var err error
 	d.etcd, err = clientv3.New(clientv3.Config{Endpoints: cfg.Etcd.Endpoints, DialTimeout: cfg.Etcd.DialTimeout,
 		Logger: zap.NewNop()})
 	if err != nil {
 		return nil, fmt.Errorf("etcd: %w", err)
 	}
-	sctx, cancel := context.WithTimeout(ctx, cfg.Etcd.DialTimeout)
-	defer cancel()
-	d.session, err = concurrency.NewSession(d.etcd, concurrency.WithTTL(livenessTTL), concurrency.WithContext(context.WithoutCancel(ctx)))
-	if err != nil {
-		return nil, fmt.Errorf("etcd session: %w", err)
-	}
 	key := LivenessPrefix + cfg.Region + "/" + cfg.WorkerName()
-	if _, err := d.etcd.Put(sctx, key, time.Now().UTC().Format(time.RFC3339), clientv3.WithLease(d.session.Lease())); err != nil {
+	if d.live, err = startLiveness(ctx, d.etcd, key, cfg.Etcd.DialTimeout, log); err != nil {
 		return nil, fmt.Errorf("etcd liveness: %w", err)
 	}
-	return func(ctx context.Context) error {
-		_, err := d.etcd.Get(ctx, key)
-		return err
-	}, nil
+	return d.live.ready, nil
 }
 
 // Addr returns the address the daemon listens on.
@@ -162,8 +153,8 @@ func (d *Daemon) Close(ctx context.Context) error {
 	if d.gw != nil {
 		d.gw.Close()
 	}
-	if d.session != nil {
-		d.session.Close()
+	if d.live != nil {
+		d.live.close()
 	}
 	if d.etcd != nil {
 		d.etcd.Close()

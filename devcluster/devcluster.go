@@ -99,10 +99,11 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	c = &Cluster{secret: make([]byte, 32)}
+	started := &Cluster{secret: make([]byte, 32)}
+	c = started
 	defer func() {
 		if err != nil {
-			c.Close(context.Background())
+			started.Close(context.Background()) // whatever was started so far
 		}
 	}()
 	rand.Read(c.secret)

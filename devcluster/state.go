@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 // State is what `idemd dev` leaves on disk for `idemctl dev` while the
@@ -22,8 +23,11 @@ type State struct {
 	Secret string `json:"secret"`
 }
 
-// StatePath is where the running dev cluster's State is kept.
-func StatePath() string { return filepath.Join(os.TempDir(), "idemcoord-dev", "state.json") }
+// StatePath is where the running dev cluster's State is kept: in a
+// directory of this user's own (it holds the cluster's secret).
+func StatePath() string {
+	return filepath.Join(os.TempDir(), fmt.Sprintf("idemcoord-dev-%d", os.Getuid()), "state.json")
+}
 
 // State returns the cluster's state.
 func (c *Cluster) State() State {
@@ -35,16 +39,49 @@ func (c *Cluster) State() State {
 	return st
 }
 
-// WriteState writes the state file (mode 0600: it holds the secret).
+// WriteState writes the state file (mode 0600: it holds the secret). The
+// directory must be this user's and closed to others, and the file is
+// written fresh and renamed into place, so a link planted in a shared
+// temporary directory is never followed.
 func WriteState(path string, st State) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	dir := filepath.Dir(path)
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	if err := checkPrivateDir(dir); err != nil {
 		return err
 	}
 	b, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, b, 0o600)
+	f, err := os.CreateTemp(dir, ".state-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}
+
+// checkPrivateDir refuses a directory that is a link, not this user's, or
+// open to others.
+func checkPrivateDir(dir string) error {
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !fi.IsDir() || !ok || int(st.Uid) != os.Getuid() || fi.Mode().Perm()&0o077 != 0 {
+		return fmt.Errorf("devcluster: %s must be a directory of this user's with mode 0700; remove it and start again", dir)
+	}
+	return nil
 }
 
 // ReadState reads the state file of a running dev cluster.

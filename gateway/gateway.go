@@ -80,17 +80,20 @@ type Config struct {
 
 // Gateway is the coordinating HTTP handler.
 type Gateway struct {
-	cfg       Config
-	router    *config.Router
-	policies  map[string]idempotency.Policy
-	fences    *fenceCache
-	metrics   *metrics
-	log       *slog.Logger
-	mux       *http.ServeMux
-	closeMu   sync.Mutex
-	closing   bool
-	bg        sync.WaitGroup
-	unmatched http.Handler
+	cfg      Config
+	router   *config.Router
+	policies map[string]idempotency.Policy
+	fences   *fenceCache
+	metrics  *metrics
+	log      *slog.Logger
+	mux      *http.ServeMux
+	closeMu  sync.Mutex
+	closing  bool
+	bg       sync.WaitGroup
+	// internal are the static prefixes of the endpoints' resolve paths:
+	// the upstream answers them for the gateway only, so they are never
+	// proxied for a client.
+	internal []string
 }
 
 // New builds a Gateway.
@@ -119,6 +122,9 @@ func New(cfg Config) (*Gateway, error) {
 		log: cfg.Logger, fences: newFenceCache(cfg.Store, cfg.Shards, cfg.Region)}
 	for _, ep := range cfg.Endpoints {
 		g.policies[ep.Name] = ep.Policy()
+		if prefix, _, ok := strings.Cut(ep.ResolvePath, "{"); ok && prefix != "" {
+			g.internal = append(g.internal, prefix)
+		}
 	}
 	g.mux = http.NewServeMux()
 	g.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok\n")) })
@@ -171,6 +177,10 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	p, authErr := g.cfg.Auth.Verify(r)
 	ep, ok := g.router.Match(r.Method, r.URL.Path)
+	if !ok && g.isInternal(r.URL.Path) {
+		writeProblem(w, problem{Type: "not-found", Title: "no such route", Status: http.StatusNotFound}, 0)
+		return
+	}
 	if !ok {
 		// Uncoordinated: the upstream does its own authorisation; it gets
 		// the actor only when the gateway verified one.
@@ -189,6 +199,17 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	g.coordinate(w, r, ep, p.Scope(), start)
+}
+
+// isInternal reports whether path is under a resolve path.
+func (g *Gateway) isInternal(path string) bool {
+	path = "/" + strings.TrimLeft(path, "/")
+	for _, p := range g.internal {
+		if strings.HasPrefix(path, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // passthrough sends an uncoordinated request upstream: an unmatched route,

@@ -83,9 +83,10 @@ type Policy struct {
 	Lease time.Duration
 	// Fingerprint says what of the request identifies the intent.
 	Fingerprint FingerprintOptions
-	// StoreStatuses are the upstream statuses whose responses are stored and
-	// replayed (2xx/3xx as COMPLETED, others as TERMINAL_FAILURE). Default
-	// 2xx, 3xx and 4xx. A status in RetryStatuses is never stored.
+	// StoreStatuses are the upstream error statuses whose responses are
+	// stored and replayed as TERMINAL_FAILURE. Default 4xx (2xx and 3xx are
+	// always stored, as COMPLETED). A status in RetryStatuses is never
+	// stored.
 	StoreStatuses []StatusRange
 	// RetryStatuses are upstream statuses that mean "did not take effect,
 	// run again on the next retry". Default 408, 425, 429, 500, 502, 503, 504.
@@ -136,6 +137,11 @@ func (p Policy) Validate() error {
 	if p.TTL > 0 && p.Lease > p.TTL {
 		errs = append(errs, fmt.Errorf("lease: %s is longer than ttl %s; a record could expire while its worker runs", p.Lease, p.TTL))
 	}
+	for i, r := range p.RetryStatuses {
+		if r.Lo < 400 {
+			errs = append(errs, fmt.Errorf("retry_statuses[%d]: %d-%d includes a non-error status", i, r.Lo, r.Hi))
+		}
+	}
 	if p.MaxRequestBytes <= 0 {
 		errs = append(errs, fmt.Errorf("max_request_bytes: must be positive, got %d", p.MaxRequestBytes))
 	}
@@ -158,8 +164,13 @@ func (p Policy) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Classify maps an upstream status to the state its record takes.
+// Classify maps an upstream status to the state its record takes. A 1xx-3xx
+// answer is always COMPLETED, listed or not: a success must never be run
+// again. Errors listed in neither list are retryable (not stored).
 func (p Policy) Classify(status int) State {
+	if status < 400 {
+		return Completed
+	}
 	for _, r := range p.RetryStatuses {
 		if r.Contains(status) {
 			return RetryableFailure
@@ -167,9 +178,6 @@ func (p Policy) Classify(status int) State {
 	}
 	for _, r := range p.StoreStatuses {
 		if r.Contains(status) {
-			if status < 400 {
-				return Completed
-			}
 			return TerminalFailure
 		}
 	}

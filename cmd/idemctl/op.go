@@ -141,13 +141,16 @@ runs it). The change and its audit row commit together.`,
 		Short: "Delete expired finished records in bounded batches until none is left",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if batch <= 0 {
+				batch = crdb.DefaultCleanupBatch
+			}
 			s, err := cf.open(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer s.Close()
 			total := 0
-			for {
+			for cmd.Context().Err() == nil {
 				n, err := s.Cleanup(cmd.Context(), batch)
 				if err != nil {
 					return err
@@ -156,6 +159,9 @@ runs it). The change and its audit row commit together.`,
 				if n < batch {
 					break
 				}
+			}
+			if err := cmd.Context().Err(); err != nil {
+				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "deleted %d expired records\n", total)
 			return nil

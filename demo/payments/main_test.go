@@ -99,9 +99,15 @@ func (e *env) pay(t *testing.T, op string, body any) answer {
 	return send(t, e.payTS.Client(), "POST", e.payTS.URL+"/v1/payments", op, "default/alice", body)
 }
 
+// resolve asks about op as the gateway does for alice's operations.
 func (e *env) resolve(t *testing.T, op string) answer {
 	t.Helper()
-	return send(t, e.payTS.Client(), "GET", e.payTS.URL+"/internal/operations/"+op, "", "", nil)
+	return e.resolveAs(t, op, "default/alice")
+}
+
+func (e *env) resolveAs(t *testing.T, op, actor string) answer {
+	t.Helper()
+	return send(t, e.payTS.Client(), "GET", e.payTS.URL+"/internal/operations/"+op, "", actor, nil)
 }
 
 func order(ref string) map[string]string {

@@ -99,6 +99,11 @@ func (s *Server) resolve(w http.ResponseWriter, r *http.Request) {
 		problem.Invalid(w, "operation_id", "operation_id must be a UUID")
 		return
 	}
+	actor := r.Header.Get(HeaderActor)
+	if actor == "" {
+		problem.Invalid(w, HeaderActor, "the resolve endpoint answers the coordinating gateway, which names the actor")
+		return
+	}
 	p, err := find(r.Context(), s.pool, op)
 	switch {
 	case errors.Is(err, ErrNotFound):
@@ -107,6 +112,12 @@ func (s *Server) resolve(w http.ResponseWriter, r *http.Request) {
 	case err != nil:
 		s.log.Error("payments: resolve", "operation_id", op, "err", err)
 		storeUnavailable(w, op)
+		return
+	case p.Actor != actor:
+		// Not 404: to the gateway that means "never ran". Another actor's
+		// operation is simply not this caller's to see.
+		problem.Write(w, problem.Details{Type: "forbidden", Title: "operation belongs to another actor",
+			Status: http.StatusForbidden, OperationID: op.String()})
 		return
 	}
 	charged := false

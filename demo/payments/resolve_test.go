@@ -66,6 +66,13 @@ func TestResolveSucceeded(t *testing.T) {
 	if n := e.charges(t, op); n != 1 {
 		t.Errorf("bank charges = %d, want 1", n)
 	}
+	// Another actor, or a caller naming none, never sees the receipt.
+	if a := e.resolveAs(t, op, "default/mallory"); a.status != http.StatusForbidden {
+		t.Fatalf("another actor's resolve = %d %s, want 403", a.status, a.body)
+	}
+	if a := e.resolveAs(t, op, ""); a.status != http.StatusBadRequest {
+		t.Fatalf("resolve without an actor = %d %s, want 400", a.status, a.body)
+	}
 }
 
 // TestResolvePendingCharged: the bank records the charge but answers after

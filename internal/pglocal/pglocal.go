@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strconv"
 	"syscall"
+	"time"
 )
 
 // ErrNotInstalled is returned when no PostgreSQL server binaries are found.
@@ -93,6 +94,7 @@ func Start(ctx context.Context) (*Server, error) {
 		return nil, err
 	}
 	if err := s.Resume(ctx); err != nil {
+		s.stopStray()
 		os.RemoveAll(dir)
 		return nil, err
 	}
@@ -192,5 +194,20 @@ func sweep(ctx context.Context, bindir string) {
 		}
 		s.run(ctx, "pg_ctl", "-D", s.dataDir(), "-m", "immediate", "-w", "stop")
 		os.RemoveAll(dir)
+	}
+}
+
+// stopStray stops a postmaster that a cut-short pg_ctl may have started
+// in its own session: it writes postmaster.pid within moments of starting,
+// so wait briefly for the file and stop whatever it names.
+func (s *Server) stopStray() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pidFile := filepath.Join(s.dataDir(), "postmaster.pid")
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(pidFile); err == nil {
+			s.run(ctx, "pg_ctl", "-D", s.dataDir(), "-m", "immediate", "-w", "stop")
+			return
+		}
 	}
 }
