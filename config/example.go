@@ -65,7 +65,8 @@ endpoints:
       exclude: [/client_timestamp, /trace_id]
       # true makes {"a": null} the same request as {}.
       null_equals_missing: false
-    # Upstream statuses stored and replayed (default 2xx, 3xx, 4xx).
+    # Upstream error statuses stored and replayed as final (default 4xx);
+    # 2xx and 3xx answers are always stored and replayed.
     store_statuses: [2xx, 4xx]
     # Statuses that mean "did not happen, run again on the next retry".
     retry_statuses: [408, 425, 429, 500, 502-504]
