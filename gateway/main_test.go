@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/idemcoord/idemcoord/authn"
 	"github.com/idemcoord/idemcoord/config"
 	"github.com/idemcoord/idemcoord/crdb"
+	"github.com/idemcoord/idemcoord/gateway"
 	"github.com/idemcoord/idemcoord/internal/pgtest"
 )
 
@@ -88,4 +90,19 @@ func post(t testing.TB, url, auth, key, body string) *http.Request {
 		r.Header.Set("Idempotency-Key", key)
 	}
 	return r
+}
+
+// serveWrapped serves h coordinated by a test gateway (region "test") with
+// one endpoint configured by extra, both closed when the test ends.
+func serveWrapped(t testing.TB, s gateway.Store, extra string, h http.Handler) *httptest.Server {
+	t.Helper()
+	g, err := gateway.Wrap(gateway.Config{Region: "test", Worker: "w", Store: s, Auth: verifier(t),
+		Endpoints: endpoints(t, extra)}, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(g.Close)
+	srv := httptest.NewServer(g)
+	t.Cleanup(srv.Close)
+	return srv
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -28,14 +27,7 @@ func TestMiddlewareRunsEachIntentOnce(t *testing.T) {
 		w.WriteHeader(http.StatusCreated)
 		fmt.Fprintf(w, `{"thing":%d}`, n)
 	})
-	g, err := gateway.Wrap(gateway.Config{Region: "test", Worker: "w", Store: store(t, 40), Auth: verifier(t),
-		Endpoints: endpoints(t, "")}, h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
-	srv := httptest.NewServer(g)
-	defer srv.Close()
+	srv := serveWrapped(t, store(t, 40), "", h)
 	auth := token(t, "alice")
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -85,14 +77,7 @@ func TestMiddlewareRunsEachIntentOnce(t *testing.T) {
 func TestMiddlewareRefusals(t *testing.T) {
 	var runs atomic.Int64
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { runs.Add(1); w.WriteHeader(201) })
-	g, err := gateway.Wrap(gateway.Config{Region: "test", Worker: "w", Store: store(t, 4), Auth: verifier(t),
-		Endpoints: endpoints(t, "    max_request_bytes: 1KiB\n")}, h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
-	srv := httptest.NewServer(g)
-	defer srv.Close()
+	srv := serveWrapped(t, store(t, 4), "    max_request_bytes: 1KiB\n", h)
 	auth := token(t, "alice")
 	for _, tc := range []struct {
 		name, auth, key, body string

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 
 	"github.com/idemcoord/idemcoord/gateway"
@@ -16,14 +15,7 @@ import (
 // every 503.
 func TestReviewRegionUnavailableHasRetryAfter(t *testing.T) {
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(201) })
-	g, err := gateway.Wrap(gateway.Config{Region: "test", Worker: "w", Store: staleForever{store(t, 4)}, Auth: verifier(t),
-		Endpoints: endpoints(t, "")}, h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
-	srv := httptest.NewServer(g)
-	defer srv.Close()
+	srv := serveWrapped(t, staleForever{store(t, 4)}, "", h)
 	st, hd, b := do(t, post(t, srv.URL+"/v1/things", token(t, "alice"), "k", `{}`))
 	if st != http.StatusServiceUnavailable {
 		t.Fatalf("status %d %s, want 503", st, b)
@@ -41,14 +33,7 @@ func TestReviewOperationViewHasStatus(t *testing.T) {
 		w.WriteHeader(201)
 		io.WriteString(w, `{"id":1}`)
 	})
-	g, err := gateway.Wrap(gateway.Config{Region: "test", Worker: "w", Store: store(t, 4), Auth: verifier(t),
-		Endpoints: endpoints(t, "")}, h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
-	srv := httptest.NewServer(g)
-	defer srv.Close()
+	srv := serveWrapped(t, store(t, 4), "", h)
 	alice := token(t, "alice")
 	st, hd, _ := do(t, post(t, srv.URL+"/v1/things", alice, "view-1", `{}`))
 	if st != 201 {
@@ -75,14 +60,7 @@ func TestReviewOperationViewHasStatus(t *testing.T) {
 // (a public page, a webhook, the upstream's own health check) gets 401.
 func TestReviewUnmatchedRouteNeedsNoToken(t *testing.T) {
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "public") })
-	g, err := gateway.Wrap(gateway.Config{Region: "test", Worker: "w", Store: store(t, 4), Auth: verifier(t),
-		Endpoints: endpoints(t, "")}, h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
-	srv := httptest.NewServer(g)
-	defer srv.Close()
+	srv := serveWrapped(t, store(t, 4), "", h)
 	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/public/status", nil)
 	if st, _, b := do(t, req); st != http.StatusOK {
 		t.Fatalf("uncoordinated route without a token: %d %s, want it passed through", st, b)
