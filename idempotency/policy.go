@@ -116,7 +116,7 @@ func DefaultPolicy() Policy {
 		TTL:              DefaultTTL,
 		Lease:            DefaultLease,
 		Fingerprint:      FingerprintOptions{MaxBytes: DefaultMaxFingerprintBytes},
-		StoreStatuses:    []StatusRange{{200, 299}, {300, 399}, {400, 499}},
+		StoreStatuses:    []StatusRange{{400, 499}},
 		RetryStatuses:    []StatusRange{{408, 408}, {425, 425}, {429, 429}, {500, 500}, {502, 504}},
 		ResponseHeaders:  []string{"Content-Type", "Location"},
 		MaxRequestBytes:  DefaultMaxRequestBytes,
