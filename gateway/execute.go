@@ -152,9 +152,14 @@ func (p *Proxy) do(req *http.Request) Answer {
 		return Answer{Err: err, Sent: !notSent(err)}
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxUpstreamBody))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxUpstreamBody+1))
 	if err != nil {
 		return Answer{Err: err, Sent: true}
+	}
+	if len(body) > maxUpstreamBody {
+		// Never record or relay a cut answer as if it were whole; the
+		// upstream acted, so the outcome is for the resolve path to tell.
+		return Answer{Err: fmt.Errorf("gateway: upstream answer over %d bytes", maxUpstreamBody), Sent: true}
 	}
 	for _, h := range hopHeaders {
 		resp.Header.Del(h)
