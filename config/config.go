@@ -50,6 +50,19 @@ type Config struct {
 	// Defaults are the endpoint settings an endpoint inherits when it does
 	// not set them.
 	Defaults Defaults `yaml:"defaults"`
+	// Regions lists every region of the deployment, with its gateway URL
+	// and failover order. Empty means single-region mode: the local region
+	// alone, owning every shard. Every region's file must list the same
+	// regions in the same order (the order decides each shard's home).
+	Regions []Region `yaml:"regions"`
+	// Shards is the number of shards actors hash to. Default
+	// fencing.DefaultShards (1024). It is fixed when the ownership
+	// directory is bootstrapped; an instance whose count disagrees with
+	// the directory's refuses to start.
+	Shards int `yaml:"shards"`
+	// Routing says what happens to a request for an actor another region
+	// owns: RoutingForward (default) or RoutingRedirect.
+	Routing string `yaml:"routing"`
 	// Endpoints are the coordinated endpoints; at least one is required.
 	// Requests that match none pass through uncoordinated.
 	Endpoints []Endpoint `yaml:"endpoints"`

@@ -11,6 +11,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/idemcoord/idemcoord/authn"
+	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/idempotency"
 )
 
@@ -70,6 +71,12 @@ func parse(data []byte) (*Config, error) {
 // inherit Defaults, which are filled first.
 func (c *Config) fillDefaults() {
 	setDuration(&c.Etcd.DialTimeout, DefaultDialTimeout)
+	if c.Shards == 0 {
+		c.Shards = fencing.DefaultShards
+	}
+	if c.Routing == "" {
+		c.Routing = RoutingForward
+	}
 	setDuration(&c.Auth.Leeway, authn.DefaultLeeway)
 	if c.Store.MaxConns == 0 {
 		c.Store.MaxConns = DefaultMaxConns

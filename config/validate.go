@@ -89,6 +89,7 @@ func (c *Config) Validate() error {
 	positive(&p, "defaults.lease", c.Defaults.Lease)
 	positive(&p, "defaults.upstream_timeout", c.Defaults.UpstreamTimeout)
 	checkLease(&p, "defaults", c.Defaults.TTL, c.Defaults.Lease, c.Defaults.UpstreamTimeout)
+	c.checkRegions(&p)
 	c.checkEndpoints(&p)
 	return p.err()
 }
