@@ -72,6 +72,9 @@ func newRouting(cfg *Config) (*routing, error) {
 // the store's refusal of the previous round's token, nil on the first.
 // Single-region mode keeps the fence cache read from the store.
 func (g *Gateway) claimToken(ctx context.Context, c *call, stale error) (fencing.Token, error) {
+	// Whatever follows is this region's answer, unless a forward relays
+	// the owner's (which names its own region).
+	c.w.Header().Set(HeaderRegion, g.cfg.Region)
 	if g.routes == nil {
 		return g.fences.token(ctx, c.actor)
 	}
@@ -86,7 +89,6 @@ func (g *Gateway) claimToken(ctx context.Context, c *call, stale error) (fencing
 // nothing is served until the cache catches up.
 func (rt *routing) token(ctx context.Context, g *Gateway, c *call, stale error) (fencing.Token, error) {
 	shard := fencing.ShardOf(c.actor, g.cfg.Shards)
-	c.w.Header().Set(HeaderRegion, rt.local)
 	if stale != nil {
 		epoch, owner, err := g.cfg.Store.Fence(ctx, shard)
 		if err != nil {
