@@ -3,12 +3,15 @@ package gateway_test
 import (
 	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/idemcoord/idemcoord/config"
 	"github.com/idemcoord/idemcoord/crdb"
@@ -71,6 +74,9 @@ type regionsOptions struct {
 	// owners, if set, wraps each region's directory cache (the region's
 	// staticOwners) into what its gateway is given.
 	owners func(name string, cache *staticOwners) gateway.Owners
+	// meter and logger, if set, are given to both gateways.
+	meter  metric.Meter
+	logger *slog.Logger
 }
 
 // actorShard is the shard of the test actor t/alice.
@@ -113,7 +119,7 @@ func startRegions(t testing.TB, s *crdb.Store, owner string, o regionsOptions) (
 		}
 		g, err := gateway.New(gateway.Config{Region: r.name, Worker: r.name + "-w", Store: s, Auth: verifier(t),
 			Endpoints: endpoints(t, benchEndpoint), Next: gateway.NewProxy(r.startUpstream(t), nil),
-			Owners: owners, Topology: topo, Routing: o.routing})
+			Owners: owners, Topology: topo, Routing: o.routing, Meter: o.meter, Logger: o.logger})
 		if err != nil {
 			t.Fatal(err)
 		}
