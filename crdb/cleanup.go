@@ -10,6 +10,10 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
+// purgeRequest is the SET clause that drops a queued request's stored
+// copy (filled in with the pending-request column's migration).
+const purgeRequest = ``
+
 // DefaultCleanupBatch bounds one cleanup statement: small enough that its
 // locks and WAL stay short, large enough to keep up with a busy endpoint.
 const DefaultCleanupBatch = 500
@@ -50,6 +54,12 @@ func (s *Store) Cleanup(ctx context.Context, batch int) (int, error) {
 // keeps the minimal dedup marker (scope, key hash, fingerprint, state,
 // operation id), so a late retry is still recognised and not run again. The
 // purge is audited in the same transaction.
+//
+// Records whose operation is still running or unknown are purged too, and
+// stay purged: the finish or resolution that comes later records its state
+// and status but never stores a body, headers or a summary again. Their
+// version is left alone so the worker that owns them can still finish
+// (a record at rest gets a new version, as any change does).
 func (s *Store) Purge(ctx context.Context, operator, reason, actor string) (int, error) {
 	if err := checkOperator(operator, reason); err != nil {
 		return 0, err
@@ -57,9 +67,10 @@ func (s *Store) Purge(ctx context.Context, operator, reason, actor string) (int,
 	var n int64
 	err := s.RunTx(ctx, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `UPDATE idempotency_records SET response_body = NULL, response_headers = NULL,
-			error_summary = NULL, body_omitted = false, purged = true,
-			version = version + 1, updated_at = COALESCE($2::TIMESTAMPTZ, now())
-			WHERE actor_scope = $1 AND NOT purged AND state NOT IN ('PENDING', 'IN_PROGRESS')`, actor, s.now())
+			error_summary = NULL, body_omitted = false, purged = true, `+purgeRequest+`
+			version = CASE WHEN state IN ('PENDING', 'IN_PROGRESS', 'OUTCOME_UNKNOWN') THEN version ELSE version + 1 END,
+			updated_at = COALESCE($2::TIMESTAMPTZ, now())
+			WHERE actor_scope = $1 AND NOT purged`, actor, s.now())
 		if err != nil {
 			return err
 		}

@@ -58,7 +58,7 @@ func (s *Store) RunLocal(ctx context.Context, req ClaimRequest, fn LocalFunc) (C
 		s.metrics.outcome(ctx, req.Scope.Endpoint, c.Outcome.String())
 		return c, nil
 	}
-	return Claim{}, errors.New("crdb: run local: no decision after 8 rounds of contention")
+	return Claim{}, &RetriesExhaustedError{Op: "run local", Attempts: claimRounds}
 }
 
 // runLocalTx is one attempt of RunLocal inside tx. A zero Outcome means the
