@@ -12,7 +12,9 @@ import (
 )
 
 // isReRead matches the store's re-read of one record by its key.
-func isReRead(sql string) bool { return strings.HasPrefix(strings.TrimSpace(sql), "SELECT actor_scope, endpoint") }
+func isReRead(sql string) bool {
+	return strings.HasPrefix(strings.TrimSpace(sql), "SELECT actor_scope, endpoint")
+}
 
 // TestAmbiguousHeartbeatKeepsItsOwnLease: a heartbeat commits, its answer
 // is lost, and so is the re-read that would have told the store so. The
