@@ -44,11 +44,11 @@ type RetriesExhaustedError struct {
 func (e *RetriesExhaustedError) Error() string {
 	switch {
 	case e.Err == nil:
-		return fmt.Sprintf("crdb: %s: no decision after %d rounds of contention", e.Op, e.Attempts)
+		return fmt.Sprintf("crdb: gave up under contention: %s found no decision after %d rounds", e.Op, e.Attempts)
 	case e.Attempts == 0:
-		return fmt.Sprintf("crdb: %s: gave up under contention: %v", e.Op, e.Err)
+		return fmt.Sprintf("crdb: gave up under contention: %s: %v", e.Op, e.Err)
 	}
-	return fmt.Sprintf("crdb: %s: gave up after %d serialization failures: %v", e.Op, e.Attempts, e.Err)
+	return fmt.Sprintf("crdb: gave up under contention: %s failed %d serialization attempts: %v", e.Op, e.Attempts, e.Err)
 }
 
 // Unwrap returns the last failure.
