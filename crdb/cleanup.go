@@ -10,10 +10,6 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// purgeRequest is the SET clause that drops a queued request's stored
-// copy (filled in with the pending-request column's migration).
-const purgeRequest = ``
-
 // DefaultCleanupBatch bounds one cleanup statement: small enough that its
 // locks and WAL stay short, large enough to keep up with a busy endpoint.
 const DefaultCleanupBatch = 500
@@ -46,11 +42,31 @@ func (s *Store) Cleanup(ctx context.Context, batch int) (int, error) {
 		return 0, fmt.Errorf("crdb: cleanup: %w", err)
 	}
 	s.metrics.cleanedUp.Add(ctx, n)
+	s.cleanupRequests(ctx, batch)
 	return int(n), nil
 }
 
-// Purge removes an actor's stored response bodies, headers and error
-// summaries (which may hold personal data) and marks the records purged. It
+// cleanupRequests deletes up to batch stored async requests whose
+// operation no longer runs (finished, unknown, or deleted): only a running
+// operation may be taken over from its stored request. A failure is left
+// to the next pass; the rows are inert.
+func (s *Store) cleanupRequests(ctx context.Context, batch int) {
+	err := s.exec1(ctx, "cleanup_requests", func(ctx context.Context) error {
+		_, err := s.pool.Exec(ctx, `DELETE FROM async_requests WHERE operation_id IN (
+			SELECT q.operation_id FROM async_requests q
+			WHERE NOT EXISTS (SELECT 1 FROM idempotency_records r
+				WHERE r.operation_id = q.operation_id AND r.state IN ('PENDING', 'IN_PROGRESS'))
+			LIMIT $1)`, batch)
+		return err
+	})
+	if err != nil {
+		s.log.WarnContext(ctx, "cleanup of stored async requests failed", "err", err)
+	}
+}
+
+// Purge removes an actor's stored response bodies, headers, error
+// summaries and queued async requests (which may hold personal data) and
+// marks the records purged. It
 // keeps the minimal dedup marker (scope, key hash, fingerprint, state,
 // operation id), so a late retry is still recognised and not run again. The
 // purge is audited in the same transaction.
@@ -67,7 +83,7 @@ func (s *Store) Purge(ctx context.Context, operator, reason, actor string) (int,
 	var n int64
 	err := s.RunTx(ctx, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `UPDATE idempotency_records SET response_body = NULL, response_headers = NULL,
-			error_summary = NULL, body_omitted = false, purged = true, `+purgeRequest+`
+			error_summary = NULL, body_omitted = false, purged = true,
 			version = CASE WHEN state IN ('PENDING', 'IN_PROGRESS', 'OUTCOME_UNKNOWN') THEN version ELSE version + 1 END,
 			updated_at = COALESCE($2::TIMESTAMPTZ, now())
 			WHERE actor_scope = $1 AND NOT purged`, actor, s.now())
@@ -75,6 +91,11 @@ func (s *Store) Purge(ctx context.Context, operator, reason, actor string) (int,
 			return err
 		}
 		n = tag.RowsAffected()
+		// A queued request may carry personal data too. Its operation then
+		// waits for the client's retry, which sends the request again.
+		if _, err := tx.Exec(ctx, `DELETE FROM async_requests WHERE actor_scope = $1`, actor); err != nil {
+			return err
+		}
 		return s.audit(ctx, tx, operator, "purge", reason, nil, actor, fmt.Sprintf("records=%d", n))
 	})
 	if err != nil {
