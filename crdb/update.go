@@ -135,6 +135,9 @@ func (s *Store) runUpdate(ctx context.Context, u fencedUpdate) (bool, error) {
 			unsure, lastErr = true, err
 		}
 		rec, rerr := s.readHash(ctx, l.Scope.Actor, l.Scope.Endpoint, l.keyHash)
+		if errors.Is(rerr, ErrNotFound) && !isAmb {
+			return false, nil // finished and cleaned up long ago: not ours
+		}
 		if rerr != nil {
 			if isAmb {
 				return false, fmt.Errorf("crdb: %s: %w (re-read failed: %v)", op, err, rerr)
