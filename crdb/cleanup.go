@@ -19,6 +19,8 @@ const DefaultCleanupBatch = 500
 // It never deletes PENDING, IN_PROGRESS or OUTCOME_UNKNOWN records: their
 // effect may be under way or may have happened, and forgetting them would
 // let a retry run the intent twice. A record expires when now >= expires_at.
+// It also deletes up to batch stored async requests whose operation no
+// longer runs.
 func (s *Store) Cleanup(ctx context.Context, batch int) (int, error) {
 	if batch <= 0 {
 		batch = DefaultCleanupBatch
