@@ -130,13 +130,15 @@ func (s *Store) begin(ctx context.Context, req ClaimRequest) (Claim, error) {
 	if req.Pending {
 		state = idempotency.Pending
 	}
-	for round := 0; round < 8; round++ {
+	var lastAmbiguous error
+	for round := 0; round < claimRounds; round++ {
 		var (
 			rec   Record
 			now   time.Time
 			found bool
 			err   error
 		)
+		lastAmbiguous = nil
 		// While most requests on this endpoint are retries, a plain point
 		// read answers them in one cheap round trip; a miss falls through
 		// to the claim, which alone arbitrates.
@@ -162,6 +164,7 @@ func (s *Store) begin(ctx context.Context, req ClaimRequest) (Claim, error) {
 		switch {
 		case errors.As(err, &amb):
 			s.log.WarnContext(ctx, "claim outcome ambiguous, re-running the claim", "err", err)
+			lastAmbiguous = err
 			continue // the re-run recognises our own insert by its owner
 		case err != nil:
 			return Claim{}, fmt.Errorf("crdb: claim: %w", err)
@@ -183,8 +186,16 @@ func (s *Store) begin(ctx context.Context, req ClaimRequest) (Claim, error) {
 			}
 		}
 	}
-	return Claim{}, errors.New("crdb: claim: no decision after 8 rounds of contention")
+	if lastAmbiguous != nil {
+		return Claim{}, fmt.Errorf("crdb: claim: %w", lastAmbiguous) // the store kept losing the answer
+	}
+	return Claim{}, &RetriesExhaustedError{Op: "claim", Attempts: claimRounds}
 }
+
+// claimRounds bounds Begin's read-claim-decide rounds. A round repeats only
+// when the record changed between the claim and the takeover (a racer won),
+// or a commit's answer was lost; eight in a row is contention, not chance.
+const claimRounds = 8
 
 // querier is a pool or a transaction.
 type querier interface {
@@ -254,10 +265,22 @@ func classify(req ClaimRequest, rec Record, now time.Time) (c Claim, takeover bo
 // takeover prepares the version-conditioned update that takes rec over
 // for a new owner. Run it on the pool (Begin) or inside the caller's
 // transaction (RunLocal).
+//
+// Stages belong to an attempt. The takeover of a crashed attempt (a
+// running record whose lease expired) keeps its last stage: that is the
+// recovery point the new owner resumes from. The takeover of a
+// RETRYABLE_FAILURE clears it: that attempt ended and was recorded as
+// having taken no effect, so its stages say nothing about the new one, and
+// a stale "sending" would make a later takeover of a new attempt that
+// never sent believe it might have.
 func (s *Store) takeover(req ClaimRequest, rec Record, newOwner string) (*Lease, fencedUpdate) {
 	lease := newLease(rec, req)
+	if rec.State == idempotency.RetryableFailure {
+		lease.LastStage = ""
+	}
 	return lease, s.prepareUpdate(lease, newOwner, "takeover", `state = 'IN_PROGRESS', lease_owner = $10,
 		lease_expires_at = {now} + $11::INT8 * INTERVAL '1 millisecond', attempts = attempts + 1,
+		last_stage = CASE WHEN state = 'RETRYABLE_FAILURE' THEN '' ELSE last_stage END,
 		expires_at = GREATEST(expires_at, {now} + $12::INT8 * INTERVAL '1 millisecond')`,
 		`(state = 'RETRYABLE_FAILURE' OR (state IN ('PENDING', 'IN_PROGRESS') AND lease_expires_at <= {now}))`,
 		newOwner, req.Lease.Milliseconds(), req.TTL.Milliseconds())

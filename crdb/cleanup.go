@@ -19,6 +19,8 @@ const DefaultCleanupBatch = 500
 // It never deletes PENDING, IN_PROGRESS or OUTCOME_UNKNOWN records: their
 // effect may be under way or may have happened, and forgetting them would
 // let a retry run the intent twice. A record expires when now >= expires_at.
+// It also deletes up to batch stored async requests whose operation no
+// longer runs.
 func (s *Store) Cleanup(ctx context.Context, batch int) (int, error) {
 	if batch <= 0 {
 		batch = DefaultCleanupBatch
@@ -42,14 +44,40 @@ func (s *Store) Cleanup(ctx context.Context, batch int) (int, error) {
 		return 0, fmt.Errorf("crdb: cleanup: %w", err)
 	}
 	s.metrics.cleanedUp.Add(ctx, n)
+	s.cleanupRequests(ctx, batch)
 	return int(n), nil
 }
 
-// Purge removes an actor's stored response bodies, headers and error
-// summaries (which may hold personal data) and marks the records purged. It
+// cleanupRequests deletes up to batch stored async requests whose
+// operation no longer runs (finished, unknown, or deleted): only a running
+// operation may be taken over from its stored request. A failure is left
+// to the next pass; the rows are inert.
+func (s *Store) cleanupRequests(ctx context.Context, batch int) {
+	err := s.exec1(ctx, "cleanup_requests", func(ctx context.Context) error {
+		_, err := s.pool.Exec(ctx, `DELETE FROM async_requests WHERE operation_id IN (
+			SELECT q.operation_id FROM async_requests q
+			WHERE NOT EXISTS (SELECT 1 FROM idempotency_records r
+				WHERE r.operation_id = q.operation_id AND r.state IN ('PENDING', 'IN_PROGRESS'))
+			LIMIT $1)`, batch)
+		return err
+	})
+	if err != nil {
+		s.log.WarnContext(ctx, "cleanup of stored async requests failed", "err", err)
+	}
+}
+
+// Purge removes an actor's stored response bodies, headers, error
+// summaries and queued async requests (which may hold personal data) and
+// marks the records purged. It
 // keeps the minimal dedup marker (scope, key hash, fingerprint, state,
 // operation id), so a late retry is still recognised and not run again. The
 // purge is audited in the same transaction.
+//
+// Records whose operation is still running or unknown are purged too, and
+// stay purged: the finish or resolution that comes later records its state
+// and status but never stores a body, headers or a summary again. Their
+// version is left alone so the worker that owns them can still finish
+// (a record at rest gets a new version, as any change does).
 func (s *Store) Purge(ctx context.Context, operator, reason, actor string) (int, error) {
 	if err := checkOperator(operator, reason); err != nil {
 		return 0, err
@@ -58,12 +86,18 @@ func (s *Store) Purge(ctx context.Context, operator, reason, actor string) (int,
 	err := s.RunTx(ctx, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `UPDATE idempotency_records SET response_body = NULL, response_headers = NULL,
 			error_summary = NULL, body_omitted = false, purged = true,
-			version = version + 1, updated_at = COALESCE($2::TIMESTAMPTZ, now())
-			WHERE actor_scope = $1 AND NOT purged AND state NOT IN ('PENDING', 'IN_PROGRESS')`, actor, s.now())
+			version = CASE WHEN state IN ('PENDING', 'IN_PROGRESS', 'OUTCOME_UNKNOWN') THEN version ELSE version + 1 END,
+			updated_at = COALESCE($2::TIMESTAMPTZ, now())
+			WHERE actor_scope = $1 AND NOT purged`, actor, s.now())
 		if err != nil {
 			return err
 		}
 		n = tag.RowsAffected()
+		// A queued request may carry personal data too. Its operation then
+		// waits for the client's retry, which sends the request again.
+		if _, err := tx.Exec(ctx, `DELETE FROM async_requests WHERE actor_scope = $1`, actor); err != nil {
+			return err
+		}
 		return s.audit(ctx, tx, operator, "purge", reason, nil, actor, fmt.Sprintf("records=%d", n))
 	})
 	if err != nil {

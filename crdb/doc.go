@@ -14,4 +14,10 @@
 // and 40P01; a connection lost while a commit may have happened surfaces as
 // *AmbiguousCommitError, which the claim path resolves by re-running the
 // idempotent claim.
+//
+// Giving up is typed, so callers tell a busy key from a dead store:
+// *RetriesExhaustedError (errors.Is ErrContention) when serialization
+// retries or claim rounds ran out, *UnavailableError (ErrUnavailable) when
+// the store could not be reached, and *AmbiguousCommitError (which also
+// matches ErrUnavailable) when a commit's outcome stayed unknown.
 package crdb

@@ -14,6 +14,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
+
+	"github.com/idemcoord/idemcoord/clock"
 )
 
 // Defaults for Config.
@@ -46,9 +48,13 @@ type Config struct {
 	MaxAttempts int
 	// RetryBase is the first retry backoff. Default DefaultRetryBase.
 	RetryBase time.Duration
-	// Clock, when set, replaces the database's now(); tests move it instead
-	// of sleeping.
+	// Clock, when set, replaces the database's now() for leases and TTLs;
+	// tests move it instead of sleeping. It does not drive retry backoff.
 	Clock Clock
+	// BackoffClock is what retry backoff sleeps on. Default clock.Real().
+	// It is separate from Clock so a test that holds lease time still (or
+	// moves it by hours) neither freezes nor skips the store's retries.
+	BackoffClock clock.Clock
 	// Seed seeds retry jitter; 0 picks one at random.
 	Seed uint64
 	// Meter records the store's counters. Default: the global provider's.
@@ -100,6 +106,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.RetryBase == 0 {
 		cfg.RetryBase = DefaultRetryBase
 	}
+	cfg.BackoffClock = clock.Or(cfg.BackoffClock)
 	if cfg.Meter == nil {
 		cfg.Meter = otel.GetMeterProvider().Meter("github.com/idemcoord/idemcoord/crdb")
 	}

@@ -243,6 +243,10 @@ func (g *Gateway) fingerprint(c *call, version int) (idempotency.Fingerprint, er
 
 // storeDown answers 503: nothing was claimed, so nothing was sent upstream.
 func (g *Gateway) storeDown(c *call, err error) {
+	if errors.Is(err, crdb.ErrContention) {
+		g.contended(c, err) // a busy key (409), not a dead store
+		return
+	}
 	g.log.WarnContext(c.r.Context(), "store unavailable", "endpoint", c.ep.Name, "key", c.key, "err", err)
 	g.refuseWait(c, "store_unavailable", problem{Type: "store-unavailable", Title: "idempotency store unavailable",
 		Detail: "nothing was executed; retry with the same key", Status: http.StatusServiceUnavailable}, storeRetryAfter)

@@ -93,6 +93,9 @@ type Config struct {
 	// ForwardTimeout bounds one forwarded request. Default: the endpoint's
 	// upstream timeout plus forwardSlack (5s).
 	ForwardTimeout time.Duration
+	// Recovery configures the loop that runs async work a dead instance
+	// left queued (recovery.go).
+	Recovery RecoveryConfig
 }
 
 // Gateway is the coordinating HTTP handler.
@@ -108,6 +111,7 @@ type Gateway struct {
 	closeMu  sync.Mutex
 	closing  bool
 	bg       sync.WaitGroup
+	recovery *recovery
 	// internal are the static prefixes of the endpoints' resolve paths:
 	// the upstream answers them for the gateway only, so they are never
 	// proxied for a client.
@@ -156,19 +160,21 @@ func New(cfg Config) (*Gateway, error) {
 		g.mux.Handle("GET /metrics", cfg.Metrics)
 	}
 	g.mux.HandleFunc("/", g.serve)
+	g.recovery = g.startRecovery()
 	return g, nil
 }
 
 // ServeHTTP implements http.Handler.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) { g.mux.ServeHTTP(w, r) }
 
-// Close stops accepting async work and waits for background executions to
-// finish and record their results (each is bounded by its endpoint's
+// Close stops accepting async work, stops the async recovery loop, and
+// waits for background executions to finish and record their results (each is bounded by its endpoint's
 // upstream timeout). Call it after the HTTP server has shut down.
 func (g *Gateway) Close() {
 	g.closeMu.Lock()
 	g.closing = true
 	g.closeMu.Unlock()
+	g.recovery.stop()
 	g.bg.Wait()
 }
 
