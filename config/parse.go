@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
+	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -28,8 +30,11 @@ func Load(path string) (*Config, error) {
 }
 
 // Parse decodes one YAML document, fills in defaults and validates the
-// result. An unknown or mistyped field is an error naming its line; invalid
-// values are reported all at once as a *ValidationError.
+// result. Every problem in the file (an unknown or repeated field, a value
+// of the wrong kind, a bad duration or size, an invalid setting) is reported
+// at once, as a *ValidationError whose entries name the field path
+// ("endpoints[1].lease") and say why. Only a file that is not YAML at all
+// is another error.
 func Parse(data []byte) (*Config, error) {
 	c, err := parse(data)
 	if err != nil {
@@ -44,26 +49,69 @@ func Parse(data []byte) (*Config, error) {
 
 // parse is Parse without the package prefix on decoding errors.
 func parse(data []byte) (*Config, error) {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	// A misspelt field ("leese: 5s") would otherwise be silently ignored
-	// and its default used: the worst kind of config bug.
-	dec.KnownFields(true)
+	root, err := document(data)
+	if err != nil {
+		return nil, err
+	}
 	var c Config
-	if err := dec.Decode(&c); err != nil {
+	d := decoder{}
+	d.decode("", root, reflect.ValueOf(&c).Elem())
+	c.fillDefaults()
+	verr := c.Validate()
+	if len(d.p) == 0 {
+		return &c, verr
+	}
+	// A field that could not be decoded was left unset; what Validate
+	// says about it (or about what lies under it) would only repeat the
+	// decoding error in other words.
+	p := d.p
+	var ve *ValidationError
+	if errors.As(verr, &ve) {
+		for _, fe := range ve.Errors {
+			if !shadowed(fe.Path, d.p) {
+				p = append(p, fe)
+			}
+		}
+	}
+	return nil, p.err()
+}
+
+// document parses data as exactly one YAML document and returns its root
+// node. Syntax errors carry only a line: there is no field to name yet.
+func document(data []byte) (*yaml.Node, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
 			return nil, errors.New("empty document")
 		}
-		return nil, err
+		return nil, fmt.Errorf("not valid YAML: %w", err)
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
 		return nil, errors.New("more than one YAML document; idemd reads exactly one")
 	}
-	c.fillDefaults()
-	if err := c.Validate(); err != nil {
-		return nil, err
+	if len(doc.Content) == 0 {
+		return nil, errors.New("empty document")
 	}
-	return &c, nil
+	return doc.Content[0], nil
+}
+
+// shadowed reports whether path is one of the decoding problems' paths or
+// lies under one of them.
+func shadowed(path string, decoding problems) bool {
+	for _, fe := range decoding {
+		if path == fe.Path || under(path, fe.Path) {
+			return true
+		}
+	}
+	return false
+}
+
+// under reports whether path is a field or element inside parent.
+func under(path, parent string) bool {
+	rest, ok := strings.CutPrefix(path, parent)
+	return ok && rest != "" && (rest[0] == '.' || rest[0] == '[')
 }
 
 // fillDefaults sets every unset field that has a default. Endpoint fields
