@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"strings"
 	"testing"
 
@@ -12,7 +13,8 @@ import (
 func TestDevToken(t *testing.T) {
 	t.Setenv("TMPDIR", t.TempDir())
 	secret := strings.Repeat("ab", 32)
-	if err := devcluster.WriteState(devcluster.StatePath(), devcluster.State{Secret: secret}); err != nil {
+	st := devcluster.State{PortBase: devcluster.DefaultPortBase, PID: os.Getpid(), Secret: secret}
+	if err := devcluster.WriteState(devcluster.StatePath(st.PortBase), st); err != nil {
 		t.Fatal(err)
 	}
 	cmd := rootCmd()
