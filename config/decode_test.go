@@ -137,3 +137,26 @@ endpoints:
 		t.Errorf("decoded (-want +got):\n%s", diff)
 	}
 }
+
+// TestValidationErrorsCarryTheirLine: an invalid value found by Validate is
+// reported with the line it is written on, like a decoding mistake, so an
+// operator finds endpoints[7] in a long file.
+func TestValidationErrorsCarryTheirLine(t *testing.T) {
+	data := strings.Replace(minimal, "{name: capture-payment, method: POST,", "{name: capture-payment, method: PSOT,", 1) +
+		"defaults:\n  ttl: 1h\n  lease: 5s\n"
+	_, err := Parse([]byte(data))
+	var ve *ValidationError
+	if !errors.As(err, &ve) {
+		t.Fatalf("Parse = %v, want a *ValidationError", err)
+	}
+	got := map[string]int{}
+	for _, fe := range ve.Errors {
+		got[fe.Path] = fe.Line
+	}
+	want := map[string]int{"defaults.lease": 12, "endpoints[1].method": 9}
+	for path, line := range want {
+		if got[path] != line {
+			t.Errorf("%s: line %d, want %d (errors %v)", path, got[path], line, ve.Errors)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
 
@@ -58,6 +59,12 @@ func parse(data []byte) (*Config, error) {
 	d.decode("", root, reflect.ValueOf(&c).Elem())
 	c.fillDefaults()
 	verr := c.Validate()
+	var ve *ValidationError
+	if errors.As(verr, &ve) {
+		for i := range ve.Errors {
+			ve.Errors[i].Line = lineOf(root, ve.Errors[i].Path)
+		}
+	}
 	if len(d.p) == 0 {
 		return &c, verr
 	}
@@ -65,8 +72,7 @@ func parse(data []byte) (*Config, error) {
 	// says about it (or about what lies under it) would only repeat the
 	// decoding error in other words.
 	p := d.p
-	var ve *ValidationError
-	if errors.As(verr, &ve) {
+	if ve != nil {
 		for _, fe := range ve.Errors {
 			if !shadowed(fe.Path, d.p) {
 				p = append(p, fe)
@@ -106,6 +112,39 @@ func shadowed(path string, decoding problems) bool {
 		}
 	}
 	return false
+}
+
+// lineOf returns the line of the field at path ("endpoints[1].lease") in
+// the document, or of the nearest enclosing field that is written there
+// (an inherited or missing field has no line of its own), or 0.
+func lineOf(root *yaml.Node, path string) int {
+	n, line := root, 0
+	for _, part := range strings.FieldsFunc(path, func(r rune) bool { return r == '.' || r == '[' }) {
+		for n.Kind == yaml.AliasNode {
+			n = n.Alias
+		}
+		var next *yaml.Node
+		if idx, ok := strings.CutSuffix(part, "]"); ok {
+			if i, err := strconv.Atoi(idx); err == nil && n.Kind == yaml.SequenceNode && i < len(n.Content) {
+				next = n.Content[i]
+			}
+		} else if n.Kind == yaml.MappingNode {
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				if n.Content[i].Value == part {
+					next = n.Content[i+1]
+					line = n.Content[i].Line
+				}
+			}
+		}
+		if next == nil {
+			return line
+		}
+		if next.Line > 0 && next.Kind != yaml.ScalarNode {
+			line = next.Line
+		}
+		n = next
+	}
+	return line
 }
 
 // under reports whether path is a field or element inside parent.
