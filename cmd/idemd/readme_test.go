@@ -52,3 +52,33 @@ func TestREADMEExampleConfigPassesCheckConfig(t *testing.T) {
 		t.Fatalf("check-config on the README example: %v\nstdout %s\nstderr %s", err, out, stderr)
 	}
 }
+
+// TestREADMEReferencesOnlyFilesInTheRepository: a document the README
+// points to must ship with the repository, so whoever carries the project
+// on has it (the design once lived outside, in ../shared/DESIGN.md).
+func TestREADMEReferencesOnlyFilesInTheRepository(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refs := regexp.MustCompile("\\]\\(([^)#\\s]+)\\)|`([^`\\s]+\\.md)`").FindAllStringSubmatch(string(readme), -1)
+	seen := map[string]bool{}
+	for _, m := range refs {
+		ref := m[1] + m[2]
+		if strings.Contains(ref, "://") || seen[ref] {
+			continue
+		}
+		seen[ref] = true
+		clean := filepath.Clean(ref)
+		if strings.HasPrefix(clean, "..") || filepath.IsAbs(clean) {
+			t.Errorf("README references %s, outside the repository", ref)
+			continue
+		}
+		if _, err := os.Stat(filepath.Join("../..", clean)); err != nil {
+			t.Errorf("README references %s: %v", ref, err)
+		}
+	}
+	if !seen["docs/architecture.md"] {
+		t.Errorf("README does not link docs/architecture.md (references: %v)", seen)
+	}
+}
