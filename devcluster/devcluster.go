@@ -106,7 +106,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	}
 	// A busy port found after PostgreSQL and etcd started would cost
 	// seconds and leave the user a bind error without the way out.
-	if err := checkPorts(opts.PortBase); err != nil {
+	if err := CheckPorts(opts.PortBase); err != nil {
 		return nil, err
 	}
 	started := &Cluster{secret: make([]byte, 32), portBase: opts.PortBase}

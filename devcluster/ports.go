@@ -2,7 +2,9 @@ package devcluster
 
 import (
 	"fmt"
+	"maps"
 	"net"
+	"slices"
 	"strings"
 )
 
@@ -31,10 +33,10 @@ func Ports(portBase int) map[int]string {
 	return m
 }
 
-// checkPorts returns a *PortsBusyError if any fixed port of a cluster at
+// CheckPorts returns a *PortsBusyError if any fixed port of a cluster at
 // portBase cannot be listened on. Port base 0 picks free ports: nothing to
 // check.
-func checkPorts(portBase int) error {
+func CheckPorts(portBase int) error {
 	if portBase == 0 {
 		return nil
 	}
@@ -42,10 +44,11 @@ func checkPorts(portBase int) error {
 		return fmt.Errorf("devcluster: port base %d: the cluster needs ports %d to %d; choose --port-base within 1-65434", portBase, portBase, portBase+101)
 	}
 	e := &PortsBusyError{PortBase: portBase}
-	for _, port := range []int{portBase, portBase + 1, portBase + 2, portBase + 100, portBase + 101} {
+	uses := Ports(portBase)
+	for _, port := range slices.Sorted(maps.Keys(uses)) {
 		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 		if err != nil {
-			e.Busy = append(e.Busy, fmt.Sprintf("%d (%s)", port, Ports(portBase)[port]))
+			e.Busy = append(e.Busy, fmt.Sprintf("%d (%s)", port, uses[port]))
 			continue
 		}
 		ln.Close()

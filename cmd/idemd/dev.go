@@ -45,6 +45,9 @@ anything starts.`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			if err := devcluster.CheckPorts(portBase); err != nil {
+				return err // before saying anything starts
+			}
 			fmt.Fprintln(cmd.ErrOrStderr(), "starting PostgreSQL, etcd, demo services and three regions...")
 			c, err := devcluster.Start(ctx, devcluster.Options{PortBase: portBase, DatabaseURL: dbURL, Logger: log})
 			if err != nil {
