@@ -27,12 +27,7 @@ func (s *Store) Cleanup(ctx context.Context, batch int) (int, error) {
 	}
 	var n int64
 	err := s.exec1(ctx, "cleanup", func(ctx context.Context) error {
-		tag, err := s.pool.Exec(ctx, `DELETE FROM idempotency_records
-			WHERE (actor_scope, endpoint, key_hash) IN (
-				SELECT actor_scope, endpoint, key_hash FROM idempotency_records
-				WHERE expires_at <= COALESCE($1::TIMESTAMPTZ, now())
-					AND state IN ('COMPLETED', 'TERMINAL_FAILURE', 'RETRYABLE_FAILURE')
-				ORDER BY expires_at LIMIT $2)`, s.now(), batch)
+		tag, err := s.pool.Exec(ctx, cleanupSQL, s.now(), batch)
 		n = tag.RowsAffected()
 		return err
 	})

@@ -23,6 +23,7 @@ type liveness struct {
 
 	mu      sync.Mutex
 	session *concurrency.Session // nil while the key is missing
+	closing bool                 // close revoked the lease: its end is no loss
 
 	ctx    context.Context // the keep-alive loop's lifetime
 	cancel context.CancelFunc
@@ -75,8 +76,12 @@ func (l *liveness) keep(s *concurrency.Session) {
 		case <-s.Done():
 		}
 		l.mu.Lock()
+		closing := l.closing
 		l.session = nil
 		l.mu.Unlock()
+		if closing {
+			return // close revoked the lease on purpose
+		}
 		l.log.Warn("liveness lease lost; registering again", "key", l.key)
 		for wait := 100 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
 			var err error
@@ -114,6 +119,7 @@ func (l *liveness) close() {
 	l.mu.Lock()
 	s := l.session
 	l.session = nil
+	l.closing = true
 	l.mu.Unlock()
 	if s != nil {
 		s.Close() // revokes while the loop's context is still alive

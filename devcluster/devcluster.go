@@ -63,9 +63,11 @@ type Options struct {
 
 // Region is one running region.
 type Region struct {
-	Name   string
-	URL    string
-	Daemon *daemon.Daemon
+	Name string
+	URL  string
+	// ConfigPath is the region's idemd.yaml in the cluster's directory.
+	ConfigPath string
+	Daemon     *daemon.Daemon
 }
 
 // Cluster is a running dev cluster.
@@ -81,10 +83,13 @@ type Cluster struct {
 	Etcd *etcdlocal.Cluster
 	// Pool is a connection pool for inspection (payments, bank charges).
 	Pool *pgxpool.Pool
+	// Dir holds the cluster's temporary files (region configs, the secret
+	// file); Close removes it.
+	Dir string
 
-	dir     string
-	secret  []byte
-	servers []*http.Server
+	portBase int
+	secret   []byte
+	servers  []*http.Server
 }
 
 // Start brings the whole cluster up. Close it to stop everything and remove
@@ -99,7 +104,12 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	started := &Cluster{secret: make([]byte, 32)}
+	// A busy port found after PostgreSQL and etcd started would cost
+	// seconds and leave the user a bind error without the way out.
+	if err := CheckPorts(opts.PortBase); err != nil {
+		return nil, err
+	}
+	started := &Cluster{secret: make([]byte, 32), portBase: opts.PortBase}
 	c = started
 	defer func() {
 		if err != nil {
@@ -107,7 +117,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		}
 	}()
 	rand.Read(c.secret)
-	if c.dir, err = os.MkdirTemp("", "idemdev"); err != nil {
+	if c.Dir, err = os.MkdirTemp("", "idemdev"); err != nil {
 		return nil, err
 	}
 	if c.DSN = opts.DatabaseURL; c.DSN == "" {
@@ -122,7 +132,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if err := c.startDemo(ctx, opts); err != nil {
 		return nil, err
 	}
-	secretFile := filepath.Join(c.dir, "hs256.secret")
+	secretFile := filepath.Join(c.Dir, "hs256.secret")
 	if err := os.WriteFile(secretFile, []byte(hex.EncodeToString(c.secret)), 0o600); err != nil {
 		return nil, err
 	}
@@ -131,7 +141,11 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		if opts.PortBase != 0 {
 			listen = fmt.Sprintf("127.0.0.1:%d", opts.PortBase+i)
 		}
-		cfg, err := c.regionConfig(name, listen, secretFile, opts)
+		path, err := c.writeRegionConfig(name, listen, secretFile, opts)
+		if err != nil {
+			return nil, err
+		}
+		cfg, err := config.Load(path)
 		if err != nil {
 			return nil, err
 		}
@@ -139,7 +153,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		if err != nil {
 			return nil, fmt.Errorf("region %s: %w", name, err)
 		}
-		c.Regions = append(c.Regions, &Region{Name: name, URL: "http://" + d.Addr(), Daemon: d})
+		c.Regions = append(c.Regions, &Region{Name: name, URL: "http://" + d.Addr(), ConfigPath: path, Daemon: d})
 	}
 	return c, nil
 }
@@ -215,7 +229,9 @@ endpoints:
     resolve_path: /internal/operations/{operation_id}
 `))
 
-func (c *Cluster) regionConfig(region, listen, secretFile string, opts Options) (*config.Config, error) {
+// writeRegionConfig writes region's idemd.yaml into the cluster's directory
+// and returns its path.
+func (c *Cluster) writeRegionConfig(region, listen, secretFile string, opts Options) (string, error) {
 	var etcd bytes.Buffer
 	for i, e := range c.Etcd.Endpoints() {
 		if i > 0 {
@@ -227,9 +243,10 @@ func (c *Cluster) regionConfig(region, listen, secretFile string, opts Options) 
 	err := regionTemplate.Execute(&b, map[string]any{"Region": region, "Listen": listen, "Upstream": c.PaymentsURL,
 		"DSN": c.DSN, "Etcd": etcd.String(), "SecretFile": secretFile, "UpstreamTimeout": opts.UpstreamTimeout.String()})
 	if err != nil {
-		return nil, err
+		return "", err
 	}
-	return config.Parse(b.Bytes())
+	path := filepath.Join(c.Dir, region+".yaml")
+	return path, os.WriteFile(path, b.Bytes(), 0o600)
 }
 
 // Token returns a bearer token for actor (tenant "demo") valid for ttl.
@@ -261,8 +278,8 @@ func (c *Cluster) Close(ctx context.Context) error {
 	if c.Postgres != nil {
 		errs = append(errs, c.Postgres.Close())
 	}
-	if c.dir != "" {
-		os.RemoveAll(c.dir)
+	if c.Dir != "" {
+		os.RemoveAll(c.Dir)
 	}
 	return errors.Join(errs...)
 }

@@ -1,6 +1,12 @@
 // Command idemctl is the operator's tool for idemcoord.
 //
 //	idemctl dev token --actor NAME    a bearer token for the running dev cluster
+//	idemctl regions                   live instances per region
+//	idemctl op get ID                 an operation by id (a read)
+//	idemctl op reconcile|purge|cleanup  repairs, each audited with --operator and --reason
+//
+// Without --dsn or --etcd, commands use the running dev cluster: the only
+// one, or the one started with --port-base N.
 package main
 
 import (
@@ -27,6 +33,8 @@ func rootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.PersistentFlags().IntVar(&devPortBase, "port-base", 0,
+		"which running dev cluster to use, by its `idemd dev --port-base` (default: the only one running)")
 	root.AddCommand(devCmd(), opCmd(), regionsCmd())
 	return root
 }
@@ -38,11 +46,11 @@ func devCmd() *cobra.Command {
 	token := &cobra.Command{
 		Use:   "token --actor NAME",
 		Short: "Print a bearer token for an actor of the running dev cluster",
-		Long: `token signs a JWT for actor NAME (tenant "demo") with the running dev
-cluster's secret, read from its state file.`,
+		Long: `token signs a JWT for actor NAME (tenant "demo": its actor scope is demo/NAME)
+with the running dev cluster's secret, read from its state file.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, err := devcluster.ReadState(devcluster.StatePath())
+			st, err := devState()
 			if err != nil {
 				return err
 			}

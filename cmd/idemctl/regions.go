@@ -13,7 +13,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/idemcoord/idemcoord/daemon"
-	"github.com/idemcoord/idemcoord/devcluster"
 )
 
 func regionsCmd() *cobra.Command {
@@ -22,14 +21,14 @@ func regionsCmd() *cobra.Command {
 		Use:   "regions",
 		Short: "Show each region's live instances (liveness keys in etcd)",
 		Long: `regions lists, per region, the idemd instances whose liveness key is
-present in etcd,. An instance that stopped
+present in etcd. An instance that stopped
 answering disappears within its lease TTL (5 s). It reads etcd linearizably.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(endpoints) == 0 {
-				st, err := devcluster.ReadState(devcluster.StatePath())
+				st, err := devState()
 				if err != nil {
-					return fmt.Errorf("--etcd not set: %w", err)
+					return fmt.Errorf("--etcd not set and %w", err)
 				}
 				endpoints = st.Etcd
 			}
