@@ -61,6 +61,8 @@ type Answer struct {
 	Err error
 	// Sent reports, when Err is set, whether the request may have reached
 	// the upstream: if so the outcome is unknown, if not it is retryable.
+	// The proxy sets it once the request's head was written (httptrace
+	// WroteHeaders), whatever the error.
 	Sent bool
 }
 

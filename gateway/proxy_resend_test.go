@@ -86,3 +86,22 @@ func TestProxyNeverResendsAWrittenRequest(t *testing.T) {
 		})
 	}
 }
+
+// TestUnreachableUpstreamIsRetryable: a request that never got a
+// connection was not sent: 502 and RETRYABLE_FAILURE, so the next retry
+// runs it.
+func TestUnreachableUpstreamIsRetryable(t *testing.T) {
+	up := httptest.NewServer(http.NotFoundHandler())
+	u, _ := url.Parse(up.URL)
+	up.Close() // nothing listens there now
+	s := store(t, 8)
+	_, srv := serveGateway(t, "w", s, nil, u, "")
+	st, hd, b := do(t, post(t, srv.URL+"/v1/things", token(t, "alice"), "down-1", `{}`))
+	if st != http.StatusBadGateway {
+		t.Fatalf("answer %s, want 502", describe(st, hd, b))
+	}
+	rec, err := s.Read(context.Background(), reviewScope(t, "alice", "down-1"))
+	if err != nil || rec.State != idempotency.RetryableFailure {
+		t.Fatalf("record %s (%v), want RETRYABLE_FAILURE", rec.State, err)
+	}
+}
