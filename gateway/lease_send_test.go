@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -152,5 +153,82 @@ func TestFreshClaimSendsWithoutAnExtraStoreCall(t *testing.T) {
 	}
 	if n := counting.n.Load(); n != 0 {
 		t.Fatalf("%d heartbeats on a fresh claim, want none", n)
+	}
+}
+
+// failHeartbeat is the real store whose Heartbeat fails while down is set.
+type failHeartbeat struct {
+	*crdb.Store
+	down atomic.Bool
+}
+
+func (s *failHeartbeat) Heartbeat(ctx context.Context, l *crdb.Lease) error {
+	if s.down.Load() {
+		return errors.New("injected: store unreachable")
+	}
+	return s.Store.Heartbeat(ctx, l)
+}
+
+// TestTakeoverNeverSendsOnALeaseLostDuringItsResolve: a takeover asks the
+// resolve path; while it waits, its heartbeats fail and its lease runs
+// out; another retry takes over, resolves "not run" and runs the intent.
+// When the first takeover's resolve then says "not run" too, it must prove
+// it still owns the lease before sending, find it does not, and send
+// nothing.
+func TestTakeoverNeverSendsOnALeaseLostDuringItsResolve(t *testing.T) {
+	var runs, resolves atomic.Int64
+	var done sync.Map
+	resolving := make(chan struct{})
+	release := make(chan struct{})
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/things", func(w http.ResponseWriter, r *http.Request) {
+		runs.Add(1)
+		done.Store(r.Header.Get(gateway.HeaderOperationID), true)
+		w.WriteHeader(http.StatusCreated)
+		io.WriteString(w, `{"charged":true}`)
+	})
+	mux.HandleFunc("GET /internal/operations/{id}", func(w http.ResponseWriter, r *http.Request) {
+		if resolves.Add(1) == 1 {
+			close(resolving)
+			<-release
+			http.NotFound(w, r) // looked up before the other takeover ran it
+			return
+		}
+		if _, ok := done.Load(r.PathValue("id")); !ok {
+			http.NotFound(w, r)
+			return
+		}
+		io.WriteString(w, resolutionBody(201, `{"charged":true}`))
+	})
+	up := httptest.NewServer(mux)
+	defer up.Close()
+	u, _ := url.Parse(up.URL)
+	s, fake := clockedStore(t, 16)
+	body := `{"amount":"5"}`
+	deadClaim(t, s, "alice", "charge-3", body, resolveEndpoint, 10*time.Second)
+	fake.Advance(11 * time.Second)
+	flaky := &failHeartbeat{Store: s}
+	_, slow := serveGateway(t, "slow", flaky, fake, u, resolveEndpoint)
+	_, live := serveGateway(t, "live", s, fake, u, resolveEndpoint)
+	alice := token(t, "alice")
+
+	first := make(chan string, 1)
+	go func() {
+		st, hd, b := do(t, post(t, slow.URL+"/v1/things", alice, "charge-3", body))
+		first <- describe(st, hd, b)
+	}()
+	<-resolving
+	flaky.down.Store(true)
+	fake.Advance(11 * time.Second) // one heartbeat, failing; the lease runs out
+	fake.BlockUntil(1)
+	st, hd, b := do(t, post(t, live.URL+"/v1/things", alice, "charge-3", body))
+	if st != http.StatusCreated || runs.Load() != 1 {
+		t.Fatalf("second takeover: %s after %d runs, want 201 from the one run", describe(st, hd, b), runs.Load())
+	}
+	flaky.down.Store(false)
+	close(release)
+	f := <-first
+	if runs.Load() != 1 {
+		t.Fatalf("upstream ran %d times (first takeover answered %s): it sent on a lease taken over", runs.Load(), f)
 	}
 }
