@@ -21,9 +21,9 @@ import (
 // clockedStore opens a store on a fresh database whose lease time is the
 // fake clock's (crdb.Config.Clock), so a test moves leases past expiry
 // instead of waiting for them.
-func clockedStore(t testing.TB, lease *clock.Fake) *crdb.Store {
+func storeOnClock(t testing.TB, lease *clock.Fake, maxConns int32) *crdb.Store {
 	t.Helper()
-	s, err := crdb.Open(context.Background(), crdb.Config{DSN: pgtest.NewDatabase(t), MaxConns: 16, Clock: lease})
+	s, err := crdb.Open(context.Background(), crdb.Config{DSN: pgtest.NewDatabase(t), MaxConns: maxConns, Clock: lease})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func TestRetryAfterUnsentTakeoverOfRetryableFailureRuns(t *testing.T) {
 	defer up.Close()
 	u, _ := url.Parse(up.URL)
 	lease := clock.NewFake(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
-	s := clockedStore(t, lease)
+	s := storeOnClock(t, lease, 16)
 	eps := endpoints(t, "    lease: 10s\n    upstream_timeout: 2s\n")
 	g, err := gateway.New(gateway.Config{Region: "test", Worker: "w", Store: s, Auth: verifier(t),
 		Endpoints: eps, Next: gateway.NewProxy(u, nil)})

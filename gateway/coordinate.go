@@ -32,6 +32,9 @@ type call struct {
 	key    idempotency.Key
 	body   []byte
 	start  time.Time
+	// claimedAt is when the last claim was sent to the store, by the
+	// gateway's clock: the lease it won runs from no earlier than this.
+	claimedAt time.Time
 }
 
 // coordinate runs the protocol of docs/http-contract.md for one request.
@@ -100,6 +103,7 @@ func (g *Gateway) coordinate(w http.ResponseWriter, r *http.Request, ep *config.
 			return
 		}
 		sctx, cancel = context.WithTimeout(ctx, storeCallTimeout)
+		c.claimedAt = g.clock.Now()
 		claim, err := g.cfg.Store.Begin(sctx, req)
 		cancel()
 		if errors.Is(err, fencing.ErrStaleEpoch) {
@@ -167,7 +171,7 @@ func (g *Gateway) decide(ctx context.Context, c *call, req crdb.ClaimRequest, cl
 	case crdb.InFlight:
 		g.refuseWait(c, "in_progress", problem{Type: "in-progress", Title: "operation in progress",
 			Detail: "another request with this key is being processed", Status: http.StatusConflict,
-			OperationID: opID, OperationState: string(rec.State)}, claim.RetryAfter)
+			OperationID: opID, OperationState: string(rec.State)}, g.durations[c.ep.Name].retryAfter(claim.RetryAfter))
 	case crdb.Unresolved:
 		if g.resolve(ctx, c, req.Token, rec) {
 			return true
@@ -191,7 +195,10 @@ func (g *Gateway) decide(ctx context.Context, c *call, req crdb.ClaimRequest, cl
 
 // result classifies an answer by the endpoint's policy.
 func (g *Gateway) result(c *call, a Answer) crdb.Result {
+	a = checkStatus(a)
 	switch {
+	case errors.Is(a.Err, errInvalidStatus):
+		return crdb.Result{State: idempotency.OutcomeUnknown, ErrorSummary: "upstream answered an invalid status"}
 	case a.Err != nil && a.Sent:
 		return crdb.Result{State: idempotency.OutcomeUnknown, ErrorSummary: "upstream did not answer after the request was sent"}
 	case a.Err != nil:

@@ -32,7 +32,7 @@ func TestCloseWaitsForRecoveredRuns(t *testing.T) {
 	defer up.Close()
 	u, _ := url.Parse(up.URL)
 	lease := clock.NewFake(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
-	s := clockedStore(t, lease)
+	s := storeOnClock(t, lease, 16)
 	eps := endpoints(t, asyncEndpoint)
 
 	dead := hangingExecutor{entered: make(chan struct{}, 1), release: make(chan struct{})}

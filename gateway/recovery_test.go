@@ -104,7 +104,7 @@ func TestAsyncWorkOfADeadInstanceRunsOnceWithoutANewPOST(t *testing.T) {
 	var runs atomic.Int64
 	up := countingUpstream(t, &runs, true)
 	lease := clock.NewFake(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
-	s := clockedStore(t, lease)
+	s := storeOnClock(t, lease, 16)
 	eps := endpoints(t, asyncEndpoint)
 
 	dead := hangingExecutor{entered: make(chan struct{}, 1), release: make(chan struct{})}
