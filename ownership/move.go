@@ -19,7 +19,16 @@ const (
 // MoveOption adjusts one Move.
 type MoveOption func(*moveOptions)
 
-type moveOptions struct{ guards []clientv3.Cmp }
+type moveOptions struct {
+	guards    []clientv3.Cmp
+	fromEpoch int64 // 0: whatever the shard holds
+}
+
+// FromEpoch makes the move apply only to the shard at epoch e: the caller
+// decided on what it read at e, and a shard that moved since is a
+// conflict, not something to move again. Default: move from whatever
+// epoch the shard holds.
+func FromEpoch(e int64) MoveOption { return func(o *moveOptions) { o.fromEpoch = e } }
 
 // Guard adds comparisons every etcd write of the move must also satisfy,
 // typically a controller's election key create revision
@@ -71,10 +80,16 @@ func (d *Directory) Move(ctx context.Context, shard int, to string, final State,
 		if err != nil {
 			return Entry{}, err
 		}
-		if done.Owner == to && done.State == final {
+		if done.Owner == to && done.State == final && (o.fromEpoch == 0 || o.fromEpoch == e.Transfer.FromEpoch) {
 			return done, nil // that transfer was this one
 		}
 		return Entry{}, conflict(shard, e.Transfer.FromEpoch, to, operator, reason, done)
+	}
+	if o.fromEpoch != 0 && e.Epoch != o.fromEpoch {
+		if e.Epoch == o.fromEpoch+1 && e.Owner == to && e.State == final {
+			return e, nil // this very move, already done
+		}
+		return Entry{}, conflict(shard, o.fromEpoch, to, operator, reason, e)
 	}
 	if e.Owner == to && e.State == final {
 		return e, nil
