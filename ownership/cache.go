@@ -122,6 +122,24 @@ func (c *Cache) WaitRevision(ctx context.Context, rev int64) error {
 	}
 }
 
+// WaitReady blocks until the watch is established (Ready returns nil), or
+// ctx ends.
+func (c *Cache) WaitReady(ctx context.Context) error {
+	for {
+		c.mu.RLock()
+		ok, ch := c.watching, c.changed
+		c.mu.RUnlock()
+		if ok {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("ownership: cache watch not established: %w", ctx.Err())
+		}
+	}
+}
+
 // Close stops the watch and waits for it.
 func (c *Cache) Close() {
 	c.cancel()

@@ -43,8 +43,8 @@ type Liveness struct {
 }
 
 // StartLiveness registers the instance's key (failing within
-// RegisterTimeout if etcd does not answer) and keeps it registered until
-// Close or until ctx ends.
+// RegisterTimeout, or when ctx ends, if etcd does not answer) and keeps it
+// registered until Close. ctx bounds the start only.
 func StartLiveness(ctx context.Context, cfg LivenessConfig) (*Liveness, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -57,11 +57,7 @@ func StartLiveness(ctx context.Context, cfg LivenessConfig) (*Liveness, error) {
 		l.cancel()
 		return nil, fmt.Errorf("ownership: liveness %s: %w", l.key, err)
 	}
-	stop := context.AfterFunc(ctx, l.cancel)
-	go func() {
-		defer stop()
-		l.run()
-	}()
+	go l.run()
 	return l, nil
 }
 
@@ -144,13 +140,11 @@ func (l *Liveness) Ready(ctx context.Context) error {
 	return err
 }
 
-// Done is closed when the liveness stops (Close, or the ctx given to
-// StartLiveness ended). A lost lease does not close it: the key is
-// registered again.
+// Done is closed when the liveness stops (Close). A lost lease does not
+// close it: the key is registered again.
 func (l *Liveness) Done() <-chan struct{} { return l.done }
 
-// Err returns nil while running, then why it stopped (ErrClosed, or the
-// start context's error).
+// Err returns nil while running, then ErrClosed.
 func (l *Liveness) Err() error {
 	select {
 	case <-l.done:
@@ -167,7 +161,12 @@ func (l *Liveness) Close() {
 	l.session, l.createRev = nil, 0
 	l.mu.Unlock()
 	if s != nil {
-		s.Close() // revokes while the loop's context is still alive
+		// Revoke while the loop's context is alive, bounded: an etcd that
+		// does not answer lets the lease expire by itself instead.
+		s.Orphan()
+		ctx, cancel := context.WithTimeout(l.ctx, l.cfg.RegisterTimeout)
+		l.cfg.Client.Revoke(ctx, s.Lease())
+		cancel()
 	}
 	l.cancel()
 	<-l.done

@@ -53,12 +53,7 @@ func (l *Liveness) register(ctx context.Context) error {
 // the loop's context ends.
 func (l *Liveness) run() {
 	defer close(l.done)
-	defer func() {
-		l.err = ErrClosed
-		if cause := context.Cause(l.ctx); cause != nil && cause != context.Canceled {
-			l.err = cause
-		}
-	}()
+	defer func() { l.err = ErrClosed }()
 	for {
 		s := l.Session()
 		if s != nil {
