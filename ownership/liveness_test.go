@@ -22,7 +22,9 @@ func pausable(t *testing.T) (cli *clientv3.Client, pause, resume func()) {
 	t.Helper()
 	proxy := toxitest.Proxy(t, "etcd-"+strings.ReplaceAll(t.Name(), "/", "_"), strings.TrimPrefix(cluster(t).Endpoints()[0], "http://"))
 	cli = client(t, []string{"http://" + proxy.Listen})
-	return cli, func() { addToxic(t, proxy, `{"name":"pause","type":"timeout","stream":"upstream","attributes":{"timeout":0}}`) },
+	return cli, func() {
+			addToxic(t, proxy, `{"name":"pause","type":"timeout","stream":"upstream","attributes":{"timeout":0}}`)
+		},
 		func() {
 			if err := proxy.Toxics.RemoveToxic(context.Background(), "pause"); err != nil {
 				t.Fatal(err)
