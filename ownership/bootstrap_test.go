@@ -4,7 +4,6 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/idemcoord/idemcoord/crdb"
 	"github.com/idemcoord/idemcoord/ownership"
 )
 
@@ -66,7 +65,7 @@ func TestBootstrapRefusesAnotherShardCount(t *testing.T) {
 	}
 }
 
-func TestCheckShardCountBeforeBootstrap(t *testing.T) {
+func TestAnEmptyDirectoryIsNotBootstrapped(t *testing.T) {
 	s, _ := store(t)
 	d := ownership.NewDirectory(client(t, cluster(t).Endpoints()), s, ownership.WithPrefix(prefix(t)))
 	if err := d.CheckShardCount(ctxT(t), 16); !errors.Is(err, ownership.ErrNotBootstrapped) {
@@ -75,5 +74,4 @@ func TestCheckShardCountBeforeBootstrap(t *testing.T) {
 	if _, err := d.Get(ctxT(t), 0); !errors.Is(err, ownership.ErrNotBootstrapped) {
 		t.Fatalf("Get on an empty directory = %v, want ErrNotBootstrapped", err)
 	}
-	var _ = crdb.FenceRow{}
 }
