@@ -25,15 +25,13 @@ import (
 	"github.com/idemcoord/idemcoord/config"
 	"github.com/idemcoord/idemcoord/crdb"
 	"github.com/idemcoord/idemcoord/gateway"
+	"github.com/idemcoord/idemcoord/ownership"
 )
 
 // LivenessPrefix is where instances keep their liveness keys in etcd:
-// LivenessPrefix + region + "/" + worker, attached to a session lease.
-const LivenessPrefix = "/idemcoord/liveness/"
-
-// livenessTTL is the liveness lease TTL in seconds: an instance that stops
-// answering disappears from etcd within this long.
-const livenessTTL = 5
+// LivenessPrefix + region + "/" + worker, attached to a session lease
+// (ownership.LivenessKey under ownership.DefaultPrefix).
+const LivenessPrefix = ownership.DefaultPrefix + "liveness/"
 
 // Options are what a configuration file does not say.
 type Options struct {
@@ -51,7 +49,7 @@ type Daemon struct {
 	srv    *http.Server
 	ln     net.Listener
 	etcd   *clientv3.Client
-	live   *liveness
+	live   *ownership.Liveness
 	mp     *sdkmetric.MeterProvider
 	served chan error
 }
@@ -130,11 +128,12 @@ func (d *Daemon) joinEtcd(ctx context.Context, cfg *config.Config, log *slog.Log
 	if err != nil {
 		return nil, fmt.Errorf("etcd: %w", err)
 	}
-	key := LivenessPrefix + cfg.Region + "/" + cfg.WorkerName()
-	if d.live, err = startLiveness(ctx, d.etcd, key, cfg.Etcd.DialTimeout, log); err != nil {
+	d.live, err = ownership.StartLiveness(ctx, ownership.LivenessConfig{Client: d.etcd, Region: cfg.Region,
+		Instance: cfg.WorkerName(), RegisterTimeout: cfg.Etcd.DialTimeout, Logger: log})
+	if err != nil {
 		return nil, fmt.Errorf("etcd liveness: %w", err)
 	}
-	return d.live.ready, nil
+	return d.live.Ready, nil
 }
 
 // Addr returns the address the daemon listens on.
@@ -154,7 +153,7 @@ func (d *Daemon) Close(ctx context.Context) error {
 		d.gw.Close()
 	}
 	if d.live != nil {
-		d.live.close()
+		d.live.Close()
 	}
 	if d.etcd != nil {
 		d.etcd.Close()

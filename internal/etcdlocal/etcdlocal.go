@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
@@ -20,7 +21,9 @@ import (
 // Cluster is a running embedded etcd cluster.
 type Cluster struct {
 	dir     string
-	members []*embed.Etcd
+	mu      sync.Mutex
+	members []*embed.Etcd   // by name index; nil while killed
+	cfgs    []*embed.Config // to restart a killed member
 	clients []string
 }
 
@@ -55,9 +58,12 @@ func Start(ctx context.Context, names []string, opts Options) (*Cluster, error) 
 		initial = append(initial, n+"="+peers[i])
 	}
 	type result struct {
+		i   int
 		e   *embed.Etcd
 		err error
 	}
+	c.members = make([]*embed.Etcd, len(names))
+	c.cfgs = make([]*embed.Config, len(names))
 	started := make(chan result, len(names))
 	for i, n := range names {
 		cfg := embed.NewConfig()
@@ -75,11 +81,12 @@ func Start(ctx context.Context, names []string, opts Options) (*Cluster, error) 
 		if opts.Fast {
 			cfg.TickMs, cfg.ElectionMs = 10, 100
 		}
+		c.cfgs[i] = cfg
 		// Members of a new cluster block in StartEtcd until they reach a
 		// quorum of peers, so start them concurrently.
 		go func() {
 			e, err := embed.StartEtcd(cfg)
-			started <- result{e, err}
+			started <- result{i, e, err}
 		}()
 	}
 	var errs []error
@@ -88,7 +95,7 @@ func Start(ctx context.Context, names []string, opts Options) (*Cluster, error) 
 		if r.err != nil {
 			errs = append(errs, r.err)
 		} else {
-			c.members = append(c.members, r.e)
+			c.members[r.i] = r.e
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -96,21 +103,63 @@ func Start(ctx context.Context, names []string, opts Options) (*Cluster, error) 
 		return nil, fmt.Errorf("etcdlocal: start: %w", err)
 	}
 	for _, e := range c.members {
-		select {
-		case <-e.Server.ReadyNotify():
-		case err := <-e.Err():
+		if err := ready(ctx, e); err != nil {
 			c.Close()
-			return nil, fmt.Errorf("etcdlocal: member failed: %w", err)
-		case <-ctx.Done():
-			c.Close()
-			return nil, ctx.Err()
-		case <-time.After(30 * time.Second):
-			c.Close()
-			return nil, errors.New("etcdlocal: members not ready after 30s")
+			return nil, err
 		}
 	}
 	c.clients = clientURLs
 	return c, nil
+}
+
+func ready(ctx context.Context, e *embed.Etcd) error {
+	select {
+	case <-e.Server.ReadyNotify():
+		return nil
+	case err := <-e.Err():
+		return fmt.Errorf("etcdlocal: member failed: %w", err)
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(30 * time.Second):
+		return errors.New("etcdlocal: members not ready after 30s")
+	}
+}
+
+// Kill crashes member i (in Start's names order) without a clean
+// shutdown, as a process kill would: its clients' connections drop and the
+// others elect a leader if it led. Restart brings it back.
+func (c *Cluster) Kill(i int) {
+	c.mu.Lock()
+	e := c.members[i]
+	c.members[i] = nil
+	c.mu.Unlock()
+	if e == nil {
+		return
+	}
+	e.Server.HardStop()
+	e.Close()
+}
+
+// Restart starts killed member i again on its data and ports, and waits
+// until it has rejoined.
+func (c *Cluster) Restart(ctx context.Context, i int) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.members[i] != nil {
+		return nil
+	}
+	cfg := *c.cfgs[i]
+	cfg.ClusterState = embed.ClusterStateFlagExisting
+	e, err := embed.StartEtcd(&cfg)
+	if err != nil {
+		return fmt.Errorf("etcdlocal: restart %s: %w", cfg.Name, err)
+	}
+	if err := ready(ctx, e); err != nil {
+		e.Close()
+		return err
+	}
+	c.members[i] = e
+	return nil
 }
 
 // Endpoints returns the members' client URLs.
@@ -118,8 +167,13 @@ func (c *Cluster) Endpoints() []string { return c.clients }
 
 // Close stops every member and removes the data.
 func (c *Cluster) Close() {
-	for _, e := range c.members {
-		e.Close()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, e := range c.members {
+		if e != nil {
+			e.Close()
+		}
+		c.members[i] = nil
 	}
 	os.RemoveAll(c.dir)
 }

@@ -1,0 +1,254 @@
+package ownership
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/idemcoord/idemcoord/clock"
+)
+
+// Cache backoff between failed full re-reads: short enough that a member
+// failover (~1 s) costs little staleness, capped so an etcd outage is not
+// hammered.
+const (
+	cacheRetryMin = 50 * time.Millisecond
+	cacheRetryMax = 2 * time.Second
+)
+
+var errWatchClosed = errors.New("ownership: watch channel closed")
+
+// Cache is a local copy of the shard map, fed by an etcd watch. It is only
+// a hint: it may lag etcd, and the SQL fence re-checks every write. Lookup
+// and Owner never call etcd. A watch failure (compaction, a lost member, a
+// lost leader) makes it re-read the whole map and watch again from the
+// revision it read at, plus one; meanwhile it keeps answering from what it
+// has.
+type Cache struct {
+	cli    *clientv3.Client
+	prefix string
+	log    *slog.Logger
+	clock  clock.Clock
+
+	mu       sync.RWMutex
+	entries  map[int]Entry
+	rev      int64
+	watching bool
+	lastErr  error
+	changed  chan struct{} // closed and replaced whenever rev or watching changes
+
+	reloads atomic.Int64
+	cancel  context.CancelFunc
+	done    chan struct{}
+}
+
+// OpenCache reads the whole shard map (failing if etcd does not answer
+// within ctx) and starts watching it. Close stops the watch.
+func OpenCache(ctx context.Context, cli *clientv3.Client, opts ...Option) (*Cache, error) {
+	o := applyOptions(opts)
+	c := &Cache{cli: cli, prefix: o.prefix, log: o.log, clock: clock.Or(o.clock),
+		changed: make(chan struct{}), done: make(chan struct{})}
+	if err := c.load(ctx); err != nil {
+		return nil, err
+	}
+	c.reloads.Store(0)
+	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	c.cancel = cancel
+	go c.run(wctx)
+	return c, nil
+}
+
+// Lookup returns the cached entry of a shard. It does no I/O.
+func (c *Cache) Lookup(shard int) (Entry, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	e, ok := c.entries[shard]
+	return e, ok
+}
+
+// Owner returns the cached owner region, epoch and state of a shard, for
+// routing. It does no I/O; ok is false when the shard is unknown.
+func (c *Cache) Owner(shard int) (region string, epoch int64, state string, ok bool) {
+	e, ok := c.Lookup(shard)
+	return e.Owner, e.Epoch, string(e.State), ok
+}
+
+// Revision returns the etcd revision the cache reflects.
+func (c *Cache) Revision() int64 {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.rev
+}
+
+// Reloads returns how many full re-reads followed a watch failure.
+func (c *Cache) Reloads() int64 { return c.reloads.Load() }
+
+// Ready returns nil while the watch is established, else why not. Lookups
+// keep answering either way; a readiness probe uses Ready to take an
+// instance whose view may be going stale out of rotation.
+func (c *Cache) Ready() error {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.watching {
+		return nil
+	}
+	if c.lastErr != nil {
+		return fmt.Errorf("ownership: cache watch down: %w", c.lastErr)
+	}
+	return errors.New("ownership: cache watch not established yet")
+}
+
+// WaitRevision blocks until the cache reflects etcd revision rev (or a
+// later one), or ctx ends.
+func (c *Cache) WaitRevision(ctx context.Context, rev int64) error {
+	for {
+		c.mu.RLock()
+		have, ch := c.rev, c.changed
+		c.mu.RUnlock()
+		if have >= rev {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("ownership: cache at revision %d, waiting for %d: %w", have, rev, ctx.Err())
+		}
+	}
+}
+
+// WaitReady blocks until the watch is established (Ready returns nil), or
+// ctx ends.
+func (c *Cache) WaitReady(ctx context.Context) error {
+	for {
+		c.mu.RLock()
+		ok, ch := c.watching, c.changed
+		c.mu.RUnlock()
+		if ok {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("ownership: cache watch not established: %w", ctx.Err())
+		}
+	}
+}
+
+// Close stops the watch and waits for it.
+func (c *Cache) Close() {
+	c.cancel()
+	<-c.done
+}
+
+// notify wakes WaitRevision callers; c.mu is held.
+func (c *Cache) notify() {
+	close(c.changed)
+	c.changed = make(chan struct{})
+}
+
+// load replaces the cache with a full linearizable read.
+func (c *Cache) load(ctx context.Context) error {
+	entries, rev, err := list(ctx, c.cli, c.prefix)
+	if err != nil {
+		return err
+	}
+	m := make(map[int]Entry, len(entries))
+	for _, e := range entries {
+		m[e.Shard] = e
+	}
+	c.mu.Lock()
+	c.entries, c.rev = m, rev
+	c.notify()
+	c.mu.Unlock()
+	c.reloads.Add(1)
+	return nil
+}
+
+// run watches until ctx ends, re-reading everything after each failure.
+func (c *Cache) run(ctx context.Context) {
+	defer close(c.done)
+	for {
+		err := c.watch(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		c.setWatching(false, err)
+		c.log.WarnContext(ctx, "ownership cache watch failed; re-reading the shard map", "err", err)
+		for wait := cacheRetryMin; ; wait = min(2*wait, cacheRetryMax) {
+			err := c.load(ctx)
+			if err == nil {
+				break
+			}
+			c.setWatching(false, err)
+			if clock.Sleep(ctx, c.clock, wait) != nil {
+				return
+			}
+		}
+	}
+}
+
+func (c *Cache) setWatching(ok bool, err error) {
+	c.mu.Lock()
+	c.watching, c.lastErr = ok, err
+	c.notify()
+	c.mu.Unlock()
+}
+
+// watch follows the shard keys from the cache's revision + 1 and returns
+// why it stopped. WithRequireLeader ends the watch when its member loses
+// the quorum, instead of leaving it silent.
+func (c *Cache) watch(ctx context.Context) error {
+	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	defer cancel()
+	from := c.Revision() + 1
+	wch := c.cli.Watch(wctx, shardsPrefix(c.prefix), clientv3.WithPrefix(), clientv3.WithRev(from),
+		clientv3.WithCreatedNotify())
+	for resp := range wch {
+		if err := resp.Err(); err != nil {
+			return err // ErrCompacted among others: the caller re-reads
+		}
+		if resp.Created {
+			c.setWatching(true, nil)
+			continue
+		}
+		if err := c.apply(resp); err != nil {
+			return err
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return errWatchClosed
+}
+
+// apply folds one watch response into the cache.
+func (c *Cache) apply(resp clientv3.WatchResponse) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, ev := range resp.Events {
+		shard, ok := shardOfKey(c.prefix, ev.Kv.Key)
+		if !ok {
+			continue
+		}
+		if ev.Type == clientv3.EventTypeDelete {
+			delete(c.entries, shard)
+			continue
+		}
+		e, err := decodeEntry(shard, ev.Kv.Value, ev.Kv.ModRevision)
+		if err != nil {
+			return err
+		}
+		c.entries[shard] = e
+	}
+	if resp.Header.Revision > c.rev {
+		c.rev = resp.Header.Revision
+	}
+	c.notify()
+	return nil
+}

@@ -1,0 +1,45 @@
+package ownership_test
+
+import (
+	"context"
+	"log"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/idemcoord/idemcoord/crdb"
+	"github.com/idemcoord/idemcoord/fencing"
+	"github.com/idemcoord/idemcoord/ownership"
+	"github.com/idemcoord/idemcoord/region"
+)
+
+// A daemon bootstraps the directory at start (refusing to run with a
+// shard count etcd disagrees with), routes with the cache, and an
+// operator moves a shard with one resumable call.
+func Example() {
+	ctx := context.Background()
+	var (
+		cli   *clientv3.Client    // connected to etcd
+		store *crdb.Store         // the SQL store, holding the fences
+		topo  *region.Topology    // from the config
+		actor = "tenant-1/user-7" // from the authenticated principal
+	)
+	dir := ownership.NewDirectory(cli, store)
+	if err := dir.Bootstrap(ctx, topo, fencing.DefaultShards); err != nil {
+		log.Fatal(err) // *ownership.ShardCountError: the configured count is wrong
+	}
+	cache, err := ownership.OpenCache(ctx, cli)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer cache.Close()
+
+	shard := fencing.ShardOf(actor, fencing.DefaultShards)
+	owner, epoch, state, _ := cache.Owner(shard) // no etcd call
+	log.Println(owner, epoch, state)
+
+	moved, err := dir.Move(ctx, shard, "eu-west", ownership.Active, "alice", "drain us-east")
+	if err != nil {
+		log.Fatal(err) // fencing.ErrMoveConflict: someone else moved it; re-read and decide
+	}
+	log.Println(moved)
+}

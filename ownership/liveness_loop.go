@@ -1,0 +1,130 @@
+package ownership
+
+import (
+	"context"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
+
+	"github.com/idemcoord/idemcoord/clock"
+)
+
+// Re-registration backoff after a lost lease.
+const (
+	registerRetryMin = 100 * time.Millisecond
+	registerRetryMax = 5 * time.Second
+)
+
+// register grants a lease, starts its session and puts a fresh key under
+// it. The old key (a lease etcd may still hold) is deleted first, so the
+// new key always has a new create revision.
+func (l *Liveness) register(ctx context.Context) error {
+	ctx, cancel := withClockTimeout(ctx, l.cfg.Clock, l.cfg.RegisterTimeout)
+	defer cancel()
+	cli := l.cfg.Client
+	sent := l.cfg.Clock.Now()
+	lease, err := cli.Grant(ctx, int64(l.cfg.TTL/time.Second))
+	if err != nil {
+		return err
+	}
+	s, err := concurrency.NewSession(cli, concurrency.WithLease(lease.ID), concurrency.WithContext(l.ctx))
+	if err != nil {
+		return err
+	}
+	if _, err := cli.Delete(ctx, l.key); err != nil {
+		s.Close()
+		return err
+	}
+	put, err := cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(l.key), "=", 0)).
+		Then(clientv3.OpPut(l.key, sent.UTC().Format(time.RFC3339), clientv3.WithLease(lease.ID))).Commit()
+	if err == nil && !put.Succeeded {
+		err = errLeaseLost // another process registered the same instance name in between
+	}
+	if err != nil {
+		s.Close()
+		return err
+	}
+	l.set(s, put.Header.Revision, sent.Add(time.Duration(lease.TTL)*time.Second-l.cfg.PauseBudget-l.cfg.Drift))
+	return nil
+}
+
+// run keeps the lease alive and registers again after each loss, until
+// the loop's context ends.
+func (l *Liveness) run() {
+	defer close(l.done)
+	defer func() { l.err = ErrClosed }()
+	for {
+		s := l.Session()
+		if s != nil {
+			l.keepAlive(s)
+		}
+		if l.ctx.Err() != nil {
+			return
+		}
+		l.set(nil, 0, time.Time{})
+		l.cfg.Logger.Warn("liveness lease lost; registering again", "key", l.key)
+		if s != nil {
+			// The session may have given up on a lease etcd still holds:
+			// drop it, best effort, so its key cannot linger.
+			ctx, cancel := withClockTimeout(l.ctx, l.cfg.Clock, l.cfg.RegisterTimeout)
+			l.cfg.Client.Revoke(ctx, s.Lease())
+			cancel()
+		}
+		for wait := registerRetryMin; ; wait = min(2*wait, registerRetryMax) {
+			err := l.register(l.ctx)
+			if err == nil {
+				break
+			}
+			if clock.Sleep(l.ctx, l.cfg.Clock, wait) != nil {
+				return
+			}
+		}
+		l.cfg.Logger.Info("liveness key registered again", "key", l.key, "create_revision", l.CreateRevision())
+	}
+}
+
+// keepAlive sends a keepalive every TTL/3 of the injected clock, noting
+// when each was sent, and returns when the lease is lost or the loop
+// ends. The session keeps its own keepalive stream too; these one-shot
+// keepalives exist because only they tell when the proving request left.
+func (l *Liveness) keepAlive(s *concurrency.Session) {
+	every := l.cfg.TTL / 3
+	tick := l.cfg.Clock.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-l.ctx.Done():
+			return
+		case <-s.Done():
+			return
+		case <-tick.C():
+		}
+		sent := l.cfg.Clock.Now()
+		ctx, cancel := withClockTimeout(l.ctx, l.cfg.Clock, every)
+		resp, err := l.cfg.Client.KeepAliveOnce(ctx, s.Lease())
+		cancel()
+		if isLeaseGone(resp, err) {
+			s.Orphan()
+			return
+		}
+		if err == nil {
+			l.extend(s, sent, time.Duration(resp.TTL)*time.Second)
+		}
+	}
+}
+
+// withClockTimeout is context.WithTimeout on an injected clock.
+func withClockTimeout(ctx context.Context, c clock.Clock, d time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	t := c.NewTimer(d)
+	go func() {
+		defer t.Stop()
+		select {
+		case <-t.C():
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}

@@ -1,0 +1,171 @@
+package ownership_test
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+
+	"github.com/idemcoord/idemcoord/config"
+	"github.com/idemcoord/idemcoord/crdb"
+	"github.com/idemcoord/idemcoord/internal/etcdlocal"
+	"github.com/idemcoord/idemcoord/internal/pgtest"
+	"github.com/idemcoord/idemcoord/ownership"
+	"github.com/idemcoord/idemcoord/region"
+)
+
+func TestMain(m *testing.M) {
+	code := pgtest.Main(m)
+	if shared != nil {
+		shared.Close()
+	}
+	os.Exit(code)
+}
+
+var (
+	sharedOnce sync.Once
+	shared     *etcdlocal.Cluster
+	sharedErr  error
+)
+
+// cluster returns the 3-member etcd cluster the package's tests share;
+// each test works under its own prefix.
+func cluster(t *testing.T) *etcdlocal.Cluster {
+	t.Helper()
+	sharedOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		shared, sharedErr = etcdlocal.Start(ctx, []string{"a", "b", "c"}, etcdlocal.Options{Fast: true})
+	})
+	if sharedErr != nil {
+		t.Fatalf("etcd: %v", sharedErr)
+	}
+	return shared
+}
+
+// client connects to endpoints; extra dial options (a call counter) are
+// added.
+func client(t *testing.T, endpoints []string, dial ...grpc.DialOption) *clientv3.Client {
+	t.Helper()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second,
+		Logger: zap.NewNop(), DialOptions: dial})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	return cli
+}
+
+// prefix is the test's own directory prefix.
+func prefix(t *testing.T) string {
+	return "/test/" + strings.ReplaceAll(t.Name(), "/", "_") + "/"
+}
+
+func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// regions is the three-region topology of the tests.
+var regions = []string{"us-east", "eu-west", "ap-south"}
+
+func topology(t *testing.T) *region.Topology {
+	t.Helper()
+	var rs []config.Region
+	for _, n := range regions {
+		rs = append(rs, config.Region{Name: n, URL: "http://" + n + ".invalid"})
+	}
+	topo, err := region.New(regions[0], rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return topo
+}
+
+// store opens a real store on a fresh database; reader sees its counters.
+func store(t *testing.T) (*crdb.Store, *metric.ManualReader) {
+	t.Helper()
+	reader := metric.NewManualReader()
+	mp := metric.NewMeterProvider(metric.WithReader(reader))
+	t.Cleanup(func() { mp.Shutdown(context.Background()) })
+	s, err := crdb.Open(context.Background(), crdb.Config{DSN: pgtest.NewDatabase(t), Seed: 1,
+		Meter: mp.Meter("test"), Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s, reader
+}
+
+// fenced returns the store's idemcoord_fenced_writes_rejected_total.
+func fenced(t *testing.T, r *metric.ManualReader) int64 {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := r.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if m.Name != "idemcoord.fenced_writes_rejected" {
+				continue
+			}
+			if sum, ok := m.Data.(metricdata.Sum[int64]); ok {
+				for _, dp := range sum.DataPoints {
+					n += dp.Value
+				}
+			}
+		}
+	}
+	return n
+}
+
+// setup bootstraps shards shards in a directory under the test's prefix
+// on the shared cluster and a fresh store.
+func setup(t *testing.T, shards int) (*ownership.Directory, *crdb.Store, *metric.ManualReader) {
+	t.Helper()
+	s, r := store(t)
+	d := ownership.NewDirectory(client(t, cluster(t).Endpoints()), s, ownership.WithPrefix(prefix(t)),
+		ownership.WithLogger(quiet()))
+	if err := d.Bootstrap(context.Background(), topology(t), shards); err != nil {
+		t.Fatal(err)
+	}
+	return d, s, r
+}
+
+// agree fails unless etcd's entries and the SQL fence rows hold the same
+// owner and epoch for every shard (no shard FENCING).
+func agree(t *testing.T, d *ownership.Directory, s *crdb.Store) []ownership.Entry {
+	t.Helper()
+	ctx := context.Background()
+	entries, _, err := d.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := s.Fences(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != len(rows) {
+		t.Fatalf("etcd has %d shards, SQL %d", len(entries), len(rows))
+	}
+	for i, e := range entries {
+		f := rows[i]
+		if e.Shard != f.Shard || e.Owner != f.Owner || e.Epoch != f.Epoch || !e.Serving() {
+			t.Errorf("shard %d: etcd %s, SQL epoch %d owner %q", f.Shard, e, f.Epoch, f.Owner)
+		}
+	}
+	return entries
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}

@@ -1,0 +1,181 @@
+package ownership
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/idemcoord/idemcoord/fencing"
+)
+
+// Transfer steps, as passed to the test hook after each one.
+const (
+	stepFencing = "fencing" // etcd holds FENCING with the new epoch
+	stepFenced  = "fenced"  // the SQL fence holds the new epoch and owner
+)
+
+// MoveOption adjusts one Move.
+type MoveOption func(*moveOptions)
+
+type moveOptions struct {
+	guards    []clientv3.Cmp
+	fromEpoch int64 // 0: whatever the shard holds
+}
+
+// FromEpoch makes the move apply only to the shard at epoch e: the caller
+// decided on what it read at e, and a shard that moved since is a
+// conflict, not something to move again. Default: move from whatever
+// epoch the shard holds.
+func FromEpoch(e int64) MoveOption { return func(o *moveOptions) { o.fromEpoch = e } }
+
+// Guard adds comparisons every etcd write of the move must also satisfy,
+// typically a controller's election key create revision
+// (Liveness.Guard), so a mover that lost its lease cannot change
+// ownership even if it still believes it may. Default none.
+func Guard(cmps ...clientv3.Cmp) MoveOption {
+	return func(o *moveOptions) { o.guards = append(o.guards, cmps...) }
+}
+
+// Move transfers a shard to region to, ending in state final (Active for
+// planned moves, drains and failbacks; FailedOver for failovers). It is
+// the whole transfer protocol and is resumable and idempotent:
+//
+//  1. read the shard linearizably; if it is FENCING, finish that earlier
+//     transfer first (steps 3 and 4 with its recorded target);
+//  2. compare-and-swap the entry (on its mod revision) to FENCING with
+//     epoch+1 and the target: from here nobody writes the shard;
+//  3. bump the SQL fence from the old epoch to epoch+1 owned by to (a
+//     compare-and-swap on the old epoch, audited; a no-op if done);
+//  4. compare-and-swap the entry to final: the new owner may write.
+//
+// A mover that dies after step 2 or 3 leaves the shard FENCING with
+// everything needed to finish; the next Move of that shard rolls it
+// forward. Epochs only grow.
+//
+// When the shard is already owned by to in state final, Move changes
+// nothing and returns the entry. When another mover changes the shard
+// concurrently, exactly one wins; the others get *fencing.MoveConflictError
+// (errors.Is fencing.ErrMoveConflict) having changed nothing themselves
+// (they may have finished the winner's transfer, which does not change its
+// outcome). ErrFenceDiverged means the SQL fence refused the recorded
+// transfer; the shard stays FENCING.
+func (d *Directory) Move(ctx context.Context, shard int, to string, final State, operator, reason string, opts ...MoveOption) (Entry, error) {
+	var o moveOptions
+	for _, f := range opts {
+		f(&o)
+	}
+	if to == "" || !final.final() || shard < 0 {
+		return Entry{}, fmt.Errorf("%w: shard %d to %q final %q", ErrBadMove, shard, to, final)
+	}
+	e, err := d.Get(ctx, shard)
+	if err != nil {
+		return Entry{}, err
+	}
+	if e.State == Fencing {
+		d.log.WarnContext(ctx, "finishing an interrupted shard transfer", "shard", shard, "to", e.Owner,
+			"epoch", e.Epoch, "started_by", e.Transfer.Operator)
+		done, err := d.finish(ctx, e, o)
+		if err != nil {
+			return Entry{}, err
+		}
+		if done.Owner == to && done.State == final && (o.fromEpoch == 0 || o.fromEpoch == e.Transfer.FromEpoch) {
+			return done, nil // that transfer was this one
+		}
+		return Entry{}, conflict(shard, e.Transfer.FromEpoch, to, operator, reason, done)
+	}
+	if o.fromEpoch != 0 && e.Epoch != o.fromEpoch {
+		if e.Epoch == o.fromEpoch+1 && e.Owner == to && e.State == final {
+			return e, nil // this very move, already done
+		}
+		return Entry{}, conflict(shard, o.fromEpoch, to, operator, reason, e)
+	}
+	if e.Owner == to && e.State == final {
+		return e, nil
+	}
+	fen := Entry{Shard: shard, Owner: to, Epoch: e.Epoch + 1, State: Fencing, Transfer: &Transfer{
+		FromOwner: e.Owner, FromEpoch: e.Epoch, FromState: e.State, Final: final, Operator: operator, Reason: reason,
+	}}
+	fen, err = d.cas(ctx, e, fen, o)
+	if err != nil {
+		return Entry{}, err
+	}
+	d.log.InfoContext(ctx, "shard fencing", "shard", shard, "from", e.Owner, "to", to, "epoch", fen.Epoch,
+		"operator", operator, "reason", reason)
+	if err := d.step(stepFencing); err != nil {
+		return Entry{}, err
+	}
+	return d.finish(ctx, fen, o)
+}
+
+// finish runs steps 3 and 4 of the transfer fen (an entry in FENCING).
+func (d *Directory) finish(ctx context.Context, fen Entry, o moveOptions) (Entry, error) {
+	t := fen.Transfer
+	m := fencing.Move{Shard: fen.Shard, From: t.FromEpoch, To: fen.Owner, Operator: t.Operator, Reason: t.Reason}
+	if err := d.fences.MoveFence(ctx, m); err != nil {
+		if errors.Is(err, fencing.ErrMoveConflict) {
+			return Entry{}, fmt.Errorf("%w: shard %d stays FENCING: %w", ErrFenceDiverged, fen.Shard, err)
+		}
+		return Entry{}, fmt.Errorf("ownership: fence %s: %w", m, err)
+	}
+	if err := d.step(stepFenced); err != nil {
+		return Entry{}, err
+	}
+	done := Entry{Shard: fen.Shard, Owner: fen.Owner, Epoch: fen.Epoch, State: t.Final}
+	got, err := d.cas(ctx, fen, done, o)
+	if err == nil {
+		d.log.InfoContext(ctx, "shard moved", "shard", fen.Shard, "owner", got.Owner, "epoch", got.Epoch, "state", got.State)
+		return got, nil
+	}
+	var mc *fencing.MoveConflictError
+	if errors.As(err, &mc) {
+		// Someone else finished it between our read and our write.
+		now, gerr := d.Get(ctx, fen.Shard)
+		if gerr == nil && now.Epoch == done.Epoch && now.Owner == done.Owner && now.State == done.State {
+			return now, nil
+		}
+	}
+	return Entry{}, err
+}
+
+// cas replaces from (read at from.ModRevision) with to, and returns to
+// with its new mod revision. A lost race is *fencing.MoveConflictError
+// naming what the shard holds now.
+func (d *Directory) cas(ctx context.Context, from, to Entry, o moveOptions) (Entry, error) {
+	k := shardKey(d.prefix, from.Shard)
+	cmps := append([]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(k), "=", from.ModRevision)}, o.guards...)
+	resp, err := d.cli.Txn(ctx).If(cmps...).Then(clientv3.OpPut(k, to.encode())).Else(clientv3.OpGet(k)).Commit()
+	if err != nil {
+		// An error here may hide a committed write; the next Move reads
+		// the shard again and rolls forward whatever it finds.
+		return Entry{}, fmt.Errorf("ownership: write shard %d: %w", from.Shard, err)
+	}
+	if !resp.Succeeded {
+		now := Entry{Shard: from.Shard}
+		if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) == 1 {
+			if kvs[0].ModRevision == from.ModRevision {
+				return Entry{}, fmt.Errorf("%w: shard %d", ErrGuardFailed, from.Shard)
+			}
+			if e, err := decodeEntry(from.Shard, kvs[0].Value, kvs[0].ModRevision); err == nil {
+				now = e
+			}
+		}
+		fromEpoch := from.Epoch
+		if from.Transfer != nil {
+			fromEpoch = from.Transfer.FromEpoch
+		}
+		return Entry{}, conflict(from.Shard, fromEpoch, to.Owner, "", "", now)
+	}
+	to.ModRevision = resp.Header.Revision
+	return to, nil
+}
+
+// conflict builds the error of a lost race: the move from epoch to region
+// to, refused because the shard holds now.
+func conflict(shard int, from int64, to, operator, reason string, now Entry) error {
+	return &fencing.MoveConflictError{
+		Move:  fencing.Move{Shard: shard, From: from, To: to, Operator: operator, Reason: reason},
+		Epoch: now.Epoch, Owner: now.Owner,
+	}
+}
