@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"text/template"
 	"time"
 
@@ -59,6 +60,26 @@ type Options struct {
 	Logger *slog.Logger
 	// Transport, if set, carries the gateways' upstream calls.
 	Transport http.RoundTripper
+	// Region overrides, per region name, what that region connects
+	// through, so a drill or a test can cut one region off alone.
+	Region map[string]RegionOptions
+}
+
+// RegionOptions are one region's own connections. Zero fields take the
+// cluster's defaults.
+type RegionOptions struct {
+	// DSN is the store URL the region connects to (default: the
+	// cluster's DSN).
+	DSN string
+	// Etcd are the etcd endpoints the region connects to (default: every
+	// member).
+	Etcd []string
+	// Transport carries the region's upstream calls (default
+	// Options.Transport).
+	Transport http.RoundTripper
+	// ForwardTransport carries requests the region forwards to the
+	// owner region's gateway (default: a transport of its own).
+	ForwardTransport http.RoundTripper
 }
 
 // Region is one running region.
@@ -83,6 +104,10 @@ type Cluster struct {
 	Etcd *etcdlocal.Cluster
 	// Pool is a connection pool for inspection (payments, bank charges).
 	Pool *pgxpool.Pool
+	// Topology is the regions list every region's configuration carries:
+	// names in order (the order decides each shard's home) and gateway
+	// URLs.
+	Topology []config.Region
 	// Dir holds the cluster's temporary files (region configs, the secret
 	// file); Close removes it.
 	Dir string
@@ -136,12 +161,32 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if err := os.WriteFile(secretFile, []byte(hex.EncodeToString(c.secret)), 0o600); err != nil {
 		return nil, err
 	}
+	// Every region's file lists every region's URL, so the gateways are
+	// listening before any configuration is written.
+	listeners := make([]net.Listener, len(Regions))
+	defer func() {
+		for _, ln := range listeners {
+			if ln != nil {
+				ln.Close() // not handed to a daemon
+			}
+		}
+	}()
 	for i, name := range Regions {
 		listen := "127.0.0.1:0"
 		if opts.PortBase != 0 {
 			listen = fmt.Sprintf("127.0.0.1:%d", opts.PortBase+i)
 		}
-		path, err := c.writeRegionConfig(name, listen, secretFile, opts)
+		if listeners[i], err = net.Listen("tcp", listen); err != nil {
+			return nil, fmt.Errorf("region %s: %w (choose other ports with --port-base)", name, err)
+		}
+		c.Topology = append(c.Topology, config.Region{Name: name, URL: "http://" + listeners[i].Addr().String()})
+	}
+	for i, name := range Regions {
+		ro := opts.Region[name]
+		if ro.Transport == nil {
+			ro.Transport = opts.Transport
+		}
+		path, err := c.writeRegionConfig(name, listeners[i].Addr().String(), secretFile, ro, opts)
 		if err != nil {
 			return nil, err
 		}
@@ -149,7 +194,9 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		if err != nil {
 			return nil, err
 		}
-		d, err := daemon.Start(ctx, cfg, daemon.Options{Logger: opts.Logger, Transport: opts.Transport})
+		d, err := daemon.Start(ctx, cfg, daemon.Options{Logger: opts.Logger, Transport: ro.Transport,
+			ForwardTransport: ro.ForwardTransport, Listener: listeners[i]})
+		listeners[i] = nil // the daemon closes it from now on
 		if err != nil {
 			return nil, fmt.Errorf("region %s: %w", name, err)
 		}
@@ -206,6 +253,13 @@ store:
   max_conns: 16
 etcd:
   endpoints: [{{.Etcd}}]
+# every region's file lists the same regions in the same order: the order
+# decides each shard's home region
+regions:
+{{- range .Regions}}
+  - {name: {{.Name}}, url: "{{.URL}}"}
+{{- end}}
+routing: forward
 auth:
   issuer: ` + Issuer + `
   audience: ` + Audience + `
@@ -231,17 +285,19 @@ endpoints:
 
 // writeRegionConfig writes region's idemd.yaml into the cluster's directory
 // and returns its path.
-func (c *Cluster) writeRegionConfig(region, listen, secretFile string, opts Options) (string, error) {
-	var etcd bytes.Buffer
-	for i, e := range c.Etcd.Endpoints() {
-		if i > 0 {
-			etcd.WriteString(", ")
-		}
-		etcd.WriteString(e)
+func (c *Cluster) writeRegionConfig(region, listen, secretFile string, ro RegionOptions, opts Options) (string, error) {
+	endpoints := ro.Etcd
+	if len(endpoints) == 0 {
+		endpoints = c.Etcd.Endpoints()
+	}
+	dsn := ro.DSN
+	if dsn == "" {
+		dsn = c.DSN
 	}
 	var b bytes.Buffer
 	err := regionTemplate.Execute(&b, map[string]any{"Region": region, "Listen": listen, "Upstream": c.PaymentsURL,
-		"DSN": c.DSN, "Etcd": etcd.String(), "SecretFile": secretFile, "UpstreamTimeout": opts.UpstreamTimeout.String()})
+		"DSN": dsn, "Etcd": strings.Join(endpoints, ", "), "SecretFile": secretFile,
+		"UpstreamTimeout": opts.UpstreamTimeout.String(), "Regions": c.Topology})
 	if err != nil {
 		return "", err
 	}
@@ -257,7 +313,7 @@ func (c *Cluster) Token(actor string, ttl time.Duration) (string, error) {
 // Token signs a dev cluster token with a hex secret (see State).
 func Token(hexSecret, actor string, ttl time.Duration) (string, error) {
 	secret := []byte(hexSecret)
-	return authn.Issue(secret, Issuer, Audience, authn.Principal{Tenant: "demo", Subject: actor}, ttl, time.Now())
+	return authn.Issue(secret, Issuer, Audience, authn.Principal{Tenant: Tenant, Subject: actor}, ttl, time.Now())
 }
 
 // Close stops everything and removes the cluster's temporary data.
