@@ -42,6 +42,18 @@ type State struct {
 	Configs map[string]string `json:"configs"`
 	// Secret is the hex HS256 secret of this throwaway cluster.
 	Secret string `json:"secret"`
+	// Demo is where the demo actor ("demo", scope demo/demo) lives when
+	// the cluster starts.
+	Demo ActorOwner `json:"demo"`
+}
+
+// ActorOwner is which region owns an actor's shard, and at what epoch.
+type ActorOwner struct {
+	Actor string `json:"actor"`
+	Shard int    `json:"shard"`
+	Owner string `json:"owner"`
+	Epoch int64  `json:"epoch"`
+	State string `json:"state"`
 }
 
 // StateDir is the directory of the running dev clusters' state files: a
@@ -59,7 +71,7 @@ func StatePath(portBase int) string {
 func (c *Cluster) State() State {
 	st := State{PortBase: c.portBase, PID: os.Getpid(), Regions: map[string]string{}, Configs: map[string]string{},
 		PaymentsURL: c.PaymentsURL, BankURL: c.BankURL, DSN: c.DSN, Etcd: c.Etcd.Endpoints(),
-		DataDir: c.Dir, Secret: hex.EncodeToString(c.secret)}
+		DataDir: c.Dir, Secret: hex.EncodeToString(c.secret), Demo: c.Owner("demo")}
 	if c.Postgres != nil {
 		st.PostgresDir = c.Postgres.Dir()
 	}

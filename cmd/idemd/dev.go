@@ -107,6 +107,11 @@ func printCluster(w io.Writer, st devcluster.State, statePath, token string) {
 	for _, r := range devcluster.Regions {
 		fmt.Fprintf(w, "  %-9s %s\n", r, st.Configs[r])
 	}
+	if d := st.Demo; d.Owner != "" {
+		fmt.Fprintf(w, "\nActor %s is on shard %d, owned by %s (epoch %d, %s): a request that lands in\n"+
+			"another region is forwarded there once (X-Idempotency-Region names who served it).\n",
+			d.Actor, d.Shard, d.Owner, d.Epoch, d.State)
+	}
 	fmt.Fprintf(w, "\nBearer token for actor \"demo\" (scope demo/demo, 24h):\n\n  export TOKEN=%s\n\n", token)
 	fmt.Fprintf(w, "Try a payment, then retry it (same key) in another region:\n\n")
 	for _, r := range devcluster.Regions[:2] {
