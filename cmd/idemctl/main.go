@@ -35,7 +35,7 @@ func rootCmd() *cobra.Command {
 	}
 	root.PersistentFlags().IntVar(&devPortBase, "port-base", 0,
 		"which running dev cluster to use, by its `idemd dev --port-base` (default: the only one running)")
-	root.AddCommand(devCmd(), opCmd(), regionsCmd())
+	root.AddCommand(devCmd(), opCmd(), regionsCmd(), ownerCmd(), shardsCmd(), moveCmd())
 	return root
 }
 
