@@ -235,6 +235,19 @@ func mediaType(ct string) string {
 	return strings.ToLower(strings.TrimSpace(t))
 }
 
+// IsJSONMediaType reports whether a Content-Type value names a JSON media
+// type, whose bodies ComputeFingerprint compares by value:
+// application/json or any type/subtype+json (application/merge-patch+json,
+// application/problem+json), in any case and with any parameters.
+func IsJSONMediaType(contentType string) bool {
+	return isJSONMediaType(mediaType(contentType))
+}
+
+// isJSONMediaType is IsJSONMediaType of a value mediaType has cut.
+func isJSONMediaType(mt string) bool {
+	return mt == "application/json" || (strings.HasSuffix(mt, "+json") && strings.Contains(mt, "/"))
+}
+
 // isJSONBody reports whether a body is compared as JSON. Without a
 // Content-Type the body is sniffed, because clients that forget the header
 // still expect key order not to matter; only objects and arrays are sniffed,
@@ -245,13 +258,8 @@ func isJSONBody(mt string, body []byte) bool {
 		// hashed as such rather than refused as invalid JSON.
 		return false
 	}
-	switch {
-	case mt == "application/json":
-		return true
-	case strings.HasSuffix(mt, "+json"):
-		return strings.Contains(mt, "/")
-	case mt != "":
-		return false
+	if mt != "" {
+		return isJSONMediaType(mt)
 	}
 	for _, c := range body {
 		switch c {
