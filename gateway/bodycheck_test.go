@@ -107,3 +107,24 @@ func TestAnyBodyEndpointTakesEveryMediaType(t *testing.T) {
 		t.Fatalf("status = %d after %d runs, want 201 after 1: %s", status, runs.Load(), body)
 	}
 }
+
+// TestLoneSurrogateBodyIs400NotAReplay checks that, at the HTTP level, a
+// body with a lone surrogate escape is refused with 400 before claiming,
+// so it can never replay the answer of the request with "\ufffd".
+func TestLoneSurrogateBodyIs400NotAReplay(t *testing.T) {
+	var runs atomic.Int64
+	srv := serveWithBudget(t, nil, "", countingHandler(&runs))
+	auth := token(t, "frank")
+	if s, _, b := do(t, post(t, srv.URL+"/v1/things", auth, "sur-1", `{"name":"\ufffd"}`)); s != http.StatusCreated {
+		t.Fatalf("U+FFFD body: %d, want 201: %s", s, b)
+	}
+	for _, body := range []string{`{"name":"\ud800"}`, `{"name":"\udbff"}`} {
+		s, _, b := do(t, post(t, srv.URL+"/v1/things", auth, "sur-1", body))
+		if s != http.StatusBadRequest || !strings.Contains(b, "/malformed-body") {
+			t.Errorf("%s under the key of the U+FFFD request: %d %s, want 400 malformed-body", body, s, b)
+		}
+	}
+	if runs.Load() != 1 {
+		t.Errorf("%d runs, want 1", runs.Load())
+	}
+}
