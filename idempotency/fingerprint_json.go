@@ -110,6 +110,12 @@ func canonicalJSON(body []byte, o FingerprintOptions) (*canonicaliser, error) {
 		act = append(act, int32(i))
 	}
 	c.scanContainers()
+	// The canonical form of typical bodies is up to about 1.5 times
+	// their length (numbers grow by their tag, length and exponent):
+	// sized once, so that appending never copies it.
+	if want := len(body) + len(body)/2 + 16; cap(c.out) < want {
+		c.out = make([]byte, 0, want)
+	}
 	c.out = append(c.out[:0], tagJSON)
 	if _, _, err := c.value(skipWS(body, 0), 0, act, 0); err != nil {
 		c.release()
