@@ -3,8 +3,8 @@ package idempotency
 import (
 	"encoding/json"
 	"math/rand/v2"
-	"strconv"
 	"runtime"
+	"strconv"
 	"sync"
 	"testing"
 )
