@@ -64,6 +64,9 @@ func (e Endpoint) check(p *problems, at string, d Defaults) ([]segment, error) {
 	if e.Key != KeyRequired && e.Key != KeyOptional {
 		p.add(at+".key", "must be %q or %q, got %q", KeyRequired, KeyOptional, e.Key)
 	}
+	if e.Body != "" && e.Body != BodyJSON && e.Body != BodyAny {
+		p.add(at+".body", "must be %q or %q, got %q", BodyJSON, BodyAny, e.Body)
+	}
 	positive(p, at+".ttl", e.TTL)
 	positive(p, at+".lease", e.Lease)
 	positive(p, at+".upstream_timeout", e.UpstreamTimeout)

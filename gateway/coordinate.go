@@ -69,7 +69,18 @@ func (g *Gateway) coordinate(w http.ResponseWriter, r *http.Request, ep *config.
 			Status: http.StatusRequestEntityTooLarge, NewKeySafe: true})
 		return
 	}
+	if !ep.AcceptsBody(r.Header.Get("Content-Type"), len(c.body)) {
+		g.unsupportedMediaType(c)
+		return
+	}
+	// Bounded: a burst of large bodies waits here, or gets 503.
+	release, err := g.cfg.FingerprintBudget.Acquire(r.Context(), int64(len(c.body)))
+	if err != nil {
+		g.fingerprintBusy(c)
+		return
+	}
 	fp, err := g.fingerprint(c, 0)
+	release()
 	if err != nil {
 		g.refuse(c, "malformed_body", problem{Type: "malformed-body", Title: "request body cannot be fingerprinted",
 			Detail: err.Error(), Status: http.StatusBadRequest, NewKeySafe: true})

@@ -103,6 +103,10 @@ type Config struct {
 	// same one as the store's crdb.Config.Clock) to move time instead of
 	// sleeping.
 	Clock clock.Clock
+	// FingerprintBudget bounds the request-body bytes fingerprinted at
+	// once (503 when it cannot be had in time). Default:
+	// NewFingerprintBudget(0, 0, nil), DefaultFingerprintBudget bytes.
+	FingerprintBudget *FingerprintBudget
 }
 
 // Gateway is the coordinating HTTP handler.
@@ -138,6 +142,9 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.FingerprintBudget == nil {
+		cfg.FingerprintBudget = NewFingerprintBudget(0, 0, nil)
 	}
 	if cfg.Meter == nil {
 		cfg.Meter = otel.GetMeterProvider().Meter("github.com/idemcoord/idemcoord/gateway")
