@@ -8,6 +8,7 @@ package deploy_test
 
 import (
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"testing"
 
@@ -131,3 +132,6 @@ func selects(selector map[string]string, labels map[string]string) bool {
 	}
 	return true
 }
+
+// quietLogger discards the daemon's logs.
+func quietLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

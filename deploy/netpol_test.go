@@ -111,4 +111,3 @@ func sortedKeys(m map[string]bool) []string {
 	sort.Strings(s)
 	return s
 }
-
