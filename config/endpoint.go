@@ -102,6 +102,10 @@ type Endpoint struct {
 	// outcome is unknown; it must contain {operation_id}. Empty means the
 	// outcome cannot be queried: such operations wait for an operator.
 	ResolvePath string `yaml:"resolve_path"`
+	// Mode is "enforce" (default) or "shadow"; see contract.go.
+	Mode Mode `yaml:"mode"`
+	// Limit caps replays and in-progress hits per actor; see contract.go.
+	Limit Limit `yaml:"limit"`
 }
 
 // Fingerprint configures idempotency.FingerprintOptions.

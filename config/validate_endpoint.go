@@ -67,6 +67,7 @@ func (e Endpoint) check(p *problems, at string, d Defaults) ([]segment, error) {
 	if e.Body != "" && e.Body != BodyJSON && e.Body != BodyAny {
 		p.add(at+".body", "must be %q or %q, got %q", BodyJSON, BodyAny, e.Body)
 	}
+	e.checkContract(p, at)
 	positive(p, at+".ttl", e.TTL)
 	positive(p, at+".lease", e.Lease)
 	positive(p, at+".upstream_timeout", e.UpstreamTimeout)

@@ -35,11 +35,18 @@ type call struct {
 	// claimedAt is when the last claim was sent to the store, by the
 	// gateway's clock: the lease it won runs from no earlier than this.
 	claimedAt time.Time
+	// shadow is set on a shadow-mode endpoint (shadow.go).
+	shadow *shadowRun
 }
 
 // coordinate runs the protocol of docs/http-contract.md for one request.
 func (g *Gateway) coordinate(w http.ResponseWriter, r *http.Request, ep *config.Endpoint, actor string, start time.Time) {
-	c := &call{w: w, r: r, ep: ep, policy: g.policies[ep.Name], actor: actor, start: start}
+	g.coordinateCall(&call{w: w, r: r, ep: ep, policy: g.policies[ep.Name], actor: actor, start: start})
+}
+
+// coordinateCall runs the protocol for c.
+func (g *Gateway) coordinateCall(c *call) {
+	w, r, ep, actor, start := c.w, c.r, c.ep, c.actor, c.start
 	// Once the coordinator has the request it carries it through to a
 	// recorded outcome even if the client hangs up: a claim or a result
 	// abandoned half-way would hold the key for a whole lease.
@@ -103,6 +110,7 @@ func (g *Gateway) coordinate(w http.ResponseWriter, r *http.Request, ep *config.
 		req.Token, err = g.claimToken(sctx, c, stale)
 		cancel()
 		if errors.Is(err, errRouted) {
+			c.shadow.markRelay()
 			return
 		}
 		if errors.Is(err, errNotOwner) {
@@ -161,8 +169,12 @@ func (g *Gateway) regionUnavailable(c *call, err error) {
 func (g *Gateway) decide(ctx context.Context, c *call, req crdb.ClaimRequest, claim crdb.Claim) (again bool) {
 	rec := claim.Record
 	opID := rec.OperationID.String()
+	advertiseRetention(c.w, rec)
 	if c.policy.Async && claim.Outcome == crdb.Unresolved && g.resolve(ctx, c, req.Token, rec) {
 		return true
+	}
+	if (claim.Outcome == crdb.Replayed || claim.Outcome == crdb.InFlight) && g.limited(c) {
+		return false
 	}
 	if c.policy.Async && (claim.Outcome == crdb.Replayed || claim.Outcome == crdb.InFlight || claim.Outcome == crdb.Unresolved) {
 		// A retry of an async request gets the same task, whatever its state.

@@ -130,6 +130,10 @@ type Gateway struct {
 	// the upstream answers them for the gateway only, so they are never
 	// proxied for a client.
 	internal []string
+	// limits are the per-actor limits (limit.go); shadowed counts shadow
+	// mode's decisions (shadow.go).
+	limits   *limiter
+	shadowed *shadowMetrics
 }
 
 // New builds a Gateway.
@@ -157,6 +161,10 @@ func New(cfg Config) (*Gateway, error) {
 	if err != nil {
 		return nil, err
 	}
+	shadowed, err := newShadowMetrics(cfg.Meter)
+	if err != nil {
+		return nil, err
+	}
 	routes, err := newRouting(&cfg)
 	if err != nil {
 		return nil, err
@@ -164,7 +172,8 @@ func New(cfg Config) (*Gateway, error) {
 	cfg.Clock = clock.Or(cfg.Clock)
 	g := &Gateway{cfg: cfg, router: router, policies: map[string]idempotency.Policy{}, metrics: m,
 		log: cfg.Logger, fences: newFenceCache(cfg.Store, cfg.Shards, cfg.Region), routes: routes, clock: cfg.Clock,
-		durations: map[string]*durationEstimate{}}
+		durations: map[string]*durationEstimate{}, shadowed: shadowed}
+	g.limits = newLimiter(g.clock, cfg.Endpoints)
 	for _, ep := range cfg.Endpoints {
 		g.policies[ep.Name] = ep.Policy()
 		g.durations[ep.Name] = &durationEstimate{}
@@ -249,6 +258,10 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	if authErr != nil {
 		g.unauthorized(w, r, ep.Name, start)
+		return
+	}
+	if ep.Shadow() {
+		g.shadow(w, r, ep, p.Scope(), start)
 		return
 	}
 	g.coordinate(w, r, ep, p.Scope(), start)
