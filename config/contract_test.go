@@ -1,0 +1,61 @@
+package config
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestContractFieldsAreValidatedByName(t *testing.T) {
+	tests := []struct {
+		name, fields string
+		want         []string
+	}{
+		{"defaults", "", nil},
+		{"shadow with a limit", "mode: shadow, limit: {rate: 10/s, burst: 20}", nil},
+		{"rate per 30s", "limit: {rate: 5/30s}", nil},
+		{"unknown mode", "mode: watch", []string{`endpoints[0].mode: must be "enforce" or "shadow", got "watch"`}},
+		{"shadow async", "mode: shadow, async: true",
+			[]string{"endpoints[0].mode: shadow is for synchronous endpoints; async endpoints depend on the gateway's 202"}},
+		{"rate without unit", "limit: {rate: \"10\"}",
+			[]string{`endpoints[0].limit.rate: "10": want N/unit, such as 10/s or 600/m`}},
+		{"zero rate", "limit: {rate: 0/s}",
+			[]string{`endpoints[0].limit.rate: "0/s": the count must be a positive number`}},
+		{"bad unit", "limit: {rate: 10/week}",
+			[]string{`endpoints[0].limit.rate: "10/week": the unit must be a positive duration (s, m, 30s)`}},
+		{"burst alone", "limit: {burst: 5}", []string{"endpoints[0].limit.rate: required with limit.burst"}},
+		{"negative burst", "limit: {rate: 1/s, burst: -1}", []string{"endpoints[0].limit.burst: must be positive, got -1"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			data := minimal
+			if tt.fields != "" {
+				data = strings.Replace(minimal, "path: /v1/payments}", "path: /v1/payments, "+tt.fields+"}", 1)
+			}
+			_, err := Parse([]byte(data))
+			var got []string
+			for _, fe := range fieldErrors(t, err) {
+				got = append(got, fe.Path+": "+fe.Reason)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("errors mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestLimitRateIsTokensPerSecond(t *testing.T) {
+	tests := []struct {
+		rate string
+		want float64
+	}{
+		{"10/s", 10}, {"600/m", 10}, {"5/30s", 5.0 / 30}, {"1/h", 1.0 / 3600}, {"2.5/s", 2.5},
+	}
+	for _, tt := range tests {
+		got, err := Limit{Rate: tt.rate}.PerSecond()
+		if err != nil || got != tt.want {
+			t.Errorf("PerSecond(%q) = %v, %v; want %v", tt.rate, got, err, tt.want)
+		}
+	}
+}
