@@ -66,7 +66,7 @@ func TestEndpointBodyValidated(t *testing.T) {
 	for _, fe := range fes {
 		got = append(got, fe.Path+": "+fe.Reason)
 	}
-	want := []string{`endpoints[0].body: must be "json" or "any", got "xml"`}
+	want := []string{`endpoints[0].body: must be "json", "any" or "multipart", got "xml"`}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("errors mismatch (-want +got):\n%s", diff)
 	}

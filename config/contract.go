@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"mime"
 	"strconv"
 	"strings"
 	"time"
@@ -96,4 +97,18 @@ func (e Endpoint) checkContract(p *problems, at string) {
 	} else if e.Limit.Burst != 0 {
 		p.add(at+".limit.rate", "required with limit.burst")
 	}
+}
+
+// BodyMultipart takes multipart/form-data bodies (Content-Type
+// multipart/form-data with a boundary), fingerprinted part by part: parts
+// in field-name order, each field by its name and value, each file by its
+// field name, file name, declared Content-Type and the SHA-256 of its
+// content. A non-empty body of another media type is refused with 415.
+const BodyMultipart BodyType = "multipart"
+
+// IsMultipartForm reports whether contentType is multipart/form-data with
+// a boundary parameter.
+func IsMultipartForm(contentType string) bool {
+	mt, params, err := mime.ParseMediaType(contentType)
+	return err == nil && mt == "multipart/form-data" && params["boundary"] != ""
 }

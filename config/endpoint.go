@@ -69,7 +69,8 @@ type Endpoint struct {
 	// UpstreamTimeout bounds the upstream call; a timeout makes the outcome
 	// unknown. Default Defaults.UpstreamTimeout.
 	UpstreamTimeout time.Duration `yaml:"upstream_timeout"`
-	// Body is the media type of the request body, "json" or "any".
+	// Body is the media type of the request body, "json", "any" or
+	// "multipart" (BodyMultipart).
 	// Default "json" for POST, PUT and PATCH, "any" otherwise; see
 	// DeclaredBody.
 	Body BodyType `yaml:"body"`
@@ -136,7 +137,15 @@ func (e Endpoint) DeclaredBody() BodyType {
 // Content-Type value contentType may go to the endpoint. An empty body is
 // always accepted: it has no media type to check.
 func (e Endpoint) AcceptsBody(contentType string, n int) bool {
-	return n == 0 || e.DeclaredBody() != BodyJSON || idempotency.IsJSONMediaType(contentType)
+	switch {
+	case n == 0:
+		return true
+	case e.DeclaredBody() == BodyJSON:
+		return idempotency.IsJSONMediaType(contentType)
+	case e.DeclaredBody() == BodyMultipart:
+		return IsMultipartForm(contentType)
+	}
+	return true
 }
 
 // Policy returns the protocol policy of the endpoint, starting from

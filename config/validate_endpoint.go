@@ -64,8 +64,8 @@ func (e Endpoint) check(p *problems, at string, d Defaults) ([]segment, error) {
 	if e.Key != KeyRequired && e.Key != KeyOptional {
 		p.add(at+".key", "must be %q or %q, got %q", KeyRequired, KeyOptional, e.Key)
 	}
-	if e.Body != "" && e.Body != BodyJSON && e.Body != BodyAny {
-		p.add(at+".body", "must be %q or %q, got %q", BodyJSON, BodyAny, e.Body)
+	if e.Body != "" && e.Body != BodyJSON && e.Body != BodyAny && e.Body != BodyMultipart {
+		p.add(at+".body", "must be %q, %q or %q, got %q", BodyJSON, BodyAny, BodyMultipart, e.Body)
 	}
 	e.checkContract(p, at)
 	positive(p, at+".ttl", e.TTL)

@@ -3,6 +3,8 @@ package gateway
 import (
 	"net/http"
 	"time"
+
+	"github.com/idemcoord/idemcoord/config"
 )
 
 // fingerprintBusyRetryAfter is the Retry-After of a 503 for want of
@@ -13,15 +15,19 @@ const fingerprintBusyRetryAfter = time.Second
 // endpoint declares. Nothing was claimed.
 func (g *Gateway) unsupportedMediaType(c *call) {
 	// RFC 9110 15.5.16 asks to say what would have been accepted.
+	accept, detail := "application/json", "this endpoint takes a JSON body with Content-Type application/json (curl --json)"
+	if c.ep.DeclaredBody() == config.BodyMultipart {
+		accept, detail = "multipart/form-data", "this endpoint takes a multipart/form-data body with a boundary (curl -F)"
+	}
 	switch c.r.Method {
 	case http.MethodPost:
-		c.w.Header().Set("Accept-Post", "application/json")
+		c.w.Header().Set("Accept-Post", accept)
 	case http.MethodPatch:
-		c.w.Header().Set("Accept-Patch", "application/json")
+		c.w.Header().Set("Accept-Patch", accept)
 	}
 	g.refuse(c, "unsupported_media_type", problem{Type: "unsupported-media-type",
 		Title:  "request body is not of the endpoint's media type",
-		Detail: "this endpoint takes a JSON body with Content-Type application/json (curl --json)",
+		Detail: detail,
 		Status: http.StatusUnsupportedMediaType, NewKeySafe: true})
 }
 

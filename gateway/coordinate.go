@@ -267,8 +267,22 @@ func (g *Gateway) fingerprint(c *call, version int) (idempotency.Fingerprint, er
 	if version != 0 && version != idempotency.FingerprintV1 {
 		return idempotency.Fingerprint{}, errors.New("unknown fingerprint version")
 	}
-	return idempotency.ComputeFingerprint(idempotency.Request{Method: c.r.Method, Path: c.r.URL.Path,
-		Query: c.r.URL.RawQuery, ContentType: c.r.Header.Get("Content-Type"), Body: c.body}, c.policy.Fingerprint)
+	req := idempotency.Request{Method: c.r.Method, Path: c.r.URL.Path,
+		Query: c.r.URL.RawQuery, ContentType: c.r.Header.Get("Content-Type"), Body: c.body}
+	if c.ep.DeclaredBody() == config.BodyMultipart && len(c.body) > 0 {
+		canon, err := canonicalMultipart(req.ContentType, c.body)
+		if err != nil {
+			return idempotency.Fingerprint{}, err
+		}
+		req.ContentType, req.Body = multipartMediaType, canon
+		// The body's cap was checked before reading; the form, a few
+		// dozen bytes a part, may come out a little longer than a body of
+		// many tiny parts.
+		opts := c.policy.Fingerprint
+		opts.MaxBytes = max(opts.MaxBytes, int64(len(canon)))
+		return idempotency.ComputeFingerprint(req, opts)
+	}
+	return idempotency.ComputeFingerprint(req, c.policy.Fingerprint)
 }
 
 // storeDown answers 503: nothing was claimed, so nothing was sent upstream.

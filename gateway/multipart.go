@@ -1,0 +1,112 @@
+package gateway
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"mime/multipart"
+	"sort"
+)
+
+// multipartMediaType is the media type the canonical form of a multipart
+// body is fingerprinted under: the boundary, which clients pick at random
+// per request, is never part of the intent.
+const multipartMediaType = "multipart/form-data"
+
+// errMultipartMalformed marks a multipart body that cannot be
+// fingerprinted part by part.
+var errMultipartMalformed = errors.New("gateway: malformed multipart/form-data body")
+
+// formPart is one part of a multipart/form-data body as it is compared.
+type formPart struct {
+	name string
+	// file is set for a part with a file name.
+	file     bool
+	fileName string
+	// contentType is the part's declared Content-Type, normalised.
+	contentType string
+	sum         [sha256.Size]byte
+}
+
+// canonicalMultipart returns the canonical form of a multipart/form-data
+// body: its parts ordered by field name (parts of one name keep the order
+// they were sent in, which may carry meaning: tags[]=a, tags[]=b), each
+// written as its kind, field name, file name and declared Content-Type (for
+// a file), and the SHA-256 of its bytes as sent. Two bodies with the same
+// parts in another order, or another boundary, have the same form; one
+// changed byte in any part changes it. body is already within the
+// endpoint's cap; each part is hashed as it is read, never copied.
+func canonicalMultipart(contentType string, body []byte) ([]byte, error) {
+	_, params, err := mime.ParseMediaType(contentType)
+	if err != nil || params["boundary"] == "" {
+		return nil, fmt.Errorf("%w: no boundary in the Content-Type", errMultipartMalformed)
+	}
+	mr := multipart.NewReader(bytes.NewReader(body), params["boundary"])
+	var parts []formPart
+	for {
+		// NextRawPart: the bytes as sent, with no transfer decoding, so
+		// the fingerprint compares what the upstream receives.
+		p, err := mr.NextRawPart()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", errMultipartMalformed, err)
+		}
+		fp, err := readPart(p)
+		p.Close()
+		if err != nil {
+			return nil, err
+		}
+		parts = append(parts, fp)
+	}
+	sort.SliceStable(parts, func(i, j int) bool { return parts[i].name < parts[j].name })
+	var out bytes.Buffer
+	for _, p := range parts {
+		kind := []byte("field")
+		if p.file {
+			kind = []byte("file")
+		}
+		frame(&out, kind, []byte(p.name), []byte(p.fileName), []byte(p.contentType), p.sum[:])
+	}
+	return out.Bytes(), nil
+}
+
+// readPart hashes one part. A part without a form-data field name is
+// refused: servers disagree on what it means.
+func readPart(p *multipart.Part) (formPart, error) {
+	disp, dparams, err := mime.ParseMediaType(p.Header.Get("Content-Disposition"))
+	if err != nil || disp != "form-data" || dparams["name"] == "" {
+		return formPart{}, fmt.Errorf("%w: a part has no form-data field name", errMultipartMalformed)
+	}
+	fileName, isFile := dparams["filename"]
+	fp := formPart{name: dparams["name"], file: isFile, fileName: fileName}
+	if ct := p.Header.Get("Content-Type"); ct != "" {
+		mt, params, err := mime.ParseMediaType(ct)
+		if err != nil {
+			return formPart{}, fmt.Errorf("%w: a part's Content-Type does not parse", errMultipartMalformed)
+		}
+		fp.contentType = mime.FormatMediaType(mt, params)
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, p); err != nil {
+		return formPart{}, fmt.Errorf("%w: %v", errMultipartMalformed, err)
+	}
+	h.Sum(fp.sum[:0])
+	return fp, nil
+}
+
+// frame appends each field preceded by its length, so no bytes can move
+// from one field to the next and keep the form.
+func frame(out *bytes.Buffer, fields ...[]byte) {
+	for _, f := range fields {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(f)))
+		out.Write(n[:])
+		out.Write(f)
+	}
+}
