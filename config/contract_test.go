@@ -59,3 +59,38 @@ func TestLimitRateIsTokensPerSecond(t *testing.T) {
 		}
 	}
 }
+
+func TestSecretsConfigIsValidatedByName(t *testing.T) {
+	t.Setenv("SECRETS_TEST_KEY", "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=")
+	t.Setenv("SECRETS_SHORT_KEY", "AAAA")
+	tests := []struct {
+		name, fields string
+		want         []string
+	}{
+		{"redact", "secrets: {mode: redact, fields: [/api_key]}", nil},
+		{"encrypt", "secrets: {mode: encrypt, fields: [/a, /b~1c], keys: [{id: k1, env: SECRETS_TEST_KEY}]}", nil},
+		{"no mode", "secrets: {fields: [/a]}", []string{`endpoints[0].secrets.mode: must be "redact" or "encrypt", got ""`}},
+		{"no fields", "secrets: {mode: redact}", []string{"endpoints[0].secrets.fields: at least one JSON pointer is required"}},
+		{"bad pointer", "secrets: {mode: redact, fields: [a]}", []string{`endpoints[0].secrets.fields[0]: "a": a JSON pointer starts with /`}},
+		{"encrypt without keys", "secrets: {mode: encrypt, fields: [/a]}", []string{"endpoints[0].secrets.keys: at least one key is required to encrypt"}},
+		{"short key", "secrets: {mode: encrypt, fields: [/a], keys: [{id: k1, env: SECRETS_SHORT_KEY}]}",
+			[]string{"endpoints[0].secrets.keys[0]: the key must be 32 bytes in standard base64"}},
+		{"unset env", "secrets: {mode: encrypt, fields: [/a], keys: [{id: k1, env: SECRETS_UNSET_KEY}]}",
+			[]string{"endpoints[0].secrets.keys[0]: environment variable SECRETS_UNSET_KEY is unset or empty"}},
+		{"duplicate id", "secrets: {mode: encrypt, fields: [/a], keys: [{id: k1, env: SECRETS_TEST_KEY}, {id: k1, env: SECRETS_TEST_KEY}]}",
+			[]string{`endpoints[0].secrets.keys[1].id: "k1" is already used by keys[0]`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			data := strings.Replace(minimal, "path: /v1/payments}", "path: /v1/payments, "+tt.fields+"}", 1)
+			_, err := Parse([]byte(data))
+			var got []string
+			for _, fe := range fieldErrors(t, err) {
+				got = append(got, fe.Path+": "+fe.Reason)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("errors mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -107,6 +107,8 @@ type Endpoint struct {
 	Mode Mode `yaml:"mode"`
 	// Limit caps replays and in-progress hits per actor; see contract.go.
 	Limit Limit `yaml:"limit"`
+	// Secrets are response fields never stored in clear; see secrets.go.
+	Secrets Secrets `yaml:"secrets"`
 }
 
 // Fingerprint configures idempotency.FingerprintOptions.

@@ -68,6 +68,7 @@ func (e Endpoint) check(p *problems, at string, d Defaults) ([]segment, error) {
 		p.add(at+".body", "must be %q, %q or %q, got %q", BodyJSON, BodyAny, BodyMultipart, e.Body)
 	}
 	e.checkContract(p, at)
+	e.checkSecrets(p, at)
 	positive(p, at+".ttl", e.TTL)
 	positive(p, at+".lease", e.Lease)
 	positive(p, at+".upstream_timeout", e.UpstreamTimeout)

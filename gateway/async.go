@@ -164,6 +164,11 @@ func (g *Gateway) operation(w http.ResponseWriter, r *http.Request) {
 			Status: http.StatusServiceUnavailable}, storeRetryAfter)
 		return
 	}
+	if rec, err = g.revealRecord(nil, p.Scope(), rec); err != nil {
+		writeProblem(w, problem{Type: "secret-unavailable", Title: "the stored answer holds a secret this instance cannot open",
+			Status: http.StatusInternalServerError, OperationID: rec.OperationID.String()}, 0)
+		return
+	}
 	v := operationView{OperationID: rec.OperationID.String(), State: string(rec.State), Attempts: rec.Attempts,
 		CreatedAt: rec.CreatedAt, UpdatedAt: rec.UpdatedAt, Error: rec.ErrorSummary}
 	if rec.Snapshot.Status != 0 {

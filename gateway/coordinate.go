@@ -184,6 +184,11 @@ func (g *Gateway) decide(ctx context.Context, c *call, req crdb.ClaimRequest, cl
 	}
 	switch claim.Outcome {
 	case crdb.Replayed:
+		rec, err := g.revealRecord(c.w, c.actor, rec)
+		if err != nil {
+			g.secretUnavailable(c, err)
+			return false
+		}
 		g.metrics.request(ctx, c.ep.Name, "replay", c.start)
 		writeSnapshot(c.w, rec, true)
 	case crdb.Mismatch:
@@ -230,7 +235,7 @@ func (g *Gateway) result(c *call, a Answer) crdb.Result {
 	state := c.policy.Classify(a.Status)
 	res := crdb.Result{State: state}
 	if state == idempotency.Completed || state == idempotency.TerminalFailure {
-		res.Snapshot = snapshot(c.policy, a)
+		res.Snapshot = g.sealSnapshot(c, snapshot(c.policy, a))
 	} else {
 		res.ErrorSummary = http.StatusText(a.Status)
 	}

@@ -134,6 +134,9 @@ type Gateway struct {
 	// mode's decisions (shadow.go).
 	limits   *limiter
 	shadowed *shadowMetrics
+	// secrets keep secret response fields out of stored snapshots
+	// (secrets.go), by endpoint name.
+	secrets map[string]*sealer
 }
 
 // New builds a Gateway.
@@ -174,6 +177,9 @@ func New(cfg Config) (*Gateway, error) {
 		log: cfg.Logger, fences: newFenceCache(cfg.Store, cfg.Shards, cfg.Region), routes: routes, clock: cfg.Clock,
 		durations: map[string]*durationEstimate{}, shadowed: shadowed}
 	g.limits = newLimiter(g.clock, cfg.Endpoints)
+	if g.secrets, err = newSealers(cfg.Endpoints); err != nil {
+		return nil, err
+	}
 	for _, ep := range cfg.Endpoints {
 		g.policies[ep.Name] = ep.Policy()
 		g.durations[ep.Name] = &durationEstimate{}
