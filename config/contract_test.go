@@ -94,3 +94,33 @@ func TestSecretsConfigIsValidatedByName(t *testing.T) {
 		})
 	}
 }
+
+func TestReplayConfigIsValidatedByName(t *testing.T) {
+	tests := []struct {
+		name, fields string
+		want         []string
+	}{
+		{"reference", `replay: {mode: reference, resource_path: "/v1/payments/{resource_id}", keep: [/id, /amount]}`, nil},
+		{"snapshot keep", "replay: {keep: [/id]}", nil},
+		{"unknown mode", "replay: {mode: live}", []string{`endpoints[0].replay.mode: must be "snapshot" or "reference", got "live"`}},
+		{"reference without path", "replay: {mode: reference}",
+			[]string{`endpoints[0].replay.resource_path: required for mode "reference": the upstream path of the resource, with {resource_id}`}},
+		{"path without id", "replay: {mode: reference, resource_path: /v1/payments}",
+			[]string{`endpoints[0].replay.resource_path: "/v1/payments" must start with / and contain {resource_id} once`}},
+		{"path on snapshot", `replay: {resource_path: "/v1/p/{resource_id}"}`, []string{`endpoints[0].replay.resource_path: only for mode "reference"`}},
+		{"bad keep", "replay: {keep: [id]}", []string{`endpoints[0].replay.keep[0]: "id": a JSON pointer starts with /`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			data := strings.Replace(minimal, "path: /v1/payments}", "path: /v1/payments, "+tt.fields+"}", 1)
+			_, err := Parse([]byte(data))
+			var got []string
+			for _, fe := range fieldErrors(t, err) {
+				got = append(got, fe.Path+": "+fe.Reason)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("errors mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -109,6 +109,8 @@ type Endpoint struct {
 	Limit Limit `yaml:"limit"`
 	// Secrets are response fields never stored in clear; see secrets.go.
 	Secrets Secrets `yaml:"secrets"`
+	// Replay is "snapshot" (default) or "reference"; see replay.go.
+	Replay Replay `yaml:"replay"`
 }
 
 // Fingerprint configures idempotency.FingerprintOptions.

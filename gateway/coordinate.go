@@ -184,6 +184,11 @@ func (g *Gateway) decide(ctx context.Context, c *call, req crdb.ClaimRequest, cl
 	}
 	switch claim.Outcome {
 	case crdb.Replayed:
+		if c.ep.Replay.Reference() && c.shadow == nil && rec.Snapshot.ResourceID != "" &&
+			rec.State == idempotency.Completed && !rec.Purged {
+			g.replayReference(ctx, c, rec)
+			return false
+		}
 		rec, err := g.revealRecord(c.w, c.actor, rec)
 		if err != nil {
 			g.secretUnavailable(c, err)
@@ -235,7 +240,7 @@ func (g *Gateway) result(c *call, a Answer) crdb.Result {
 	state := c.policy.Classify(a.Status)
 	res := crdb.Result{State: state}
 	if state == idempotency.Completed || state == idempotency.TerminalFailure {
-		res.Snapshot = g.sealSnapshot(c, snapshot(c.policy, a))
+		res.Snapshot = g.storedSnapshot(c, a)
 	} else {
 		res.ErrorSummary = http.StatusText(a.Status)
 	}
