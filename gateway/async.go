@@ -182,6 +182,7 @@ func (g *Gateway) operation(w http.ResponseWriter, r *http.Request) {
 		v.Response = rv
 		v.Status = rec.Snapshot.Status
 	}
+	advertiseRetention(w, rec)
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	json.NewEncoder(w).Encode(v)

@@ -51,6 +51,14 @@ func TestEveryCoordinatedAnswerSaysUntilWhenTheKeyIsHonoured(t *testing.T) {
 	}
 
 	want := rec.ExpiresAt.UTC().Truncate(time.Second)
+	r, err := http.NewRequest(http.MethodGet, srv.URL+"/v1/operations/"+rec.OperationID.String(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Header.Set("Authorization", alice)
+	if status, h, _ := do(t, r); status != http.StatusOK || !expires(t, h).Equal(want) {
+		t.Fatalf("operation status: %d, advertised %v, want %v", status, h.Get(gateway.HeaderKeyExpires), want)
+	}
 	cases := []struct {
 		name, body string
 		status     int
