@@ -15,10 +15,9 @@ const HeaderKeyExpires = "Idempotency-Key-Expires"
 
 // advertiseRetention sets HeaderKeyExpires from rec, the record the claim
 // decided on. On a replay or a refusal it is the record's expires_at. On a
-// first run or a takeover it is the expires_at the claim read; finishing
-// the run only moves expires_at later (to the finish time plus the TTL), so
-// the date is a promise the gateway keeps, short of the final one by at
-// most the run's duration.
+// first run or a takeover it is the expires_at the claim read or set;
+// recording the result only ever moves expires_at later (GREATEST in the
+// store's finish), so the date is a promise the gateway keeps.
 func advertiseRetention(w http.ResponseWriter, rec crdb.Record) {
 	if rec.ExpiresAt.IsZero() {
 		return

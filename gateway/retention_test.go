@@ -39,8 +39,8 @@ func TestEveryCoordinatedAnswerSaysUntilWhenTheKeyIsHonoured(t *testing.T) {
 		t.Fatalf("first run: %d", status)
 	}
 	first := expires(t, h)
-	if first.Before(before.Add(2*time.Hour-time.Second)) || first.After(time.Now().Add(2*time.Hour)) {
-		t.Fatalf("first run advertises %v; want about now + ttl 2h", first)
+	if first.Before(before.Add(2 * time.Hour)) {
+		t.Fatalf("first run advertises %v; want at least now + ttl 2h (%v)", first, before.Add(2*time.Hour))
 	}
 	rec, err := s.Lookup(context.Background(), "t/alice", uuid.MustParse(h.Get(gateway.HeaderOperationID)))
 	if err != nil {
