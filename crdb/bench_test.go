@@ -47,6 +47,7 @@ func newBenchEnv(b testing.TB, filler int) *benchEnv {
 		b.Fatal(err)
 	}
 	b.Cleanup(s.Close)
+	bootstrap(b, s)
 	_, err = s.Pool().Exec(context.Background(), `
 		CREATE TABLE payments (id UUID PRIMARY KEY, operation_id UUID NOT NULL UNIQUE, amount TEXT NOT NULL);`)
 	if err != nil {

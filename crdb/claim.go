@@ -98,12 +98,53 @@ type Lease struct {
 }
 
 // readSQL reads a key's record and the decision time: the read-first path.
+// Every query on records names shard first, the head of CockroachDB's
+// primary key (see migrations/cockroach), so it is a local point lookup.
 const readSQL = `SELECT COALESCE($1::TIMESTAMPTZ, now()), ` + recordCols + ` FROM idempotency_records
-	WHERE actor_scope = $2 AND endpoint = $3 AND key_hash = $4`
+	WHERE shard = $5 AND actor_scope = $2 AND endpoint = $3 AND key_hash = $4`
 
-// claimSQL calls idem_claim (migrations/portable/0002_claim_function.sql):
-// the record found, or the record this call inserted, or nothing.
-const claimSQL = `SELECT COALESCE($1::TIMESTAMPTZ, now()), ` + recordCols + ` FROM idem_claim($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`
+// claimSQL is the claim: one portable statement (a data-modifying CTE),
+// one round trip, one serializable transaction, on PostgreSQL and on
+// CockroachDB (whose PL/pgSQL lacks FOUND and, before v25.2, set-returning
+// RETURN QUERY, so no function is used). It returns the record found, or
+// the record this statement inserted, or no row (the fence refused, or a
+// racer's insert is not visible to this snapshot).
+//
+//   - found reads the key's record.
+//   - claimed inserts only when found is empty (a one-time filter: a replay
+//     never touches the fence) and the shard's fence row, locked FOR SHARE,
+//     holds the caller's epoch and is owned by the caller's region. An
+//     unowned shard (owner '') admits nobody. The lock makes a concurrent
+//     epoch bump (MoveFence) wait for this claim, or this claim fail with a
+//     serialization error.
+//   - ON CONFLICT DO NOTHING names no target, so it matches the primary key
+//     on both layouts: (actor_scope, endpoint, key_hash) on PostgreSQL,
+//     (shard, actor_scope, endpoint, key_hash) on CockroachDB, equivalent
+//     because shard is a function of actor_scope. On PostgreSQL
+//     SERIALIZABLE a conflict with a row committed after the snapshot
+//     raises 40001 instead of returning nothing: exec1 retries, and the
+//     retry's found sees the row.
+//
+// The caller recognises its own insert by lease_owner, unique per claim
+// attempt: that is also how an ambiguous commit is resolved.
+const claimSQL = `WITH found AS (
+	SELECT ` + recordCols + ` FROM idempotency_records
+	WHERE shard = $5 AND actor_scope = $2 AND endpoint = $3 AND key_hash = $4
+), claimed AS (
+	INSERT INTO idempotency_records (actor_scope, endpoint, key_hash, operation_id, fingerprint,
+		fingerprint_version, state, version, lease_owner, lease_expires_at, attempts, last_stage, shard,
+		epoch, created_at, updated_at, expires_at)
+	SELECT $2, $3, $4, $7, $8, $9, $10, 1, $11, f.t + $12::INT8 * INTERVAL '1 millisecond', 1, '', $5, $6,
+		f.t, f.t, f.t + $13::INT8 * INTERVAL '1 millisecond'
+	FROM (SELECT COALESCE($1::TIMESTAMPTZ, now()) AS t, epoch, owner_region FROM shard_fences
+		WHERE shard = $5 FOR SHARE) AS f
+	WHERE f.epoch = $6 AND f.owner_region = $14 AND f.owner_region <> '' AND NOT EXISTS (SELECT 1 FROM found)
+	ON CONFLICT DO NOTHING
+	RETURNING ` + recordCols + `
+)
+SELECT COALESCE($1::TIMESTAMPTZ, now()), ` + recordCols + ` FROM found
+UNION ALL
+SELECT COALESCE($1::TIMESTAMPTZ, now()), ` + recordCols + ` FROM claimed`
 
 // Begin claims a key, or reports why the caller may not run it: one
 // statement that reads the key's record and, only if there is none, locks
@@ -194,7 +235,8 @@ type querier interface {
 // readRow reads the key's record with a plain point select.
 func (s *Store) readRow(ctx context.Context, req ClaimRequest, rec *Record, now *time.Time) (bool, error) {
 	keyHash := req.Scope.Key.Hash()
-	err := scanRecord(s.pool.QueryRow(ctx, readSQL, s.now(), req.Scope.Actor, req.Scope.Endpoint, keyHash[:]), rec, now)
+	err := scanRecord(s.pool.QueryRow(ctx, readSQL, s.now(), req.Scope.Actor, req.Scope.Endpoint, keyHash[:],
+		req.Token.Shard), rec, now)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
 	}
@@ -298,7 +340,7 @@ func newLease(rec Record, req ClaimRequest) *Lease {
 }
 
 // checkFence returns *fencing.StaleEpochError unless the shard admits the
-// token (same epoch, owned by the token's region or unassigned).
+// token (same epoch, owned by the token's region; see fencing.Token.Admits).
 func (s *Store) checkFence(ctx context.Context, q querier, tok fencing.Token) error {
 	var (
 		epoch int64
@@ -323,8 +365,8 @@ func nonce() string {
 	return hex.EncodeToString(b[:])
 }
 
-// Fence returns a shard's current epoch and owner region ("" when
-// unassigned) from the fence table. Callers cache it as a hint; every write
+// Fence returns a shard's current epoch and owner region ("" when not
+// bootstrapped: such a shard admits nobody) from the fence table. Callers cache it as a hint; every write
 // checks it again.
 func (s *Store) Fence(ctx context.Context, shard int) (epoch int64, owner string, err error) {
 	err = s.pool.QueryRow(ctx, `SELECT epoch, owner_region FROM shard_fences WHERE shard = $1`, shard).Scan(&epoch, &owner)

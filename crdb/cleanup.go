@@ -26,8 +26,8 @@ func (s *Store) Cleanup(ctx context.Context, batch int) (int, error) {
 	var n int64
 	err := s.exec1(ctx, "cleanup", func(ctx context.Context) error {
 		tag, err := s.pool.Exec(ctx, `DELETE FROM idempotency_records
-			WHERE (actor_scope, endpoint, key_hash) IN (
-				SELECT actor_scope, endpoint, key_hash FROM idempotency_records
+			WHERE (shard, actor_scope, endpoint, key_hash) IN (
+				SELECT shard, actor_scope, endpoint, key_hash FROM idempotency_records
 				WHERE expires_at <= COALESCE($1::TIMESTAMPTZ, now())
 					AND state IN ('COMPLETED', 'TERMINAL_FAILURE', 'RETRYABLE_FAILURE')
 				ORDER BY expires_at LIMIT $2)`, s.now(), batch)
