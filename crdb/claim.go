@@ -114,7 +114,7 @@ const readSQL = `SELECT COALESCE($1::TIMESTAMPTZ, now()), ` + recordCols + ` FRO
 //   - claimed inserts only when found is empty (a one-time filter: a replay
 //     never touches the fence) and the shard's fence row, locked FOR SHARE,
 //     holds the caller's epoch and is owned by the caller's region. An
-//     unowned shard (owner '') admits nobody. The lock makes a concurrent
+//     unowned shard (an empty owner) admits nobody. The lock makes a concurrent
 //     epoch bump (MoveFence) wait for this claim, or this claim fail with a
 //     serialization error.
 //   - ON CONFLICT DO NOTHING names no target, so it matches the primary key
