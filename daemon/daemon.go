@@ -25,6 +25,7 @@ import (
 	"github.com/idemcoord/idemcoord/config"
 	"github.com/idemcoord/idemcoord/crdb"
 	"github.com/idemcoord/idemcoord/gateway"
+	"github.com/idemcoord/idemcoord/region"
 )
 
 // LivenessPrefix is where instances keep their liveness keys in etcd:
@@ -85,6 +86,15 @@ func Start(ctx context.Context, cfg *config.Config, opts Options) (d *Daemon, er
 	if err != nil {
 		return nil, err
 	}
+	// Every shard has an owner (its home region) before anything is served;
+	// a store bootstrapped with another shard count refuses to start.
+	topo, err := region.FromConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.store.BootstrapFences(ctx, cfg.Shards, topo.Home); err != nil {
+		return nil, err
+	}
 	authCfg, err := cfg.AuthConfig()
 	if err != nil {
 		return nil, err
@@ -104,7 +114,7 @@ func Start(ctx context.Context, cfg *config.Config, opts Options) (d *Daemon, er
 		}
 	}
 	d.gw, err = gateway.New(gateway.Config{
-		Region: cfg.Region, Worker: cfg.WorkerName(), Store: d.store, Auth: verifier,
+		Region: cfg.Region, Worker: cfg.WorkerName(), Shards: cfg.Shards, Store: d.store, Auth: verifier,
 		Endpoints: cfg.Endpoints, Next: gateway.NewProxy(upstream, opts.Transport), Ready: ready,
 		Logger: log, Meter: meter, Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
 	})

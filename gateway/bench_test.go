@@ -59,7 +59,7 @@ func benchSetup(b *testing.B, dbUpstream bool) (gatewayURL, proxyURL string) {
 	u, _ := url.Parse(upstream.URL)
 	plain := httptest.NewServer(httputil.NewSingleHostReverseProxy(u))
 	b.Cleanup(plain.Close)
-	g, err := gateway.New(gateway.Config{Region: "bench", Worker: "w", Store: store(b, benchClients), Auth: verifier(b),
+	g, err := gateway.New(gateway.Config{Region: "test", Worker: "w", Store: store(b, benchClients), Auth: verifier(b),
 		Endpoints: endpoints(b, benchEndpoint), Next: gateway.NewProxy(u, nil)})
 	if err != nil {
 		b.Fatal(err)

@@ -91,7 +91,7 @@ func TestReviewTakeoverOfUnsentClaimHeldForever(t *testing.T) {
 	}
 	// The claim of a worker that died before it sent the request upstream.
 	c, err := s.Begin(ctx, crdb.ClaimRequest{Scope: reviewScope(t, "alice", "unsent-1"), Fingerprint: fp,
-		Token:  fencing.Token{Shard: fencing.ShardOf("t/alice", fencing.DefaultShards), Epoch: 1},
+		Token:  fencing.Token{Shard: fencing.ShardOf("t/alice", fencing.DefaultShards), Epoch: 1, Region: "test"},
 		Worker: "dead", Lease: time.Second, TTL: time.Hour})
 	if err != nil || c.Outcome != crdb.FirstRun {
 		t.Fatalf("setup claim: %v %v", c.Outcome, err)
@@ -157,7 +157,7 @@ func TestReviewTakeoverResolvePlusExecuteOutlivesLease(t *testing.T) {
 	}
 	// A worker that claimed and died.
 	if c, err := s.Begin(ctx, crdb.ClaimRequest{Scope: reviewScope(t, "alice", "slow-1"), Fingerprint: fp,
-		Token:  fencing.Token{Shard: fencing.ShardOf("t/alice", fencing.DefaultShards), Epoch: 1},
+		Token:  fencing.Token{Shard: fencing.ShardOf("t/alice", fencing.DefaultShards), Epoch: 1, Region: "test"},
 		Worker: "dead", Lease: time.Second, TTL: time.Hour}); err != nil || c.Outcome != crdb.FirstRun {
 		t.Fatalf("setup claim: %v %v", c.Outcome, err)
 	}
