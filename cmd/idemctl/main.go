@@ -1,6 +1,7 @@
 // Command idemctl is the operator's tool for idemcoord.
 //
 //	idemctl dev token --actor NAME    a bearer token for the running dev cluster
+//	idemctl deploy cockroach-sql --config FILE    the CockroachDB layout of a topology
 package main
 
 import (
@@ -27,7 +28,7 @@ func rootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(devCmd(), opCmd(), regionsCmd())
+	root.AddCommand(devCmd(), opCmd(), regionsCmd(), deployCmd())
 	return root
 }
 
