@@ -203,7 +203,8 @@ func firstRunPair(b testing.TB, e *benchEnv) pair {
 func BenchmarkReplay(b *testing.B) { benchReplay(b, false) }
 
 // BenchmarkReplayClaimFirst: the same, pinned to the claim-first path (one
-// PL/pgSQL call per retry): what a retry costs while first runs dominate.
+// claim statement per retry, fence lock included): what a retry costs while
+// first runs dominate.
 func BenchmarkReplayClaimFirst(b *testing.B) { benchReplay(b, true) }
 
 func benchReplay(b *testing.B, claimFirst bool) {
