@@ -1,9 +1,13 @@
 // Command idemctl is the operator's tool for idemcoord.
 //
 //	idemctl dev token --actor NAME    a bearer token for the running dev cluster
-//	idemctl regions                   live instances per region
+//	idemctl regions                   health, live instances and shards per region
+//	idemctl owner --actor T/S         which region owns an actor (shard, epoch, state)
+//	idemctl shards                    the whole ownership map
+//	idemctl move --shard N --to R     a planned, fenced move (audited)
 //	idemctl op get ID                 an operation by id (a read)
 //	idemctl op reconcile|purge|cleanup  repairs, each audited with --operator and --reason
+//	idemctl deploy cockroach-sql --config FILE    the CockroachDB layout of a topology
 //
 // Without --dsn or --etcd, commands use the running dev cluster: the only
 // one, or the one started with --port-base N.
@@ -35,7 +39,7 @@ func rootCmd() *cobra.Command {
 	}
 	root.PersistentFlags().IntVar(&devPortBase, "port-base", 0,
 		"which running dev cluster to use, by its `idemd dev --port-base` (default: the only one running)")
-	root.AddCommand(devCmd(), opCmd(), regionsCmd(), ownerCmd(), shardsCmd(), moveCmd())
+	root.AddCommand(devCmd(), opCmd(), regionsCmd(), ownerCmd(), shardsCmd(), moveCmd(), deployCmd())
 	return root
 }
 
