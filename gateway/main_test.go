@@ -51,11 +51,17 @@ func store(t testing.TB, maxConns int32) *crdb.Store {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.Close)
-	// Every shard belongs to region "test" (an unowned shard admits nobody).
+	bootstrap(t, s)
+	return s
+}
+
+// bootstrap gives every shard of s to region "test" (an unowned shard
+// admits nobody).
+func bootstrap(t testing.TB, s *crdb.Store) {
+	t.Helper()
 	if err := s.BootstrapFences(context.Background(), fencing.DefaultShards, func(int) string { return "test" }); err != nil {
 		t.Fatal(err)
 	}
-	return s
 }
 
 // endpoints parses one coordinated endpoint the way a config file would.
