@@ -86,8 +86,11 @@ func (g *Gateway) coordinate(w http.ResponseWriter, r *http.Request, ep *config.
 	var stale error
 	for round := 0; round < 4; round++ {
 		sctx, cancel := context.WithTimeout(ctx, storeCallTimeout)
-		req.Token, err = g.fences.token(sctx, actor)
+		req.Token, err = g.claimToken(sctx, c, stale)
 		cancel()
+		if errors.Is(err, errRouted) {
+			return
+		}
 		if errors.Is(err, errNotOwner) {
 			g.regionUnavailable(c, err)
 			return

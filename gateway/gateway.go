@@ -19,6 +19,7 @@ import (
 	"github.com/idemcoord/idemcoord/crdb"
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/idempotency"
+	"github.com/idemcoord/idemcoord/region"
 )
 
 // Headers the gateway reads and writes.
@@ -76,6 +77,22 @@ type Config struct {
 	Meter metric.Meter
 	// Metrics, if set, serves /metrics.
 	Metrics http.Handler
+	// Owners, if set, is multi-region mode: the ownership directory's
+	// cache, consulted (no I/O) to send each coordinated request to the
+	// region that owns its actor (route.go). nil is single-region mode.
+	Owners Owners
+	// Topology gives the regions' gateway URLs. Required with Owners; its
+	// local region is Region.
+	Topology *region.Topology
+	// Routing is config.RoutingForward (default: forward once to the owner
+	// and relay its answer) or config.RoutingRedirect (answer 307).
+	Routing string
+	// ForwardTransport carries forwarded requests. Default: a transport of
+	// its own, so a drill can cut one region off.
+	ForwardTransport http.RoundTripper
+	// ForwardTimeout bounds one forwarded request. Default: the endpoint's
+	// upstream timeout plus forwardSlack (5s).
+	ForwardTimeout time.Duration
 }
 
 // Gateway is the coordinating HTTP handler.
@@ -84,6 +101,7 @@ type Gateway struct {
 	router   *config.Router
 	policies map[string]idempotency.Policy
 	fences   *fenceCache
+	routes   *routing
 	metrics  *metrics
 	log      *slog.Logger
 	mux      *http.ServeMux
@@ -118,8 +136,12 @@ func New(cfg Config) (*Gateway, error) {
 	if err != nil {
 		return nil, err
 	}
+	routes, err := newRouting(&cfg)
+	if err != nil {
+		return nil, err
+	}
 	g := &Gateway{cfg: cfg, router: router, policies: map[string]idempotency.Policy{}, metrics: m,
-		log: cfg.Logger, fences: newFenceCache(cfg.Store, cfg.Shards, cfg.Region)}
+		log: cfg.Logger, fences: newFenceCache(cfg.Store, cfg.Shards, cfg.Region), routes: routes}
 	for _, ep := range cfg.Endpoints {
 		g.policies[ep.Name] = ep.Policy()
 		if prefix, _, ok := strings.Cut(ep.ResolvePath, "{"); ok && prefix != "" {
@@ -169,12 +191,15 @@ func (g *Gateway) readyz(w http.ResponseWriter, r *http.Request) {
 // serve authenticates and routes one request.
 func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	// Identity headers are the gateway's to set, never the client's.
+	// Identity headers are the gateway's to set, never the client's. The
+	// hop header is kept aside for routing, which only refuses on it.
+	hop := r.Header.Get(HeaderForwardedFrom)
 	for name := range r.Header {
 		if strings.HasPrefix(http.CanonicalHeaderKey(name), "X-Idempotency-") {
 			r.Header.Del(name)
 		}
 	}
+	r = withForwardedFrom(r, hop)
 	p, authErr := g.cfg.Auth.Verify(r)
 	ep, ok := g.router.Match(r.Method, r.URL.Path)
 	if !ok && g.isInternal(r.URL.Path) {

@@ -1,0 +1,112 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"time"
+)
+
+// forwardSlack is added to the endpoint's upstream timeout to bound a
+// forwarded request by default: it covers the owner's own claim and finish
+// (a few milliseconds each, unless its store is in trouble). Erring short
+// is safe: a forward that times out is a 504, and the client's retry with
+// the same key replays the owner's record or finds it in progress.
+const forwardSlack = 5 * time.Second
+
+// forwardClient is the HTTP client of forwarded requests: its own
+// transport (so a drill can cut one region off without touching the
+// upstream's), never following redirects (the owner's answer is relayed as
+// it is).
+func forwardClient(rt http.RoundTripper) *http.Client {
+	if rt == nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.MaxIdleConnsPerHost = 256
+		rt = t
+	}
+	return &http.Client{Transport: rt,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+// forward sends the call once to the owner region's gateway at target and
+// relays its answer. Method, path, query, body, Authorization and
+// Idempotency-Key go unchanged; HeaderForwardedFrom names this region so
+// the owner never forwards it again. The owner authenticates, claims and
+// answers as for a direct request, so the client sees the same answer.
+//
+// The request is sent at most once. Go's transport resends a request that
+// failed on a reused connection when it deems it replayable, and a request
+// with an Idempotency-Key and a rewindable body is, to it: the body here
+// cannot be rewound (no GetBody), so a resend cannot happen. Nothing is
+// ever executed locally instead: an owner that cannot be reached is a 503,
+// one whose answer was lost after the request may have reached it a 504.
+func (rt *routing) forward(ctx context.Context, g *Gateway, c *call, owner, target string) {
+	timeout := rt.timeout
+	if timeout <= 0 {
+		timeout = c.ep.UpstreamTimeout + forwardSlack
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, c.r.Method, target, nil)
+	if err != nil {
+		rt.unreachable(ctx, g, c, owner, err)
+		return
+	}
+	// Not a *bytes.Reader: NewRequest would add a GetBody, or turn an
+	// empty body into NoBody, and either makes the request replayable.
+	req.Body = io.NopCloser(bytes.NewReader(c.body))
+	req.ContentLength = int64(len(c.body))
+	req.Header = c.r.Header.Clone()
+	for _, h := range hopHeaders {
+		req.Header.Del(h)
+	}
+	req.Header.Del("Expect")
+	req.Header.Set(HeaderForwardedFrom, rt.local)
+	resp, err := rt.client.Do(req)
+	if err != nil {
+		if notSent(err) {
+			rt.unreachable(ctx, g, c, owner, err)
+			return
+		}
+		rt.lost(ctx, g, c, owner, err)
+		return
+	}
+	defer resp.Body.Close()
+	rt.count(ctx, owner, "answered")
+	g.metrics.request(ctx, c.ep.Name, "forwarded", c.start)
+	h := c.w.Header()
+	h.Del(HeaderRegion) // the owner's answer names the region that served it
+	for name, vs := range resp.Header {
+		h[name] = vs
+	}
+	for _, name := range hopHeaders {
+		h.Del(name)
+	}
+	c.w.WriteHeader(resp.StatusCode)
+	if _, err := io.Copy(c.w, resp.Body); err != nil {
+		// The status is out; cut the connection so the client sees a
+		// broken answer rather than a short one it could take as whole.
+		g.log.WarnContext(ctx, "forwarded answer cut short", "to", owner, "endpoint", c.ep.Name, "err", redact(err))
+		panic(http.ErrAbortHandler)
+	}
+}
+
+// unreachable answers 503: the request never reached the owner region.
+func (rt *routing) unreachable(ctx context.Context, g *Gateway, c *call, owner string, err error) {
+	rt.count(ctx, owner, "unreachable")
+	g.log.WarnContext(ctx, "owner region unreachable", "to", owner, "endpoint", c.ep.Name, "err", redact(err))
+	g.refuseWait(c, "region_unreachable", problem{Type: "region-unreachable", Title: "the actor's owner region is unreachable",
+		Detail: "nothing was executed; retry with the same key", Status: http.StatusServiceUnavailable}, ownershipRetryAfter)
+}
+
+// lost answers 504: the request may have reached the owner, which then
+// holds the operation's record; a retry with the same key replays it or
+// finds it in progress.
+func (rt *routing) lost(ctx context.Context, g *Gateway, c *call, owner string, err error) {
+	rt.count(ctx, owner, "answer_lost")
+	g.log.WarnContext(ctx, "owner region's answer lost", "to", owner, "endpoint", c.ep.Name, "key", c.key, "err", redact(err))
+	g.refuseWait(c, "forward_answer_lost", problem{Type: "forward-answer-lost", Title: "the owner region's answer was lost",
+		Detail: "the owner region may have run the request; retry with the same key to get its answer",
+		Status: http.StatusGatewayTimeout}, ownershipRetryAfter)
+}

@@ -1,0 +1,182 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/idemcoord/idemcoord/config"
+	"github.com/idemcoord/idemcoord/fencing"
+	"github.com/idemcoord/idemcoord/region"
+)
+
+// ownershipRetryAfter is the Retry-After of a 503 caused by ownership (a
+// transfer in progress, a cache not loaded yet, two regions' views
+// disagreeing, an owner region unreachable): a transfer completes and a
+// watch catches up within about a second, so a client retrying after one
+// second usually lands in a settled view.
+const ownershipRetryAfter = time.Second
+
+// errRouted means routing answered the request (forwarded, redirected or
+// refused it): coordinate has nothing left to do.
+var errRouted = errors.New("gateway: request answered by routing")
+
+// routing sends coordinated requests to the region that owns their actor.
+// It exists only in multi-region mode (Config.Owners set).
+type routing struct {
+	local    string
+	topo     *region.Topology
+	owners   Owners
+	redirect bool
+	client   *http.Client
+	timeout  time.Duration
+	counter  metric.Int64Counter
+}
+
+// newRouting returns nil in single-region mode (no Owners).
+func newRouting(cfg *Config) (*routing, error) {
+	if cfg.Owners == nil {
+		return nil, nil
+	}
+	if cfg.Topology == nil {
+		return nil, errors.New("gateway: Owners needs a Topology")
+	}
+	if cfg.Region == "" {
+		cfg.Region = cfg.Topology.Local()
+	}
+	if cfg.Region != cfg.Topology.Local() {
+		return nil, fmt.Errorf("gateway: Region %q is not the topology's local region %q", cfg.Region, cfg.Topology.Local())
+	}
+	switch cfg.Routing {
+	case "", config.RoutingForward, config.RoutingRedirect:
+	default:
+		return nil, fmt.Errorf("gateway: Routing must be %q or %q, got %q", config.RoutingForward, config.RoutingRedirect, cfg.Routing)
+	}
+	counter, err := cfg.Meter.Int64Counter("idemcoord.forwarded",
+		metric.WithDescription("Requests for an actor another region owns, by owner region (to) and result: answered, unreachable, answer_lost, redirected, loop_refused."))
+	if err != nil {
+		return nil, err
+	}
+	return &routing{local: cfg.Region, topo: cfg.Topology, owners: cfg.Owners, redirect: cfg.Routing == config.RoutingRedirect,
+		client: forwardClient(cfg.ForwardTransport), timeout: cfg.ForwardTimeout, counter: counter}, nil
+}
+
+// claimToken returns the fencing token under which this region claims the
+// call's key, or errRouted once routing has answered the request. stale is
+// the store's refusal of the previous round's token, nil on the first.
+// Single-region mode keeps the fence cache read from the store.
+func (g *Gateway) claimToken(ctx context.Context, c *call, stale error) (fencing.Token, error) {
+	// Whatever follows is this region's answer, unless a forward relays
+	// the owner's (which names its own region).
+	c.w.Header().Set(HeaderRegion, g.cfg.Region)
+	if g.routes == nil {
+		return g.fences.token(ctx, c.actor)
+	}
+	return g.routes.token(ctx, g, c, stale)
+}
+
+// token decides where the call is served. The directory cache decides the
+// first round with no I/O. After the store refused its epoch, the store's
+// fence (one read) is the authority: another region there means the cache
+// is behind and the call goes to that region; this region at another epoch
+// means a transfer the cache has not seen yet, possibly still FENCING, so
+// nothing is served until the cache catches up.
+func (rt *routing) token(ctx context.Context, g *Gateway, c *call, stale error) (fencing.Token, error) {
+	shard := fencing.ShardOf(c.actor, g.cfg.Shards)
+	if stale != nil {
+		epoch, owner, err := g.cfg.Store.Fence(ctx, shard)
+		if err != nil {
+			return fencing.Token{}, err
+		}
+		if owner == "" || owner == rt.local {
+			rt.moving(g, c, shard, "this region's ownership view is behind the store's fence")
+			return fencing.Token{}, errRouted
+		}
+		rt.elsewhere(ctx, g, c, shard, owner, epoch)
+		return fencing.Token{}, errRouted
+	}
+	owner, epoch, state, ok := rt.owners.Owner(shard)
+	switch {
+	case !ok || (state != ShardActive && state != ShardFencing && state != ShardFailedOver):
+		g.log.WarnContext(ctx, "shard owner unknown", "shard", shard, "state", state)
+		g.refuseWait(c, "ownership_unknown", problem{Type: "ownership-unknown", Title: "the actor's owner region is not known yet",
+			Detail: "nothing was executed; retry with the same key", Status: http.StatusServiceUnavailable}, ownershipRetryAfter)
+		return fencing.Token{}, errRouted
+	case state == ShardFencing:
+		rt.moving(g, c, shard, fmt.Sprintf("shard %d is moving to region %q", shard, owner))
+		return fencing.Token{}, errRouted
+	case owner == rt.local:
+		return fencing.Token{Shard: shard, Epoch: epoch, Region: rt.local}, nil
+	}
+	rt.elsewhere(ctx, g, c, shard, owner, epoch)
+	return fencing.Token{}, errRouted
+}
+
+// moving answers 503: the shard is between owners.
+func (rt *routing) moving(g *Gateway, c *call, shard int, why string) {
+	g.refuseWait(c, "ownership_moving", problem{Type: "ownership-moving", Title: "the actor's ownership is moving between regions",
+		Detail: why + "; nothing was executed; retry with the same key", Status: http.StatusServiceUnavailable}, ownershipRetryAfter)
+}
+
+// elsewhere sends the call to owner, the region this gateway believes owns
+// the shard (at epoch): forwarded once, or redirected. A call that was
+// already forwarded here is refused instead: the forwarder thought this
+// region owned the shard and this region thinks otherwise, so one of the
+// two views is stale, and a second hop could only start a cycle.
+func (rt *routing) elsewhere(ctx context.Context, g *Gateway, c *call, shard int, owner string, epoch int64) {
+	if from := forwardedFrom(c.r.Context()); from != "" {
+		rt.refuseLoop(ctx, g, c, from, shard, owner, epoch)
+		return
+	}
+	base, err := rt.topo.URL(owner)
+	if err != nil {
+		g.log.ErrorContext(ctx, "shard owned by a region outside the topology", "shard", shard, "owner", owner)
+		g.refuseWait(c, "ownership_unknown", problem{Type: "ownership-unknown", Title: "the actor's owner region is not in this gateway's topology",
+			Detail: "nothing was executed; retry with the same key", Status: http.StatusServiceUnavailable}, ownershipRetryAfter)
+		return
+	}
+	target := strings.TrimSuffix(base, "/") + c.r.URL.RequestURI()
+	if rt.redirect {
+		rt.count(ctx, owner, "redirected")
+		g.metrics.request(ctx, c.ep.Name, "redirected", c.start)
+		h := c.w.Header()
+		h.Set("Location", target)
+		h.Set("Cache-Control", "no-store")
+		c.w.WriteHeader(http.StatusTemporaryRedirect)
+		return
+	}
+	rt.forward(ctx, g, c, owner, target)
+}
+
+// refuseLoop answers 503 misrouted to a forwarded call this region would
+// forward again. The hop header is the client's to set too, so its value
+// is named only when it is a region of the topology.
+func (rt *routing) refuseLoop(ctx context.Context, g *Gateway, c *call, from string, shard int, owner string, epoch int64) {
+	if !rt.topo.Has(from) {
+		from = "(not a region of this topology)"
+	}
+	rt.count(ctx, owner, "loop_refused")
+	g.log.WarnContext(ctx, "forwarded request for a shard this region does not own", "shard", shard,
+		"forwarded_from", from, "owner_here", owner, "epoch_here", epoch)
+	g.refuseWait(c, "misrouted", problem{Type: "misrouted", Title: "regions disagree on who owns the actor",
+		Detail: fmt.Sprintf("region %s forwarded this request to region %q as the owner of shard %d; region %q's view is that %q owns it (epoch %d); a request is forwarded at most once, nothing was executed; retry with the same key",
+			quoteRegion(from), rt.local, shard, rt.local, owner, epoch),
+		Status: http.StatusServiceUnavailable}, ownershipRetryAfter)
+}
+
+func quoteRegion(name string) string {
+	if strings.HasPrefix(name, "(") {
+		return name
+	}
+	return fmt.Sprintf("%q", name)
+}
+
+func (rt *routing) count(ctx context.Context, to, result string) {
+	rt.counter.Add(ctx, 1, metric.WithAttributes(attribute.String("to", to), attribute.String("result", result)))
+}
