@@ -36,7 +36,6 @@ type Tracker struct {
 	loaded  bool
 }
 
-
 // NewTracker returns a tracker of cfg.Topology's regions. Only Client and
 // Topology are required of cfg; the timing fields default as documented
 // on Config.
