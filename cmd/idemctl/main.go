@@ -27,7 +27,7 @@ func rootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(devCmd(), opCmd(), regionsCmd())
+	root.AddCommand(devCmd(), opCmd(), regionsCmd(), failoverCmd(), failbackCmd(), drainCmd(), auditCmd())
 	return root
 }
 
