@@ -147,4 +147,3 @@ func TestDrainSkipsUnhealthyRegions(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
-

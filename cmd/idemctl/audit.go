@@ -112,4 +112,3 @@ repairs; --operation one operation's.`,
 	addOutputFlag(cmd, &output)
 	return cmd
 }
-
