@@ -34,6 +34,7 @@ type Tracker struct {
 	status  map[string]*regionStatus
 	changed chan struct{}
 	loaded  bool
+	lastRev int64 // revision of the newest read applied
 }
 
 // NewTracker returns a tracker of cfg.Topology's regions. Only Client and
@@ -68,9 +69,17 @@ func (t *Tracker) Refresh(ctx context.Context) (map[string]RegionState, error) {
 	now := t.clk.Now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	out := make(map[string]RegionState, len(t.regions))
+	if rev < t.lastRev {
+		// A concurrent Refresh applied a newer read: never step back.
+		for _, r := range t.regions {
+			out[r] = t.status[r].state
+		}
+		return out, nil
+	}
+	t.lastRev = rev
 	moved := !t.loaded
 	t.loaded = true
-	out := make(map[string]RegionState, len(t.regions))
 	for _, r := range t.regions {
 		st := t.status[r]
 		prev := st.state
