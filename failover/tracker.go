@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
 	"sync"
 	"time"
 
@@ -193,14 +192,4 @@ func (t *Tracker) Run(ctx context.Context) error {
 			}
 		}
 	}
-}
-
-// sortedRegions returns the keys of m sorted.
-func sortedRegions(m map[string]RegionState) []string {
-	out := make([]string, 0, len(m))
-	for r := range m {
-		out = append(out, r)
-	}
-	sort.Strings(out)
-	return out
 }
