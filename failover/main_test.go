@@ -37,7 +37,7 @@ var (
 
 // cluster returns the 3-member etcd cluster the package's tests share;
 // each test works under its own prefix.
-func cluster(t *testing.T) *etcdlocal.Cluster {
+func cluster(t testing.TB) *etcdlocal.Cluster {
 	t.Helper()
 	sharedOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -50,7 +50,9 @@ func cluster(t *testing.T) *etcdlocal.Cluster {
 	return shared
 }
 
-func client(t *testing.T) *clientv3.Client {
+func client(t *testing.T) *clientv3.Client { return benchClient(t) }
+
+func benchClient(t testing.TB) *clientv3.Client {
 	t.Helper()
 	cli, err := clientv3.New(clientv3.Config{Endpoints: cluster(t).Endpoints(), DialTimeout: 5 * time.Second,
 		Logger: zap.NewNop()})
@@ -77,7 +79,9 @@ func ctxT(t *testing.T) context.Context {
 // to ap-south, ap-south to us-east (list order, wrapping).
 var regions = []string{"us-east", "eu-west", "ap-south"}
 
-func topology(t *testing.T) *region.Topology {
+func topology(t *testing.T) *region.Topology { return topologyB(t) }
+
+func topologyB(t testing.TB) *region.Topology {
 	t.Helper()
 	var rs []config.Region
 	for _, n := range regions {
