@@ -18,10 +18,11 @@ import (
 // ownership.DefaultLivenessTTL (5 s), a killed region's shards are served
 // by their failover region within 10 s at p99. A killed instance's key
 // lives at most one TTL past its last keepalive (5 s); the watch sees the
-// delete at once (the poll within DefaultPollInterval); the failure is
-// confirmed DefaultConfirmDelay later; the moves then take about a
-// second at DefaultMoveConcurrency, and the gateways' watch-fed caches
-// follow within milliseconds: about 7-8 s in all.
+// delete at once (a poll within DefaultPollInterval when the watch is
+// broken); the leader re-reads exactly DefaultConfirmDelay later and
+// confirms the failure; the moves then take about a second at
+// DefaultMoveConcurrency, and the gateways' watch-fed caches follow within
+// milliseconds: about 8 s in all.
 const (
 	// DefaultConfirmDelay is how long a region must have no liveness key
 	// before it is failed. The lease TTL already is the main detector, so

@@ -157,15 +157,33 @@ func (c *Controller) lead(ctx context.Context, s *concurrency.Session, guard cli
 				c.cfg.Logger.Warn("failover pass failed", "err", err)
 			}
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-s.Done():
-			return errors.New("failover: election session lost")
-		case <-tick.C():
-		case <-changed:
+		if err := c.wait(ctx, s, tick, changed); err != nil {
+			return err
 		}
 	}
+}
+
+// wait returns nil at the next poll, tracker change, or timed transition
+// of a region, and an error when the session or ctx ends.
+func (c *Controller) wait(ctx context.Context, s *concurrency.Session, tick clock.Ticker, changed <-chan struct{}) error {
+	// Re-read exactly when a suspect region's confirmation falls due, not
+	// up to a poll interval later: that delay would add to every failover.
+	var due <-chan time.Time
+	if at, ok := c.tracker.NextTransition(); ok {
+		timer := c.cfg.Clock.NewTimer(max(at.Sub(c.cfg.Clock.Now()), time.Millisecond))
+		defer timer.Stop()
+		due = timer.C()
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.Done():
+		return errors.New("failover: election session lost")
+	case <-tick.C():
+	case <-due:
+	case <-changed:
+	}
+	return nil
 }
 
 // pass re-reads the regions linearizably and fails over every failed

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/crdb"
@@ -13,10 +14,14 @@ import (
 )
 
 // start runs a controller named name until the test ends.
-func start(t *testing.T, e env, name string, fake *clock.Fake) *failover.Controller {
+func start(t *testing.T, e env, name string, fake *clock.Fake, tune ...func(*failover.Config)) *failover.Controller {
 	t.Helper()
-	c, err := failover.NewController(failover.Config{Client: client(t), Directory: e.dir, Topology: e.topo,
-		Audit: e.store, Name: name, Clock: fake, ConfirmDelay: confirm, StartupGrace: grace, Logger: quiet()})
+	cfg := failover.Config{Client: client(t), Directory: e.dir, Topology: e.topo,
+		Audit: e.store, Name: name, Clock: fake, ConfirmDelay: confirm, StartupGrace: grace, Logger: quiet()}
+	for _, f := range tune {
+		f(&cfg)
+	}
+	c, err := failover.NewController(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,4 +171,24 @@ func TestDeposedControllerWritesNothingAndOnlyTheLeaderMovesCommit(t *testing.T)
 			t.Errorf("ap-south shard %d: %s, want untouched", en.Shard, en)
 		}
 	}
+}
+
+// The failure is confirmed, and the shards moved, when the confirmation
+// delay has passed, not at the next poll: here the poll is an hour away.
+func TestControllerFailsARegionOverWhenItsConfirmationFallsDueNotAtTheNextPoll(t *testing.T) {
+	ctx := ctxT(t)
+	e := setup(t)
+	live := everyRegion(t, e)
+	fake := clock.NewFake(epoch0())
+	c := start(t, e, "c1", fake, func(c *failover.Config) { c.PollInterval = time.Hour })
+	eventually(t, "c1 to lead and see us-east healthy", nil, func() bool {
+		return c.Leading() && c.States()["us-east"] == failover.Healthy
+	})
+	live["us-east"].kill()
+	eventually(t, "the watch to make us-east suspect", nil, func() bool { return c.States()["us-east"] == failover.Suspect })
+	fake.Advance(confirm)
+	eventually(t, "us-east's shards to move", nil, func() bool {
+		en, err := e.dir.Get(ctx, 9)
+		return err == nil && en.Owner == "eu-west" && en.State == ownership.FailedOver
+	})
 }

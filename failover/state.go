@@ -129,6 +129,31 @@ func (st *regionStatus) observe(now time.Time, rev int64, instances []ownership.
 	return st.state != prev
 }
 
+// deadline returns when the next timed transition of st falls due (zero
+// when none is pending): the controller re-reads then instead of waiting
+// for its next poll.
+func (st *regionStatus) deadline(tm timing) time.Time {
+	switch st.state {
+	case Suspect:
+		d := st.since.Add(tm.confirm)
+		if g := tm.started.Add(tm.grace); !st.everLive && g.After(d) {
+			d = g
+		}
+		return d
+	case Recovering:
+		var oldest time.Time
+		for _, first := range st.seen {
+			if oldest.IsZero() || first.Before(oldest) {
+				oldest = first
+			}
+		}
+		if !oldest.IsZero() {
+			return oldest.Add(tm.hold)
+		}
+	}
+	return time.Time{}
+}
+
 func (st *regionStatus) set(now time.Time, s RegionState) {
 	if st.state != s {
 		st.state, st.since = s, now

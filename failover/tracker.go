@@ -147,6 +147,21 @@ func (t *Tracker) Statuses() []RegionStatus {
 	return out
 }
 
+// NextTransition returns when the next timed state change may fall due
+// (a suspect region's confirmation, a recovering region's hold), and
+// false when none is pending.
+func (t *Tracker) NextTransition() (time.Time, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var next time.Time
+	for _, st := range t.status {
+		if d := st.deadline(t.tm); !d.IsZero() && (next.IsZero() || d.Before(next)) {
+			next = d
+		}
+	}
+	return next, !next.IsZero()
+}
+
 // Healthy reports whether region is Healthy.
 func (t *Tracker) Healthy(region string) bool { return t.State(region) == Healthy }
 
