@@ -4,7 +4,8 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/idemcoord/idemcoord/crdb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/idemcoord/idemcoord/ownership"
 )
 
@@ -66,7 +67,7 @@ func TestBootstrapRefusesAnotherShardCount(t *testing.T) {
 	}
 }
 
-func TestCheckShardCountBeforeBootstrap(t *testing.T) {
+func TestAnEmptyDirectoryIsNotBootstrapped(t *testing.T) {
 	s, _ := store(t)
 	d := ownership.NewDirectory(client(t, cluster(t).Endpoints()), s, ownership.WithPrefix(prefix(t)))
 	if err := d.CheckShardCount(ctxT(t), 16); !errors.Is(err, ownership.ErrNotBootstrapped) {
@@ -75,5 +76,36 @@ func TestCheckShardCountBeforeBootstrap(t *testing.T) {
 	if _, err := d.Get(ctxT(t), 0); !errors.Is(err, ownership.ErrNotBootstrapped) {
 		t.Fatalf("Get on an empty directory = %v, want ErrNotBootstrapped", err)
 	}
-	var _ = crdb.FenceRow{}
+}
+
+func TestConcurrentBootstrapsCreateEveryShardOnce(t *testing.T) {
+	ctx := ctxT(t)
+	s, _ := store(t)
+	const shards, instances = 250, 4
+	errs := make(chan error, instances)
+	for range instances {
+		d := ownership.NewDirectory(client(t, cluster(t).Endpoints()), s, ownership.WithPrefix(prefix(t)), ownership.WithLogger(quiet()))
+		go func() { errs <- d.Bootstrap(ctx, topology(t), shards) }()
+	}
+	for range instances {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := ownership.NewDirectory(client(t, cluster(t).Endpoints()), s, ownership.WithPrefix(prefix(t)))
+	entries := agree(t, d, s)
+	if len(entries) != shards {
+		t.Fatalf("%d entries after concurrent bootstraps, want %d", len(entries), shards)
+	}
+	// Each key was written once: created and last modified at the same
+	// revision.
+	resp, err := client(t, cluster(t).Endpoints()).Get(ctx, prefix(t)+"shards/", clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range resp.Kvs {
+		if kv.Version != 1 {
+			t.Fatalf("%s written %d times by concurrent bootstraps, want once", kv.Key, kv.Version)
+		}
+	}
 }

@@ -64,6 +64,13 @@ func (l *Liveness) run() {
 		}
 		l.set(nil, 0, time.Time{})
 		l.cfg.Logger.Warn("liveness lease lost; registering again", "key", l.key)
+		if s != nil {
+			// The session may have given up on a lease etcd still holds:
+			// drop it, best effort, so its key cannot linger.
+			ctx, cancel := withClockTimeout(l.ctx, l.cfg.Clock, l.cfg.RegisterTimeout)
+			l.cfg.Client.Revoke(ctx, s.Lease())
+			cancel()
+		}
 		for wait := registerRetryMin; ; wait = min(2*wait, registerRetryMax) {
 			err := l.register(l.ctx)
 			if err == nil {

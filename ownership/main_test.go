@@ -2,7 +2,6 @@ package ownership_test
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"os"
 	"strings"
@@ -170,5 +169,3 @@ func ctxT(t *testing.T) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
-
-var _ = fmt.Sprint
