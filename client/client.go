@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/idemcoord/idemcoord/clock"
 )
 
 // Client sends intents to an idemcoord-fronted API. It is safe for
@@ -130,7 +132,7 @@ func (c *Client) Do(ctx context.Context, in Intent) (*Response, error) {
 			}
 			return resp, err
 		case resp != nil:
-			retryAfter, _ = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+			retryAfter, _ = parseRetryAfter(resp.Header.Get("Retry-After"), c.cfg.Clock.Now())
 			mayHaveRun = mayHaveRun || resp.Status == http.StatusConflict || resp.Status >= 500
 		case ctx.Err() != nil:
 			return nil, &GaveUpError{Attempts: attempt, Err: err}
@@ -147,7 +149,7 @@ func (c *Client) Do(ctx context.Context, in Intent) (*Response, error) {
 		}
 		wait := c.wait(attempt, retryAfter)
 		c.logRetry(ctx, attempt, resp, err, wait)
-		if serr := c.cfg.Sleep(ctx, wait); serr != nil {
+		if serr := clock.Sleep(ctx, c.cfg.Clock, wait); serr != nil {
 			return resp, &GaveUpError{Attempts: attempt, Err: fmt.Errorf("%w while waiting to retry; last attempt: %w", serr, err)}
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/url"
 	"time"
+
+	"github.com/idemcoord/idemcoord/clock"
 )
 
 const (
@@ -83,10 +85,10 @@ type Config struct {
 	// the waits repeatable.
 	Seed uint64
 
-	// Sleep waits d or until ctx is done, returning ctx's error in the
-	// latter case. Tests replace it to record the waits and skip them.
-	// Default: a timer that honours ctx.
-	Sleep func(ctx context.Context, d time.Duration) error
+	// Clock is what Do waits on between attempts, and the "now" an
+	// HTTP-date Retry-After is measured from. Default clock.Real(). Tests
+	// pass a *clock.Fake and advance it instead of sleeping.
+	Clock clock.Clock
 
 	// Logger receives one Debug record per retry: attempt, status or
 	// error, wait and operation id, never the key, the token or a body.
@@ -118,9 +120,7 @@ func (c Config) withDefaults() Config {
 	if c.MaxDelay == 0 {
 		c.MaxDelay = max(DefaultMaxDelay, c.BaseDelay)
 	}
-	if c.Sleep == nil {
-		c.Sleep = sleepCtx
-	}
+	c.Clock = clock.Or(c.Clock)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -174,16 +174,4 @@ func (c Config) Validate() error {
 		return bad("MaxDelay", "%v exceeds MaxRetryWait %v, the cap on any wait", d.MaxDelay, MaxRetryWait)
 	}
 	return nil
-}
-
-// sleepCtx waits d or until ctx is done.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

@@ -58,7 +58,7 @@ func TestConfigValidate(t *testing.T) {
 func TestDefaultConfig(t *testing.T) {
 	cfg := client.DefaultConfig("https://api.example")
 	if cfg.MaxAttempts != client.DefaultMaxAttempts || cfg.BaseDelay != client.DefaultBaseDelay ||
-		cfg.MaxDelay != client.DefaultMaxDelay || cfg.Sleep == nil || cfg.Logger == nil ||
+		cfg.MaxDelay != client.DefaultMaxDelay || cfg.Clock == nil || cfg.Logger == nil ||
 		cfg.HTTPClient == nil || cfg.HTTPClient.Timeout != client.DefaultTimeout {
 		t.Errorf("DefaultConfig left a default out: %+v", cfg)
 	}

@@ -100,7 +100,7 @@ func TestDoRequestHeaders(t *testing.T) {
 			srv := httptest.NewServer(s)
 			t.Cleanup(srv.Close)
 			cfg := tt.cfg
-			cfg.BaseURL, cfg.Sleep = srv.URL+"/", (&sleepRecorder{}).sleep
+			cfg.BaseURL, cfg.Clock = srv.URL+"/", newSleepRecorder()
 			c, err := client.New(cfg)
 			if err != nil {
 				t.Fatal(err)

@@ -1,7 +1,6 @@
 package client_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/idemcoord/idemcoord/client"
+	"github.com/idemcoord/idemcoord/clock"
 )
 
 // gateway is a small in-memory stand-in for idemd: it dedups requests by
@@ -227,18 +227,28 @@ func parseSFString(v string) (string, bool) {
 	return sb.String(), sb.Len() > 0
 }
 
-// sleepRecorder replaces Config.Sleep: it records each requested wait and
-// returns at once.
+// testEpoch is where the clients' fake clocks start.
+var testEpoch = time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+
+// sleepRecorder is the clock of a client under test: a *clock.Fake that
+// records every wait Do asks for and moves past it at once, so no test
+// sleeps and each can check the waits.
 type sleepRecorder struct {
+	*clock.Fake
 	mu sync.Mutex
 	d  []time.Duration
 }
 
-func (s *sleepRecorder) sleep(ctx context.Context, d time.Duration) error {
+func newSleepRecorder() *sleepRecorder { return &sleepRecorder{Fake: clock.NewFake(testEpoch)} }
+
+// NewTimer records d and advances the fake clock by it, firing the timer.
+func (s *sleepRecorder) NewTimer(d time.Duration) clock.Timer {
 	s.mu.Lock()
 	s.d = append(s.d, d)
 	s.mu.Unlock()
-	return ctx.Err()
+	t := s.Fake.NewTimer(d)
+	s.Fake.Advance(d)
+	return t
 }
 
 func (s *sleepRecorder) waits() []time.Duration {
@@ -255,12 +265,12 @@ func startGateway(t *testing.T, g *gateway, edit func(*client.Config)) (*client.
 	t.Helper()
 	srv := httptest.NewServer(g)
 	t.Cleanup(srv.Close)
-	rec := &sleepRecorder{}
+	rec := newSleepRecorder()
 	cfg := client.Config{
 		BaseURL:    srv.URL,
 		HTTPClient: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 5 * time.Second},
 		Seed:       1,
-		Sleep:      rec.sleep,
+		Clock:      rec,
 	}
 	if edit != nil {
 		edit(&cfg)

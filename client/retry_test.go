@@ -196,7 +196,7 @@ func TestDoNeverRetriesFinalStatuses(t *testing.T) {
 }
 
 func TestDoHonoursRetryAfter(t *testing.T) {
-	now := time.Now()
+	now := testEpoch // the clients' clock: an HTTP-date is measured from it
 	tests := []struct {
 		name       string
 		status     int

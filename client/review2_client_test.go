@@ -58,8 +58,8 @@ func TestReview2NewKeySafeNotClaimedAfterAmbiguousAttempt(t *testing.T) {
 		review2Answer(401, "application/problem+json",
 			`{"type":"https://idemcoord.dev/problems/unauthorized","title":"unauthorized","status":401,"new_key_safe":true}`),
 	}}
-	rec := &sleepRecorder{}
-	c, err := client.New(client.Config{BaseURL: "http://api.example", Token: "t", HTTPClient: &http.Client{Transport: s}, Sleep: rec.sleep})
+	rec := newSleepRecorder()
+	c, err := client.New(client.Config{BaseURL: "http://api.example", Token: "t", HTTPClient: &http.Client{Transport: s}, Clock: rec})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,8 +80,8 @@ func TestReview2FatalTransportErrorAfterAmbiguousAttemptIsGaveUp(t *testing.T) {
 		review2Fail(resetAfterSend),
 		review2Fail(x509.UnknownAuthorityError{}),
 	}}
-	rec := &sleepRecorder{}
-	c, err := client.New(client.Config{BaseURL: "http://api.example", HTTPClient: &http.Client{Transport: s}, Sleep: rec.sleep})
+	rec := newSleepRecorder()
+	c, err := client.New(client.Config{BaseURL: "http://api.example", HTTPClient: &http.Client{Transport: s}, Clock: rec})
 	if err != nil {
 		t.Fatal(err)
 	}

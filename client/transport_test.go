@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/idemcoord/idemcoord/client"
+	"github.com/idemcoord/idemcoord/clock"
 )
 
 // flakyTransport fails the first failures round trips with err (or, with
@@ -80,8 +81,8 @@ func TestDoTransportErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ft := &flakyTransport{failures: 2, err: tt.err, inBody: tt.inBody}
-			rec := &sleepRecorder{}
-			c, err := client.New(client.Config{BaseURL: "http://api.example", HTTPClient: &http.Client{Transport: ft}, Sleep: rec.sleep})
+			rec := newSleepRecorder()
+			c, err := client.New(client.Config{BaseURL: "http://api.example", HTTPClient: &http.Client{Transport: ft}, Clock: rec})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -113,8 +114,8 @@ func TestDoRetriesConnectionRefusedUntilGivingUp(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close() // nothing listens there now
-	rec := &sleepRecorder{}
-	c, err := client.New(client.Config{BaseURL: "http://" + addr, MaxAttempts: 3, Sleep: rec.sleep})
+	rec := newSleepRecorder()
+	c, err := client.New(client.Config{BaseURL: "http://" + addr, MaxAttempts: 3, Clock: rec})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +147,7 @@ func TestDoStopsWhenContextEnds(t *testing.T) {
 		g.failFirst, g.failStatus = 1000, 409
 		ctx, cancel := context.WithCancel(t.Context())
 		c, _ := startGateway(t, g, func(cfg *client.Config) {
-			cfg.Sleep = func(ctx context.Context, _ time.Duration) error { cancel(); return ctx.Err() }
+			cfg.Clock = cancelOnWait{Fake: clock.NewFake(testEpoch), cancel: cancel}
 		})
 		resp, err := c.PostJSON(ctx, "/v1/payments", "k", payment{})
 		var pe *client.ProblemError
@@ -175,4 +176,16 @@ func TestDoStopsWhenContextEnds(t *testing.T) {
 			t.Errorf("gateway saw %d requests after %d waits; want 1 and 0", n, w)
 		}
 	})
+}
+
+// cancelOnWait is a fake clock that cancels the caller's context as soon
+// as Do starts to wait, and never moves.
+type cancelOnWait struct {
+	*clock.Fake
+	cancel context.CancelFunc
+}
+
+func (c cancelOnWait) NewTimer(d time.Duration) clock.Timer {
+	c.cancel()
+	return c.Fake.NewTimer(d)
 }

@@ -39,7 +39,7 @@ func (c *Config) AuthConfig() (authn.Config, error) {
 		field = "auth.hs256_secret_env"
 		v, ok := os.LookupEnv(a.HS256SecretEnv)
 		if !ok || v == "" {
-			p.add(field, "environment variable %s is unset or empty", a.HS256SecretEnv)
+			p.add(field, "environment variable %s is unset or empty; set it to the HS256 secret the token issuer signs with (at least %d bytes)", a.HS256SecretEnv, authn.MinSecretBytes)
 		}
 		cfg.HS256Secret = []byte(v)
 	}

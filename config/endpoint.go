@@ -20,6 +20,25 @@ const (
 	KeyOptional KeyMode = "optional"
 )
 
+// BodyType says what media type an endpoint's request bodies have.
+type BodyType string
+
+// Body types.
+const (
+	// BodyJSON takes a JSON body: Content-Type application/json or any
+	// type/subtype+json, with any parameters. A non-empty body of any other
+	// media type, or without a Content-Type, is refused with 415 before
+	// anything is claimed: it would be fingerprinted as raw bytes (so
+	// reordered keys would be a different request) and forwarded unchecked
+	// to an upstream that expects JSON. The default for POST, PUT and
+	// PATCH.
+	BodyJSON BodyType = "json"
+	// BodyAny takes a body of any media type, fingerprinted by its
+	// Content-Type: JSON media types by value, anything else byte for
+	// byte. The default for other methods.
+	BodyAny BodyType = "any"
+)
+
 // OperationIDParam is the placeholder of Endpoint.ResolvePath that is
 // replaced by the operation id.
 const OperationIDParam = "{operation_id}"
@@ -50,6 +69,10 @@ type Endpoint struct {
 	// UpstreamTimeout bounds the upstream call; a timeout makes the outcome
 	// unknown. Default Defaults.UpstreamTimeout.
 	UpstreamTimeout time.Duration `yaml:"upstream_timeout"`
+	// Body is the media type of the request body, "json" or "any".
+	// Default "json" for POST, PUT and PATCH, "any" otherwise; see
+	// DeclaredBody.
+	Body BodyType `yaml:"body"`
 	// Fingerprint says what of the body identifies the intent.
 	Fingerprint Fingerprint `yaml:"fingerprint"`
 	// StoreStatuses are the upstream statuses stored and replayed ("2xx",
@@ -89,6 +112,27 @@ type Fingerprint struct {
 	// NullEqualsMissing makes {"a":null} the same request as {}. Default
 	// false: many APIs read an explicit null as "clear this field".
 	NullEqualsMissing bool `yaml:"null_equals_missing"`
+}
+
+// DeclaredBody returns the endpoint's body type: Body if it is set, else
+// BodyJSON for POST, PUT and PATCH, whose bodies carry the intent, and
+// BodyAny for other methods.
+func (e Endpoint) DeclaredBody() BodyType {
+	if e.Body != "" {
+		return e.Body
+	}
+	switch e.Method {
+	case http.MethodPost, http.MethodPut, http.MethodPatch:
+		return BodyJSON
+	}
+	return BodyAny
+}
+
+// AcceptsBody reports whether a request body of n bytes sent with the
+// Content-Type value contentType may go to the endpoint. An empty body is
+// always accepted: it has no media type to check.
+func (e Endpoint) AcceptsBody(contentType string, n int) bool {
+	return n == 0 || e.DeclaredBody() != BodyJSON || idempotency.IsJSONMediaType(contentType)
 }
 
 // Policy returns the protocol policy of the endpoint, starting from

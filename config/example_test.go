@@ -2,7 +2,11 @@ package config_test
 
 import (
 	"fmt"
+	"os"
+	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/idemcoord/idemcoord/config"
 )
@@ -48,4 +52,30 @@ func ExampleRouter_Match() {
 	// capture-payment true
 	// 24h0m0s 30s reject
 	// false
+}
+
+// TestREADMEShowsExampleByteForByte holds the README to its claim that the
+// configuration it shows is config.Example: the block that follows the
+// "## Configuration" heading must be example.yaml, byte for byte, so what an
+// operator copies from the README is the file the tests validate.
+func TestREADMEShowsExampleByteForByte(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(readme), "\n## Configuration\n")
+	if !ok {
+		t.Fatal("README has no \"## Configuration\" section")
+	}
+	_, block, ok := strings.Cut(section, "\n```yaml\n")
+	if !ok {
+		t.Fatal("README's Configuration section has no ```yaml block")
+	}
+	block, _, ok = strings.Cut(block, "\n```\n")
+	if !ok {
+		t.Fatal("README's ```yaml block is not closed")
+	}
+	if diff := cmp.Diff(config.Example, block+"\n"); diff != "" {
+		t.Errorf("README's configuration block differs from config/example.yaml (-example +README):\n%s", diff)
+	}
 }

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
+	"strconv"
+	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -29,8 +32,11 @@ func Load(path string) (*Config, error) {
 }
 
 // Parse decodes one YAML document, fills in defaults and validates the
-// result. An unknown or mistyped field is an error naming its line; invalid
-// values are reported all at once as a *ValidationError.
+// result. Every problem in the file (an unknown or repeated field, a value
+// of the wrong kind, a bad duration or size, an invalid setting) is reported
+// at once, as a *ValidationError whose entries name the field path
+// ("endpoints[1].lease") and say why. Only a file that is not YAML at all
+// is another error.
 func Parse(data []byte) (*Config, error) {
 	c, err := parse(data)
 	if err != nil {
@@ -45,26 +51,107 @@ func Parse(data []byte) (*Config, error) {
 
 // parse is Parse without the package prefix on decoding errors.
 func parse(data []byte) (*Config, error) {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	// A misspelt field ("leese: 5s") would otherwise be silently ignored
-	// and its default used: the worst kind of config bug.
-	dec.KnownFields(true)
+	root, err := document(data)
+	if err != nil {
+		return nil, err
+	}
 	var c Config
-	if err := dec.Decode(&c); err != nil {
+	d := decoder{}
+	d.decode("", root, reflect.ValueOf(&c).Elem())
+	c.fillDefaults()
+	verr := c.Validate()
+	var ve *ValidationError
+	if errors.As(verr, &ve) {
+		for i := range ve.Errors {
+			ve.Errors[i].Line = lineOf(root, ve.Errors[i].Path)
+		}
+	}
+	if len(d.p) == 0 {
+		return &c, verr
+	}
+	// A field that could not be decoded was left unset; what Validate
+	// says about it (or about what lies under it) would only repeat the
+	// decoding error in other words.
+	p := d.p
+	if ve != nil {
+		for _, fe := range ve.Errors {
+			if !shadowed(fe.Path, d.p) {
+				p = append(p, fe)
+			}
+		}
+	}
+	return nil, p.err()
+}
+
+// document parses data as exactly one YAML document and returns its root
+// node. Syntax errors carry only a line: there is no field to name yet.
+func document(data []byte) (*yaml.Node, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
 			return nil, errors.New("empty document")
 		}
-		return nil, err
+		return nil, fmt.Errorf("not valid YAML: %w", err)
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
 		return nil, errors.New("more than one YAML document; idemd reads exactly one")
 	}
-	c.fillDefaults()
-	if err := c.Validate(); err != nil {
-		return nil, err
+	if len(doc.Content) == 0 {
+		return nil, errors.New("empty document")
 	}
-	return &c, nil
+	return doc.Content[0], nil
+}
+
+// shadowed reports whether path is one of the decoding problems' paths or
+// lies under one of them.
+func shadowed(path string, decoding problems) bool {
+	for _, fe := range decoding {
+		if path == fe.Path || under(path, fe.Path) {
+			return true
+		}
+	}
+	return false
+}
+
+// lineOf returns the line of the field at path ("endpoints[1].lease") in
+// the document, or of the nearest enclosing field that is written there
+// (an inherited or missing field has no line of its own), or 0.
+func lineOf(root *yaml.Node, path string) int {
+	n, line := root, 0
+	for _, part := range strings.FieldsFunc(path, func(r rune) bool { return r == '.' || r == '[' }) {
+		for n.Kind == yaml.AliasNode {
+			n = n.Alias
+		}
+		var next *yaml.Node
+		if idx, ok := strings.CutSuffix(part, "]"); ok {
+			if i, err := strconv.Atoi(idx); err == nil && n.Kind == yaml.SequenceNode && i < len(n.Content) {
+				next = n.Content[i]
+			}
+		} else if n.Kind == yaml.MappingNode {
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				if n.Content[i].Value == part {
+					next = n.Content[i+1]
+					line = n.Content[i].Line
+				}
+			}
+		}
+		if next == nil {
+			return line
+		}
+		if next.Line > 0 && next.Kind != yaml.ScalarNode {
+			line = next.Line
+		}
+		n = next
+	}
+	return line
+}
+
+// under reports whether path is a field or element inside parent.
+func under(path, parent string) bool {
+	rest, ok := strings.CutPrefix(path, parent)
+	return ok && rest != "" && (rest[0] == '.' || rest[0] == '[')
 }
 
 // fillDefaults sets every unset field that has a default. Endpoint fields

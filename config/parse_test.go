@@ -50,18 +50,14 @@ func TestParseValues(t *testing.T) {
 	}
 }
 
+// TestParseErrors covers files that are not one YAML document; mistakes
+// inside a document are in TestParseReportsYAMLMistakesAsFieldPaths.
 func TestParseErrors(t *testing.T) {
 	tests := []struct {
 		name string
 		data string
 		want []string // substrings of the error
 	}{
-		{"unknown top-level field", minimal + "regoin: eu\n", []string{"line 10", "regoin"}},
-		{"unknown endpoint field", minimal + "  - {name: x, method: GET, path: /x, leese: 5s}\n", []string{"line 10", "leese"}},
-		{"duration without unit", minimal + "defaults: {ttl: 30}\n", []string{"line 10", "time.Duration"}},
-		{"bad duration", minimal + "defaults: {lease: soon}\n", []string{"line 10", "soon"}},
-		{"decimal size unit", minimal + "  - {name: x, method: GET, path: /x, max_request_bytes: 1MB}\n", []string{"line 10", `"1MB" is not a size`}},
-		{"negative size", minimal + "  - {name: x, method: GET, path: /x, max_response_bytes: -1}\n", []string{"line 10", `"-1" is not a size`}},
 		{"empty", "", []string{"empty document"}},
 		{"two documents", minimal + "---\nregion: eu\n", []string{"more than one YAML document"}},
 		{"not YAML", "region: [", []string{"yaml"}},

@@ -20,12 +20,17 @@ type FieldError struct {
 	// Reason says what is wrong and, where it is not obvious, why it
 	// matters.
 	Reason string
+	// Line is the line of the file the problem was found on, or 0 when
+	// the problem is not tied to one line (a missing field, a check made
+	// by Validate on a Config).
+	Line int
 }
 
 // Error returns "path: reason".
 func (e FieldError) Error() string { return e.Path + ": " + e.Reason }
 
-// ValidationError lists every invalid field of a Config, in file order.
+// ValidationError lists every problem of a configuration file: the fields
+// that could not be decoded, in file order, then the invalid values.
 type ValidationError struct {
 	// Errors holds one entry per problem; never empty.
 	Errors []FieldError

@@ -2,15 +2,21 @@ package config
 
 import (
 	"fmt"
+	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/idemcoord/idemcoord/idempotency"
 )
 
 var (
-	nameRE   = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
-	methodRE = regexp.MustCompile(`^[A-Z]+$`)
+	nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
+	// methods are the HTTP methods of RFC 9110 and RFC 5789 (PATCH). A
+	// misspelt method ("PSOT") would match no request, so the endpoint
+	// would silently stop being coordinated.
+	methods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace}
 	// headerRE is an RFC 9110 token.
 	headerRE = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 )
@@ -50,15 +56,16 @@ func (e Endpoint) check(p *problems, at string, d Defaults) ([]segment, error) {
 	if !nameRE.MatchString(e.Name) {
 		p.add(at+".name", "must be 1 to 64 of [a-z0-9._-] starting with a letter or digit, got %q", e.Name)
 	}
-	if !methodRE.MatchString(e.Method) {
-		p.add(at+".method", "must be an upper-case HTTP method such as POST, got %q", e.Method)
-	}
+	checkMethod(p, at+".method", e.Method)
 	segs, patErr := parsePattern(e.Path)
 	if patErr != nil {
 		p.add(at+".path", "%v", patErr)
 	}
 	if e.Key != KeyRequired && e.Key != KeyOptional {
 		p.add(at+".key", "must be %q or %q, got %q", KeyRequired, KeyOptional, e.Key)
+	}
+	if e.Body != "" && e.Body != BodyJSON && e.Body != BodyAny {
+		p.add(at+".body", "must be %q or %q, got %q", BodyJSON, BodyAny, e.Body)
 	}
 	positive(p, at+".ttl", e.TTL)
 	positive(p, at+".lease", e.Lease)
@@ -103,6 +110,19 @@ func (e Endpoint) check(p *problems, at string, d Defaults) ([]segment, error) {
 		addJoined(p, at, e.Policy().Validate())
 	}
 	return segs, patErr
+}
+
+// checkMethod reports a method that is not one of methods.
+func checkMethod(p *problems, at, m string) {
+	switch {
+	case slices.Contains(methods, m):
+	case m == "":
+		p.add(at, "required: one of %s", strings.Join(methods, ", "))
+	case slices.Contains(methods, strings.ToUpper(m)):
+		p.add(at, "%q: methods are case-sensitive; write %s", m, strings.ToUpper(m))
+	default:
+		p.add(at, "%q is not an HTTP method; want one of %s", m, strings.Join(methods, ", "))
+	}
 }
 
 // checkStatuses reports entries that idempotency.ParseStatusRange refuses.

@@ -102,6 +102,15 @@ func TestValidate(t *testing.T) {
 		{"bad name", func(c *Config) { c.Endpoints[0].Name = "Create Payment" }, []string{"endpoints[0].name"}},
 		{"missing name", func(c *Config) { c.Endpoints[0].Name = "" }, []string{"endpoints[0].name"}},
 		{"lower-case method", func(c *Config) { c.Endpoints[0].Method = "post" }, []string{"endpoints[0].method"}},
+		{"misspelt method", func(c *Config) { c.Endpoints[0].Method = "PSOT" }, []string{"endpoints[0].method"}},
+		{"made-up method", func(c *Config) { c.Endpoints[1].Method = "CHARGE" }, []string{"endpoints[1].method"}},
+		{"missing method", func(c *Config) { c.Endpoints[1].Method = "" }, []string{"endpoints[1].method"}},
+		{"every real method", func(c *Config) {
+			for _, m := range []string{"GET", "HEAD", "PUT", "PATCH", "DELETE", "OPTIONS", "CONNECT", "TRACE"} {
+				c.Endpoints = append(c.Endpoints, Endpoint{Name: "m-" + strings.ToLower(m), Method: m, Path: "/v1/m"})
+			}
+			c.fillDefaults()
+		}, nil},
 		{"relative path", func(c *Config) { c.Endpoints[0].Path = "v1/payments" }, []string{"endpoints[0].path"}},
 		{"trailing slash", func(c *Config) { c.Endpoints[0].Path = "/v1/payments/" }, []string{"endpoints[0].path"}},
 		{"partial param", func(c *Config) { c.Endpoints[0].Path = "/v1/p-{id}" }, []string{"endpoints[0].path"}},
@@ -147,5 +156,20 @@ func TestValidateMessages(t *testing.T) {
 	}, "\n")
 	if got := c.Validate().Error(); got != want {
 		t.Errorf("Validate() =\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestMisspeltMethodIsRefused: an endpoint whose method matches no request
+// silently stops coordinating, so check-config must name the mistake.
+func TestMisspeltMethodIsRefused(t *testing.T) {
+	tests := []struct{ method, want string }{
+		{"PSOT", `endpoints[0].method: "PSOT" is not an HTTP method; want one of GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS, CONNECT, TRACE`},
+		{"post", `endpoints[0].method: "post": methods are case-sensitive; write POST`},
+	}
+	for _, tt := range tests {
+		_, err := Parse([]byte(strings.Replace(minimal, "method: POST", "method: "+tt.method, 1)))
+		if err == nil || err.Error() != tt.want {
+			t.Errorf("method %s: Parse error = %v, want %s", tt.method, err, tt.want)
+		}
 	}
 }

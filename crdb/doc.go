@@ -4,8 +4,13 @@
 //
 // The production target is CockroachDB; tests run on PostgreSQL 15 at
 // SERIALIZABLE. The SQL in this package is the portable subset both accept.
-// CockroachDB-only DDL (regions, REGIONAL BY ROW, GLOBAL) lives in
-// migrations/cockroach and is applied by hand.
+// CockroachDB-only DDL (regions, REGIONAL BY ROW, zone configs) is
+// generated from the region topology by package crdb/multiregion and
+// applied by hand (idemctl deploy cockroach-sql).
+//
+// Every shard has an owner region once BootstrapFences has run; a shard
+// without one admits nobody. MoveFence changes a shard's owner under a new
+// epoch, audited.
 //
 // Every write is a short serializable transaction that also locks its
 // shard's fence row (SELECT ... FOR SHARE) and compares epochs, and every
@@ -14,4 +19,10 @@
 // and 40P01; a connection lost while a commit may have happened surfaces as
 // *AmbiguousCommitError, which the claim path resolves by re-running the
 // idempotent claim.
+//
+// Giving up is typed, so callers tell a busy key from a dead store:
+// *RetriesExhaustedError (errors.Is ErrContention) when serialization
+// retries or claim rounds ran out, *UnavailableError (ErrUnavailable) when
+// the store could not be reached, and *AmbiguousCommitError (which also
+// matches ErrUnavailable) when a commit's outcome stayed unknown.
 package crdb

@@ -35,7 +35,9 @@ func (s *Store) RunLocal(ctx context.Context, req ClaimRequest, fn LocalFunc) (C
 	owner := req.Worker + "/" + nonce()
 	opID := uuid.New()
 	rechecked := false
-	for round := 0; round < 8; round++ {
+	var lastAmbiguous error
+	for round := 0; round < claimRounds; round++ {
+		lastAmbiguous = nil
 		var c Claim
 		err := s.RunTx(ctx, func(tx pgx.Tx) error {
 			var err error
@@ -46,6 +48,7 @@ func (s *Store) RunLocal(ctx context.Context, req ClaimRequest, fn LocalFunc) (C
 		switch {
 		case errors.As(err, &amb):
 			s.log.WarnContext(ctx, "local commit ambiguous, re-running the claim", "err", err)
+			lastAmbiguous = err
 			continue
 		case isUniqueViolation(err) && !rechecked:
 			rechecked = true
@@ -58,7 +61,10 @@ func (s *Store) RunLocal(ctx context.Context, req ClaimRequest, fn LocalFunc) (C
 		s.metrics.outcome(ctx, req.Scope.Endpoint, c.Outcome.String())
 		return c, nil
 	}
-	return Claim{}, errors.New("crdb: run local: no decision after 8 rounds of contention")
+	if lastAmbiguous != nil {
+		return Claim{}, fmt.Errorf("crdb: run local: %w", lastAmbiguous) // the store kept losing the answer
+	}
+	return Claim{}, &RetriesExhaustedError{Op: "run local", Attempts: claimRounds}
 }
 
 // runLocalTx is one attempt of RunLocal inside tx. A zero Outcome means the

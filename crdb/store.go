@@ -14,6 +14,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
+
+	"github.com/idemcoord/idemcoord/clock"
 )
 
 // Defaults for Config.
@@ -46,15 +48,22 @@ type Config struct {
 	MaxAttempts int
 	// RetryBase is the first retry backoff. Default DefaultRetryBase.
 	RetryBase time.Duration
-	// Clock, when set, replaces the database's now(); tests move it instead
-	// of sleeping.
+	// Clock, when set, replaces the database's now() for leases and TTLs;
+	// tests move it instead of sleeping. It does not drive retry backoff.
 	Clock Clock
+	// BackoffClock is what retry backoff sleeps on. Default clock.Real().
+	// It is separate from Clock so a test that holds lease time still (or
+	// moves it by hours) neither freezes nor skips the store's retries.
+	BackoffClock clock.Clock
 	// Seed seeds retry jitter; 0 picks one at random.
 	Seed uint64
 	// Meter records the store's counters. Default: the global provider's.
 	Meter metric.Meter
 	// Logger receives the store's logs. Default slog.Default().
 	Logger *slog.Logger
+	// Tracer, if set, sees every query the pool runs (tests count the
+	// store round trips of each request path with it). Default none.
+	Tracer pgx.QueryTracer
 }
 
 // Validate reports every invalid field.
@@ -100,6 +109,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.RetryBase == 0 {
 		cfg.RetryBase = DefaultRetryBase
 	}
+	cfg.BackoffClock = clock.Or(cfg.BackoffClock)
 	if cfg.Meter == nil {
 		cfg.Meter = otel.GetMeterProvider().Meter("github.com/idemcoord/idemcoord/crdb")
 	}
@@ -115,6 +125,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("crdb: dsn: %w", err)
 	}
 	pc.MaxConns = cfg.MaxConns
+	pc.ConnConfig.Tracer = cfg.Tracer
 	// Every implicit (single-statement) transaction is serializable too.
 	pc.ConnConfig.RuntimeParams["default_transaction_isolation"] = "serializable"
 	pc.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {

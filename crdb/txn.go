@@ -3,11 +3,12 @@ package crdb
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"syscall"
 	"time"
+
+	"github.com/idemcoord/idemcoord/clock"
 
 	"github.com/cockroachdb/cockroach-go/v2/crdb"
 	crdbpgx "github.com/cockroachdb/cockroach-go/v2/crdb/crdbpgxv5"
@@ -71,35 +72,32 @@ func ambiguous(err error) bool {
 		errors.Is(err, context.Canceled) || pgconn.Timeout(err)
 }
 
-// backoff sleeps before retry attempt n (n >= 1): exponential from the
-// configured base with full jitter, capped at 100x base.
+// backoff sleeps before retry attempt n (n >= 1) on the backoff clock:
+// exponential from the configured base with full jitter, capped at 64x base.
 func (s *Store) backoff(ctx context.Context, n int) error {
 	d := s.cfg.RetryBase << min(n-1, 6)
 	s.randMu.Lock()
 	d = time.Duration(s.rand.Int64N(int64(d) + 1))
 	s.randMu.Unlock()
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return clock.Sleep(ctx, s.cfg.BackoffClock, d)
 }
 
 // retry runs attempt until it succeeds, fails with an error that is not a
 // serialization failure, or MaxAttempts is reached. Every attempt is a whole
 // transaction: on PostgreSQL a retry inside a savepoint would keep the old
 // snapshot and fail forever under contention.
+//
+// Giving up is typed: *RetriesExhaustedError (ErrContention) when the
+// attempts ran out, *UnavailableError (ErrUnavailable) when the store could
+// not be used, *AmbiguousCommitError when a commit's outcome was lost.
 func (s *Store) retry(ctx context.Context, op string, attempt func(ctx context.Context) error) error {
 	for n := 1; ; n++ {
 		err := attempt(ctx)
 		if err == nil || !retryable(err) {
-			return err
+			return giveUp(err)
 		}
 		if n >= s.cfg.MaxAttempts {
-			return fmt.Errorf("crdb: %s: gave up after %d serialization failures: %w", op, n, err)
+			return &RetriesExhaustedError{Op: op, Attempts: n, Err: err}
 		}
 		s.metrics.txRetry(ctx, op)
 		if err := s.backoff(ctx, n); err != nil {
@@ -125,7 +123,11 @@ func (s *Store) RunTx(ctx context.Context, fn func(pgx.Tx) error) error {
 		if errors.As(err, &amb) {
 			return &AmbiguousCommitError{Err: err}
 		}
-		return err
+		var exhausted *crdb.MaxRetriesExceededError
+		if errors.As(err, &exhausted) {
+			return &RetriesExhaustedError{Op: "tx", Err: err} // cockroach-go counts the attempts
+		}
+		return giveUp(err)
 	}
 	return s.retry(ctx, "tx", func(ctx context.Context) error {
 		tx, err := s.pool.BeginTx(ctx, opts)

@@ -19,13 +19,13 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.uber.org/zap"
 
 	"github.com/idemcoord/idemcoord/authn"
 	"github.com/idemcoord/idemcoord/config"
 	"github.com/idemcoord/idemcoord/crdb"
 	"github.com/idemcoord/idemcoord/gateway"
 	"github.com/idemcoord/idemcoord/ownership"
+	"github.com/idemcoord/idemcoord/region"
 )
 
 // LivenessPrefix is where instances keep their liveness keys in etcd:
@@ -39,6 +39,13 @@ type Options struct {
 	Logger *slog.Logger
 	// Transport, if set, carries upstream calls (tests inject faults here).
 	Transport http.RoundTripper
+	// ForwardTransport, if set, carries requests forwarded to other
+	// regions' gateways (a drill cuts one region off here).
+	ForwardTransport http.RoundTripper
+	// Listener, if set, is served instead of listening on cfg.Listen: a
+	// caller that must know the address before the configuration is
+	// written (the dev cluster) opens it first.
+	Listener net.Listener
 }
 
 // Daemon is one running region instance.
@@ -50,6 +57,9 @@ type Daemon struct {
 	ln     net.Listener
 	etcd   *clientv3.Client
 	live   *ownership.Liveness
+	dir    *ownership.Directory
+	cache  *ownership.Cache
+	topo   *region.Topology
 	mp     *sdkmetric.MeterProvider
 	served chan error
 }
@@ -95,21 +105,35 @@ func Start(ctx context.Context, cfg *config.Config, opts Options) (d *Daemon, er
 	if err != nil {
 		return nil, fmt.Errorf("upstream: %w", err)
 	}
-	var ready func(context.Context) error
-	if len(cfg.Etcd.Endpoints) > 0 {
-		if ready, err = d.joinEtcd(ctx, cfg, log); err != nil {
-			return nil, err
-		}
-	}
-	d.gw, err = gateway.New(gateway.Config{
-		Region: cfg.Region, Worker: cfg.WorkerName(), Store: d.store, Auth: verifier,
-		Endpoints: cfg.Endpoints, Next: gateway.NewProxy(upstream, opts.Transport), Ready: ready,
-		Logger: log, Meter: meter, Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
-	})
-	if err != nil {
+	if d.topo, err = region.FromConfig(cfg); err != nil {
 		return nil, err
 	}
-	if d.ln, err = net.Listen("tcp", cfg.Listen); err != nil {
+	gcfg := gateway.Config{
+		Region: cfg.Region, Worker: cfg.WorkerName(), Shards: cfg.Shards, Store: d.store, Auth: verifier,
+		Endpoints: cfg.Endpoints, Next: gateway.NewProxy(upstream, opts.Transport),
+		Logger: log, Meter: meter, Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
+	}
+	if len(cfg.Etcd.Endpoints) > 0 {
+		// Multi-region: ownership comes from the etcd directory, and
+		// requests for actors of other regions go to their owner.
+		if err := d.joinEtcd(ctx, cfg, log); err != nil {
+			return nil, err
+		}
+		gcfg.Owners, gcfg.Topology, gcfg.Routing = d.cache, d.topo, cfg.Routing
+		gcfg.ForwardTransport = opts.ForwardTransport
+		gcfg.Ready = d.ready
+	} else if err := d.store.BootstrapFences(ctx, cfg.Shards, d.topo.Home); err != nil {
+		// Single-region mode: every shard is the local region's, before
+		// anything is served; a store bootstrapped with another shard
+		// count refuses to start.
+		return nil, err
+	}
+	if d.gw, err = gateway.New(gcfg); err != nil {
+		return nil, err
+	}
+	if opts.Listener != nil {
+		d.ln = opts.Listener
+	} else if d.ln, err = net.Listen("tcp", cfg.Listen); err != nil {
 		return nil, err
 	}
 	d.srv = &http.Server{Handler: d.gw, ReadHeaderTimeout: 10 * time.Second,
@@ -117,23 +141,6 @@ func Start(ctx context.Context, cfg *config.Config, opts Options) (d *Daemon, er
 	go func() { d.served <- d.srv.Serve(d.ln) }()
 	log.InfoContext(ctx, "region serving", "addr", d.ln.Addr().String(), "upstream", upstream.Redacted())
 	return d, nil
-}
-
-// joinEtcd connects to etcd and keeps this instance's liveness key. It
-// fails within the configured dial timeout when etcd does not answer.
-func (d *Daemon) joinEtcd(ctx context.Context, cfg *config.Config, log *slog.Logger) (func(context.Context) error, error) {
-	var err error
-	d.etcd, err = clientv3.New(clientv3.Config{Endpoints: cfg.Etcd.Endpoints, DialTimeout: cfg.Etcd.DialTimeout,
-		Logger: zap.NewNop()})
-	if err != nil {
-		return nil, fmt.Errorf("etcd: %w", err)
-	}
-	d.live, err = ownership.StartLiveness(ctx, ownership.LivenessConfig{Client: d.etcd, Region: cfg.Region,
-		Instance: cfg.WorkerName(), RegisterTimeout: cfg.Etcd.DialTimeout, Logger: log})
-	if err != nil {
-		return nil, fmt.Errorf("etcd liveness: %w", err)
-	}
-	return d.live.Ready, nil
 }
 
 // Addr returns the address the daemon listens on.
@@ -154,6 +161,9 @@ func (d *Daemon) Close(ctx context.Context) error {
 	}
 	if d.live != nil {
 		d.live.Close()
+	}
+	if d.cache != nil {
+		d.cache.Close()
 	}
 	if d.etcd != nil {
 		d.etcd.Close()

@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"text/template"
 	"time"
 
@@ -59,13 +60,35 @@ type Options struct {
 	Logger *slog.Logger
 	// Transport, if set, carries the gateways' upstream calls.
 	Transport http.RoundTripper
+	// Region overrides, per region name, what that region connects
+	// through, so a drill or a test can cut one region off alone.
+	Region map[string]RegionOptions
+}
+
+// RegionOptions are one region's own connections. Zero fields take the
+// cluster's defaults.
+type RegionOptions struct {
+	// DSN is the store URL the region connects to (default: the
+	// cluster's DSN).
+	DSN string
+	// Etcd are the etcd endpoints the region connects to (default: every
+	// member).
+	Etcd []string
+	// Transport carries the region's upstream calls (default
+	// Options.Transport).
+	Transport http.RoundTripper
+	// ForwardTransport carries requests the region forwards to the
+	// owner region's gateway (default: a transport of its own).
+	ForwardTransport http.RoundTripper
 }
 
 // Region is one running region.
 type Region struct {
-	Name   string
-	URL    string
-	Daemon *daemon.Daemon
+	Name string
+	URL  string
+	// ConfigPath is the region's idemd.yaml in the cluster's directory.
+	ConfigPath string
+	Daemon     *daemon.Daemon
 }
 
 // Cluster is a running dev cluster.
@@ -81,10 +104,17 @@ type Cluster struct {
 	Etcd *etcdlocal.Cluster
 	// Pool is a connection pool for inspection (payments, bank charges).
 	Pool *pgxpool.Pool
+	// Topology is the regions list every region's configuration carries:
+	// names in order (the order decides each shard's home) and gateway
+	// URLs.
+	Topology []config.Region
+	// Dir holds the cluster's temporary files (region configs, the secret
+	// file); Close removes it.
+	Dir string
 
-	dir     string
-	secret  []byte
-	servers []*http.Server
+	portBase int
+	secret   []byte
+	servers  []*http.Server
 }
 
 // Start brings the whole cluster up. Close it to stop everything and remove
@@ -99,7 +129,12 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	started := &Cluster{secret: make([]byte, 32)}
+	// A busy port found after PostgreSQL and etcd started would cost
+	// seconds and leave the user a bind error without the way out.
+	if err := CheckPorts(opts.PortBase); err != nil {
+		return nil, err
+	}
+	started := &Cluster{secret: make([]byte, 32), portBase: opts.PortBase}
 	c = started
 	defer func() {
 		if err != nil {
@@ -107,7 +142,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		}
 	}()
 	rand.Read(c.secret)
-	if c.dir, err = os.MkdirTemp("", "idemdev"); err != nil {
+	if c.Dir, err = os.MkdirTemp("", "idemdev"); err != nil {
 		return nil, err
 	}
 	if c.DSN = opts.DatabaseURL; c.DSN == "" {
@@ -122,24 +157,50 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if err := c.startDemo(ctx, opts); err != nil {
 		return nil, err
 	}
-	secretFile := filepath.Join(c.dir, "hs256.secret")
+	secretFile := filepath.Join(c.Dir, "hs256.secret")
 	if err := os.WriteFile(secretFile, []byte(hex.EncodeToString(c.secret)), 0o600); err != nil {
 		return nil, err
 	}
+	// Every region's file lists every region's URL, so the gateways are
+	// listening before any configuration is written.
+	listeners := make([]net.Listener, len(Regions))
+	defer func() {
+		for _, ln := range listeners {
+			if ln != nil {
+				ln.Close() // not handed to a daemon
+			}
+		}
+	}()
 	for i, name := range Regions {
 		listen := "127.0.0.1:0"
 		if opts.PortBase != 0 {
 			listen = fmt.Sprintf("127.0.0.1:%d", opts.PortBase+i)
 		}
-		cfg, err := c.regionConfig(name, listen, secretFile, opts)
+		if listeners[i], err = net.Listen("tcp", listen); err != nil {
+			return nil, fmt.Errorf("region %s: %w (choose other ports with --port-base)", name, err)
+		}
+		c.Topology = append(c.Topology, config.Region{Name: name, URL: "http://" + listeners[i].Addr().String()})
+	}
+	for i, name := range Regions {
+		ro := opts.Region[name]
+		if ro.Transport == nil {
+			ro.Transport = opts.Transport
+		}
+		path, err := c.writeRegionConfig(name, listeners[i].Addr().String(), secretFile, ro, opts)
 		if err != nil {
 			return nil, err
 		}
-		d, err := daemon.Start(ctx, cfg, daemon.Options{Logger: opts.Logger, Transport: opts.Transport})
+		cfg, err := config.Load(path)
+		if err != nil {
+			return nil, err
+		}
+		d, err := daemon.Start(ctx, cfg, daemon.Options{Logger: opts.Logger, Transport: ro.Transport,
+			ForwardTransport: ro.ForwardTransport, Listener: listeners[i]})
+		listeners[i] = nil // the daemon closes it from now on
 		if err != nil {
 			return nil, fmt.Errorf("region %s: %w", name, err)
 		}
-		c.Regions = append(c.Regions, &Region{Name: name, URL: "http://" + d.Addr(), Daemon: d})
+		c.Regions = append(c.Regions, &Region{Name: name, URL: "http://" + d.Addr(), ConfigPath: path, Daemon: d})
 	}
 	return c, nil
 }
@@ -192,6 +253,13 @@ store:
   max_conns: 16
 etcd:
   endpoints: [{{.Etcd}}]
+# every region's file lists the same regions in the same order: the order
+# decides each shard's home region
+regions:
+{{- range .Regions}}
+  - {name: {{.Name}}, url: "{{.URL}}"}
+{{- end}}
+routing: forward
 auth:
   issuer: ` + Issuer + `
   audience: ` + Audience + `
@@ -215,21 +283,26 @@ endpoints:
     resolve_path: /internal/operations/{operation_id}
 `))
 
-func (c *Cluster) regionConfig(region, listen, secretFile string, opts Options) (*config.Config, error) {
-	var etcd bytes.Buffer
-	for i, e := range c.Etcd.Endpoints() {
-		if i > 0 {
-			etcd.WriteString(", ")
-		}
-		etcd.WriteString(e)
+// writeRegionConfig writes region's idemd.yaml into the cluster's directory
+// and returns its path.
+func (c *Cluster) writeRegionConfig(region, listen, secretFile string, ro RegionOptions, opts Options) (string, error) {
+	endpoints := ro.Etcd
+	if len(endpoints) == 0 {
+		endpoints = c.Etcd.Endpoints()
+	}
+	dsn := ro.DSN
+	if dsn == "" {
+		dsn = c.DSN
 	}
 	var b bytes.Buffer
 	err := regionTemplate.Execute(&b, map[string]any{"Region": region, "Listen": listen, "Upstream": c.PaymentsURL,
-		"DSN": c.DSN, "Etcd": etcd.String(), "SecretFile": secretFile, "UpstreamTimeout": opts.UpstreamTimeout.String()})
+		"DSN": dsn, "Etcd": strings.Join(endpoints, ", "), "SecretFile": secretFile,
+		"UpstreamTimeout": opts.UpstreamTimeout.String(), "Regions": c.Topology})
 	if err != nil {
-		return nil, err
+		return "", err
 	}
-	return config.Parse(b.Bytes())
+	path := filepath.Join(c.Dir, region+".yaml")
+	return path, os.WriteFile(path, b.Bytes(), 0o600)
 }
 
 // Token returns a bearer token for actor (tenant "demo") valid for ttl.
@@ -240,7 +313,7 @@ func (c *Cluster) Token(actor string, ttl time.Duration) (string, error) {
 // Token signs a dev cluster token with a hex secret (see State).
 func Token(hexSecret, actor string, ttl time.Duration) (string, error) {
 	secret := []byte(hexSecret)
-	return authn.Issue(secret, Issuer, Audience, authn.Principal{Tenant: "demo", Subject: actor}, ttl, time.Now())
+	return authn.Issue(secret, Issuer, Audience, authn.Principal{Tenant: Tenant, Subject: actor}, ttl, time.Now())
 }
 
 // Close stops everything and removes the cluster's temporary data.
@@ -261,8 +334,8 @@ func (c *Cluster) Close(ctx context.Context) error {
 	if c.Postgres != nil {
 		errs = append(errs, c.Postgres.Close())
 	}
-	if c.dir != "" {
-		os.RemoveAll(c.dir)
+	if c.Dir != "" {
+		os.RemoveAll(c.Dir)
 	}
 	return errors.Join(errs...)
 }

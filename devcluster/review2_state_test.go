@@ -21,15 +21,15 @@ func TestReview2WriteStateDoesNotFollowPlantedSymlink(t *testing.T) {
 	if err := os.WriteFile(victim, []byte("precious\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Dir(StatePath())
+	dir := StateDir()
 	if err := os.Mkdir(dir, 0o777); err != nil { // planted by another user
 		t.Fatal(err)
 	}
 	os.Chmod(dir, 0o777)
-	if err := os.Symlink(victim, StatePath()); err != nil {
+	if err := os.Symlink(victim, StatePath(DefaultPortBase)); err != nil {
 		t.Fatal(err)
 	}
-	err := WriteState(StatePath(), State{Secret: strings.Repeat("ab", 32), DSN: "postgres://x"})
+	err := WriteState(StatePath(DefaultPortBase), State{Secret: strings.Repeat("ab", 32), DSN: "postgres://x"})
 	got, _ := os.ReadFile(victim)
 	if string(got) != "precious\n" {
 		t.Fatalf("WriteState (err %v) followed the planted symlink and overwrote %s with:\n%s", err, victim, got)

@@ -8,33 +8,76 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 )
 
-// State is what `idemd dev` leaves on disk for `idemctl dev` while the
-// cluster runs: where the regions are and how to sign tokens for them.
+// ErrNoCluster is returned by FindState when no dev cluster is running.
+var ErrNoCluster = errors.New("no dev cluster is running; start one with `go run ./cmd/idemd dev`")
+
+// State is what `idemd dev` leaves on disk for `idemctl` while the cluster
+// runs: where the regions are and how to sign tokens for them. Every
+// running cluster has its own file (see StatePath), so two clusters on
+// different port bases never overwrite or delete each other's state.
 type State struct {
+	// PortBase is the cluster's --port-base; it names the state file.
+	PortBase int `json:"port_base"`
+	// PID is the process running the cluster. A file whose process is
+	// gone is stale (a cluster killed without Ctrl-C) and is ignored.
+	PID         int               `json:"pid"`
 	Regions     map[string]string `json:"regions"`
 	PaymentsURL string            `json:"payments_url"`
 	BankURL     string            `json:"bank_url"`
 	DSN         string            `json:"dsn"`
 	Etcd        []string          `json:"etcd"`
+	// DataDir holds the cluster's temporary files: the region configs,
+	// the secret file; PostgresDir the throwaway PostgreSQL's data and log
+	// (empty with --database-url). Both are removed when it stops.
+	DataDir     string `json:"data_dir"`
+	PostgresDir string `json:"postgres_dir,omitempty"`
+	// Configs maps each region to its idemd.yaml, the same file a user
+	// runs with `idemd run --config`.
+	Configs map[string]string `json:"configs"`
 	// Secret is the hex HS256 secret of this throwaway cluster.
 	Secret string `json:"secret"`
+	// Demo is where the demo actor ("demo", scope demo/demo) lives when
+	// the cluster starts.
+	Demo ActorOwner `json:"demo"`
 }
 
-// StatePath is where the running dev cluster's State is kept: in a
-// directory of this user's own (it holds the cluster's secret).
-func StatePath() string {
-	return filepath.Join(os.TempDir(), fmt.Sprintf("idemcoord-dev-%d", os.Getuid()), "state.json")
+// ActorOwner is which region owns an actor's shard, and at what epoch.
+type ActorOwner struct {
+	Actor string `json:"actor"`
+	Shard int    `json:"shard"`
+	Owner string `json:"owner"`
+	Epoch int64  `json:"epoch"`
+	State string `json:"state"`
+}
+
+// StateDir is the directory of the running dev clusters' state files: a
+// directory of this user's own (the files hold the clusters' secrets).
+func StateDir() string {
+	return filepath.Join(os.TempDir(), fmt.Sprintf("idemcoord-dev-%d", os.Getuid()))
+}
+
+// StatePath is the state file of the dev cluster started with portBase.
+func StatePath(portBase int) string {
+	return filepath.Join(StateDir(), fmt.Sprintf("cluster-%d.json", portBase))
 }
 
 // State returns the cluster's state.
 func (c *Cluster) State() State {
-	st := State{Regions: map[string]string{}, PaymentsURL: c.PaymentsURL, BankURL: c.BankURL, DSN: c.DSN,
-		Etcd: c.Etcd.Endpoints(), Secret: hex.EncodeToString(c.secret)}
+	st := State{PortBase: c.portBase, PID: os.Getpid(), Regions: map[string]string{}, Configs: map[string]string{},
+		PaymentsURL: c.PaymentsURL, BankURL: c.BankURL, DSN: c.DSN, Etcd: c.Etcd.Endpoints(),
+		DataDir: c.Dir, Secret: hex.EncodeToString(c.secret), Demo: c.Owner("demo")}
+	if c.Postgres != nil {
+		st.PostgresDir = c.Postgres.Dir()
+	}
 	for _, r := range c.Regions {
 		st.Regions[r.Name] = r.URL
+		st.Configs[r.Name] = r.ConfigPath
 	}
 	return st
 }
@@ -84,15 +127,89 @@ func checkPrivateDir(dir string) error {
 	return nil
 }
 
-// ReadState reads the state file of a running dev cluster.
+// ReadState reads one state file.
 func ReadState(path string) (State, error) {
 	var st State
 	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return st, fmt.Errorf("no dev cluster is running (no %s); start one with `go run ./cmd/idemd dev`", path)
-	}
 	if err != nil {
 		return st, err
 	}
-	return st, json.Unmarshal(b, &st)
+	if err := json.Unmarshal(b, &st); err != nil {
+		return st, fmt.Errorf("devcluster: %s: %w", path, err)
+	}
+	return st, nil
+}
+
+// FindState returns the state of the running dev cluster started with
+// portBase, or, with portBase 0, of the only one running. It never guesses:
+// with several running and no portBase it fails naming their port bases.
+// Files of clusters whose process is gone are ignored.
+func FindState(portBase int) (State, error) {
+	if portBase != 0 {
+		st, err := ReadState(StatePath(portBase))
+		switch {
+		case errors.Is(err, fs.ErrNotExist) || (err == nil && !running(st.PID)):
+			return State{}, fmt.Errorf("no dev cluster with --port-base %d is running%s", portBase, others(portBase))
+		case err != nil:
+			return State{}, err
+		}
+		return st, nil
+	}
+	live, err := Running()
+	if err != nil {
+		return State{}, err
+	}
+	switch len(live) {
+	case 0:
+		return State{}, ErrNoCluster
+	case 1:
+		return live[0], nil
+	}
+	return State{}, fmt.Errorf("%d dev clusters are running (--port-base %s); say which with --port-base",
+		len(live), portBases(live))
+}
+
+// Running returns the state of every running dev cluster, by port base.
+func Running() ([]State, error) {
+	paths, err := filepath.Glob(filepath.Join(StateDir(), "cluster-*.json"))
+	if err != nil {
+		return nil, err
+	}
+	var live []State
+	for _, p := range paths {
+		st, err := ReadState(p)
+		if err != nil || !running(st.PID) {
+			continue // being written, or left by a killed cluster
+		}
+		live = append(live, st)
+	}
+	slices.SortFunc(live, func(a, b State) int { return a.PortBase - b.PortBase })
+	return live, nil
+}
+
+// others names the running clusters for an error about another one.
+func others(portBase int) string {
+	live, _ := Running()
+	if len(live) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (running: --port-base %s)", portBases(live))
+}
+
+// portBases lists the clusters' port bases.
+func portBases(sts []State) string {
+	s := make([]string, len(sts))
+	for i, st := range sts {
+		s[i] = strconv.Itoa(st.PortBase)
+	}
+	return strings.Join(s, ", ")
+}
+
+// running reports whether process pid exists.
+func running(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
 }

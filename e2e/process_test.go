@@ -115,6 +115,17 @@ func procConfig(c *devcluster.Cluster, worker, secretFile string) []byte {
 		return string(b)
 	}
 	etcd, _ := json.Marshal(c.Etcd.Endpoints())
+	// The cluster's regions list (JSON is YAML): the same topology, so the
+	// process routes exactly as the in-process regions do.
+	type reg struct {
+		Name string `json:"name"`
+		URL  string `json:"url"`
+	}
+	var regs []reg
+	for _, r := range c.Topology {
+		regs = append(regs, reg{r.Name, r.URL})
+	}
+	regions, _ := json.Marshal(regs)
 	return fmt.Appendf(nil, `region: us-east
 listen: "127.0.0.1:0"
 worker_id: %s
@@ -124,6 +135,7 @@ store:
   max_conns: 8
 etcd:
   endpoints: %s
+regions: %s
 auth:
   issuer: %s
   audience: %s
@@ -145,7 +157,7 @@ endpoints:
     response_headers: [Content-Type, Location]
     failover: reject
     resolve_path: /internal/operations/{operation_id}
-`, q(worker), q(c.PaymentsURL), q(c.DSN), etcd, q(devcluster.Issuer), q(devcluster.Audience), q(secretFile),
+`, q(worker), q(c.PaymentsURL), q(c.DSN), etcd, regions, q(devcluster.Issuer), q(devcluster.Audience), q(secretFile),
 		procLease, procUpstreamTimeout)
 }
 
@@ -416,7 +428,7 @@ func TestGatewayProcessKilledMidRequest(t *testing.T) {
 	begin := time.Now()
 	c := startCluster(t, devcluster.Options{UpstreamTimeout: 5 * time.Second, BankTimeout: 5 * time.Second})
 	proc := startIdemd(t, c, "e2e-proc-killed")
-	actor := uniqueName("proc-killed")
+	actor := c.ActorHomedIn("us-east", uniqueName("proc-killed"))
 	tok := token(t, c, actor)
 	key := uniqueName("proc-killed-key")
 	body := paymentBody("41.00", "order-proc-killed")
@@ -508,7 +520,7 @@ func TestGatewayProcessPausedPastItsLease(t *testing.T) {
 	begin := time.Now()
 	c := startCluster(t, devcluster.Options{UpstreamTimeout: 5 * time.Second, BankTimeout: 5 * time.Second})
 	proc := startIdemd(t, c, "e2e-proc-paused")
-	actor := uniqueName("proc-paused")
+	actor := c.ActorHomedIn("us-east", uniqueName("proc-paused"))
 	tok := token(t, c, actor)
 	key := uniqueName("proc-paused-key")
 	body := paymentBody("42.00", "order-proc-paused")

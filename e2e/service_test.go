@@ -39,7 +39,7 @@ func TestServiceEndpoints(t *testing.T) {
 
 	region := c.Regions[1]
 	before := scrape(t, region.URL)
-	tok := token(t, c, uniqueName("metrics"))
+	tok := token(t, c, c.ActorHomedIn(region.Name, uniqueName("metrics")))
 	key := uniqueName("metrics-key")
 	body := paymentBody("3.00", "order-metrics")
 	if r := mustPost(t, region.URL, tok, key, body); r.Status != http.StatusCreated || r.replayed() {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -34,6 +35,12 @@ type Repair struct {
 	Healthy func(region string) bool
 	// Concurrency bounds concurrent moves. Default DefaultMoveConcurrency.
 	Concurrency int
+	// DrainTimeout is how long each planned move (Drain, Failback) lets
+	// the old owner, which is alive, finish the operations it already
+	// started before the fence moves (ownership.DrainFor). A failover
+	// never drains: the old owner cannot finish anything. Default 0: no
+	// waiting.
+	DrainTimeout time.Duration
 }
 
 // check validates the call's common arguments.
@@ -62,17 +69,17 @@ func (r Repair) concurrency() int {
 // the home's successor order), ending FAILED_OVER: what the controller
 // does for a failed region, on an operator's word.
 func (r Repair) Failover(ctx context.Context, region, operator, reason string) ([]Moved, error) {
-	return r.away(ctx, "failover", region, ownership.FailedOver, operator, reason)
+	return r.away(ctx, "failover", region, ownership.FailedOver, operator, reason, 0)
 }
 
 // Drain moves every shard region owns to its failover region, ending
 // ACTIVE: a planned move (maintenance), so reject endpoints keep serving.
 func (r Repair) Drain(ctx context.Context, region, operator, reason string) ([]Moved, error) {
-	return r.away(ctx, "drain", region, ownership.Active, operator, reason)
+	return r.away(ctx, "drain", region, ownership.Active, operator, reason, r.DrainTimeout)
 }
 
 // away moves region's shards elsewhere, ending final.
-func (r Repair) away(ctx context.Context, action, region string, final ownership.State, operator, reason string) ([]Moved, error) {
+func (r Repair) away(ctx context.Context, action, region string, final ownership.State, operator, reason string, drain time.Duration) ([]Moved, error) {
 	if err := r.check(region, operator, reason); err != nil {
 		return nil, err
 	}
@@ -93,7 +100,7 @@ func (r Repair) away(ctx context.Context, action, region string, final ownership
 		}
 		plans = append(plans, plan{entry: e, to: to, final: final})
 	}
-	return r.run(ctx, action, region, plans, operator, reason, errs)
+	return r.run(ctx, action, region, plans, operator, reason, drain, errs)
 }
 
 // Failback moves every shard whose home is region and whose owner is not
@@ -113,12 +120,17 @@ func (r Repair) Failback(ctx context.Context, region, operator, reason string) (
 			plans = append(plans, plan{entry: e, to: region, final: ownership.Active})
 		}
 	}
-	return r.run(ctx, "failback", region, plans, operator, reason, nil)
+	return r.run(ctx, "failback", region, plans, operator, reason, r.DrainTimeout, nil)
 }
 
 // run makes the moves and writes the call's audit row.
-func (r Repair) run(ctx context.Context, action, region string, plans []plan, operator, reason string, errs []error) ([]Moved, error) {
-	moved, err := runMoves(ctx, r.Directory, plans, operator, reason, r.concurrency())
+func (r Repair) run(ctx context.Context, action, region string, plans []plan, operator, reason string,
+	drain time.Duration, errs []error) ([]Moved, error) {
+	var opts []ownership.MoveOption
+	if drain > 0 {
+		opts = append(opts, ownership.DrainFor(drain))
+	}
+	moved, err := runMoves(ctx, r.Directory, plans, operator, reason, r.concurrency(), opts...)
 	errs = append(errs, err)
 	detail := fmt.Sprintf("region=%s shards_moved=%d of %d", region, committed(moved), len(plans))
 	if aerr := r.Audit.Audit(ctx, operator, action, reason, detail); aerr != nil {

@@ -19,9 +19,18 @@ func operationPath(id uuid.UUID) string { return "/v1/operations/" + id.String()
 // accept answers an async endpoint's first run (or takeover) with 202 and
 // runs the intent in the background under the claim's lease. The
 // background run belongs to the gateway: Close waits for it.
+//
+// The request is stored before the 202 (when the store keeps requests),
+// so that if this instance dies after answering, another one runs it once
+// the lease expires (see recovery.go), with no new POST. A claim this
+// instance will not run, because it is shutting down or could not store
+// the request, is released at once: recorded RETRYABLE_FAILURE, never
+// sent, so the client's retry runs it on a healthy instance instead of
+// finding a live lease that nobody serves.
 func (g *Gateway) accept(c *call, claim crdb.Claim, result string) {
 	lease := claim.Lease
-	in := Invocation{Request: c.r.Clone(context.WithoutCancel(c.r.Context())), Body: c.body,
+	ctx := context.WithoutCancel(c.r.Context())
+	in := Invocation{Request: c.r.Clone(ctx), Body: c.body,
 		OperationID: lease.OperationID, Actor: c.actor, Endpoint: c.ep}
 	g.closeMu.Lock()
 	closing := g.closing
@@ -30,26 +39,73 @@ func (g *Gateway) accept(c *call, claim crdb.Claim, result string) {
 	}
 	g.closeMu.Unlock()
 	if closing {
-		// Shutting down: leave the claim to expire and a retry to take it
-		// over in another instance.
-		g.refuseWait(c, "store_unavailable", problem{Type: "shutting-down", Title: "instance shutting down",
+		g.release(ctx, c, lease, "instance shutting down")
+		g.refuseWait(c, "shutting_down", problem{Type: "shutting-down", Title: "instance shutting down",
 			Detail: "nothing was executed; retry with the same key", Status: http.StatusServiceUnavailable}, time.Second)
+		return
+	}
+	if err := g.saveRequest(ctx, c, lease); err != nil {
+		g.bg.Done()
+		g.release(ctx, c, lease, "request could not be queued")
+		g.storeDown(c, err)
 		return
 	}
 	go func() {
 		defer g.bg.Done()
-		ctx := context.WithoutCancel(in.Request.Context())
-		a, res, _, err := g.perform(ctx, c, claim, in)
-		if a.Err != nil {
-			g.log.WarnContext(ctx, "async execution failed", "operation_id", in.OperationID, "err", redact(a.Err))
-		}
-		if err != nil {
-			g.log.ErrorContext(ctx, "async run not recorded", "operation_id", in.OperationID, "err", err)
-		}
-		g.metrics.upstreamResult(ctx, c.ep.Name, string(res.State))
+		g.runAsync(ctx, c, claim, in)
 	}()
 	g.metrics.request(c.r.Context(), c.ep.Name, result, c.start)
 	writeAccepted(c.w, lease.OperationID, string(idempotency.Pending))
+}
+
+// runAsync runs an async intent under its claim and records the result;
+// the stored request is dropped once the result is recorded.
+func (g *Gateway) runAsync(ctx context.Context, c *call, claim crdb.Claim, in Invocation) {
+	a, res, _, err := g.perform(ctx, c, claim, in)
+	if a.Err != nil {
+		g.log.WarnContext(ctx, "async execution failed", "operation_id", in.OperationID, "err", redact(a.Err))
+	}
+	if err != nil {
+		g.log.ErrorContext(ctx, "async run not recorded", "operation_id", in.OperationID, "err", err)
+	}
+	g.metrics.upstreamResult(ctx, c.ep.Name, string(res.State))
+	if rs, ok := g.cfg.Store.(requestStore); ok && err == nil {
+		sctx, cancel := context.WithTimeout(ctx, storeCallTimeout)
+		if err := rs.DropRequest(sctx, in.OperationID); err != nil {
+			g.log.WarnContext(ctx, "stored async request not dropped; cleanup will", "operation_id", in.OperationID, "err", err)
+		}
+		cancel()
+	}
+}
+
+// saveRequest stores the async request for recovery, when the store can.
+func (g *Gateway) saveRequest(ctx context.Context, c *call, lease *crdb.Lease) error {
+	rs, ok := g.cfg.Store.(requestStore)
+	if !ok {
+		return nil
+	}
+	b, err := encodeQueued(c.r, c.body)
+	if err != nil {
+		return err
+	}
+	sctx, cancel := context.WithTimeout(ctx, storeCallTimeout)
+	defer cancel()
+	return rs.SaveRequest(sctx, lease, b)
+}
+
+// release gives up a claim this instance will not run: nothing was sent,
+// so it is recorded RETRYABLE_FAILURE (a version-conditioned write) and
+// the next retry with the key runs it at once. If the write fails, the
+// lease expires and recovery or a retry takes the claim over.
+func (g *Gateway) release(ctx context.Context, c *call, lease *crdb.Lease, why string) {
+	sctx, cancel := context.WithTimeout(ctx, storeCallTimeout)
+	defer cancel()
+	err := g.cfg.Store.Finish(sctx, lease, crdb.Result{State: idempotency.RetryableFailure,
+		ErrorSummary: "never sent: " + why})
+	if err != nil {
+		g.log.WarnContext(ctx, "claim not released; it waits for its lease", "operation_id", lease.OperationID,
+			"key", c.key, "err", err)
+	}
 }
 
 // writeAccepted answers 202 with the operation's status URL.

@@ -32,6 +32,9 @@ type call struct {
 	key    idempotency.Key
 	body   []byte
 	start  time.Time
+	// claimedAt is when the last claim was sent to the store, by the
+	// gateway's clock: the lease it won runs from no earlier than this.
+	claimedAt time.Time
 }
 
 // coordinate runs the protocol of docs/http-contract.md for one request.
@@ -66,7 +69,18 @@ func (g *Gateway) coordinate(w http.ResponseWriter, r *http.Request, ep *config.
 			Status: http.StatusRequestEntityTooLarge, NewKeySafe: true})
 		return
 	}
+	if !ep.AcceptsBody(r.Header.Get("Content-Type"), len(c.body)) {
+		g.unsupportedMediaType(c)
+		return
+	}
+	// Bounded: a burst of large bodies waits here, or gets 503.
+	release, err := g.cfg.FingerprintBudget.Acquire(r.Context(), int64(len(c.body)))
+	if err != nil {
+		g.fingerprintBusy(c)
+		return
+	}
 	fp, err := g.fingerprint(c, 0)
+	release()
 	if err != nil {
 		g.refuse(c, "malformed_body", problem{Type: "malformed-body", Title: "request body cannot be fingerprinted",
 			Detail: err.Error(), Status: http.StatusBadRequest, NewKeySafe: true})
@@ -100,6 +114,7 @@ func (g *Gateway) coordinate(w http.ResponseWriter, r *http.Request, ep *config.
 			return
 		}
 		sctx, cancel = context.WithTimeout(ctx, storeCallTimeout)
+		c.claimedAt = g.clock.Now()
 		claim, err := g.cfg.Store.Begin(sctx, req)
 		cancel()
 		if errors.Is(err, fencing.ErrStaleEpoch) {
@@ -167,7 +182,7 @@ func (g *Gateway) decide(ctx context.Context, c *call, req crdb.ClaimRequest, cl
 	case crdb.InFlight:
 		g.refuseWait(c, "in_progress", problem{Type: "in-progress", Title: "operation in progress",
 			Detail: "another request with this key is being processed", Status: http.StatusConflict,
-			OperationID: opID, OperationState: string(rec.State)}, claim.RetryAfter)
+			OperationID: opID, OperationState: string(rec.State)}, g.durations[c.ep.Name].retryAfter(claim.RetryAfter))
 	case crdb.Unresolved:
 		if g.resolve(ctx, c, req.Token, rec) {
 			return true
@@ -191,7 +206,10 @@ func (g *Gateway) decide(ctx context.Context, c *call, req crdb.ClaimRequest, cl
 
 // result classifies an answer by the endpoint's policy.
 func (g *Gateway) result(c *call, a Answer) crdb.Result {
+	a = checkStatus(a)
 	switch {
+	case errors.Is(a.Err, errInvalidStatus):
+		return crdb.Result{State: idempotency.OutcomeUnknown, ErrorSummary: "upstream answered an invalid status"}
 	case a.Err != nil && a.Sent:
 		return crdb.Result{State: idempotency.OutcomeUnknown, ErrorSummary: "upstream did not answer after the request was sent"}
 	case a.Err != nil:
@@ -243,6 +261,10 @@ func (g *Gateway) fingerprint(c *call, version int) (idempotency.Fingerprint, er
 
 // storeDown answers 503: nothing was claimed, so nothing was sent upstream.
 func (g *Gateway) storeDown(c *call, err error) {
+	if errors.Is(err, crdb.ErrContention) {
+		g.contended(c, err) // a busy key (409), not a dead store
+		return
+	}
 	g.log.WarnContext(c.r.Context(), "store unavailable", "endpoint", c.ep.Name, "key", c.key, "err", err)
 	g.refuseWait(c, "store_unavailable", problem{Type: "store-unavailable", Title: "idempotency store unavailable",
 		Detail: "nothing was executed; retry with the same key", Status: http.StatusServiceUnavailable}, storeRetryAfter)

@@ -7,16 +7,32 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/http/httputil"
 	"net/url"
 	"strings"
+	"sync/atomic"
 
 	"github.com/google/uuid"
 
 	"github.com/idemcoord/idemcoord/config"
 )
+
+// errInvalidStatus marks an answer whose status is not a final HTTP
+// status (200-599): Go's client accepts any three digits, and a handler
+// may call WriteHeader with anything. Such an answer came from a run, so
+// its outcome is unknown; it is never stored or relayed.
+var errInvalidStatus = errors.New("gateway: upstream answered an invalid status")
+
+// checkStatus turns an answer with an invalid final status into an
+// unknown outcome (errInvalidStatus, Sent).
+func checkStatus(a Answer) Answer {
+	if a.Err == nil && (a.Status < 200 || a.Status > 599) {
+		return Answer{Err: fmt.Errorf("%w %d", errInvalidStatus, a.Status), Sent: true}
+	}
+	return a
+}
 
 // maxUpstreamBody bounds what is read of an upstream answer (the stored
 // snapshot has its own, smaller, per-endpoint cap).
@@ -45,6 +61,8 @@ type Answer struct {
 	Err error
 	// Sent reports, when Err is set, whether the request may have reached
 	// the upstream: if so the outcome is unknown, if not it is retryable.
+	// The proxy sets it once the request's head was written (httptrace
+	// WroteHeaders), whatever the error.
 	Sent bool
 }
 
@@ -81,7 +99,9 @@ type Proxy struct {
 var _ Executor = (*Proxy)(nil)
 
 // NewProxy returns an Executor for the upstream base URL. transport may be
-// nil for http.DefaultTransport's settings.
+// nil for http.DefaultTransport's settings. A transport passed in must
+// not resend a request on its own (an *http.Transport does not: Execute
+// gives it a body it cannot rewind).
 func NewProxy(upstream *url.URL, transport http.RoundTripper) *Proxy {
 	if transport == nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()
@@ -114,10 +134,18 @@ func (p *Proxy) Execute(ctx context.Context, in Invocation) Answer {
 	u := *p.upstream
 	u.Path = strings.TrimSuffix(u.Path, "/") + in.Request.URL.Path
 	u.RawQuery = in.Request.URL.RawQuery
-	req, err := http.NewRequestWithContext(ctx, in.Request.Method, u.String(), bytes.NewReader(in.Body))
+	req, err := http.NewRequestWithContext(ctx, in.Request.Method, u.String(), nil)
 	if err != nil {
 		return Answer{Err: err}
 	}
+	// A body without GetBody, never http.NoBody: http.Transport treats a
+	// request carrying Idempotency-Key as safe to send again on a new
+	// connection when a reused one dies before the answer (after the
+	// upstream may have acted on it), unless it cannot rewind the body.
+	// An empty body therefore goes out as an empty chunked body.
+	req.Body = io.NopCloser(bytes.NewReader(in.Body))
+	req.ContentLength = int64(len(in.Body))
+	req.GetBody = nil
 	req.Header = in.Request.Header.Clone()
 	for _, h := range hopHeaders {
 		req.Header.Del(h)
@@ -146,10 +174,18 @@ func (p *Proxy) Resolve(ctx context.Context, in Invocation) (Verdict, Answer) {
 // Pass proxies an uncoordinated request.
 func (p *Proxy) Pass(w http.ResponseWriter, r *http.Request) { p.rp.ServeHTTP(w, r) }
 
+// do sends req once. Whether a failed request was sent is decided from
+// what the transport wrote, not from the error: once the request's head
+// is written (httptrace WroteHeaders) the upstream may act on it, and the
+// outcome is unknown. Before that no complete request can have reached
+// it (a server cannot act on a head it has not received whole).
 func (p *Proxy) do(req *http.Request) Answer {
+	var wrote atomic.Bool
+	trace := &httptrace.ClientTrace{WroteHeaders: func() { wrote.Store(true) }}
+	req = req.WithContext(httptrace.WithClientTrace(req.Context(), trace))
 	resp, err := p.client.Do(req)
 	if err != nil {
-		return Answer{Err: err, Sent: !notSent(err)}
+		return Answer{Err: err, Sent: wrote.Load()}
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxUpstreamBody+1))
@@ -165,17 +201,6 @@ func (p *Proxy) do(req *http.Request) Answer {
 		resp.Header.Del(h)
 	}
 	return Answer{Status: resp.StatusCode, Header: resp.Header, Body: body}
-}
-
-// notSent reports errors that prove the request never left: the
-// connection could not be made.
-func notSent(err error) bool {
-	var opErr *net.OpError
-	if errors.As(err, &opErr) && opErr.Op == "dial" {
-		return true
-	}
-	var dnsErr *net.DNSError
-	return errors.As(err, &dnsErr)
 }
 
 func setIdentity(h http.Header, in Invocation) {
@@ -195,7 +220,8 @@ type resolution struct {
 }
 
 // verdict reads a resolve answer: 200 with the original response, 404 for
-// "never ran", anything else undetermined.
+// "never ran", anything else undetermined (an original status that is not
+// a final HTTP status, 200-599, too).
 func verdict(a Answer) (Verdict, Answer) {
 	switch {
 	case a.Err != nil:
@@ -206,74 +232,8 @@ func verdict(a Answer) (Verdict, Answer) {
 		return Undetermined, a
 	}
 	var res resolution
-	if err := json.Unmarshal(a.Body, &res); err != nil || res.Status < 100 || res.Status > 599 {
+	if err := json.Unmarshal(a.Body, &res); err != nil || res.Status < 200 || res.Status > 599 {
 		return Undetermined, Answer{Err: fmt.Errorf("gateway: malformed resolve answer: %v", err)}
 	}
 	return Ran, Answer{Status: res.Status, Header: res.Headers, Body: res.Body}
-}
-
-// HandlerExecutor runs intents in-process through a Go handler: the
-// middleware mode. The handler sees the operation id and actor headers.
-func HandlerExecutor(h http.Handler) Executor { return handlerExecutor{h} }
-
-type handlerExecutor struct{ h http.Handler }
-
-func (e handlerExecutor) Execute(ctx context.Context, in Invocation) (a Answer) {
-	ctx, cancel := context.WithTimeout(ctx, in.Endpoint.UpstreamTimeout)
-	defer cancel()
-	r := in.Request.Clone(ctx)
-	r.Body = io.NopCloser(bytes.NewReader(in.Body))
-	r.ContentLength = int64(len(in.Body))
-	setIdentity(r.Header, in)
-	return e.run(r)
-}
-
-func (e handlerExecutor) Resolve(ctx context.Context, in Invocation) (Verdict, Answer) {
-	if in.Endpoint.ResolvePath == "" {
-		return Undetermined, Answer{}
-	}
-	r, err := http.NewRequestWithContext(ctx, http.MethodGet, resolvePath(in), nil)
-	if err != nil {
-		return Undetermined, Answer{Err: err}
-	}
-	setIdentity(r.Header, in)
-	return verdict(e.run(r))
-}
-
-func (e handlerExecutor) Pass(w http.ResponseWriter, r *http.Request) { e.h.ServeHTTP(w, r) }
-
-// run calls the handler; a panic is an unknown outcome (it may have
-// written before panicking).
-func (e handlerExecutor) run(r *http.Request) (a Answer) {
-	rec := &recorder{header: http.Header{}}
-	defer func() {
-		if v := recover(); v != nil {
-			a = Answer{Err: fmt.Errorf("gateway: handler panicked: %v", v), Sent: true}
-		}
-	}()
-	e.h.ServeHTTP(rec, r)
-	if rec.status == 0 {
-		rec.status = http.StatusOK
-	}
-	return Answer{Status: rec.status, Header: rec.header, Body: rec.body.Bytes()}
-}
-
-// recorder captures a handler's response.
-type recorder struct {
-	header http.Header
-	status int
-	body   bytes.Buffer
-}
-
-func (r *recorder) Header() http.Header { return r.header }
-func (r *recorder) WriteHeader(code int) {
-	if r.status == 0 {
-		r.status = code
-	}
-}
-func (r *recorder) Write(b []byte) (int, error) {
-	if r.status == 0 {
-		r.status = http.StatusOK
-	}
-	return r.body.Write(b)
 }

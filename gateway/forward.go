@@ -5,6 +5,8 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/http/httptrace"
+	"sync/atomic"
 	"time"
 )
 
@@ -63,9 +65,14 @@ func (rt *routing) forward(ctx context.Context, g *Gateway, c *call, owner, targ
 	}
 	req.Header.Del("Expect")
 	req.Header.Set(HeaderForwardedFrom, rt.local)
+	// As for the upstream (Proxy.do): once the head is written the owner
+	// may act on the request; before that it cannot have.
+	var wrote atomic.Bool
+	trace := &httptrace.ClientTrace{WroteHeaders: func() { wrote.Store(true) }}
+	req = req.WithContext(httptrace.WithClientTrace(req.Context(), trace))
 	resp, err := rt.client.Do(req)
 	if err != nil {
-		if notSent(err) {
+		if !wrote.Load() {
 			rt.unreachable(ctx, g, c, owner, err)
 			return
 		}

@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/idemcoord/idemcoord/authn"
+	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/config"
 	"github.com/idemcoord/idemcoord/crdb"
 	"github.com/idemcoord/idemcoord/fencing"
@@ -93,6 +94,19 @@ type Config struct {
 	// ForwardTimeout bounds one forwarded request. Default: the endpoint's
 	// upstream timeout plus forwardSlack (5s).
 	ForwardTimeout time.Duration
+	// Recovery configures the loop that runs async work a dead instance
+	// left queued (recovery.go).
+	Recovery RecoveryConfig
+	// Clock drives heartbeats, the lease check before every send, the
+	// backoff of result recording and the execution-time estimate behind
+	// Retry-After. Default clock.Real(). Tests pass a *clock.Fake (and the
+	// same one as the store's crdb.Config.Clock) to move time instead of
+	// sleeping.
+	Clock clock.Clock
+	// FingerprintBudget bounds the request-body bytes fingerprinted at
+	// once (503 when it cannot be had in time). Default:
+	// NewFingerprintBudget(0, 0, nil), DefaultFingerprintBudget bytes.
+	FingerprintBudget *FingerprintBudget
 }
 
 // Gateway is the coordinating HTTP handler.
@@ -105,9 +119,13 @@ type Gateway struct {
 	metrics  *metrics
 	log      *slog.Logger
 	mux      *http.ServeMux
-	closeMu  sync.Mutex
-	closing  bool
-	bg       sync.WaitGroup
+	clock    clock.Clock
+	// durations estimates each endpoint's execution time (Retry-After).
+	durations map[string]*durationEstimate
+	closeMu   sync.Mutex
+	closing   bool
+	bg        sync.WaitGroup
+	recovery  *recovery
 	// internal are the static prefixes of the endpoints' resolve paths:
 	// the upstream answers them for the gateway only, so they are never
 	// proxied for a client.
@@ -125,6 +143,9 @@ func New(cfg Config) (*Gateway, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.FingerprintBudget == nil {
+		cfg.FingerprintBudget = NewFingerprintBudget(0, 0, nil)
+	}
 	if cfg.Meter == nil {
 		cfg.Meter = otel.GetMeterProvider().Meter("github.com/idemcoord/idemcoord/gateway")
 	}
@@ -140,10 +161,13 @@ func New(cfg Config) (*Gateway, error) {
 	if err != nil {
 		return nil, err
 	}
+	cfg.Clock = clock.Or(cfg.Clock)
 	g := &Gateway{cfg: cfg, router: router, policies: map[string]idempotency.Policy{}, metrics: m,
-		log: cfg.Logger, fences: newFenceCache(cfg.Store, cfg.Shards, cfg.Region), routes: routes}
+		log: cfg.Logger, fences: newFenceCache(cfg.Store, cfg.Shards, cfg.Region), routes: routes, clock: cfg.Clock,
+		durations: map[string]*durationEstimate{}}
 	for _, ep := range cfg.Endpoints {
 		g.policies[ep.Name] = ep.Policy()
+		g.durations[ep.Name] = &durationEstimate{}
 		if prefix, _, ok := strings.Cut(ep.ResolvePath, "{"); ok && prefix != "" {
 			g.internal = append(g.internal, prefix)
 		}
@@ -156,19 +180,23 @@ func New(cfg Config) (*Gateway, error) {
 		g.mux.Handle("GET /metrics", cfg.Metrics)
 	}
 	g.mux.HandleFunc("/", g.serve)
+	g.recovery = g.startRecovery()
 	return g, nil
 }
 
 // ServeHTTP implements http.Handler.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) { g.mux.ServeHTTP(w, r) }
 
-// Close stops accepting async work and waits for background executions to
-// finish and record their results (each is bounded by its endpoint's
-// upstream timeout). Call it after the HTTP server has shut down.
+// Close stops accepting async work, stops the async recovery loop, and
+// waits for background executions to finish and record their results
+// (each is bounded by its endpoint's upstream timeout), and for results
+// whose recording is being retried after a store error (bounded by
+// finishRetryFor). Call it after the HTTP server has shut down.
 func (g *Gateway) Close() {
 	g.closeMu.Lock()
 	g.closing = true
 	g.closeMu.Unlock()
+	g.recovery.stop()
 	g.bg.Wait()
 }
 
@@ -194,16 +222,19 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 	// Identity headers are the gateway's to set, never the client's. The
 	// hop header is kept aside for routing, which only refuses on it.
 	hop := r.Header.Get(HeaderForwardedFrom)
-	for name := range r.Header {
-		if strings.HasPrefix(http.CanonicalHeaderKey(name), "X-Idempotency-") {
-			r.Header.Del(name)
-		}
-	}
+	stripReserved(r.Header)
 	r = withForwardedFrom(r, hop)
 	p, authErr := g.cfg.Auth.Verify(r)
 	ep, ok := g.router.Match(r.Method, r.URL.Path)
 	if !ok && g.isInternal(r.URL.Path) {
 		writeProblem(w, problem{Type: "not-found", Title: "no such route", Status: http.StatusNotFound}, 0)
+		return
+	}
+	if !ok && authErr != nil && len(r.Header.Values("Authorization")) > 0 {
+		// A token that is present but does not verify is refused on every
+		// route: passing it on would let the upstream answer as if the
+		// caller were anonymous, or judge a token the gateway rejected.
+		g.unauthorized(w, r, "", start)
 		return
 	}
 	if !ok {
@@ -217,13 +248,35 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if authErr != nil {
-		g.metrics.request(r.Context(), ep.Name, "unauthorized", start)
-		w.Header().Set("WWW-Authenticate", `Bearer realm="idemcoord"`)
-		writeProblem(w, problem{Type: "unauthorized", Title: "missing or invalid bearer token",
-			Status: http.StatusUnauthorized, NewKeySafe: true}, 0)
+		g.unauthorized(w, r, ep.Name, start)
 		return
 	}
 	g.coordinate(w, r, ep, p.Scope(), start)
+}
+
+// unauthorized answers 401: nothing was executed.
+func (g *Gateway) unauthorized(w http.ResponseWriter, r *http.Request, endpoint string, start time.Time) {
+	g.metrics.request(r.Context(), endpoint, "unauthorized", start)
+	w.Header().Set("WWW-Authenticate", `Bearer realm="idemcoord"`)
+	writeProblem(w, problem{Type: "unauthorized", Title: "missing or invalid bearer token",
+		Status: http.StatusUnauthorized, NewKeySafe: true}, 0)
+}
+
+// reservedPrefix starts every header the gateway sets for the upstream.
+const reservedPrefix = "x-idempotency-"
+
+// stripReserved deletes every client header that names a reserved
+// X-Idempotency-* header under any spelling: header names are
+// case-insensitive, and CGI, WSGI, PHP and Rack upstreams fold '-' and '_'
+// into one variable (HTTP_X_IDEMPOTENCY_ACTOR), so X_Idempotency_Actor
+// would reach them as the gateway's own identity header.
+func stripReserved(h http.Header) {
+	for name := range h {
+		if len(name) >= len(reservedPrefix) &&
+			strings.ReplaceAll(strings.ToLower(name[:len(reservedPrefix)]), "_", "-") == reservedPrefix {
+			delete(h, name)
+		}
+	}
 }
 
 // isInternal reports whether path is under a resolve path.

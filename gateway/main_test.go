@@ -12,6 +12,7 @@ import (
 	"github.com/idemcoord/idemcoord/authn"
 	"github.com/idemcoord/idemcoord/config"
 	"github.com/idemcoord/idemcoord/crdb"
+	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/gateway"
 	"github.com/idemcoord/idemcoord/internal/pgtest"
 )
@@ -50,6 +51,10 @@ func store(t testing.TB, maxConns int32) *crdb.Store {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.Close)
+	// Every shard belongs to region "test" (an unowned shard admits nobody).
+	if err := s.BootstrapFences(context.Background(), fencing.DefaultShards, func(int) string { return "test" }); err != nil {
+		t.Fatal(err)
+	}
 	return s
 }
 

@@ -35,8 +35,8 @@ func TestReviewClientHangupLosesTheAnswer(t *testing.T) {
 	}))
 	defer up.Close()
 	u, _ := url.Parse(up.URL)
-	s := store(t, 8)
-	g, err := gateway.New(gateway.Config{Region: "test", Worker: "w", Store: s, Auth: verifier(t),
+	s, fake := clockedStore(t, 8)
+	g, err := gateway.New(gateway.Config{Region: "test", Worker: "w", Store: s, Auth: verifier(t), Clock: fake,
 		Endpoints: reviewEndpoints(t, "    lease: 2s\n    upstream_timeout: 1s\n"), Next: gateway.NewProxy(u, nil)})
 	if err != nil {
 		t.Fatal(err)
@@ -66,7 +66,7 @@ func TestReviewClientHangupLosesTheAnswer(t *testing.T) {
 	if st := waitState(t, s, reviewScope(t, "alice", "hangup-1"), idempotency.Completed, time.Second); st != idempotency.Completed {
 		t.Errorf("record after the upstream answered 201: %s, want COMPLETED (Finish ran on the cancelled request context)", st)
 	}
-	time.Sleep(2100 * time.Millisecond) // past the lease
+	fake.Advance(2100 * time.Millisecond) // past the lease
 	var got []string
 	for range 2 {
 		st, hd, b := do(t, post(t, srv.URL+"/v1/things", alice, "hangup-1", `{"n":1}`))

@@ -1,7 +1,6 @@
 package gateway_test
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -11,25 +10,34 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemcoord/idemcoord/crdb"
-	"github.com/idemcoord/idemcoord/fencing"
+	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/gateway"
-	"github.com/idemcoord/idemcoord/idempotency"
 )
 
-// TestReviewMiddlewareHandlerOutlivesLease: in middleware mode
-// handlerExecutor ignores upstream_timeout and nothing heartbeats the lease,
-// so the config check "lease > upstream_timeout" protects nothing. A handler
-// slower than the lease is taken over by a retry while it still runs; the
-// takeover asks the resolve path, which (correctly) cannot find a committed
-// operation yet and answers 404, and the takeover runs the handler again.
+// heartbeatThrough moves fake forward by total in steps of every, letting
+// the one running execution's heartbeat (the only timer) extend its lease
+// at each step, and returns once the last extension is done.
+func heartbeatThrough(fake *clock.Fake, total, every time.Duration) {
+	for moved := time.Duration(0); moved < total; moved += every {
+		fake.BlockUntil(1)
+		fake.Advance(every)
+	}
+	fake.BlockUntil(1)
+}
+
+// TestReviewMiddlewareHandlerOutlivesLease: a handler slower than the
+// lease is alive, so its heartbeat keeps the lease: a retry meanwhile is
+// told the operation is in progress, and the handler runs once.
 func TestReviewMiddlewareHandlerOutlivesLease(t *testing.T) {
 	var runs atomic.Int64
 	var done sync.Map
+	started := make(chan struct{})
+	release := make(chan struct{})
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/things", func(w http.ResponseWriter, r *http.Request) {
 		if runs.Add(1) == 1 {
-			time.Sleep(1500 * time.Millisecond) // slow, but alive
+			close(started)
+			<-release // slow, but alive
 		}
 		done.Store(r.Header.Get(gateway.HeaderOperationID), true)
 		w.WriteHeader(http.StatusCreated)
@@ -42,9 +50,9 @@ func TestReviewMiddlewareHandlerOutlivesLease(t *testing.T) {
 		}
 		io.WriteString(w, resolutionBody(201, `{"charged":true}`))
 	})
-	g, err := gateway.Wrap(gateway.Config{Region: "test", Worker: "w", Store: store(t, 8), Auth: verifier(t),
-		Endpoints: reviewEndpoints(t, "    lease: 1s\n    upstream_timeout: 500ms\n"+
-			"    resolve_path: /internal/operations/{operation_id}\n")}, mux)
+	s, fake := clockedStore(t, 8)
+	g, err := gateway.Wrap(gateway.Config{Region: "test", Worker: "w", Store: s, Auth: verifier(t), Clock: fake,
+		Endpoints: reviewEndpoints(t, resolveEndpoint)}, mux)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,54 +65,30 @@ func TestReviewMiddlewareHandlerOutlivesLease(t *testing.T) {
 		st, hd, b := do(t, post(t, srv.URL+"/v1/things", alice, "charge-1", `{"amount":"5"}`))
 		first <- describe(st, hd, b)
 	}()
-	time.Sleep(1200 * time.Millisecond) // past the lease, the first handler still running
+	<-started
+	heartbeatThrough(fake, 12*time.Second, 10*time.Second/3) // past the 10 s lease, the handler still running
 	st, hd, b := do(t, post(t, srv.URL+"/v1/things", alice, "charge-1", `{"amount":"5"}`))
+	close(release)
 	f := <-first
-	if runs.Load() != 1 {
+	if runs.Load() != 1 || st != http.StatusConflict {
 		t.Fatalf("handler ran %d times (first answer %s, retry %s): a live handler was taken over", runs.Load(), f, describe(st, hd, b))
 	}
 }
 
 // TestReviewTakeoverOfUnsentClaimHeldForever: a worker claimed a key and
-// died before sending anything upstream (or Begin's answer was lost, or
-// the request context died). The gateway never records a stage, so a
-// takeover cannot tell "never sent" from "sent": on an endpoint without a
-// resolve path it records OUTCOME_UNKNOWN and the key answers 409 for ever
-// (new_key_safe=false), although nothing ran.
+// died before sending anything upstream. Its takeover, on an endpoint
+// without a resolve path, finds no "sending" mark and runs the intent:
+// nothing had run, so the key is not held OUTCOME_UNKNOWN.
 func TestReviewTakeoverOfUnsentClaimHeldForever(t *testing.T) {
-	ctx := context.Background()
 	var runs atomic.Int64
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		runs.Add(1)
-		w.WriteHeader(http.StatusCreated)
-		io.WriteString(w, `{}`)
-	}))
-	defer up.Close()
-	u, _ := url.Parse(up.URL)
-	s := store(t, 8)
-	eps := reviewEndpoints(t, "    lease: 1s\n    upstream_timeout: 500ms\n")
+	u := createdUpstream(t, &runs)
+	s, fake := clockedStore(t, 8)
 	body := `{"amount":"5"}`
-	fp, err := idempotency.ComputeFingerprint(idempotency.Request{Method: "POST", Path: "/v1/things",
-		ContentType: "application/json", Body: []byte(body)}, eps[0].Policy().Fingerprint)
-	if err != nil {
-		t.Fatal(err)
-	}
+	const lease = "    lease: 10s\n"
 	// The claim of a worker that died before it sent the request upstream.
-	c, err := s.Begin(ctx, crdb.ClaimRequest{Scope: reviewScope(t, "alice", "unsent-1"), Fingerprint: fp,
-		Token:  fencing.Token{Shard: fencing.ShardOf("t/alice", fencing.DefaultShards), Epoch: 1},
-		Worker: "dead", Lease: time.Second, TTL: time.Hour})
-	if err != nil || c.Outcome != crdb.FirstRun {
-		t.Fatalf("setup claim: %v %v", c.Outcome, err)
-	}
-	g, err := gateway.New(gateway.Config{Region: "test", Worker: "w", Store: s, Auth: verifier(t),
-		Endpoints: eps, Next: gateway.NewProxy(u, nil)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
-	srv := httptest.NewServer(g)
-	defer srv.Close()
-	time.Sleep(1100 * time.Millisecond)
+	deadClaim(t, s, "alice", "unsent-1", body, lease, 10*time.Second)
+	_, srv := serveGateway(t, "w", s, fake, u, lease)
+	fake.Advance(11 * time.Second)
 	alice := token(t, "alice")
 	var got []string
 	for range 2 {
@@ -117,28 +101,28 @@ func TestReviewTakeoverOfUnsentClaimHeldForever(t *testing.T) {
 	}
 }
 
-// TestReviewTakeoverResolvePlusExecuteOutlivesLease: config only checks
-// lease > upstream_timeout, but a takeover spends up to two upstream calls
-// (Resolve, then Execute) under one lease that nothing heartbeats. Here
-// lease 1s, upstream_timeout 900ms (accepted by config): the takeover's
-// lease runs out during its Execute, a second retry takes over, its Resolve
-// cannot see the first Execute yet (404), and the intent runs twice.
+// TestReviewTakeoverResolvePlusExecuteOutlivesLease: a takeover spends up
+// to two upstream calls (Resolve, then Execute) under one lease; its
+// heartbeat keeps the lease through both, so a second retry meanwhile is
+// told the operation is in progress instead of taking it over, and the
+// intent runs once.
 func TestReviewTakeoverResolvePlusExecuteOutlivesLease(t *testing.T) {
-	ctx := context.Background()
 	var runs atomic.Int64
 	var done sync.Map
+	started := make(chan struct{})
+	release := make(chan struct{})
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/things", func(w http.ResponseWriter, r *http.Request) {
-		runs.Add(1)
-		time.Sleep(800 * time.Millisecond)
+		if runs.Add(1) == 1 {
+			close(started)
+			<-release // a slow but healthy execution
+		}
 		done.Store(r.Header.Get(gateway.HeaderOperationID), true)
 		w.WriteHeader(http.StatusCreated)
 		io.WriteString(w, `{"charged":true}`)
 	})
 	mux.HandleFunc("GET /internal/operations/{id}", func(w http.ResponseWriter, r *http.Request) {
-		_, ok := done.Load(r.PathValue("id"))
-		time.Sleep(800 * time.Millisecond) // a slow but healthy lookup
-		if !ok {
+		if _, ok := done.Load(r.PathValue("id")); !ok {
 			http.NotFound(w, r)
 			return
 		}
@@ -147,37 +131,21 @@ func TestReviewTakeoverResolvePlusExecuteOutlivesLease(t *testing.T) {
 	up := httptest.NewServer(mux)
 	defer up.Close()
 	u, _ := url.Parse(up.URL)
-	s := store(t, 8)
-	eps := reviewEndpoints(t, "    lease: 1s\n    upstream_timeout: 900ms\n    resolve_path: /internal/operations/{operation_id}\n")
+	s, fake := clockedStore(t, 8)
 	body := `{"amount":"5"}`
-	fp, err := idempotency.ComputeFingerprint(idempotency.Request{Method: "POST", Path: "/v1/things",
-		ContentType: "application/json", Body: []byte(body)}, eps[0].Policy().Fingerprint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// A worker that claimed and died.
-	if c, err := s.Begin(ctx, crdb.ClaimRequest{Scope: reviewScope(t, "alice", "slow-1"), Fingerprint: fp,
-		Token:  fencing.Token{Shard: fencing.ShardOf("t/alice", fencing.DefaultShards), Epoch: 1},
-		Worker: "dead", Lease: time.Second, TTL: time.Hour}); err != nil || c.Outcome != crdb.FirstRun {
-		t.Fatalf("setup claim: %v %v", c.Outcome, err)
-	}
-	g, err := gateway.New(gateway.Config{Region: "test", Worker: "w", Store: s, Auth: verifier(t),
-		Endpoints: eps, Next: gateway.NewProxy(u, nil)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
-	srv := httptest.NewServer(g)
-	defer srv.Close()
-	time.Sleep(1100 * time.Millisecond)
+	deadClaim(t, s, "alice", "slow-1", body, resolveEndpoint, 10*time.Second) // a worker that claimed and died
+	_, srv := serveGateway(t, "w", s, fake, u, resolveEndpoint)
+	fake.Advance(11 * time.Second)
 	alice := token(t, "alice")
 	first := make(chan string, 1)
 	go func() {
 		st, hd, b := do(t, post(t, srv.URL+"/v1/things", alice, "slow-1", body))
 		first <- describe(st, hd, b)
 	}()
-	time.Sleep(1100 * time.Millisecond) // the first takeover is inside its Execute, its lease gone
+	<-started                                                // the takeover resolved (not run) and is inside its Execute
+	heartbeatThrough(fake, 12*time.Second, 10*time.Second/3) // longer than the lease
 	st, hd, b := do(t, post(t, srv.URL+"/v1/things", alice, "slow-1", body))
+	close(release)
 	f := <-first
 	if runs.Load() != 1 {
 		t.Fatalf("upstream ran %d times (takeover 1: %s; takeover 2: %s)", runs.Load(), f, describe(st, hd, b))

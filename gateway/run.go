@@ -37,6 +37,13 @@ func (g *Gateway) run(ctx context.Context, c *call, claim crdb.Claim, result str
 	}
 	g.metrics.upstreamResult(ctx, c.ep.Name, string(res.State))
 	g.metrics.request(ctx, c.ep.Name, result, c.start)
+	if errors.Is(a.Err, errInvalidStatus) {
+		g.log.WarnContext(ctx, "upstream answered an invalid status", "operation_id", in.OperationID, "key", c.key, "err", a.Err)
+		writeProblem(c.w, problem{Type: "upstream-invalid-answer", Title: "upstream answered an invalid status",
+			Detail: "the upstream ran but its answer is not valid HTTP; retry with the same key",
+			Status: http.StatusBadGateway, OperationID: in.OperationID.String(), OperationState: string(res.State)}, time.Second)
+		return false
+	}
 	if res.State == idempotency.OutcomeUnknown {
 		g.log.WarnContext(ctx, "upstream outcome unknown", "operation_id", in.OperationID, "key", c.key, "err", redact(a.Err))
 		writeProblem(c.w, problem{Type: "outcome-unknown", Title: "upstream outcome unknown",
@@ -57,7 +64,9 @@ func (g *Gateway) run(ctx context.Context, c *call, claim crdb.Claim, result str
 // perform runs the intent (or, after a takeover of a crashed worker, finds
 // out whether it already ran), keeping the lease alive meanwhile, and
 // records the result. err is a store error: before anything was sent
-// (a.Sent false, no status) or while recording the result.
+// (a.Sent false, no status), or while recording the result (see record).
+// An error wrapping crdb.ErrLostOwnership with nothing sent means the
+// operation was taken over before this worker's send: it sent nothing.
 func (g *Gateway) perform(ctx context.Context, c *call, claim crdb.Claim, in Invocation) (a Answer, res crdb.Result, replayed bool, err error) {
 	lease := claim.Lease
 	if c.ep.ResolvePath == "" && lease.LastStage == "" {
@@ -69,85 +78,79 @@ func (g *Gateway) perform(ctx context.Context, c *call, claim crdb.Claim, in Inv
 			return Answer{}, crdb.Result{}, false, err
 		}
 	}
-	stop := g.heartbeat(ctx, c, lease)
-	a, res, replayed = g.execute(ctx, c, claim, in)
+	guard := newLeaseGuard(g.cfg.Store, g.clock, lease, c.policy.Lease, c.claimedAt)
+	stop := g.heartbeat(ctx, c, guard)
+	a, res, replayed, err = g.execute(ctx, c, claim, in, guard)
 	stop()
-	sctx, cancel := context.WithTimeout(ctx, storeCallTimeout)
-	err = g.cfg.Store.Finish(sctx, lease, res)
-	cancel()
+	if err != nil {
+		g.unsent(ctx, c, lease, err)
+		return Answer{}, crdb.Result{}, false, err
+	}
+	err = g.record(ctx, c, lease, res)
 	switch {
 	case errors.Is(err, crdb.ErrLostOwnership):
 		// Expected after a takeover (this worker was paused or slow past
 		// its lease): the taker's result stands.
 		g.log.WarnContext(ctx, "result not recorded: operation taken over", "operation_id", in.OperationID, "key", c.key)
 	case err != nil:
-		g.log.ErrorContext(ctx, "finish failed", "operation_id", in.OperationID, "key", c.key, "err", err)
 		a.Sent = true
 	}
 	return a, res, replayed, err
 }
 
+// unsent handles a send refused because the lease could not be proven
+// (err): taken over, nothing to do; the store unreachable, release the
+// claim as RETRYABLE_FAILURE if the store takes it, so the next retry
+// runs at once instead of waiting out the lease (or, after a "sending"
+// mark, finding an outcome it must call unknown).
+func (g *Gateway) unsent(ctx context.Context, c *call, lease *crdb.Lease, err error) {
+	if errors.Is(err, crdb.ErrLostOwnership) {
+		g.log.WarnContext(ctx, "not sent: operation taken over before the send", "operation_id", lease.OperationID, "key", c.key)
+		return
+	}
+	g.log.WarnContext(ctx, "not sent: lease could not be confirmed", "operation_id", lease.OperationID, "key", c.key, "err", err)
+	sctx, cancel := context.WithTimeout(ctx, storeCallTimeout)
+	defer cancel()
+	g.cfg.Store.Finish(sctx, lease, crdb.Result{State: idempotency.RetryableFailure,
+		ErrorSummary: "not sent: the lease could not be confirmed"})
+}
+
 // execute runs the intent. After a takeover of a crashed worker's claim,
 // when the upstream may already have run it, it asks the upstream first
 // (resolve path), or — without one — runs it only if the crashed worker
-// provably never sent it. replayed is true when the answer came from the
-// upstream's record of an earlier run.
-func (g *Gateway) execute(ctx context.Context, c *call, claim crdb.Claim, in Invocation) (Answer, crdb.Result, bool) {
+// provably never sent it. replayed is true when the answer is the final
+// answer (COMPLETED or TERMINAL_FAILURE) the upstream kept of an earlier
+// run; a retryable one is no replay, the next retry runs it again.
+//
+// Before sending, it proves the lease is still this worker's (see
+// leaseGuard.ensure); err is set, and nothing sent, when it cannot.
+func (g *Gateway) execute(ctx context.Context, c *call, claim crdb.Claim, in Invocation, guard *leaseGuard) (Answer, crdb.Result, bool, error) {
 	prior := claim.Record.State
 	crashed := claim.Outcome == crdb.TakenOver && (prior == idempotency.InProgress || prior == idempotency.Pending)
-	unknown := func(why string) (Answer, crdb.Result, bool) {
+	unknown := func(why string) (Answer, crdb.Result, bool, error) {
 		return Answer{Err: errors.New("gateway: " + why), Sent: true},
-			crdb.Result{State: idempotency.OutcomeUnknown, ErrorSummary: why}, false
+			crdb.Result{State: idempotency.OutcomeUnknown, ErrorSummary: why}, false, nil
 	}
 	switch {
 	case crashed && c.ep.ResolvePath != "":
 		switch v, a := g.cfg.Next.Resolve(ctx, in); v {
 		case Ran:
-			return a, g.result(c, a), true
+			res := g.result(c, a)
+			final := res.State == idempotency.Completed || res.State == idempotency.TerminalFailure
+			return checkStatus(a), res, final, nil
 		case Undetermined:
 			return unknown("taken over; upstream state undetermined")
 		}
 	case crashed && claim.Record.LastStage == stageSending: // the record as the takeover found it
 		return unknown("taken over after the request may have been sent; no resolve path")
 	}
-	a := g.cfg.Next.Execute(ctx, in)
-	return a, g.result(c, a), false
-}
-
-// heartbeat extends the lease every third of its length until stop is
-// called, so a slow upstream or handler is never taken over while it runs.
-// stop waits for the heartbeat goroutine, so the lease is the caller's
-// again when it returns.
-func (g *Gateway) heartbeat(ctx context.Context, c *call, lease *crdb.Lease) (stop func()) {
-	every := c.policy.Lease / 3
-	done := make(chan struct{})
-	quit := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-quit:
-				return
-			case <-t.C:
-				sctx, cancel := context.WithTimeout(ctx, every)
-				err := g.cfg.Store.Heartbeat(sctx, lease)
-				cancel()
-				if errors.Is(err, crdb.ErrLostOwnership) {
-					g.log.WarnContext(ctx, "lease lost while executing", "operation_id", lease.OperationID, "key", c.key)
-					return
-				}
-				if err != nil {
-					g.log.WarnContext(ctx, "heartbeat failed", "operation_id", lease.OperationID, "err", err)
-				}
-			}
-		}
-	}()
-	return func() {
-		close(quit)
-		<-done
+	if err := guard.ensure(ctx); err != nil {
+		return Answer{}, crdb.Result{}, false, err
 	}
+	start := g.clock.Now()
+	a := checkStatus(g.cfg.Next.Execute(ctx, in))
+	g.durations[c.ep.Name].observe(g.clock.Now().Sub(start))
+	return a, g.result(c, a), false, nil
 }
 
 // redact keeps an upstream error loggable: a *url.Error carries the full

@@ -134,8 +134,19 @@ func (f Fingerprint) Equal(g Fingerprint) bool {
 // normalisation; "100" is not 100). Any other body is compared byte for byte;
 // an empty body is never equal to a JSON one such as {}.
 //
+// A JSON body is refused (ErrBodyMalformed) when it is not one valid JSON
+// value in UTF-8, has a duplicate object key, a number outside the limits,
+// or a string with a lone UTF-16 surrogate escape ("\ud800"): parsers
+// disagree on what such a body means, so the upstream might not read the
+// intent the fingerprint compares.
+//
+// The canonical form is written without building a tree, and its buffers
+// are reused: a JSON body costs about as much as json.Unmarshal of it, with
+// working memory of a small multiple of its length (see
+// BenchmarkFingerprint1MiBArray).
+//
 // It returns an error wrapping ErrBodyTooLarge if the body is over the cap,
-// ErrBodyMalformed if a JSON body does not parse, or the Validate error of
+// ErrBodyMalformed if a JSON body is refused, or the Validate error of
 // invalid options.
 func ComputeFingerprint(r Request, o FingerprintOptions) (Fingerprint, error) {
 	if err := o.Validate(); err != nil {
@@ -149,9 +160,13 @@ func ComputeFingerprint(r Request, o FingerprintOptions) (Fingerprint, error) {
 		return Fingerprint{}, fmt.Errorf("%w: %d bytes, cap %d", ErrBodyTooLarge, len(r.Body), limit)
 	}
 	mt := mediaType(r.ContentType)
-	body, err := canonicalBody(mt, r.Body, o)
-	if err != nil {
-		return Fingerprint{}, err
+	var canon *canonicaliser
+	if isJSONBody(mt, r.Body) {
+		var err error
+		if canon, err = canonicalJSON(r.Body, o); err != nil {
+			return Fingerprint{}, err
+		}
+		defer canon.release()
 	}
 
 	h := sha256.New()
@@ -165,19 +180,30 @@ func ComputeFingerprint(r Request, o FingerprintOptions) (Fingerprint, error) {
 	writeFramed(h, []byte(r.Path))
 	writeFramed(h, canonicalQuery(r.Query))
 	writeFramed(h, []byte(mt))
-	writeFramed(h, body)
+	if canon != nil {
+		writeFramed(h, canon.out) // tagJSON and the canonical encoding
+	} else {
+		writeFramed(h, []byte{tagVerbatim}, r.Body)
+	}
 
 	f := Fingerprint{Version: FingerprintV1}
 	h.Sum(f.Sum[:0])
 	return f, nil
 }
 
-// writeFramed writes b to h preceded by its length as 8 big-endian bytes.
-func writeFramed(h hash.Hash, b []byte) {
+// writeFramed writes the concatenation of parts to h preceded by its
+// length as 8 big-endian bytes.
+func writeFramed(h hash.Hash, parts ...[]byte) {
 	var n [8]byte
-	binary.BigEndian.PutUint64(n[:], uint64(len(b)))
+	total := 0
+	for _, p := range parts {
+		total += len(p)
+	}
+	binary.BigEndian.PutUint64(n[:], uint64(total))
 	h.Write(n[:]) // a hash.Hash never returns a write error
-	h.Write(b)
+	for _, p := range parts {
+		h.Write(p)
+	}
 }
 
 // Tags that start the canonical query and body, so that a value canonicalised
@@ -209,22 +235,17 @@ func mediaType(ct string) string {
 	return strings.ToLower(strings.TrimSpace(t))
 }
 
-// canonicalBody returns the bytes of the body that go into the fingerprint.
-func canonicalBody(mt string, body []byte, o FingerprintOptions) ([]byte, error) {
-	if !isJSONBody(mt, body) {
-		return append([]byte{tagVerbatim}, body...), nil
-	}
-	root, err := parseJSONBody(body)
-	if err != nil {
-		return nil, err
-	}
-	for _, p := range o.Exclude {
-		toks, _ := parsePointer(p) // checked by Validate
-		root.exclude(toks)
-	}
-	out := make([]byte, 0, len(body)+1)
-	out = append(out, tagJSON)
-	return root.appendCanonical(out, o.NullEqualsMissing), nil
+// IsJSONMediaType reports whether a Content-Type value names a JSON media
+// type, whose bodies ComputeFingerprint compares by value:
+// application/json or any type/subtype+json (application/merge-patch+json,
+// application/problem+json), in any case and with any parameters.
+func IsJSONMediaType(contentType string) bool {
+	return isJSONMediaType(mediaType(contentType))
+}
+
+// isJSONMediaType is IsJSONMediaType of a value mediaType has cut.
+func isJSONMediaType(mt string) bool {
+	return mt == "application/json" || (strings.HasSuffix(mt, "+json") && strings.Contains(mt, "/"))
 }
 
 // isJSONBody reports whether a body is compared as JSON. Without a
@@ -237,13 +258,8 @@ func isJSONBody(mt string, body []byte) bool {
 		// hashed as such rather than refused as invalid JSON.
 		return false
 	}
-	switch {
-	case mt == "application/json":
-		return true
-	case strings.HasSuffix(mt, "+json"):
-		return strings.Contains(mt, "/")
-	case mt != "":
-		return false
+	if mt != "" {
+		return isJSONMediaType(mt)
 	}
 	for _, c := range body {
 		switch c {

@@ -6,27 +6,21 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
-	"strconv"
-	"strings"
+	"sync"
 	"unicode/utf8"
-
-	"github.com/cockroachdb/apd/v3"
-)
-
-// Limits on JSON numbers. apd represents 1e1000000000 cheaply, but a number
-// that size is an attack, not an amount, and parsing a megabyte of digits
-// costs quadratic time.
-const (
-	// maxNumberDigits caps the digits of a number's mantissa as written.
-	maxNumberDigits = 1000
-	// maxNumberExponent caps the magnitude of a non-zero number: the
-	// exponent of its most significant digit, whatever the spelling.
-	maxNumberExponent = 10000
 )
 
 // Type tags of the canonical JSON encoding. Each value starts with its tag,
 // so values of different types never encode alike ("1" vs 1, "null" vs null).
+//
+// The encoding (fingerprint v1) is: a number or string is its tag, the
+// uvarint length of its text and the text (the canonical number, or the
+// unescaped string); an object is 'O', the uvarint count of its kept members
+// and, sorted by name, each member's uvarint name length, name and value; an
+// array is 'A', the uvarint count of its kept elements and the elements.
+// Lengths and counts make it unambiguous without quoting or escaping.
 const (
 	tagNull   = 'n'
 	tagFalse  = 'f'
@@ -37,31 +31,61 @@ const (
 	tagArray  = 'A'
 )
 
-// jsonNode is one parsed JSON value.
-type jsonNode struct {
-	tag     byte
-	text    string       // string value, or canonical number
-	members []jsonMember // object members, sorted by name
-	elems   []*jsonNode  // array elements
-	dropped bool         // matched by an Exclude pointer
+// maxPooledBytes caps the buffers a canonicaliser keeps for reuse: bodies
+// up to the default 1 MiB cap reuse theirs, a rare larger one is given back
+// to the garbage collector instead of pinning its memory in the pool.
+const maxPooledBytes = 4 << 20
+
+// canonicaliser writes the canonical encoding of one JSON body into out,
+// in two passes over the body and without building a tree: scanContainers
+// records where each container ends and how many elements it has (the
+// encoding puts the count first), then the writer walks the body once more,
+// writing scalars as it meets them and buffering only the member list of
+// the objects it is inside (to sort them). Its buffers are reused through
+// canonicaliserPool.
+type canonicaliser struct {
+	body    []byte
+	tab     []container // containers in the order their brackets open
+	stack   []int32     // scanContainers: the open containers
+	out     []byte      // tagJSON and the canonical encoding
+	members []member    // a stack: the members of every object being written
+	arena   []byte      // unescaped member names that had escapes
+	str     []byte      // one unescaped string value
+	num     []byte      // one canonical number
+	ptrs    [][]string  // Exclude pointers as reference tokens
+	nulls   bool        // FingerprintOptions.NullEqualsMissing
 }
 
-// jsonMember is one member of a JSON object.
-type jsonMember struct {
-	name string
-	val  *jsonNode
+// container is what scanContainers learns of one object or array.
+type container struct {
+	end   int32 // offset just past the closing bracket
+	count int32 // elements or members
+	next  int32 // index of the first container after this one's subtree
 }
 
-// parseJSONBody parses a body that must hold exactly one JSON value.
-func parseJSONBody(body []byte) (*jsonNode, error) {
+// member is one object member whose value is still to be written.
+type member struct {
+	name []byte // unescaped: a slice of the body or of the arena
+	pos  int32  // offset of the value
+	ci   int32  // container index of the value, if it is one
+	null bool   // the value is null
+	drop bool   // matched by an Exclude pointer, or a null dropped
+}
+
+var canonicaliserPool = sync.Pool{New: func() any { return new(canonicaliser) }}
+
+// canonicalJSON returns a canonicaliser whose out holds the canonical
+// encoding of body, which must hold exactly one JSON value. The caller
+// gives it back with release once out has been used.
+func canonicalJSON(body []byte, o FingerprintOptions) (*canonicaliser, error) {
 	// encoding/json turns invalid UTF-8 into U+FFFD, which would make
 	// different bodies equal. RFC 8259 requires UTF-8, so refuse it.
 	if !utf8.Valid(body) {
 		return nil, fmt.Errorf("%w: invalid UTF-8", ErrBodyMalformed)
 	}
 	// json.Valid is strict (no trailing data, nesting depth capped at
-	// 10000) so that the token walk below sees only well-formed input and
-	// its recursion is bounded.
+	// 10000) so that the passes below see only well-formed input and the
+	// writer's recursion is bounded.
 	if !json.Valid(body) {
 		var se *json.SyntaxError
 		if err := json.Unmarshal(body, new(json.RawMessage)); errors.As(err, &se) {
@@ -70,213 +94,191 @@ func parseJSONBody(body []byte) (*jsonNode, error) {
 		}
 		return nil, ErrBodyMalformed
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	// UseNumber keeps the literal, so that numbers are compared as
-	// decimals rather than as float64s that round 2^53+1 to 2^53.
-	dec.UseNumber()
-	return readJSONValue(dec)
+	if len(body) > math.MaxInt32 {
+		return nil, fmt.Errorf("%w: %d bytes, more than a JSON body can be", ErrBodyTooLarge, len(body))
+	}
+	c := canonicaliserPool.Get().(*canonicaliser)
+	c.body, c.nulls = body, o.NullEqualsMissing
+	c.ptrs = c.ptrs[:0]
+	for _, p := range o.Exclude {
+		toks, _ := parsePointer(p) // checked by Validate
+		c.ptrs = append(c.ptrs, toks)
+	}
+	var act []int32
+	for i := range c.ptrs {
+		act = append(act, int32(i))
+	}
+	c.scanContainers()
+	// The canonical form of typical bodies is up to about 1.5 times
+	// their length (numbers grow by their tag, length and exponent):
+	// sized once, so that appending never copies it.
+	if want := len(body) + len(body)/2 + 16; cap(c.out) < want {
+		c.out = make([]byte, 0, want)
+	}
+	c.out = append(c.out[:0], tagJSON)
+	if _, _, err := c.value(skipWS(body, 0), 0, act, 0); err != nil {
+		c.release()
+		return nil, err
+	}
+	return c, nil
 }
 
-// readJSONValue reads the next value from dec.
-func readJSONValue(dec *json.Decoder) (*jsonNode, error) {
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, tokenError(dec)
+// release gives c back to the pool, dropping buffers too large to keep.
+func (c *canonicaliser) release() {
+	c.body = nil
+	if cap(c.out) > maxPooledBytes {
+		c.out = nil
 	}
-	switch t := tok.(type) {
-	case nil:
-		return &jsonNode{tag: tagNull}, nil
-	case bool:
-		if t {
-			return &jsonNode{tag: tagTrue}, nil
-		}
-		return &jsonNode{tag: tagFalse}, nil
-	case string:
-		return &jsonNode{tag: tagString, text: t}, nil
-	case json.Number:
-		s, err := canonicalNumber(string(t))
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w at byte %d", ErrBodyMalformed, err, dec.InputOffset()-int64(len(t)))
-		}
-		return &jsonNode{tag: tagNumber, text: s}, nil
-	case json.Delim:
-		if t == '[' {
-			n := &jsonNode{tag: tagArray}
-			for dec.More() {
-				e, err := readJSONValue(dec)
-				if err != nil {
-					return nil, err
-				}
-				n.elems = append(n.elems, e)
-			}
-			if _, err := dec.Token(); err != nil { // ']'
-				return nil, tokenError(dec)
-			}
-			return n, nil
-		}
-		return readJSONObject(dec)
+	if cap(c.tab)*12 > maxPooledBytes {
+		c.tab = nil
 	}
-	return nil, tokenError(dec)
+	if cap(c.arena) > maxPooledBytes {
+		c.arena = nil
+	}
+	if cap(c.str) > maxPooledBytes {
+		c.str = nil
+	}
+	if cap(c.members)*40 > maxPooledBytes {
+		c.members = nil
+	}
+	c.members = c.members[:0]
+	c.arena = c.arena[:0]
+	canonicaliserPool.Put(c)
 }
 
-// tokenError reports a token the walk did not expect. json.Valid makes it
-// unreachable; the error it wraps is dropped because it may quote the body.
-func tokenError(dec *json.Decoder) error {
-	return fmt.Errorf("%w: unexpected token at byte %d", ErrBodyMalformed, dec.InputOffset())
+// value writes the value at pos, whose container index (if it is one) is
+// ci. act are the Exclude pointers that lead through it, of which token
+// depth names one of its children. It returns the offset after the value
+// and the index of the next container.
+func (c *canonicaliser) value(pos int, ci int32, act []int32, depth int) (int, int32, error) {
+	switch c.body[pos] {
+	case '{':
+		return c.object(pos, ci, act, depth)
+	case '[':
+		return c.array(pos, ci, act, depth)
+	case '"':
+		end, err := c.appendString(pos)
+		return end, ci, err
+	case 'n':
+		c.out = append(c.out, tagNull)
+		return pos + 4, ci, nil
+	case 't':
+		c.out = append(c.out, tagTrue)
+		return pos + 4, ci, nil
+	case 'f':
+		c.out = append(c.out, tagFalse)
+		return pos + 5, ci, nil
+	}
+	end, err := c.appendNumber(pos)
+	return end, ci, err
 }
 
-// readJSONObject reads the members of an object whose '{' has been read.
-func readJSONObject(dec *json.Decoder) (*jsonNode, error) {
-	start := dec.InputOffset() - 1
-	n := &jsonNode{tag: tagObject}
-	for dec.More() {
-		k, err := dec.Token()
-		if err != nil {
-			return nil, tokenError(dec)
+// array writes the array that starts at pos and is container ci.
+func (c *canonicaliser) array(pos int, ci int32, act []int32, depth int) (int, int32, error) {
+	t := c.tab[ci]
+	n := int(t.count)
+	c.out = append(c.out, tagArray)
+	c.out = binary.AppendUvarint(c.out, uint64(n-c.droppedElements(act, depth, n)))
+	p := skipWS(c.body, pos+1)
+	next := ci + 1
+	for i := 0; i < n; i++ {
+		var drop bool
+		var child []int32
+		if len(act) > 0 {
+			drop, child = c.pointersAt(act, depth, func(tok string) bool {
+				j, ok := arrayIndex(tok)
+				return ok && j == i
+			})
 		}
-		name, _ := k.(string) // json.Valid has checked keys are strings
-		v, err := readJSONValue(dec)
+		mark := len(c.out)
+		end, nx, err := c.value(p, next, child, depth+1)
 		if err != nil {
-			return nil, err
+			return 0, 0, err
 		}
-		n.members = append(n.members, jsonMember{name: name, val: v})
+		if drop {
+			// Still walked, so that an excluded value is as valid as
+			// any other, but not written.
+			c.out = c.out[:mark]
+		}
+		p = skipWS(c.body, skipWS(c.body, end)+1) // past the ',' or ']'
+		next = nx
 	}
-	if _, err := dec.Token(); err != nil { // '}'
-		return nil, tokenError(dec)
+	return int(t.end), t.next, nil
+}
+
+// object writes the object that starts at pos and is container ci.
+func (c *canonicaliser) object(pos int, ci int32, act []int32, depth int) (int, int32, error) {
+	t := c.tab[ci]
+	base, arenaBase := len(c.members), len(c.arena)
+	defer func() { c.members, c.arena = c.members[:base], c.arena[:arenaBase] }()
+	p := skipWS(c.body, pos+1)
+	next := ci + 1
+	for c.body[p] != '}' {
+		name, end, err := c.name(p)
+		if err != nil {
+			return 0, 0, err
+		}
+		p = skipWS(c.body, skipWS(c.body, end)+1) // past the ':'
+		m := member{name: name, pos: int32(p), ci: next}
+		switch c.body[p] {
+		case '{', '[':
+			end, next = int(c.tab[next].end), c.tab[next].next
+		case '"':
+			end, _ = skipString(c.body, p)
+		case 'n':
+			m.null, end = true, p+4
+		case 't':
+			end = p + 4
+		case 'f':
+			end = p + 5
+		default:
+			end = skipNumber(c.body, p)
+		}
+		c.members = append(c.members, m)
+		if p = skipWS(c.body, end); c.body[p] == ',' {
+			p = skipWS(c.body, p+1)
+		}
 	}
+	ms := c.members[base:]
 	// Sorted by byte order, which for UTF-8 is code point order, so the
 	// encoding does not depend on the order the client wrote.
-	slices.SortFunc(n.members, func(a, b jsonMember) int { return strings.Compare(a.name, b.name) })
-	for i := 1; i < len(n.members); i++ {
+	slices.SortFunc(ms, func(a, b member) int { return bytes.Compare(a.name, b.name) })
+	kept := 0
+	for i := range ms {
 		// Parsers disagree on which duplicate wins; the upstream may read
 		// the other one than we would, so the intent is ambiguous.
-		if n.members[i].name == n.members[i-1].name {
-			return nil, fmt.Errorf("%w: duplicate key in object at byte %d", ErrBodyMalformed, start)
+		if i > 0 && bytes.Equal(ms[i].name, ms[i-1].name) {
+			return 0, 0, fmt.Errorf("%w: duplicate key in object at byte %d", ErrBodyMalformed, pos)
+		}
+		if c.nulls && ms[i].null {
+			ms[i].drop = true
+		} else if len(act) > 0 {
+			ms[i].drop, _ = c.pointersAt(act, depth, nameIs(ms[i].name))
+		}
+		if !ms[i].drop {
+			kept++
 		}
 	}
-	return n, nil
-}
-
-// canonicalNumber returns the canonical text of a JSON number literal: the
-// sign, the coefficient without trailing zeros, "e" and the exponent, so that
-// 100, 100.00, 1e2 and 1.0E+2 all give "1e2". Every zero gives "0". The
-// format is our own rather than apd's, so that an apd upgrade cannot change
-// stored fingerprints.
-func canonicalNumber(lit string) (string, error) {
-	mant := lit
-	if i := strings.IndexAny(lit, "eE"); i >= 0 {
-		mant = lit[:i]
-	}
-	if d := len(mant) - strings.Count(mant, "-") - strings.Count(mant, "."); d > maxNumberDigits {
-		return "", fmt.Errorf("number with %d digits, more than %d", d, maxNumberDigits)
-	}
-	var d apd.Decimal
-	if _, _, err := d.SetString(lit); err != nil {
-		// apd refuses exponents beyond its own ±100000.
-		return "", errors.New("number out of range")
-	}
-	if d.IsZero() {
-		// apd keeps the sign and exponent of a zero; -0, 0.0 and 0e5 are
-		// one amount.
-		return "0", nil
-	}
-	var r apd.Decimal
-	r.Reduce(&d)
-	if adj := int64(r.Exponent) + r.NumDigits() - 1; adj > maxNumberExponent || adj < -maxNumberExponent {
-		return "", fmt.Errorf("number with exponent %d, beyond ±%d", adj, maxNumberExponent)
-	}
-	sign := ""
-	if r.Negative {
-		sign = "-"
-	}
-	return sign + r.Coeff.String() + "e" + strconv.Itoa(int(r.Exponent)), nil
-}
-
-// exclude marks the value that the pointer tokens toks refer to as dropped.
-// Marking rather than removing makes the result independent of the order of
-// the Exclude list, which matters when two pointers name elements of one
-// array.
-func (n *jsonNode) exclude(toks []string) {
-	if len(toks) == 0 {
-		return // the whole document; Validate refuses it
-	}
-	cur := n
-	for _, t := range toks {
-		switch cur.tag {
-		case tagObject:
-			i, ok := slices.BinarySearchFunc(cur.members, t, func(m jsonMember, t string) int { return strings.Compare(m.name, t) })
-			if !ok {
-				return
-			}
-			cur = cur.members[i].val
-		case tagArray:
-			i, ok := arrayIndex(t)
-			if !ok || i >= len(cur.elems) {
-				return
-			}
-			cur = cur.elems[i]
-		default:
-			return
+	c.out = append(c.out, tagObject)
+	c.out = binary.AppendUvarint(c.out, uint64(kept))
+	for _, m := range ms {
+		if m.drop && m.null {
+			continue // nothing to check in a null
+		}
+		var child []int32
+		if len(act) > 0 {
+			_, child = c.pointersAt(act, depth, nameIs(m.name))
+		}
+		mark := len(c.out)
+		c.out = binary.AppendUvarint(c.out, uint64(len(m.name)))
+		c.out = append(c.out, m.name...)
+		if _, _, err := c.value(int(m.pos), m.ci, child, depth+1); err != nil {
+			return 0, 0, err
+		}
+		if m.drop {
+			// Walked for validity like an excluded array element.
+			c.out = c.out[:mark]
 		}
 	}
-	cur.dropped = true
-}
-
-// arrayIndex parses an RFC 6901 array index: "0" or digits without a
-// leading zero. "-" (past the end) and anything else match no element.
-func arrayIndex(t string) (int, bool) {
-	if t == "" || (t[0] == '0' && len(t) > 1) {
-		return 0, false
-	}
-	for i := 0; i < len(t); i++ {
-		if t[i] < '0' || t[i] > '9' {
-			return 0, false
-		}
-	}
-	i, err := strconv.Atoi(t)
-	return i, err == nil
-}
-
-// appendCanonical appends the canonical encoding of n to b. Strings and
-// names are length-prefixed and containers carry their element count, so
-// the encoding is unambiguous without any quoting or escaping.
-func (n *jsonNode) appendCanonical(b []byte, nullIsMissing bool) []byte {
-	b = append(b, n.tag)
-	switch n.tag {
-	case tagNumber, tagString:
-		b = binary.AppendUvarint(b, uint64(len(n.text)))
-		b = append(b, n.text...)
-	case tagObject:
-		keep := func(m jsonMember) bool {
-			return !m.val.dropped && !(nullIsMissing && m.val.tag == tagNull)
-		}
-		count := 0
-		for _, m := range n.members {
-			if keep(m) {
-				count++
-			}
-		}
-		b = binary.AppendUvarint(b, uint64(count))
-		for _, m := range n.members {
-			if keep(m) {
-				b = binary.AppendUvarint(b, uint64(len(m.name)))
-				b = append(b, m.name...)
-				b = m.val.appendCanonical(b, nullIsMissing)
-			}
-		}
-	case tagArray:
-		count := 0
-		for _, e := range n.elems {
-			if !e.dropped {
-				count++
-			}
-		}
-		b = binary.AppendUvarint(b, uint64(count))
-		for _, e := range n.elems {
-			if !e.dropped {
-				b = e.appendCanonical(b, nullIsMissing)
-			}
-		}
-	}
-	return b
+	return int(t.end), t.next, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -38,8 +39,11 @@ type Liveness struct {
 
 	ctx    context.Context // the loop's lifetime
 	cancel context.CancelFunc
-	done   chan struct{}
-	err    error // why the loop ended; set before done closes
+	// closing is set by Close before it revokes the lease, so the loop
+	// does not take its own revoke for a loss (and warn about it).
+	closing atomic.Bool
+	done    chan struct{}
+	err     error // why the loop ended; set before done closes
 }
 
 // StartLiveness registers the instance's key (failing within
@@ -156,6 +160,7 @@ func (l *Liveness) Err() error {
 
 // Close revokes the lease (the key disappears at once) and stops.
 func (l *Liveness) Close() {
+	l.closing.Store(true)
 	l.mu.Lock()
 	s := l.session
 	l.session, l.createRev = nil, 0

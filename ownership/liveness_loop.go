@@ -59,7 +59,7 @@ func (l *Liveness) run() {
 		if s != nil {
 			l.keepAlive(s)
 		}
-		if l.ctx.Err() != nil {
+		if l.ctx.Err() != nil || l.closing.Load() {
 			return
 		}
 		l.set(nil, 0, time.Time{})

@@ -3,14 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 
 	"github.com/idemcoord/idemcoord/crdb"
-	"github.com/idemcoord/idemcoord/devcluster"
 )
 
 // parseSince reads --since: a duration back from now ("1h") or a time
@@ -33,7 +31,8 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 }
 
 func auditCmd() *cobra.Command {
-	var dsn, since, actor, operation, output string
+	var sf storeFlags
+	var since, actor, operation, output string
 	var shard, limit int
 	cmd := &cobra.Command{
 		Use:   "audit [--since DURATION|TIME] [--shard N | --actor A | --operation ID]",
@@ -69,16 +68,9 @@ repairs; --operation one operation's.`,
 				}
 				f.Operation = &id
 			}
-			if dsn == "" {
-				st, err := devcluster.ReadState(devcluster.StatePath())
-				if err != nil {
-					return fmt.Errorf("--dsn not set: %w", err)
-				}
-				dsn = st.DSN
-			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
 			defer cancel()
-			s, err := crdb.Open(ctx, crdb.Config{DSN: dsn, MaxConns: 2})
+			s, err := sf.open(ctx)
 			if err != nil {
 				return err
 			}
@@ -102,7 +94,7 @@ repairs; --operation one operation's.`,
 			return render(cmd.OutOrStdout(), output, t)
 		},
 	}
-	cmd.Flags().StringVar(&dsn, "dsn", os.Getenv("IDEMCOORD_DSN"), "store URL (default $IDEMCOORD_DSN, else the running dev cluster's)")
+	sf.add(cmd)
 	cmd.Flags().StringVar(&since, "since", "", "keep rows of the last DURATION (90m) or from an RFC 3339 TIME")
 	cmd.Flags().IntVar(&shard, "shard", 0, "keep rows about this shard")
 	cmd.Flags().StringVar(&actor, "actor", "", "keep rows about this actor scope (tenant/subject)")

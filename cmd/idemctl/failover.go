@@ -15,44 +15,34 @@ import (
 // moveCommand is one of failover / failback / drain: a region argument,
 // connection and repair flags, and the moves printed.
 type moveCommand struct {
-	conn   connFlags
-	repair repairFlags
-	output string
-}
-
-func (m *moveCommand) flags(cmd *cobra.Command) {
-	m.conn.add(cmd)
-	m.repair.add(cmd)
-	addOutputFlag(cmd, &m.output)
+	flags regionRepairFlags
 }
 
 // run checks the flags, connects and calls do with a Repair whose health
 // filter comes from one fresh read of the liveness keys.
 func (m *moveCommand) run(cmd *cobra.Command, action, reg string,
 	do func(ctx context.Context, r failover.Repair) ([]failover.Moved, error)) error {
-	if err := m.repair.check(); err != nil {
-		return err
-	}
-	if err := checkOutput(m.output); err != nil {
+	if err := m.flags.check(); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(cmd.Context(), 2*time.Minute)
 	defer cancel()
-	c, err := m.conn.open(ctx)
+	c, err := m.flags.open(ctx)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	tr, err := failover.NewTracker(failover.Config{Client: c.cli, Topology: c.topo, Prefix: m.conn.pfx})
+	tr, err := failover.NewTracker(failover.Config{Client: c.cli, Topology: c.topo, Prefix: c.dir.Prefix()})
 	if err != nil {
 		return err
 	}
 	if _, err := tr.Refresh(ctx); err != nil {
 		return err
 	}
-	r := failover.Repair{Client: c.cli, Directory: c.dir, Topology: c.topo, Audit: c.store, Healthy: tr.Healthy}
+	r := failover.Repair{Client: c.cli, Directory: c.dir, Topology: c.topo, Audit: c.store, Healthy: tr.Healthy,
+		Concurrency: repairStoreConns, DrainTimeout: defaultDrain}
 	moved, err := do(ctx, r)
-	if rerr := printMoves(cmd, m.output, action, reg, moved); rerr != nil {
+	if rerr := printMoves(cmd, m.flags.output, action, reg, moved); rerr != nil {
 		return rerr
 	}
 	return err
@@ -96,11 +86,11 @@ each shard has one winner. Run it again to finish shards that failed.`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return m.run(cmd, "failover", args[0], func(ctx context.Context, r failover.Repair) ([]failover.Moved, error) {
-				return r.Failover(ctx, args[0], m.repair.operator, m.repair.reason)
+				return r.Failover(ctx, args[0], m.flags.audit.operator, m.flags.audit.reason)
 			})
 		},
 	}
-	m.flags(cmd)
+	m.flags.add(cmd, "why the region is failed over, recorded in the audit (required)")
 	cmd.AddCommand(acceptCmd())
 	return cmd
 }
@@ -118,11 +108,11 @@ endpoints with the reject policy, after reconciling what it left in flight.`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return m.run(cmd, "failback", args[0], func(ctx context.Context, r failover.Repair) ([]failover.Moved, error) {
-				return r.Failback(ctx, args[0], m.repair.operator, m.repair.reason)
+				return r.Failback(ctx, args[0], m.flags.audit.operator, m.flags.audit.reason)
 			})
 		},
 	}
-	m.flags(cmd)
+	m.flags.add(cmd, "why the shards go home, recorded in the audit (required)")
 	return cmd
 }
 
@@ -140,11 +130,11 @@ shards back with "idemctl failback REGION".`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return m.run(cmd, "drain", args[0], func(ctx context.Context, r failover.Repair) ([]failover.Moved, error) {
-				return r.Drain(ctx, args[0], m.repair.operator, m.repair.reason)
+				return r.Drain(ctx, args[0], m.flags.audit.operator, m.flags.audit.reason)
 			})
 		},
 	}
-	m.flags(cmd)
+	m.flags.add(cmd, "why the region is drained, recorded in the audit (required)")
 	return cmd
 }
 
@@ -179,11 +169,11 @@ The audit row is written before the change.`,
 				sel, what = failover.ShardSelection(shard), "shard "+strconv.Itoa(shard)
 			}
 			return m.run(cmd, "accept", what, func(ctx context.Context, r failover.Repair) ([]failover.Moved, error) {
-				return r.Accept(ctx, sel, m.repair.operator, m.repair.reason)
+				return r.Accept(ctx, sel, m.flags.audit.operator, m.flags.audit.reason)
 			})
 		},
 	}
-	m.flags(cmd)
+	m.flags.add(cmd, "why the new owner is accepted (the reconciliation done), recorded in the audit (required)")
 	cmd.Flags().IntVar(&shard, "shard", 0, "accept this shard")
 	cmd.Flags().StringVar(&reg, "region", "", "accept every FAILED_OVER shard whose home is this region")
 	return cmd

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -21,33 +20,20 @@ import (
 	"go.uber.org/zap"
 )
 
-// idemctl runs the command line args and returns its output.
-func idemctl(t *testing.T, args ...string) (string, error) {
-	t.Helper()
-	cmd := rootCmd()
-	var out bytes.Buffer
-	cmd.SetOut(&out)
-	cmd.SetErr(&bytes.Buffer{})
-	cmd.SetArgs(args)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	err := cmd.ExecuteContext(ctx)
-	return out.String(), err
-}
-
 func TestRepairCommandsNameTheMissingFlag(t *testing.T) {
 	t.Setenv("TMPDIR", t.TempDir()) // no dev cluster
+	t.Setenv("IDEMCOORD_CONFIG", "")
 	tests := []struct {
 		args []string
 		want string
 	}{
-		{[]string{"failover", "us-east", "--reason", "x"}, "--operator is required"},
-		{[]string{"failback", "us-east", "--operator", "me"}, "--reason is required"},
-		{[]string{"drain", "us-east"}, "--operator is required"},
+		{[]string{"failover", "us-east", "--operator", "", "--reason", "x"}, "missing --operator"},
+		{[]string{"failback", "us-east", "--operator", "me"}, "missing --reason"},
+		{[]string{"drain", "us-east", "--operator", " "}, "missing --operator NAME (who is doing it; $USER is empty) and --reason"},
 		{[]string{"failover", "accept", "--operator", "me", "--reason", "x"}, "exactly one of --shard N or --region R"},
 		{[]string{"failover", "accept", "--shard", "1", "--region", "r", "--operator", "me", "--reason", "x"}, "exactly one of"},
 		{[]string{"drain", "us-east", "--operator", "me", "--reason", "x", "-o", "yaml"}, "--output"},
-		{[]string{"drain", "us-east", "--operator", "me", "--reason", "x"}, "--config is required"},
+		{[]string{"drain", "us-east", "--operator", "me", "--reason", "x"}, "--config not set"},
 		{[]string{"failover"}, "accepts 1 arg"},
 		{[]string{"audit", "--since", "yesterday", "--dsn", "postgres://x"}, "--since"},
 		{[]string{"audit", "--shard", "1", "--actor", "a", "--dsn", "postgres://x"}, "none of the others"},
@@ -87,16 +73,17 @@ func TestFailoverAcceptFailbackAndAuditFromTheCommandLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cli.Close()
-	const pfx = "/idemctl-test/"
-	dir := ownership.NewDirectory(cli, store, ownership.WithPrefix(pfx))
+	dir := ownership.NewDirectory(cli, store)
 	if err := dir.Bootstrap(ctx, topo, 6); err != nil {
 		t.Fatal(err)
 	}
+	t.Setenv("IDEMD_HS256_SECRET", "0123456789abcdef0123456789abcdef")
 	cfg := filepath.Join(t.TempDir(), "idemd.yaml")
-	os.WriteFile(cfg, []byte("region: us-east\nregions:\n  - {name: us-east, url: http://u.invalid}\n"+
-		"  - {name: eu-west, url: http://e.invalid}\n  - {name: ap-south, url: http://a.invalid}\n"+
-		"auth: {hs256_secret_env: UNSET_ON_PURPOSE}\n"), 0o600)
-	conn := []string{"--config", cfg, "--etcd", strings.Join(etcd.Endpoints(), ","), "--dsn", dsn, "--prefix", pfx,
+	if err := os.WriteFile(cfg, []byte(config.Example+"\nshards: 6\nregions:\n  - {name: us-east, url: http://u.invalid}\n"+
+		"  - {name: eu-west, url: http://e.invalid}\n  - {name: ap-south, url: http://a.invalid}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	conn := []string{"--config", cfg, "--etcd", strings.Join(etcd.Endpoints(), ","), "--dsn", dsn,
 		"--operator", "alice", "--reason", "INC-42", "-o", "json"}
 
 	type result struct {
@@ -123,7 +110,7 @@ func TestFailoverAcceptFailbackAndAuditFromTheCommandLine(t *testing.T) {
 	}
 	// Only eu-west has a live instance: the failover's health filter
 	// (one read of the liveness keys) lets it be the only target.
-	live, err := ownership.StartLiveness(ctx, ownership.LivenessConfig{Client: cli, Prefix: pfx, Region: "eu-west",
+	live, err := ownership.StartLiveness(ctx, ownership.LivenessConfig{Client: cli, Region: "eu-west",
 		Instance: "i1", TTL: time.Minute})
 	if err != nil {
 		t.Fatal(err)

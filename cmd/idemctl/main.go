@@ -1,6 +1,16 @@
 // Command idemctl is the operator's tool for idemcoord.
 //
 //	idemctl dev token --actor NAME    a bearer token for the running dev cluster
+//	idemctl regions                   health, live instances and shards per region
+//	idemctl owner --actor T/S         which region owns an actor (shard, epoch, state)
+//	idemctl shards                    the whole ownership map
+//	idemctl move --shard N --to R     a planned, fenced move (audited)
+//	idemctl op get ID                 an operation by id (a read)
+//	idemctl op reconcile|purge|cleanup  repairs, each audited with --operator and --reason
+//	idemctl deploy cockroach-sql --config FILE    the CockroachDB layout of a topology
+//
+// Without --dsn or --etcd, commands use the running dev cluster: the only
+// one, or the one started with --port-base N.
 package main
 
 import (
@@ -27,7 +37,10 @@ func rootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(devCmd(), opCmd(), regionsCmd(), failoverCmd(), failbackCmd(), drainCmd(), auditCmd())
+	root.PersistentFlags().IntVar(&devPortBase, "port-base", 0,
+		"which running dev cluster to use, by its `idemd dev --port-base` (default: the only one running)")
+	root.AddCommand(devCmd(), opCmd(), regionsCmd(), ownerCmd(), shardsCmd(), moveCmd(), deployCmd(),
+		failoverCmd(), failbackCmd(), drainCmd(), auditCmd())
 	return root
 }
 
@@ -38,11 +51,11 @@ func devCmd() *cobra.Command {
 	token := &cobra.Command{
 		Use:   "token --actor NAME",
 		Short: "Print a bearer token for an actor of the running dev cluster",
-		Long: `token signs a JWT for actor NAME (tenant "demo") with the running dev
-cluster's secret, read from its state file.`,
+		Long: `token signs a JWT for actor NAME (tenant "demo": its actor scope is demo/NAME)
+with the running dev cluster's secret, read from its state file.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, err := devcluster.ReadState(devcluster.StatePath())
+			st, err := devState()
 			if err != nil {
 				return err
 			}

@@ -1,68 +1,112 @@
 package main
 
 import (
-	"context"
-	"fmt"
-	"sort"
+	"strconv"
 	"strings"
-	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 
-	"github.com/idemcoord/idemcoord/daemon"
-	"github.com/idemcoord/idemcoord/devcluster"
+	"github.com/idemcoord/idemcoord/ownership"
 )
 
+// regionView is one region as `idemctl regions` prints it.
+type regionView struct {
+	Region    string               `json:"region"`
+	URL       string               `json:"url"`
+	Health    string               `json:"health"`
+	Instances []ownership.Instance `json:"instances"`
+	// Shards counts the shards the region owns, by state.
+	Shards map[string]int `json:"shards"`
+	// Home is how many shards have this region as home.
+	Home int `json:"home_shards"`
+}
+
 func regionsCmd() *cobra.Command {
-	var endpoints []string
+	var (
+		f      clusterFlags
+		format string
+	)
 	cmd := &cobra.Command{
 		Use:   "regions",
-		Short: "Show each region's live instances (liveness keys in etcd)",
-		Long: `regions lists, per region, the idemd instances whose liveness key is
-present in etcd,. An instance that stopped
-answering disappears within its lease TTL (5 s). It reads etcd linearizably.`,
+		Short: "Show each region's health, live instances and the shards it owns",
+		Long: `regions reads etcd linearizably: the liveness keys of every region's idemd
+instances (each under a session lease: an instance that stopped answering
+disappears within the lease TTL, 5 s by default) and the ownership directory.
+A region is "up" with at least one live instance and "down" with none. A read:
+it needs no reason and changes nothing.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(endpoints) == 0 {
-				st, err := devcluster.ReadState(devcluster.StatePath())
-				if err != nil {
-					return fmt.Errorf("--etcd not set: %w", err)
-				}
-				endpoints = st.Etcd
+			if err := checkOutput(format); err != nil {
+				return err
 			}
-			cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+			top, _, err := f.topology()
+			if err != nil {
+				return err
+			}
+			cli, err := f.client()
 			if err != nil {
 				return err
 			}
 			defer cli.Close()
-			ctx, cancel := context.WithTimeout(cmd.Context(), 5*time.Second)
+			ctx, cancel := etcdContext(cmd)
 			defer cancel()
-			resp, err := cli.Get(ctx, daemon.LivenessPrefix, clientv3.WithPrefix())
+			instances, err := ownership.Instances(ctx, cli, ownership.DefaultPrefix, "")
 			if err != nil {
-				return fmt.Errorf("etcd: %w", err)
+				return err
 			}
-			type row struct{ region, instance, since string }
-			var rows []row
-			for _, kv := range resp.Kvs {
-				region, instance, _ := strings.Cut(strings.TrimPrefix(string(kv.Key), daemon.LivenessPrefix), "/")
-				rows = append(rows, row{region, instance, string(kv.Value)})
+			entries, _, err := ownership.NewDirectory(cli, nil, quiet()).List(ctx)
+			if err != nil {
+				return err
 			}
-			sort.Slice(rows, func(i, j int) bool { return rows[i].region+rows[i].instance < rows[j].region+rows[j].instance })
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "REGION\tINSTANCE\tUP SINCE")
-			for _, r := range rows {
-				fmt.Fprintf(tw, "%s\t%s\t%s\n", r.region, r.instance, r.since)
+			views := map[string]*regionView{}
+			var order []string
+			for _, r := range top.Regions() {
+				views[r.Name] = &regionView{Region: r.Name, URL: r.URL, Health: "down", Shards: map[string]int{},
+					Instances: []ownership.Instance{}}
+				order = append(order, r.Name)
 			}
-			tw.Flush()
-			if len(rows) == 0 {
-				fmt.Fprintln(cmd.OutOrStdout(), "no live instances")
+			for _, in := range instances {
+				if v := views[in.Region]; v != nil {
+					v.Instances = append(v.Instances, in)
+					v.Health = "up"
+				}
 			}
-			return nil
+			for _, e := range entries {
+				if v := views[viewOf(e, "").Owner]; v != nil {
+					v.Shards[string(e.State)]++
+				}
+				if v := views[top.Home(e.Shard)]; v != nil {
+					v.Home++
+				}
+			}
+			out := table{header: []string{"REGION", "HEALTH", "INSTANCES", "SHARDS OWNED", "HOME SHARDS", "URL"}}
+			var list []*regionView
+			for _, name := range order {
+				v := views[name]
+				list = append(list, v)
+				var names, owned []string
+				for _, in := range v.Instances {
+					names = append(names, in.Name)
+				}
+				for _, st := range []ownership.State{ownership.Active, ownership.FailedOver, ownership.Fencing} {
+					if n := v.Shards[string(st)]; n > 0 {
+						owned = append(owned, strconv.Itoa(n)+" "+string(st))
+					}
+				}
+				if len(names) == 0 {
+					names = []string{"-"}
+				}
+				if len(owned) == 0 {
+					owned = []string{"0"}
+				}
+				out.rows = append(out.rows, []string{name, v.Health, strings.Join(names, ","), strings.Join(owned, ", "),
+					strconv.Itoa(v.Home), v.URL})
+			}
+			out.v = list
+			return render(cmd.OutOrStdout(), format, out)
 		},
 	}
-	cmd.Flags().StringSliceVar(&endpoints, "etcd", nil, "etcd endpoints (default: the running dev cluster's)")
+	f.add(cmd)
+	addOutputFlag(cmd, &format)
 	return cmd
 }

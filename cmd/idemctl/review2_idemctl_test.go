@@ -26,7 +26,7 @@ func TestReview2CleanupWithZeroBatchEnds(t *testing.T) {
 			var out, errb bytes.Buffer
 			cmd.SetOut(&out)
 			cmd.SetErr(&errb)
-			cmd.SetArgs([]string{"op", "cleanup", "--dsn", dsn, "--batch", batch})
+			cmd.SetArgs([]string{"op", "cleanup", "--dsn", dsn, "--batch", batch, "--reason", "test"})
 			done := make(chan error, 1)
 			go func() { done <- cmd.ExecuteContext(ctx) }()
 			select {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/signal"
 	"syscall"
@@ -28,8 +29,14 @@ func devCmd() *cobra.Command {
 eu-west and ap-south with gateways on 127.0.0.1 ports --port-base, +1, +2; an
 embedded three-member etcd cluster; a throwaway PostgreSQL (or --database-url);
 and the demo payments service (port-base+100) and bank (port-base+101).
-It prints the URLs and a bearer token for actor "demo", and on Ctrl-C stops
-everything and removes its temporary data.`,
+It prints the URLs, the store's DSN, the data directory, each region's config
+file and a bearer token for actor "demo" (scope demo/demo), and on Ctrl-C
+stops everything and removes its temporary data.
+
+Each cluster keeps its own state file, named by its port base, for idemctl:
+several clusters can run side by side on different --port-base values, and
+idemctl's --port-base says which one it talks to. The ports are checked before
+anything starts.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			log, err := newLogger(logFormat, logLvl)
@@ -38,26 +45,31 @@ everything and removes its temporary data.`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			if err := devcluster.CheckPorts(portBase); err != nil {
+				return err // before saying anything starts
+			}
 			fmt.Fprintln(cmd.ErrOrStderr(), "starting PostgreSQL, etcd, demo services and three regions...")
 			c, err := devcluster.Start(ctx, devcluster.Options{PortBase: portBase, DatabaseURL: dbURL, Logger: log})
 			if err != nil {
 				return err
 			}
+			statePath := devcluster.StatePath(portBase)
 			defer func() {
 				sctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 				defer cancel()
 				c.Close(sctx)
-				os.Remove(devcluster.StatePath())
+				os.Remove(statePath) // this cluster's own file only
 				fmt.Fprintln(cmd.ErrOrStderr(), "stopped; temporary data removed")
 			}()
-			if err := devcluster.WriteState(devcluster.StatePath(), c.State()); err != nil {
+			st := c.State()
+			if err := devcluster.WriteState(statePath, st); err != nil {
 				return err
 			}
 			token, err := c.Token("demo", 24*time.Hour)
 			if err != nil {
 				return err
 			}
-			printCluster(cmd.OutOrStdout(), c, token)
+			printCluster(cmd.OutOrStdout(), st, statePath, token)
 			<-ctx.Done()
 			return nil
 		},
@@ -69,22 +81,50 @@ everything and removes its temporary data.`,
 	return cmd
 }
 
-func printCluster(w io.Writer, c *devcluster.Cluster, token string) {
+// printCluster prints what a new user needs to reach and inspect the
+// cluster: its URLs, where its data and configs are, a token, and a first
+// request to try.
+func printCluster(w io.Writer, st devcluster.State, statePath, token string) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "COMPONENT\tURL")
-	for _, r := range c.Regions {
-		fmt.Fprintf(tw, "region %s\t%s\n", r.Name, r.URL)
+	for _, r := range devcluster.Regions {
+		fmt.Fprintf(tw, "region %s\t%s\n", r, st.Regions[r])
 	}
-	fmt.Fprintf(tw, "payments (upstream)\t%s\n", c.PaymentsURL)
-	fmt.Fprintf(tw, "bank (downstream)\t%s\n", c.BankURL)
-	for i, e := range c.Etcd.Endpoints() {
+	fmt.Fprintf(tw, "payments (upstream)\t%s\n", st.PaymentsURL)
+	fmt.Fprintf(tw, "bank (downstream)\t%s\n", st.BankURL)
+	for i, e := range st.Etcd {
 		fmt.Fprintf(tw, "etcd member %d\t%s\n", i+1, e)
 	}
-	fmt.Fprintf(tw, "metrics\t%s/metrics\n", c.Regions[0].URL)
+	fmt.Fprintf(tw, "metrics\t%s/metrics\n", st.Regions[devcluster.Regions[0]])
 	tw.Flush()
-	fmt.Fprintf(w, "\nBearer token for actor \"demo\" (24h):\n\n  export TOKEN=%s\n\n", token)
+	fmt.Fprintf(w, "\nStore (DSN):     %s\n", redactDSN(st.DSN))
+	fmt.Fprintf(w, "Data directory:  %s\n", st.DataDir)
+	if st.PostgresDir != "" {
+		fmt.Fprintf(w, "PostgreSQL data: %s (log: postgres.log)\n", st.PostgresDir)
+	}
+	fmt.Fprintf(w, "State file:      %s (idemctl reads it)\n", statePath)
+	fmt.Fprintln(w, "Region configs (idemd run --config FILE serves one):")
+	for _, r := range devcluster.Regions {
+		fmt.Fprintf(w, "  %-9s %s\n", r, st.Configs[r])
+	}
+	if d := st.Demo; d.Owner != "" {
+		fmt.Fprintf(w, "\nActor %s is on shard %d, owned by %s (epoch %d, %s): a request that lands in\n"+
+			"another region is forwarded there once (X-Idempotency-Region names who served it).\n",
+			d.Actor, d.Shard, d.Owner, d.Epoch, d.State)
+	}
+	fmt.Fprintf(w, "\nBearer token for actor \"demo\" (scope demo/demo, 24h):\n\n  export TOKEN=%s\n\n", token)
 	fmt.Fprintf(w, "Try a payment, then retry it (same key) in another region:\n\n")
-	fmt.Fprintf(w, "  curl -si %s/v1/payments -H \"Authorization: Bearer $TOKEN\" -H 'Idempotency-Key: order-1' \\\n    -d '{\"amount\":\"12.50\",\"currency\":\"EUR\",\"reference\":\"order-1\"}'\n", c.Regions[0].URL)
-	fmt.Fprintf(w, "  curl -si %s/v1/payments -H \"Authorization: Bearer $TOKEN\" -H 'Idempotency-Key: order-1' \\\n    -d '{\"amount\":\"12.50\",\"currency\":\"EUR\",\"reference\":\"order-1\"}'\n\n", c.Regions[1].URL)
-	fmt.Fprintln(w, "Ctrl-C stops everything.")
+	for _, r := range devcluster.Regions[:2] {
+		fmt.Fprintf(w, "  curl -si %s/v1/payments -H \"Authorization: Bearer $TOKEN\" -H 'Idempotency-Key: order-1' \\\n    --json '{\"amount\":\"12.50\",\"currency\":\"EUR\",\"reference\":\"order-1\"}'\n", st.Regions[r])
+	}
+	fmt.Fprintln(w, "\nCtrl-C stops everything.")
+}
+
+// redactDSN hides a password in a URL DSN (a --database-url may carry one).
+func redactDSN(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil || u.Scheme == "" {
+		return dsn
+	}
+	return u.Redacted()
 }

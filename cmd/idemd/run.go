@@ -58,7 +58,9 @@ func checkConfigCmd() *cobra.Command {
 		Use:   "check-config FILE",
 		Short: "Validate a configuration file and report every error",
 		Long: `check-config parses FILE and reports every problem at once, one per line,
-as field.path: reason. It exits 0 when the file is valid, 1 otherwise.`,
+as field.path: reason (with the line of the file where there is one). It
+exits 0 when the file is valid, 1 otherwise. A secret read from an
+environment variable (auth.hs256_secret_env) must be set, as for run.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := config.Load(args[0])
@@ -68,7 +70,11 @@ as field.path: reason. It exits 0 when the file is valid, 1 otherwise.`,
 			var verr *config.ValidationError
 			if errors.As(err, &verr) {
 				for _, fe := range verr.Errors {
-					fmt.Fprintf(cmd.ErrOrStderr(), "%s: %s\n", fe.Path, fe.Reason)
+					line := ""
+					if fe.Line > 0 {
+						line = fmt.Sprintf(" (line %d)", fe.Line)
+					}
+					fmt.Fprintf(cmd.ErrOrStderr(), "%s: %s%s\n", fe.Path, fe.Reason, line)
 				}
 				return fmt.Errorf("%s: %d error(s)", args[0], len(verr.Errors))
 			}

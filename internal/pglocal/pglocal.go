@@ -103,6 +103,9 @@ func Start(ctx context.Context) (*Server, error) {
 
 func (s *Server) dataDir() string { return filepath.Join(s.dir, "data") }
 
+// Dir returns the server's directory: its data directory, socket and log.
+func (s *Server) Dir() string { return s.dir }
+
 // DSN returns a connection string for database db over TCP.
 func (s *Server) DSN(db string) string {
 	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", s.port, db)

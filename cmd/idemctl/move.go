@@ -1,0 +1,101 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/idemcoord/idemcoord/fencing"
+	"github.com/idemcoord/idemcoord/ownership"
+)
+
+// defaultDrain is how long a planned move lets the old owner finish its
+// operations in flight: the dev cluster's upstream timeout (10 s), so a
+// call that started before the move can still record its answer.
+const defaultDrain = 10 * time.Second
+
+func moveCmd() *cobra.Command {
+	var (
+		f      clusterFlags
+		sf     storeFlags
+		af     auditFlags
+		shard  int
+		actor  string
+		to     string
+		format string
+		drain  time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "move (--shard N | --actor TENANT/SUBJECT) --to REGION --reason TEXT",
+		Short: "Move a shard to another region: a planned, fenced transfer (audited)",
+		Long: `move runs the transfer protocol for one shard: etcd compare-and-swap to
+FENCING with epoch+1 -> the old owner's operations in flight finish (at most --drain-timeout)
+-> SQL fence bump (audited with --operator and --reason)
+-> etcd ACTIVE. From the first step on nobody writes the shard; the old owner's
+late writes are refused by the fence; the new owner serves once the move
+commits. An interrupted move is finished by the next one. A repair: it needs
+--operator and --reason.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			byShard, byActor := cmd.Flags().Changed("shard"), actor != ""
+			var errs []error
+			errs = append(errs, checkOutput(format), af.checkRepair())
+			switch {
+			case byShard == byActor:
+				errs = append(errs, errors.New("give exactly one of --shard N and --actor TENANT/SUBJECT"))
+			case byActor:
+				errs = append(errs, checkActorScope(actor))
+			}
+			if to == "" {
+				errs = append(errs, errors.New("missing --to REGION: the region that will own the shard"))
+			}
+			if err := errors.Join(errs...); err != nil {
+				return err
+			}
+			top, cfg, err := f.topology()
+			if err != nil {
+				return err
+			}
+			if !top.Has(to) {
+				return fmt.Errorf("--to: %q is not a region of the topology %v", to, top.Names())
+			}
+			if byActor {
+				shard = fencing.ShardOf(actor, cfg.Shards)
+			}
+			if shard < 0 || shard >= cfg.Shards {
+				return fmt.Errorf("--shard: must be within 0 and %d, got %d", cfg.Shards-1, shard)
+			}
+			store, err := sf.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			cli, err := f.client()
+			if err != nil {
+				return err
+			}
+			defer cli.Close()
+			ctx, cancel := etcdContext(cmd)
+			defer cancel()
+			e, err := ownership.NewDirectory(cli, store, quiet()).Move(ctx, shard, to, ownership.Active, af.operator, af.reason,
+				ownership.DrainFor(drain))
+			if err != nil {
+				return err
+			}
+			v := viewOf(e, top.Home(shard))
+			return render(cmd.OutOrStdout(), format, table{header: shardHeader, rows: [][]string{v.row()}, v: v})
+		},
+	}
+	f.add(cmd)
+	sf.add(cmd)
+	af.add(cmd, "why the shard moves, recorded in the audit (required)")
+	cmd.Flags().IntVar(&shard, "shard", 0, "shard to move")
+	cmd.Flags().StringVar(&actor, "actor", "", "move the shard of this actor scope TENANT/SUBJECT")
+	cmd.Flags().StringVar(&to, "to", "", "region that will own the shard (required)")
+	cmd.Flags().DurationVar(&drain, "drain-timeout", defaultDrain,
+		"how long to let the old owner finish what it already started before fencing it")
+	addOutputFlag(cmd, &format)
+	return cmd
+}

@@ -1,0 +1,185 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idemcoord/idemcoord/crdb"
+	"github.com/idemcoord/idemcoord/fencing"
+	"github.com/idemcoord/idemcoord/idempotency"
+	"github.com/idemcoord/idemcoord/internal/pgtest"
+)
+
+// idemctl runs idemctl with args and returns its output and error.
+func idemctl(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	cmd := rootCmd()
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&bytes.Buffer{})
+	cmd.SetArgs(args)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := cmd.ExecuteContext(ctx)
+	return out.String(), err
+}
+
+// storeWithRecord returns a fresh database holding one COMPLETED record
+// of actor, and the record.
+func storeWithRecord(t *testing.T, actor string) (string, *crdb.Store, crdb.Record) {
+	t.Helper()
+	ctx := context.Background()
+	dsn := pgtest.NewDatabase(t)
+	s, err := crdb.Open(ctx, crdb.Config{DSN: dsn, MaxConns: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	key, err := idempotency.ParseKeyHeader("order-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp, err := idempotency.ComputeFingerprint(idempotency.Request{Method: "POST", Path: "/v1/payments",
+		ContentType: "application/json", Body: []byte(`{"amount":"1"}`)}, idempotency.FingerprintOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.Begin(ctx, crdb.ClaimRequest{
+		Scope:       crdb.Scope{Actor: actor, Endpoint: "create-payment", Key: key},
+		Fingerprint: fp,
+		Token:       fencing.Token{Shard: fencing.ShardOf(actor, fencing.DefaultShards), Epoch: 1},
+		Worker:      "test", Lease: 30 * time.Second, TTL: time.Hour,
+	})
+	if err != nil || c.Lease == nil {
+		t.Fatalf("begin: %v (%v)", err, c.Outcome)
+	}
+	if err := s.Finish(ctx, c.Lease, crdb.Result{State: idempotency.Completed,
+		Snapshot: crdb.Snapshot{Status: 201, Body: []byte(`{"id":"p1"}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := s.Read(ctx, c.Record.Scope)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dsn, s, rec
+}
+
+// auditRows returns the audit log as "action operator reason detail" lines.
+func auditRows(t *testing.T, s *crdb.Store) []string {
+	t.Helper()
+	log, err := s.AuditLog(context.Background(), 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []string
+	for _, e := range log {
+		rows = append(rows, strings.Join([]string{e.Action, e.Operator, e.Reason, e.Detail}, " | "))
+	}
+	return rows
+}
+
+// TestCleanupIsAuditedWithOperatorAndReason: op cleanup is a repair like
+// the others, so it records who ran it and why.
+func TestCleanupIsAuditedWithOperatorAndReason(t *testing.T) {
+	dsn, s, _ := storeWithRecord(t, "demo/demo")
+	out, err := idemctl(t, "op", "cleanup", "--dsn", dsn, "--operator", "oncall@example.com", "--reason", "INC-9 bloat")
+	if err != nil {
+		t.Fatalf("op cleanup: %v", err)
+	}
+	if !strings.Contains(out, "deleted 0 expired records") {
+		t.Errorf("output %q", out)
+	}
+	rows := auditRows(t, s)
+	if len(rows) != 1 || rows[0] != "cleanup | oncall@example.com | INC-9 bloat | deleted=0 batch=500" {
+		t.Errorf("audit after op cleanup = %q, want one cleanup row by oncall@example.com with the reason", rows)
+	}
+}
+
+// TestRepairsNameTheMissingFlag: a repair without a reason or an operator
+// is refused before anything changes, with the flag to add, not with the
+// store's internal error.
+func TestRepairsNameTheMissingFlag(t *testing.T) {
+	dsn, s, rec := storeWithRecord(t, "demo/demo")
+	op := rec.OperationID.String()
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"cleanup without reason", []string{"op", "cleanup"}, "--reason"},
+		{"purge without reason", []string{"op", "purge", "--actor", "demo/demo"}, "--reason"},
+		{"reconcile without reason", []string{"op", "reconcile", op, "--not-run"}, "--reason"},
+		{"cleanup without operator", []string{"op", "cleanup", "--operator", "", "--reason", "x"}, "--operator"},
+		{"reconcile --ran without status", []string{"op", "reconcile", op, "--ran", "--reason", "x"}, "--status"},
+		{"reconcile --not-run with status", []string{"op", "reconcile", op, "--not-run", "--status", "201", "--reason", "x"}, "--ran"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := idemctl(t, append(tt.args, "--dsn", dsn)...)
+			if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "crdb:") {
+				t.Errorf("%v: err = %v, want an error naming %s", tt.args, err, tt.want)
+			}
+		})
+	}
+	if rows := auditRows(t, s); len(rows) != 0 {
+		t.Errorf("refused repairs left audit rows: %q", rows)
+	}
+	if got, err := s.Read(context.Background(), rec.Scope); err != nil || got.Purged || got.Version != rec.Version {
+		t.Errorf("refused repairs changed the record: %+v, %v", got, err)
+	}
+}
+
+// TestGetIsAReadThatNeedsNoReason: looking an operation up is not a
+// repair; it works without --reason, and without $USER.
+func TestGetIsAReadThatNeedsNoReason(t *testing.T) {
+	t.Setenv("USER", "")
+	dsn, s, rec := storeWithRecord(t, "demo/demo")
+	out, err := idemctl(t, "op", "get", rec.OperationID.String(), "--dsn", dsn)
+	if err != nil {
+		t.Fatalf("op get without --reason or $USER: %v", err)
+	}
+	var got struct {
+		OperationID string `json:"operation_id"`
+		State       string `json:"state"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil || got.OperationID != rec.OperationID.String() || got.State != "COMPLETED" {
+		t.Fatalf("op get printed %q (%v)", out, err)
+	}
+	rows := auditRows(t, s)
+	if len(rows) != 1 || !strings.HasPrefix(rows[0], "lookup | ") {
+		t.Errorf("audit after op get = %q, want the access recorded", rows)
+	}
+	if _, err := idemctl(t, "op", "get", "not-a-uuid", "--dsn", dsn); err == nil || strings.Contains(err.Error(), "repair") {
+		t.Errorf("op get of a bad id = %v, want an error about the id that does not call a read a repair", err)
+	}
+}
+
+// TestPurgeRefusesABareSubject: the actor scope is TENANT/SUBJECT; a bare
+// subject ("demo") matched nothing and reported success. It must be
+// refused, naming the scope that holds the subject's records.
+func TestPurgeRefusesABareSubject(t *testing.T) {
+	dsn, s, rec := storeWithRecord(t, "demo/demo")
+	_, err := idemctl(t, "op", "purge", "--actor", "demo", "--reason", "GDPR-1", "--dsn", dsn)
+	if err == nil || !strings.Contains(err.Error(), "--actor demo/demo") {
+		t.Fatalf("op purge --actor demo = %v, want a refusal suggesting --actor demo/demo", err)
+	}
+	for _, bad := range []string{"/demo", "demo/", "demo/a/b"} {
+		if _, err := idemctl(t, "op", "purge", "--actor", bad, "--reason", "GDPR-1", "--dsn", dsn); err == nil {
+			t.Errorf("op purge --actor %q accepted", bad)
+		}
+	}
+	if got, _ := s.Read(context.Background(), rec.Scope); got.Purged {
+		t.Fatal("a refused purge purged the record")
+	}
+	out, err := idemctl(t, "op", "purge", "--actor", "demo/demo", "--reason", "GDPR-1", "--dsn", dsn)
+	if err != nil || !strings.Contains(out, "actor demo/demo: purged 1 records") {
+		t.Fatalf("op purge --actor demo/demo = %q, %v", out, err)
+	}
+	if got, _ := s.Read(context.Background(), rec.Scope); !got.Purged {
+		t.Error("record not purged")
+	}
+}

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// readmeBlock returns the first fenced block of README.md after heading
+// whose fence line is fence ("```yaml", "```").
+func readmeBlock(t *testing.T, heading, fence string) string {
+	t.Helper()
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(readme), "\n"+heading+"\n")
+	if !ok {
+		t.Fatalf("README has no %q section", heading)
+	}
+	_, block, ok := strings.Cut(section, "\n"+fence+"\n")
+	if !ok {
+		t.Fatalf("README section %q has no %s block", heading, fence)
+	}
+	block, _, _ = strings.Cut(block, "\n```\n")
+	return block + "\n"
+}
+
+// TestREADMEExampleConfigPassesCheckConfig follows the README as a new
+// user would: set the environment variable it says to set, save the
+// example it shows, run check-config on it.
+func TestREADMEExampleConfigPassesCheckConfig(t *testing.T) {
+	example := readmeBlock(t, "## Configuration", "```yaml")
+	env := regexp.MustCompile(`(?m)^\s*hs256_secret_env:\s*(\S+)`).FindStringSubmatch(example)
+	if env == nil {
+		t.Fatal("README example has no hs256_secret_env")
+	}
+	steps := readmeBlock(t, "## Configuration", "```")
+	if !strings.Contains(steps, "export "+env[1]+"=") {
+		t.Fatalf("README never says to set %s, which its example reads the secret from:\n%s", env[1], steps)
+	}
+	// $(openssl rand -hex 32): 64 characters.
+	t.Setenv(env[1], strings.Repeat("5f", 32))
+	path := filepath.Join(t.TempDir(), "idemd.yaml")
+	if err := os.WriteFile(path, []byte(example), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, err := runCLI(t, "check-config", path)
+	if err != nil || !strings.Contains(out, ": ok (region ") {
+		t.Fatalf("check-config on the README example: %v\nstdout %s\nstderr %s", err, out, stderr)
+	}
+}
+
+// TestREADMEReferencesOnlyFilesInTheRepository: a document the README
+// points to must ship with the repository, so whoever carries the project
+// on has it (the design once lived outside, in ../shared/DESIGN.md).
+func TestREADMEReferencesOnlyFilesInTheRepository(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refs := regexp.MustCompile("\\]\\(([^)#\\s]+)\\)|`([^`\\s]+\\.md)`").FindAllStringSubmatch(string(readme), -1)
+	seen := map[string]bool{}
+	for _, m := range refs {
+		ref := m[1] + m[2]
+		if strings.Contains(ref, "://") || seen[ref] {
+			continue
+		}
+		seen[ref] = true
+		clean := filepath.Clean(ref)
+		if strings.HasPrefix(clean, "..") || filepath.IsAbs(clean) {
+			t.Errorf("README references %s, outside the repository", ref)
+			continue
+		}
+		if _, err := os.Stat(filepath.Join("../..", clean)); err != nil {
+			t.Errorf("README references %s: %v", ref, err)
+		}
+	}
+	if !seen["docs/architecture.md"] {
+		t.Errorf("README does not link docs/architecture.md (references: %v)", seen)
+	}
+}

@@ -1,0 +1,73 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/idemcoord/idemcoord/config"
+	"github.com/idemcoord/idemcoord/gateway"
+	"github.com/idemcoord/idemcoord/ownership"
+)
+
+// minBootstrapTimeout bounds the directory's bootstrap at start: about a
+// dozen small etcd transactions and one SQL transaction, which take well
+// under a second on a healthy cluster; an etcd or store that does not
+// answer in this long fails the start instead of hanging it.
+const minBootstrapTimeout = 20 * time.Second
+
+var _ gateway.Owners = (*ownership.Cache)(nil)
+
+// joinEtcd connects to etcd, bootstraps the ownership directory (every
+// shard owned by its home region at epoch 1, in etcd and in the SQL
+// fences; a directory with another shard count refuses the start), opens
+// the watch-fed ownership cache the gateway routes by, and registers this
+// instance's liveness key. It fails within bounded time when etcd does not
+// answer.
+func (d *Daemon) joinEtcd(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
+	var err error
+	d.etcd, err = clientv3.New(clientv3.Config{Endpoints: cfg.Etcd.Endpoints, DialTimeout: cfg.Etcd.DialTimeout,
+		Logger: zap.NewNop()})
+	if err != nil {
+		return fmt.Errorf("etcd: %w", err)
+	}
+	bctx, cancel := context.WithTimeout(ctx, max(minBootstrapTimeout, 4*cfg.Etcd.DialTimeout))
+	defer cancel()
+	d.dir = ownership.NewDirectory(d.etcd, d.store, ownership.WithLogger(log))
+	if err := d.dir.Bootstrap(bctx, d.topo, cfg.Shards); err != nil {
+		return fmt.Errorf("ownership directory: %w", err)
+	}
+	if d.cache, err = ownership.OpenCache(bctx, d.etcd, ownership.WithLogger(log)); err != nil {
+		return fmt.Errorf("ownership cache: %w", err)
+	}
+	d.live, err = ownership.StartLiveness(ctx, ownership.LivenessConfig{Client: d.etcd, Region: cfg.Region,
+		Instance: cfg.WorkerName(), RegisterTimeout: cfg.Etcd.DialTimeout, Logger: log})
+	if err != nil {
+		return fmt.Errorf("etcd liveness: %w", err)
+	}
+	return nil
+}
+
+// ready reports why the instance cannot serve multi-region traffic: its
+// liveness key is missing or etcd does not answer, or the ownership cache
+// is not following the directory.
+func (d *Daemon) ready(ctx context.Context) error {
+	if err := d.live.Ready(ctx); err != nil {
+		return fmt.Errorf("etcd liveness: %w", err)
+	}
+	if err := d.cache.Ready(); err != nil {
+		return fmt.Errorf("ownership cache: %w", err)
+	}
+	return nil
+}
+
+// Directory returns the ownership directory (nil in single-region mode),
+// for tools and tests that move shards.
+func (d *Daemon) Directory() *ownership.Directory { return d.dir }
+
+// Owners returns the ownership cache (nil in single-region mode).
+func (d *Daemon) Owners() *ownership.Cache { return d.cache }

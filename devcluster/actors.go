@@ -1,0 +1,44 @@
+package devcluster
+
+import (
+	"fmt"
+
+	"github.com/idemcoord/idemcoord/fencing"
+)
+
+// Tenant is the tenant of every dev cluster token: an actor NAME's scope
+// is Tenant + "/" + NAME.
+const Tenant = "demo"
+
+// Shards is the dev cluster's shard count (the configuration default).
+const Shards = fencing.DefaultShards
+
+// ShardOf returns the shard of a dev cluster actor (its subject).
+func ShardOf(actor string) int { return fencing.ShardOf(Tenant+"/"+actor, Shards) }
+
+// Home returns the home region of a dev cluster actor: the region that
+// owns it in steady state, before any move or failover.
+func (c *Cluster) Home(actor string) string {
+	return c.Topology[ShardOf(actor)%len(c.Topology)].Name
+}
+
+// ActorHomedIn returns an actor name starting with prefix whose home is
+// region, for tests and drills that need a request to be served by the
+// region it lands in.
+func (c *Cluster) ActorHomedIn(region, prefix string) string {
+	for i := 0; ; i++ {
+		if name := fmt.Sprintf("%s-%d", prefix, i); c.Home(name) == region {
+			return name
+		}
+	}
+}
+
+// Owner reports who owns an actor's shard, as the first region's
+// ownership cache sees it (a hint; the store's fence decides).
+func (c *Cluster) Owner(actor string) ActorOwner {
+	o := ActorOwner{Actor: Tenant + "/" + actor, Shard: ShardOf(actor)}
+	if len(c.Regions) > 0 && c.Regions[0].Daemon.Owners() != nil {
+		o.Owner, o.Epoch, o.State, _ = c.Regions[0].Daemon.Owners().Owner(o.Shard)
+	}
+	return o
+}

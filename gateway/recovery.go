@@ -1,0 +1,185 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/idemcoord/idemcoord/clock"
+	"github.com/idemcoord/idemcoord/config"
+	"github.com/idemcoord/idemcoord/crdb"
+	"github.com/idemcoord/idemcoord/fencing"
+)
+
+// Defaults for RecoveryConfig.
+const (
+	// DefaultRecoveryInterval is how often an instance looks for queued
+	// async work whose instance died. A stranded task waits at most its
+	// lease plus this; a scan is one indexed read, cheap at this rate.
+	DefaultRecoveryInterval = 5 * time.Second
+	// DefaultRecoveryBatch bounds the tasks one scan takes over: each runs
+	// an upstream call at once, and an instance that just came back from
+	// an outage must not flood the upstream with a region's backlog.
+	DefaultRecoveryBatch = 16
+)
+
+// RecoveryConfig configures the loop that runs async work stranded by a
+// dead instance: PENDING or IN_PROGRESS operations whose lease expired and
+// whose request the store kept (see accept).
+type RecoveryConfig struct {
+	// Interval between scans. Default DefaultRecoveryInterval.
+	Interval time.Duration
+	// Batch bounds the operations taken over per scan. Default
+	// DefaultRecoveryBatch.
+	Batch int
+	// Clock drives the interval. Default clock.Real(); tests pass a
+	// *clock.Fake and advance it. (Lease expiry is the store's time.)
+	Clock clock.Clock
+	// Disabled turns the loop off; the instance still serves retries.
+	Disabled bool
+}
+
+// recoveryStore finds and takes over stranded async work (*crdb.Store).
+type recoveryStore interface {
+	Stranded(ctx context.Context, limit int) ([]crdb.Queued, error)
+	TakeOver(ctx context.Context, rec crdb.Record, req crdb.ClaimRequest) (crdb.Claim, error)
+}
+
+var _ recoveryStore = (*crdb.Store)(nil)
+
+// recovery is the running loop; its owner (the Gateway) stops it in Close.
+type recovery struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// startRecovery starts the loop, unless it is disabled, no endpoint is
+// async, or the store keeps no requests. It returns nil then.
+func (g *Gateway) startRecovery() *recovery {
+	rs, ok := g.cfg.Store.(recoveryStore)
+	if g.cfg.Recovery.Disabled || !ok || !g.anyAsync() {
+		return nil
+	}
+	cfg := g.cfg.Recovery
+	if cfg.Interval <= 0 {
+		cfg.Interval = DefaultRecoveryInterval
+	}
+	if cfg.Batch <= 0 {
+		cfg.Batch = DefaultRecoveryBatch
+	}
+	clk := clock.Or(cfg.Clock)
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &recovery{cancel: cancel, done: make(chan struct{})}
+	t := clk.NewTicker(cfg.Interval)
+	go func() {
+		defer close(r.done)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C():
+				g.recoverBatch(ctx, rs, cfg.Batch)
+			}
+		}
+	}()
+	return r
+}
+
+// stop ends the loop and waits for it, and for the runs it started.
+func (r *recovery) stop() {
+	if r == nil {
+		return
+	}
+	r.cancel()
+	<-r.done
+}
+
+func (g *Gateway) anyAsync() bool {
+	for _, ep := range g.cfg.Endpoints {
+		if ep.Async {
+			return true
+		}
+	}
+	return false
+}
+
+// endpoint returns the configured endpoint named name.
+func (g *Gateway) endpoint(name string) *config.Endpoint {
+	for i := range g.cfg.Endpoints {
+		if g.cfg.Endpoints[i].Name == name {
+			return &g.cfg.Endpoints[i]
+		}
+	}
+	return nil
+}
+
+// recoverBatch takes over up to batch stranded operations, one fenced,
+// version-conditioned takeover each (so of all the instances scanning,
+// one runs each operation), runs them concurrently and waits for them:
+// every run records its result before the next scan, or before Close
+// returns. A run resumes like a retry's takeover (perform), through the
+// resolve rules when the dead attempt may have sent.
+func (g *Gateway) recoverBatch(ctx context.Context, rs recoveryStore, batch int) {
+	sctx, cancel := context.WithTimeout(ctx, storeCallTimeout)
+	stranded, err := rs.Stranded(sctx, batch)
+	cancel()
+	if err != nil {
+		if ctx.Err() == nil {
+			g.log.WarnContext(ctx, "async recovery scan failed", "err", err)
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for _, q := range stranded {
+		rec := q.Record
+		ep := g.endpoint(rec.Scope.Endpoint)
+		if ep == nil || !ep.Async {
+			continue // another configuration's endpoint: its instances recover it
+		}
+		policy := g.policies[ep.Name]
+		r, body, err := decodeQueued(context.Background(), q.Request)
+		if err != nil {
+			g.log.ErrorContext(ctx, "stored async request unreadable; left for a retry", "operation_id", rec.OperationID, "err", err)
+			continue
+		}
+		sctx, cancel := context.WithTimeout(ctx, storeCallTimeout)
+		tok, err := g.fences.token(sctx, rec.Scope.Actor)
+		if err == nil {
+			var claim crdb.Claim
+			claim, err = rs.TakeOver(sctx, rec, crdb.ClaimRequest{Token: tok, Worker: g.cfg.Worker,
+				Lease: policy.Lease, TTL: policy.TTL})
+			if err == nil {
+				c := &call{w: discard{}, r: r, ep: ep, policy: policy, actor: rec.Scope.Actor, body: body, start: time.Now()}
+				in := Invocation{Request: r, Body: body, OperationID: rec.OperationID, Actor: rec.Scope.Actor, Endpoint: ep}
+				g.log.InfoContext(ctx, "async operation recovered from a dead instance", "operation_id", rec.OperationID,
+					"endpoint", ep.Name, "state", rec.State)
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					g.runAsync(context.Background(), c, claim, in)
+				}()
+			}
+		}
+		cancel()
+		switch {
+		case err == nil, errors.Is(err, errNotOwner), errors.Is(err, crdb.ErrLostOwnership):
+			// Ran, another region's, or another instance won the takeover.
+		case errors.Is(err, fencing.ErrStaleEpoch):
+			g.fences.invalidate(tok.Shard)
+		default:
+			g.log.WarnContext(ctx, "async recovery takeover failed", "operation_id", rec.OperationID, "err", err)
+		}
+	}
+}
+
+// discard is the ResponseWriter of a recovered run: its client got its 202
+// long ago and reads the result from the status URL.
+type discard struct{}
+
+func (discard) Header() http.Header         { return http.Header{} }
+func (discard) Write(b []byte) (int, error) { return len(b), nil }
+func (discard) WriteHeader(int)             {}
