@@ -14,9 +14,6 @@ func TestQueryAuditFiltersBySinceAndShardWithoutPrefixCollisions(t *testing.T) {
 	ctx := context.Background()
 	clk := newClock()
 	s, _ := openStore(t, clk)
-	if err := s.BootstrapFences(ctx, 12, func(int) string { return "us-east" }); err != nil {
-		t.Fatal(err)
-	}
 	if err := s.Audit(ctx, "alice", "region_failover", "old", "region=us-east"); err != nil {
 		t.Fatal(err)
 	}
