@@ -39,7 +39,8 @@ func rootCmd() *cobra.Command {
 	}
 	root.PersistentFlags().IntVar(&devPortBase, "port-base", 0,
 		"which running dev cluster to use, by its `idemd dev --port-base` (default: the only one running)")
-	root.AddCommand(devCmd(), opCmd(), regionsCmd(), ownerCmd(), shardsCmd(), moveCmd(), deployCmd())
+	root.AddCommand(devCmd(), opCmd(), regionsCmd(), ownerCmd(), shardsCmd(), moveCmd(), deployCmd(),
+		failoverCmd(), failbackCmd(), drainCmd(), auditCmd())
 	return root
 }
 
