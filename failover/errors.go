@@ -1,11 +1,15 @@
 package failover
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/idemcoord/idemcoord/failover/policy"
+)
 
 var (
 	// ErrBadPolicy is returned for a failover policy other than reject or
-	// transfer.
-	ErrBadPolicy = errors.New("failover: unknown policy")
+	// transfer (policy.ErrBadPolicy).
+	ErrBadPolicy = policy.ErrBadPolicy
 	// ErrBadConfig is returned by Config.Validate; the message names the
 	// field.
 	ErrBadConfig = errors.New("failover: invalid config")

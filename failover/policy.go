@@ -3,44 +3,27 @@ package failover
 import (
 	"fmt"
 
+	"github.com/idemcoord/idemcoord/failover/policy"
+
 	"github.com/idemcoord/idemcoord/ownership"
 )
 
-// Policy says what an endpoint does while its actor's owner region is lost.
-// It is an endpoint's `failover` field in the YAML configuration.
-type Policy string
+// Policy says what an endpoint does while its actor's owner region is
+// lost (package policy, which has no dependencies, defines it).
+type Policy = policy.Policy
 
-// Failover policies.
+// Failover policies (see package policy).
 const (
-	// Reject answers 503 + Retry-After (problem type region-failover) for
-	// every actor of a FAILED_OVER shard, executes nothing and leaves the
-	// dead region's in-flight operations alone, until the shard fails back
-	// or an operator accepts the new owner: the safe choice for high-risk
-	// writes such as charges.
-	Reject Policy = "reject"
-	// Transfer is served by the new owner as soon as the move commits;
-	// operations the dead region left in progress are taken over only
-	// after their lease expired, through the resolve path.
-	Transfer Policy = "transfer"
+	// Reject refuses writes for FAILED_OVER shards until failback or accept.
+	Reject = policy.Reject
+	// Transfer serves FAILED_OVER shards from the new owner.
+	Transfer = policy.Transfer
+	// DefaultPolicy is the policy of an endpoint that names none.
+	DefaultPolicy = policy.Default
 )
 
-// DefaultPolicy is the policy of an endpoint that names none: Reject,
-// because refusing is recoverable and a wrong transfer may not be.
-const DefaultPolicy = Reject
-
-// Valid reports whether p is a known policy.
-func (p Policy) Valid() bool { return p == Reject || p == Transfer }
-
 // ParsePolicy parses a configured policy; "" is DefaultPolicy.
-func ParsePolicy(s string) (Policy, error) {
-	if s == "" {
-		return DefaultPolicy, nil
-	}
-	if p := Policy(s); p.Valid() {
-		return p, nil
-	}
-	return "", fmt.Errorf("%w: must be %q or %q, got %q", ErrBadPolicy, Reject, Transfer, s)
-}
+func ParsePolicy(s string) (Policy, error) { return policy.Parse(s) }
 
 // Action is what a gateway does with a request for a shard.
 type Action int

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/idemcoord/idemcoord/failover"
+	"github.com/idemcoord/idemcoord/failover/policy"
 )
 
 // Defaults for Policy. Each says why it has its value.
@@ -36,16 +36,16 @@ const (
 //
 // Deprecated: the policy lives in package failover (failover.Policy); this
 // alias keeps existing references building.
-type FailoverPolicy = failover.Policy
+type FailoverPolicy = policy.Policy
 
 // Failover policies.
 //
 // Deprecated: use failover.Reject and failover.Transfer.
 const (
 	// FailoverReject is failover.Reject.
-	FailoverReject = failover.Reject
+	FailoverReject = policy.Reject
 	// FailoverTransfer is failover.Transfer.
-	FailoverTransfer = failover.Transfer
+	FailoverTransfer = policy.Transfer
 )
 
 // StatusRange is an inclusive range of HTTP status codes.
