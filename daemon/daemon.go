@@ -23,6 +23,7 @@ import (
 	"github.com/idemcoord/idemcoord/authn"
 	"github.com/idemcoord/idemcoord/config"
 	"github.com/idemcoord/idemcoord/crdb"
+	"github.com/idemcoord/idemcoord/failover"
 	"github.com/idemcoord/idemcoord/gateway"
 	"github.com/idemcoord/idemcoord/ownership"
 	"github.com/idemcoord/idemcoord/region"
@@ -42,6 +43,11 @@ type Options struct {
 	// ForwardTransport, if set, carries requests forwarded to other
 	// regions' gateways (a drill cuts one region off here).
 	ForwardTransport http.RoundTripper
+	// Failover overrides the failover controller's timings (ConfirmDelay,
+	// HoldTime, StartupGrace, PollInterval, ElectionTTL, MoveConcurrency,
+	// Clock); its connection fields are the daemon's. Zero fields take the
+	// failover package's defaults.
+	Failover failover.Config
 	// Listener, if set, is served instead of listening on cfg.Listen: a
 	// caller that must know the address before the configuration is
 	// written (the dev cluster) opens it first.
@@ -50,18 +56,22 @@ type Options struct {
 
 // Daemon is one running region instance.
 type Daemon struct {
-	cfg    *config.Config
-	store  *crdb.Store
-	gw     *gateway.Gateway
-	srv    *http.Server
-	ln     net.Listener
-	etcd   *clientv3.Client
-	live   *ownership.Liveness
-	dir    *ownership.Directory
-	cache  *ownership.Cache
-	topo   *region.Topology
-	mp     *sdkmetric.MeterProvider
-	served chan error
+	cfg   *config.Config
+	store *crdb.Store
+	gw    *gateway.Gateway
+	srv   *http.Server
+	ln    net.Listener
+	etcd  *clientv3.Client
+	live  *ownership.Liveness
+	dir   *ownership.Directory
+	cache *ownership.Cache
+	topo  *region.Topology
+	ctl   *failover.Controller
+	// stopCtl ends the failover controller's Run.
+	stopCtl context.CancelFunc
+	opts    Options
+	mp      *sdkmetric.MeterProvider
+	served  chan error
 }
 
 // Start opens the store, connects to etcd (if configured), and serves on
@@ -74,7 +84,7 @@ func Start(ctx context.Context, cfg *config.Config, opts Options) (d *Daemon, er
 		opts.Logger = slog.Default()
 	}
 	log := opts.Logger.With("region", cfg.Region)
-	started := &Daemon{cfg: cfg, served: make(chan error, 1)}
+	started := &Daemon{cfg: cfg, opts: opts, served: make(chan error, 1)}
 	d = started
 	defer func() {
 		if err != nil {
@@ -116,12 +126,13 @@ func Start(ctx context.Context, cfg *config.Config, opts Options) (d *Daemon, er
 	if len(cfg.Etcd.Endpoints) > 0 {
 		// Multi-region: ownership comes from the etcd directory, and
 		// requests for actors of other regions go to their owner.
-		if err := d.joinEtcd(ctx, cfg, log); err != nil {
+		if err := d.joinEtcd(ctx, cfg, meter, log); err != nil {
 			return nil, err
 		}
 		gcfg.Owners, gcfg.Topology, gcfg.Routing = d.cache, d.topo, cfg.Routing
 		gcfg.ForwardTransport = opts.ForwardTransport
 		gcfg.Ready = d.ready
+		gcfg.Health = d.ctl.Tracker()
 	} else if err := d.store.BootstrapFences(ctx, cfg.Shards, d.topo.Home); err != nil {
 		// Single-region mode: every shard is the local region's, before
 		// anything is served; a store bootstrapped with another shard
@@ -158,6 +169,10 @@ func (d *Daemon) Close(ctx context.Context) error {
 	}
 	if d.gw != nil {
 		d.gw.Close()
+	}
+	if d.stopCtl != nil {
+		d.stopCtl()
+		<-d.ctl.Done()
 	}
 	if d.live != nil {
 		d.live.Close()

@@ -82,6 +82,11 @@ type Config struct {
 	// cache, consulted (no I/O) to send each coordinated request to the
 	// region that owns its actor (route.go). nil is single-region mode.
 	Owners Owners
+	// Health, if set, is the region liveness view the endpoints' failover
+	// policies decide by (a FAILED_OVER shard is refused under reject; an
+	// owner that is suspect or failed-but-not-moved is waited for). nil
+	// treats every owner as healthy.
+	Health RegionHealth
 	// Topology gives the regions' gateway URLs. Required with Owners; its
 	// local region is Region.
 	Topology *region.Topology
