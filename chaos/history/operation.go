@@ -94,6 +94,9 @@ type Operation struct {
 	// ResourceID is the business resource the answer names (payment_id
 	// from the body, or the Location header).
 	ResourceID string `json:"resource_id,omitempty"`
+	// RetryAfter is the answer's Retry-After in seconds, 0 if none (a
+	// reject-policy 503 must carry one).
+	RetryAfter int `json:"retry_after,omitempty"`
 	// ResponseHash is the hex SHA-256 of the response body.
 	ResponseHash string `json:"response_hash,omitempty"`
 	// Error is how the attempt failed without a status.

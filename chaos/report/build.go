@@ -40,8 +40,9 @@ type Window struct {
 	Region string
 	// Requests and Acked count the attempts that returned inside it.
 	Requests, Acked int
-	// Rejected counts 503 answers inside it (the reject policy's answer).
-	Rejected int
+	// Rejected counts 503 answers inside it (the reject policy's answer);
+	// RejectedNoRetryAfter those of them without a Retry-After.
+	Rejected, RejectedNoRetryAfter int
 	// Failover is each moved actor's time from the fault's start to its
 	// first success served by another region than the faulted one.
 	Failover []time.Duration
@@ -166,6 +167,9 @@ func window(h history.History, f history.Operation) Window {
 			}
 			if op.Status == 503 {
 				w.Rejected++
+				if op.RetryAfter == 0 {
+					w.RejectedNoRetryAfter++
+				}
 			}
 		}
 		if w.Region == "" || !op.Acknowledged() {

@@ -34,8 +34,8 @@ pre{font-size:12px;background:#f6f6f6;padding:6px;overflow-x:auto;margin:4px 0}
 <tr><td>acknowledged requests</td><td>{{.Latency.N}}</td><td>{{.Latency.P50}}</td><td>{{.Latency.P90}}</td><td>{{.Latency.P99}}</td><td>{{.Latency.Max}}</td></tr>
 <tr><td>failover (fault start to a moved actor's first success in its new owner)</td><td>{{.Failover.N}}</td><td>{{.Failover.P50}}</td><td>{{.Failover.P90}}</td><td>{{.Failover.P99}}</td><td>{{.Failover.Max}}</td></tr>
 </table>
-<table id="faults"><tr><th>from</th><th>to</th><th>fault</th><th>requests</th><th>acknowledged</th><th>503</th><th>moved actors</th></tr>
-{{range .Faults}}<tr><td>{{printf "%.1fs" .From}}</td><td>{{printf "%.1fs" .To}}</td><td>{{.What}}</td><td>{{.Requests}}</td><td>{{.Acked}}</td><td>{{.Rejected}}</td><td>{{len .Failover}}</td></tr>
+<table id="faults"><tr><th>from</th><th>to</th><th>fault</th><th>requests</th><th>acknowledged</th><th>503 (no Retry-After)</th><th>moved actors</th></tr>
+{{range .Faults}}<tr><td>{{printf "%.1fs" .From}}</td><td>{{printf "%.1fs" .To}}</td><td>{{.What}}</td><td>{{.Requests}}</td><td>{{.Acked}}</td><td>{{.Rejected}} ({{.RejectedNoRetryAfter}})</td><td>{{len .Failover}}</td></tr>
 {{else}}<tr><td colspan="7">no faults</td></tr>{{end}}</table>
 
 <h2>Coverage</h2>

@@ -50,7 +50,7 @@ func TestBuildComputesFiguresFromTheHistory(t *testing.T) {
 	if len(r.Timeline) != 10 || r.Timeline[4].Errors != 1 || r.Timeline[0].Acked != 1 {
 		t.Fatalf("timeline: %+v", r.Timeline)
 	}
-	if len(r.Faults) != 1 || r.Faults[0].Rejected != 2 {
+	if len(r.Faults) != 1 || r.Faults[0].Rejected != 2 || r.Faults[0].RejectedNoRetryAfter != 2 {
 		t.Fatalf("fault windows: %+v", r.Faults)
 	}
 	// Fault at 4s; the first success served by eu-west returned at 6.5s.

@@ -43,8 +43,8 @@ func (r Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "failover (fault start -> first success of a moved actor in its new owner, n=%d): %s\n",
 		r.Failover.N, r.Failover)
 	for _, f := range r.Faults {
-		fmt.Fprintf(&b, "  fault %6.1fs-%6.1fs %s: %d requests, %d acknowledged, %d 503\n",
-			f.From, f.To, f.What, f.Requests, f.Acked, f.Rejected)
+		fmt.Fprintf(&b, "  fault %6.1fs-%6.1fs %s: %d requests, %d acknowledged, %d 503 (%d without Retry-After), %d moved actors\n",
+			f.From, f.To, f.What, f.Requests, f.Acked, f.Rejected, f.RejectedNoRetryAfter, len(f.Failover))
 	}
 	c := r.Coverage
 	fmt.Fprintf(&b, "coverage: stale_epoch_rejected=%d takeover=%d retry_40001=%d ambiguous_resolved=%d move_under_load=%d\n",

@@ -43,7 +43,8 @@ func (w *worker) send(ctx context.Context, in *intent, region int, body []byte) 
 		op.OperationID = resp.OperationID
 		op.ResponseHash = history.Hash(resp.Body)
 		op.ResourceID = resourceID(resp)
-		if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
+		if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s >= 0 {
+			op.RetryAfter = max(s, 1) // "0" still says "retry": count it as present
 			retryAfter = time.Duration(s) * time.Second
 		}
 	} else {

@@ -110,6 +110,9 @@ func TestTrafficRecordsEveryAttemptWithItsAnswer(t *testing.T) {
 		if op.Status == http.StatusUnprocessableEntity {
 			changed++
 		}
+		if op.Status == http.StatusServiceUnavailable && op.RetryAfter == 0 {
+			t.Errorf("503 recorded without its Retry-After: %+v", op)
+		}
 	}
 	for _, ops := range h.ByKey() {
 		for i := 1; i < len(ops); i++ {
