@@ -38,6 +38,9 @@ func Recheck(ctx context.Context, h history.History, s Store, opts validate.Opti
 			return validate.Result{}, fmt.Errorf("chaos: check: etcd directory: %w", err)
 		}
 	}
+	if h, ok := s.(cluster.Homes); ok && opts.InitialOwner == nil {
+		opts.InitialOwner = h.Home
+	}
 	if opts.LedgerBody == nil {
 		opts.LedgerBody = traffic.LedgerBody
 	}

@@ -179,7 +179,11 @@ func target(c cluster.Cluster) traffic.Target {
 	for _, r := range c.Regions() {
 		regions = append(regions, traffic.Region{Name: r.Name, URL: r.URL})
 	}
-	return traffic.Target{Regions: regions, Token: c.Token, Tenant: c.Tenant()}
+	t := traffic.Target{Regions: regions, Token: c.Token, Tenant: c.Tenant()}
+	if s, ok := c.(cluster.Shards); ok {
+		t.Shards = s.Shards()
+	}
+	return t
 }
 
 // progress calls fn's view every second until ctx ends.

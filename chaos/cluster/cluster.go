@@ -97,3 +97,16 @@ type Clocks interface {
 type Directory interface {
 	Directory(ctx context.Context) (map[int]validate.DirectoryEntry, error)
 }
+
+// Shards is implemented by a cluster whose shard count is not
+// fencing.DefaultShards; the traffic hashes actors with it.
+type Shards interface {
+	Shards() int
+}
+
+// Homes is implemented by a cluster that knows each shard's home region
+// (its owner at epoch 1), so the checker can test that a region served a
+// first run only while it owned the shard (I6).
+type Homes interface {
+	Home(shard int) string
+}

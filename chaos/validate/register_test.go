@@ -92,3 +92,34 @@ func TestCoverageCountsFromHistoryAndState(t *testing.T) {
 		t.Errorf("a run without coverage is green (missing %v)", clean.Coverage.Missing())
 	}
 }
+
+func TestI6FlagsAFirstRunServedByARegionThatDidNotOwnTheShard(t *testing.T) {
+	home := func(int) string { return "us-east" }
+	tests := []struct {
+		name   string
+		served string
+		audit  []Audit
+		fence  Fence
+		flag   bool
+	}{
+		{"the home region, never moved", "us-east", nil, Fence{Shard: fxShard, Epoch: 1, OwnerRegion: "us-east"}, false},
+		{"another region, never moved", "eu-west", nil, Fence{Shard: fxShard, Epoch: 1, OwnerRegion: "us-east"}, true},
+		{"the new owner after a move", "eu-west", []Audit{move(1, "eu-west", -100)}, Fence{Shard: fxShard, Epoch: 2, OwnerRegion: "eu-west"}, false},
+		{"the old owner long after a move", "us-east", []Audit{move(1, "eu-west", -5000)}, Fence{Shard: fxShard, Epoch: 2, OwnerRegion: "eu-west"}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h, st := cleanHistory(), cleanState()
+			for i := range h.Ops {
+				h.Ops[i].ServedBy = tt.served
+			}
+			st.Audit, st.Fences = tt.audit, []Fence{tt.fence}
+			o := opts()
+			o.InitialOwner = home
+			got := Check(h, st, o).Of(I6)
+			if flagged := len(got) > 0; flagged != tt.flag {
+				t.Errorf("I6 flagged = %v (%v), want %v", flagged, got, tt.flag)
+			}
+		})
+	}
+}

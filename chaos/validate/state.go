@@ -2,7 +2,9 @@ package validate
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -85,7 +87,12 @@ func ReadState(ctx context.Context, pool *pgxpool.Pool) (State, error) {
 			if st.Records, err = readRecords(ctx, tx); err != nil {
 				return fmt.Errorf("records: %w", err)
 			}
-			if st.Fences, err = collect(ctx, tx, `SELECT shard, epoch, owner_region FROM shard_fences ORDER BY shard`,
+			shards, err := shardCount(ctx, tx)
+			if err != nil {
+				return fmt.Errorf("shard count: %w", err)
+			}
+			if st.Fences, err = collect(ctx, tx, `SELECT shard, epoch, owner_region FROM shard_fences
+				WHERE shard < `+fmt.Sprint(shards)+` ORDER BY shard`,
 				func(r pgx.Rows, f *Fence) error { return r.Scan(&f.Shard, &f.Epoch, &f.OwnerRegion) }); err != nil {
 				return fmt.Errorf("fences: %w", err)
 			}
@@ -110,6 +117,26 @@ func ReadState(ctx context.Context, pool *pgxpool.Pool) (State, error) {
 		return State{}, fmt.Errorf("validate: read state: %w", err)
 	}
 	return st, nil
+}
+
+// shardCount is the deployment's shard count: shard_config's, when the
+// store has that table (fence rows past it are unused leftovers of the
+// first migration), else every fence row counts.
+func shardCount(ctx context.Context, tx pgx.Tx) (int, error) {
+	var tables int
+	if err := tx.QueryRow(ctx, `SELECT count(*) FROM information_schema.tables
+		WHERE table_schema = current_schema() AND table_name = 'shard_config'`).Scan(&tables); err != nil {
+		return 0, err
+	}
+	if tables == 0 {
+		return math.MaxInt32, nil
+	}
+	var n int
+	err := tx.QueryRow(ctx, `SELECT shards FROM shard_config WHERE id = 1`).Scan(&n)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return math.MaxInt32, nil // not bootstrapped: every row counts, and none has an owner
+	}
+	return n, err
 }
 
 func readRecords(ctx context.Context, tx pgx.Tx) ([]Record, error) {

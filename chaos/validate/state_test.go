@@ -90,6 +90,16 @@ func TestReadStateReadsWhatTheStoreAndLedgerHold(t *testing.T) {
 		t.Fatalf("clean run flagged:\n%s", describe(res.Violations))
 	}
 
+	// A store bootstrapped with fewer shards (shard_config, as the regions
+	// work adds it): the first migration's rows past the count are unused.
+	if _, err := pool.Exec(ctx, `CREATE TABLE shard_config (id INT4 PRIMARY KEY, shards INT4 NOT NULL);
+		INSERT INTO shard_config VALUES (1, 16)`); err != nil {
+		t.Fatal(err)
+	}
+	if st, err = ReadState(ctx, pool); err != nil || len(st.Fences) != 16 {
+		t.Fatalf("with 16 shards configured: %d fences (%v), want 16", len(st.Fences), err)
+	}
+
 	charge() // the bank charged the operation twice
 	if st, err = ReadState(ctx, pool); err != nil {
 		t.Fatal(err)
