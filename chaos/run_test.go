@@ -29,6 +29,7 @@ traffic:
   actors: 4
   intents: 24
   cross_region_retry: 0.5
+  duplicate_retry: 0.5
   changed_body: 0.3
 faults:
   count: 0
@@ -68,8 +69,9 @@ func TestRunDrivesThePipelineEndToEndOnTheDevCluster(t *testing.T) {
 	if !res.Verdict.Safe() {
 		t.Fatalf("violations on a healthy cluster:\n%s", text.String())
 	}
-	if res.Report.Acked < 24 || res.Report.Duplicates != 0 {
-		t.Errorf("acknowledged %d (want every one of the 24 intents), duplicates %d", res.Report.Acked, res.Report.Duplicates)
+	if res.Report.Acked < 24 || res.Report.Replayed == 0 || res.Report.Duplicates != 0 {
+		t.Errorf("acknowledged %d (want every one of the 24 intents and replays), replayed %d, duplicates %d",
+			res.Report.Acked, res.Report.Replayed, res.Report.Duplicates)
 	}
 	cov := res.Verdict.Coverage
 	if cov.StaleEpochRejected == 0 || cov.Retries40001 == 0 {

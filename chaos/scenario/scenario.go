@@ -62,6 +62,7 @@ type Traffic struct {
 	Intents          int     `yaml:"intents"`
 	Rate             float64 `yaml:"rate"`
 	CrossRegionRetry float64 `yaml:"cross_region_retry"`
+	DuplicateRetry   float64 `yaml:"duplicate_retry"`
 	ChangedBody      float64 `yaml:"changed_body"`
 	MaxAttempts      int     `yaml:"max_attempts"`
 }
@@ -83,7 +84,7 @@ type Faults struct {
 func (s Scenario) Profile(d time.Duration) traffic.Profile {
 	t := s.Traffic
 	return traffic.Profile{Actors: t.Actors, Intents: t.Intents, Duration: d, Rate: t.Rate,
-		CrossRegionRetry: t.CrossRegionRetry, ChangedBody: t.ChangedBody, MaxAttempts: t.MaxAttempts}
+		CrossRegionRetry: t.CrossRegionRetry, DuplicateRetry: t.DuplicateRetry, ChangedBody: t.ChangedBody, MaxAttempts: t.MaxAttempts}
 }
 
 // FaultSpec returns the fault spec over a main phase of d.

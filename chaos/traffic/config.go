@@ -44,6 +44,10 @@ type Profile struct {
 	// CrossRegionRetry is the share (0..1) of retries sent to another
 	// region than the previous attempt.
 	CrossRegionRetry float64
+	// DuplicateRetry is the share (0..1) of acknowledged intents retried
+	// once more anyway, as a client that lost the answer would: the retry
+	// must be a replay of the stored answer.
+	DuplicateRetry float64
 	// ChangedBody is the share (0..1) of acknowledged intents that then
 	// reuse their key with a changed amount.
 	ChangedBody float64
@@ -79,7 +83,8 @@ func (p Profile) Validate() error {
 	for _, s := range []struct {
 		name string
 		v    float64
-	}{{"cross_region_retry", p.CrossRegionRetry}, {"changed_body", p.ChangedBody}} {
+	}{{"cross_region_retry", p.CrossRegionRetry}, {"duplicate_retry", p.DuplicateRetry},
+		{"changed_body", p.ChangedBody}} {
 		if s.v < 0 || s.v > 1 {
 			bad(s.name, "%v is not a share in [0, 1]", s.v)
 		}

@@ -67,7 +67,7 @@ func startRegions(t *testing.T) []Region {
 }
 
 func profile() Profile {
-	return Profile{Actors: 4, Intents: 40, Duration: time.Minute, CrossRegionRetry: 0.5, ChangedBody: 0.5,
+	return Profile{Actors: 4, Intents: 40, Duration: time.Minute, CrossRegionRetry: 0.5, ChangedBody: 0.5, DuplicateRetry: 0.5,
 		RetryDelay: time.Microsecond}
 }
 
@@ -125,8 +125,8 @@ func TestTrafficRecordsEveryAttemptWithItsAnswer(t *testing.T) {
 	if len(intents) != 40 {
 		t.Errorf("%d intents, want the bound of 40", len(intents))
 	}
-	if cross == 0 || changed == 0 {
-		t.Errorf("cross-region retries %d, changed bodies %d: want some of each", cross, changed)
+	if cross == 0 || changed == 0 || replays == 0 {
+		t.Errorf("cross-region retries %d, changed bodies %d, replays %d: want some of each", cross, changed, replays)
 	}
 }
 

@@ -33,7 +33,8 @@ type intent struct {
 	body     Body
 	region   int // where the last attempt went
 	attempts int
-	final    bool
+	final    bool // the last attempt ended the intent
+	acked    bool // an attempt of the original body was acknowledged
 }
 
 func (w *worker) run(ctx context.Context) error {
@@ -46,7 +47,17 @@ func (w *worker) run(ctx context.Context) error {
 		if err := w.drive(ctx, in, w.tr.p.MaxAttempts); err != nil {
 			return err
 		}
-		if in.final && w.rng.Float64() < w.tr.p.ChangedBody {
+		if in.acked && w.rng.Float64() < w.tr.p.DuplicateRetry {
+			// The client lost the answer and retries: the same body, maybe
+			// through another region, must replay the stored answer.
+			if len(w.clients) > 1 && w.rng.Float64() < w.tr.p.CrossRegionRetry {
+				in.region = (in.region + 1 + w.rng.IntN(len(w.clients)-1)) % len(w.clients)
+			}
+			in.attempts++
+			op, _ := w.send(ctx, in, in.region, in.body.Bytes())
+			in.final = final(op)
+		}
+		if in.acked && w.rng.Float64() < w.tr.p.ChangedBody {
 			changed := in.body
 			changed.Amount = randomAmount(w.rng)
 			if changed.Amount == in.body.Amount {
@@ -85,6 +96,7 @@ func (w *worker) drive(ctx context.Context, in *intent, limit int) error {
 		}
 		in.attempts++
 		op, retryAfter := w.send(ctx, in, in.region, body)
+		in.acked = in.acked || op.Acknowledged()
 		if in.final = final(op); in.final {
 			return nil
 		}
