@@ -62,17 +62,18 @@ func TestReadJSONLRefusesOtherFiles(t *testing.T) {
 
 func TestOperationOutcomeClasses(t *testing.T) {
 	tests := []struct {
-		name              string
-		op                Operation
-		ack, unknown, mis bool
+		name                         string
+		op                           Operation
+		ack, unknown, mis, amb, ends bool
 	}{
-		{"created", Operation{Kind: KindRequest, Status: 201}, true, false, false},
-		{"mismatch", Operation{Kind: KindRequest, Status: 422}, false, false, true},
-		{"gateway timeout", Operation{Kind: KindRequest, Status: 504}, false, true, false},
-		{"lost answer", Operation{Kind: KindRequest, Error: ErrAfterSend}, false, true, false},
-		{"never sent", Operation{Kind: KindRequest, Error: ErrBeforeSend}, false, false, false},
-		{"in progress", Operation{Kind: KindRequest, Status: 409}, false, false, false},
-		{"probe", Operation{Kind: KindProbe, Status: 201}, false, false, false},
+		{"created", Operation{Kind: KindRequest, Status: 201}, true, false, false, false, true},
+		{"mismatch", Operation{Kind: KindRequest, Status: 422}, false, false, true, false, true},
+		{"gateway timeout", Operation{Kind: KindRequest, Status: 504}, false, true, false, true, false},
+		{"failover reject", Operation{Kind: KindRequest, Status: 503}, false, true, false, false, false},
+		{"lost answer", Operation{Kind: KindRequest, Error: ErrAfterSend}, false, true, false, true, false},
+		{"never sent", Operation{Kind: KindRequest, Error: ErrBeforeSend}, false, false, false, false, false},
+		{"in progress", Operation{Kind: KindRequest, Status: 409}, false, false, false, false, false},
+		{"probe", Operation{Kind: KindProbe, Status: 201}, false, false, false, false, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -84,6 +85,12 @@ func TestOperationOutcomeClasses(t *testing.T) {
 			}
 			if got := tt.op.Mismatch(); got != tt.mis {
 				t.Errorf("Mismatch = %v, want %v", got, tt.mis)
+			}
+			if got := tt.op.Ambiguous(); got != tt.amb {
+				t.Errorf("Ambiguous = %v, want %v", got, tt.amb)
+			}
+			if got := tt.op.Ends(); got != tt.ends {
+				t.Errorf("Ends = %v, want %v", got, tt.ends)
 			}
 		})
 	}

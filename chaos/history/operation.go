@@ -158,3 +158,25 @@ func (o Operation) Unknown() bool {
 	}
 	return o.Status >= 500
 }
+
+// Ambiguous reports an attempt whose outcome the client truly could not
+// know: a lost answer, a timeout, or a 5xx other than 503. A 503 is how the
+// coordinator says it ran nothing (failover reject, owner suspect), so it
+// counts as "may have happened" for the register (Unknown) but not as an
+// ambiguity a drill must see resolved.
+func (o Operation) Ambiguous() bool {
+	return o.Unknown() && o.Status != http.StatusServiceUnavailable
+}
+
+// Ends reports an answer that ends an intent: a success, or a 4xx that
+// retrying cannot change (not 408, 409, 425 or 429).
+func (o Operation) Ends() bool {
+	switch {
+	case o.Acknowledged():
+		return true
+	case o.Status == http.StatusConflict, o.Status == http.StatusRequestTimeout,
+		o.Status == http.StatusTooEarly, o.Status == http.StatusTooManyRequests:
+		return false
+	}
+	return o.Kind == KindRequest && o.Status >= 400 && o.Status < 500
+}

@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"net/http"
 	"time"
 
-	"github.com/idemcoord/idemcoord/chaos/history"
 	"github.com/idemcoord/idemcoord/client"
 	"github.com/idemcoord/idemcoord/clock"
 )
@@ -55,7 +53,7 @@ func (w *worker) run(ctx context.Context) error {
 			}
 			in.attempts++
 			op, _ := w.send(ctx, in, in.region, in.body.Bytes())
-			in.final = final(op)
+			in.final = op.Ends()
 		}
 		if in.acked && w.rng.Float64() < w.tr.p.ChangedBody {
 			changed := in.body
@@ -65,7 +63,7 @@ func (w *worker) run(ctx context.Context) error {
 			}
 			in.attempts++
 			op, _ := w.send(ctx, in, in.region, changed.Bytes())
-			in.final = final(op)
+			in.final = op.Ends()
 		}
 		if err := clock.Sleep(ctx, w.tr.clock(), w.tr.pace()); err != nil {
 			return nil
@@ -97,7 +95,7 @@ func (w *worker) drive(ctx context.Context, in *intent, limit int) error {
 		in.attempts++
 		op, retryAfter := w.send(ctx, in, in.region, body)
 		in.acked = in.acked || op.Acknowledged()
-		if in.final = final(op); in.final {
+		if in.final = op.Ends(); in.final {
 			return nil
 		}
 		if err := clock.Sleep(ctx, w.tr.clock(), w.wait(in.attempts, retryAfter)); err != nil {
@@ -113,17 +111,4 @@ func (w *worker) wait(attempt int, retryAfter time.Duration) time.Duration {
 	ceiling := min(maxRetryWait, w.tr.p.RetryDelay<<min(attempt-1, 10))
 	d := time.Duration(w.rng.Int64N(int64(ceiling) + 1))
 	return min(max(d, retryAfter), maxRetryWait)
-}
-
-// final reports an answer that ends an intent: a success, or a 4xx that
-// retrying cannot change.
-func final(op history.Operation) bool {
-	switch {
-	case op.Acknowledged():
-		return true
-	case op.Status == http.StatusConflict, op.Status == http.StatusRequestTimeout,
-		op.Status == http.StatusTooEarly, op.Status == http.StatusTooManyRequests:
-		return false
-	}
-	return op.Status >= 400 && op.Status < 500
 }

@@ -34,13 +34,13 @@ func (ix *index) coverage() Coverage {
 	return c
 }
 
-// ambiguousResolved reports an unknown outcome followed by an
-// acknowledged answer for the same key.
+// ambiguousResolved reports an ambiguous outcome (not a 503, which says
+// nothing ran) followed by an acknowledged answer for the same key.
 func ambiguousResolved(ops []history.Operation) bool {
 	var unknownAt int64
 	seen := false
 	for _, op := range ops {
-		if op.Unknown() && !seen {
+		if op.Ambiguous() && !seen {
 			unknownAt, seen = op.Return, true
 		}
 		if op.Acknowledged() && seen && op.Call >= unknownAt {

@@ -2,7 +2,6 @@ package validate
 
 import (
 	"fmt"
-	"net/http"
 
 	"github.com/idemcoord/idemcoord/chaos/history"
 )
@@ -56,24 +55,11 @@ func (ix *index) checkLiveness(checked map[Invariant]int) []Violation {
 	}
 	for _, k := range order {
 		checked[Liveness]++
-		if op := last[k]; !final(op) {
+		if op := last[k]; !op.Ends() {
 			out = append(out, Violation{Invariant: Liveness, KeyHash: history.KeyHash(op.Key), Shard: op.Shard,
 				Message: fmt.Sprintf("intent %d ended without a final answer (last: status %d %s)", op.Intent, op.Status, op.Error),
 				Excerpt: ix.keys[op.Key]})
 		}
 	}
 	return out
-}
-
-// final reports an answer that ends an intent: a success, or a 4xx that
-// retrying cannot change.
-func final(op history.Operation) bool {
-	switch {
-	case op.Acknowledged():
-		return true
-	case op.Status == http.StatusConflict, op.Status == http.StatusRequestTimeout,
-		op.Status == http.StatusTooEarly, op.Status == http.StatusTooManyRequests:
-		return false
-	}
-	return op.Status >= 400 && op.Status < 500
 }

@@ -123,3 +123,17 @@ func TestI6FlagsAFirstRunServedByARegionThatDidNotOwnTheShard(t *testing.T) {
 		})
 	}
 }
+
+func TestAFailoverRejectThenSuccessIsNotAnAmbiguityResolved(t *testing.T) {
+	h, st := cleanHistory(), cleanState()
+	reject := req(0, -30, -25, 503)
+	h.Ops = append([]history.Operation{reject}, h.Ops...)
+	if n := Check(h, st, opts()).Coverage.AmbiguousResolved; n != 0 {
+		t.Errorf("ambiguous resolved = %d after a 503 (which says nothing ran), want 0", n)
+	}
+	lost := req(0, -30, -25, 504)
+	h.Ops[0] = lost
+	if n := Check(h, st, opts()).Coverage.AmbiguousResolved; n != 1 {
+		t.Errorf("ambiguous resolved = %d after a 504 then a success, want 1", n)
+	}
+}
