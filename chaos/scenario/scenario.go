@@ -56,7 +56,8 @@ type Scenario struct {
 	ProbeInterval time.Duration `yaml:"probe_interval"`
 }
 
-// Traffic is the YAML form of traffic.Profile.
+// Traffic is the YAML form of traffic.Profile; each field means what the
+// Profile field of the same name means.
 type Traffic struct {
 	Actors           int     `yaml:"actors"`
 	Intents          int     `yaml:"intents"`
@@ -67,7 +68,8 @@ type Traffic struct {
 	MaxAttempts      int     `yaml:"max_attempts"`
 }
 
-// Faults is the YAML form of failpoint.Spec.
+// Faults is the YAML form of failpoint.Spec; each field means what the
+// Spec field of the same name means (Duration is the scenario's).
 type Faults struct {
 	Kinds    []failpoint.Kind `yaml:"kinds"`
 	Count    int              `yaml:"count"`

@@ -8,6 +8,8 @@ import (
 
 // Body is the request body of one payment intent.
 type Body struct {
+	// Amount has two fraction digits; Currency is EUR; Reference is
+	// unique per intent and joins the history to the ledger.
 	Amount    string `json:"amount"`
 	Currency  string `json:"currency"`
 	Reference string `json:"reference"`

@@ -113,6 +113,7 @@ func (p Profile) withDefaults() Profile {
 
 // Region is one region the traffic may send to.
 type Region struct {
+	// Name is the region's name; URL its gateway's base URL.
 	Name string
 	URL  string
 }

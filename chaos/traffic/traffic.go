@@ -68,6 +68,8 @@ func (tr *Traffic) Actors() []Actor {
 
 // Actor is one actor of the workload.
 type Actor struct {
+	// Scope is the actor scope (tenant/subject); Shard the shard it
+	// hashes to.
 	Scope string
 	Shard int
 }

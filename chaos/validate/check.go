@@ -22,6 +22,8 @@ const DefaultRegisterTimeout = 10 * time.Second
 // DirectoryEntry is one shard of the etcd ownership directory, as plain
 // data (the ownership package is not imported here).
 type DirectoryEntry struct {
+	// Owner is the owner region, Epoch the ownership epoch, State the
+	// shard's state (ACTIVE, FENCING, FAILED_OVER).
 	Owner string
 	Epoch int64
 	State string

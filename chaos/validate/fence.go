@@ -14,6 +14,8 @@ const MoveAction = "move_fence"
 // Move is one audited fence move: shard from epoch From to From+1, owned
 // by To from then on.
 type Move struct {
+	// Shard moved from epoch From to From+1, owned by To from then on; At
+	// is the audit row's database time.
 	Shard int
 	From  int64
 	To    string

@@ -13,24 +13,37 @@ import (
 
 // Record is the part of an idempotency_records row the checker reads.
 type Record struct {
-	ActorScope     string
-	Endpoint       string
-	KeyHash        [32]byte
-	OperationID    string
-	State          string
-	Attempts       int
-	Shard          int
-	Epoch          int64
-	ResponseStatus int // 0 when none is stored
+	// ActorScope, Endpoint and KeyHash (SHA-256 of the key) are the
+	// record's primary key.
+	ActorScope string
+	Endpoint   string
+	KeyHash    [32]byte
+	// OperationID is the operation's id, as answers name it.
+	OperationID string
+	// State is the idempotency state (COMPLETED, IN_PROGRESS, ...).
+	State string
+	// Attempts counts claims of the operation; above 1 means a takeover.
+	Attempts int
+	// Shard and Epoch are the fencing token of the record's last write.
+	Shard int
+	Epoch int64
+	// ResponseStatus is the stored status, 0 when none is stored;
+	// ResponseHash the hex SHA-256 of the stored body.
+	ResponseStatus int
 	ResponseHash   string
-	ResourceID     string
-	LeaseExpiresAt time.Time // zero when no lease
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
+	// ResourceID is the stored business resource id.
+	ResourceID string
+	// LeaseExpiresAt is zero when there is no lease.
+	LeaseExpiresAt time.Time
+	// CreatedAt and UpdatedAt are the database's times (a transaction's
+	// start, not its commit).
+	CreatedAt, UpdatedAt time.Time
 }
 
 // Fence is one shard_fences row.
 type Fence struct {
+	// Shard is the shard; Epoch its ownership epoch; OwnerRegion the region
+	// that may write it ("" when unassigned).
 	Shard       int
 	Epoch       int64
 	OwnerRegion string
@@ -38,6 +51,8 @@ type Fence struct {
 
 // Audit is one repair_audit row.
 type Audit struct {
+	// At is the database's time of the repair; Action its kind
+	// ("move_fence", "purge", ...); Detail its free-text detail.
 	At     time.Time
 	Action string
 	Detail string
@@ -45,6 +60,9 @@ type Audit struct {
 
 // Payment is one row of the demo's payments table: the business resource.
 type Payment struct {
+	// PaymentID identifies the payment; OperationID is the coordinator's
+	// operation that created it (unique); Reference joins it to the
+	// history; Status is pending, succeeded or failed.
 	PaymentID   string
 	OperationID string
 	Actor       string
@@ -56,6 +74,8 @@ type Payment struct {
 
 // Charge is one row of the bank's ledger: the business effect.
 type Charge struct {
+	// ChargeID identifies the charge; OperationID the operation it was
+	// made for (not unique: two rows are a double charge).
 	ChargeID    string
 	OperationID string
 	Actor       string
