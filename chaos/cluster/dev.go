@@ -11,26 +11,38 @@ import (
 // devTokenTTL is how long a dev token lasts: longer than any drill.
 const devTokenTTL = 2 * time.Hour
 
-// Dev is the in-process devcluster as a drill Cluster. It supports no
-// fault family (its regions share one process, so they cannot be killed
-// or paused alone, and its links are direct), and it ignores
+// Dev is the in-process devcluster as a drill Cluster. Of the fault
+// families it supports only Links, and only the upstream link (gateway ->
+// payments), for every region at once since the gateways share one
+// transport; its regions share one process, so they cannot be killed or
+// paused alone, and their etcd and SQL links are direct. It ignores
 // Options.Policy and Options.Lease (the devcluster's endpoint is reject
-// with a 30 s lease): it exists to run the pipeline end to end on a
-// no-fault scenario until the process-level cluster lands.
+// with a 30 s lease). It exists to run the pipeline end to end until the
+// process-level cluster lands.
 type Dev struct {
-	c *devcluster.Cluster
+	c    *devcluster.Cluster
+	link *upstreamLink
 }
 
-var _ Cluster = (*Dev)(nil)
+var (
+	_ Cluster = (*Dev)(nil)
+	_ Links   = (*Dev)(nil)
+)
+
+// devUpstreamTimeout bounds a gateway's upstream call in the dev cluster:
+// a cut link turns into an unknown outcome in seconds, not the default 10.
+const devUpstreamTimeout = 3 * time.Second
 
 // StartDev starts an in-process devcluster on free ports with a throwaway
 // PostgreSQL. It is a Starter.
 func StartDev(ctx context.Context, _ Options) (Cluster, error) {
-	c, err := devcluster.Start(ctx, devcluster.Options{Logger: slog.New(slog.DiscardHandler)})
+	link := newUpstreamLink()
+	c, err := devcluster.Start(ctx, devcluster.Options{Logger: slog.New(slog.DiscardHandler), Transport: link,
+		UpstreamTimeout: devUpstreamTimeout})
 	if err != nil {
 		return nil, err
 	}
-	return &Dev{c: c}, nil
+	return &Dev{c: c, link: link}, nil
 }
 
 // Regions implements Cluster.

@@ -101,6 +101,8 @@ type Operation struct {
 	ResponseHash string `json:"response_hash,omitempty"`
 	// Error is how the attempt failed without a status.
 	Error ErrorClass `json:"error,omitempty"`
+	// Fault is the fault's kind (KindFault), e.g. "kill_region".
+	Fault string `json:"fault,omitempty"`
 	// Probe names the probe event (KindProbe), e.g. ProbeRetry40001.
 	Probe string `json:"probe,omitempty"`
 	// Shard is the shard the event concerns, -1 if none.

@@ -44,9 +44,15 @@ type Window struct {
 	// RejectedNoRetryAfter those of them without a Retry-After.
 	Rejected, RejectedNoRetryAfter int
 	// Failover is each moved actor's time from the fault's start to its
-	// first success served by another region than the faulted one.
+	// first success served by another region than the faulted one, for
+	// faults that take a region out (RegionLoss).
 	Failover []time.Duration
 }
+
+// RegionLoss lists the fault kinds that take a region out of service, the
+// ones failover times are measured for.
+var RegionLoss = map[string]bool{"kill_region": true, "pause_region": true, "cut_etcd": true, "cut_sql": true,
+	"cut_both": true, "crash_point": true}
 
 // Percentiles of a set of durations.
 type Percentiles struct {
@@ -172,7 +178,7 @@ func window(h history.History, f history.Operation) Window {
 				}
 			}
 		}
-		if w.Region == "" || !op.Acknowledged() {
+		if w.Region == "" || !RegionLoss[f.Fault] || !op.Acknowledged() {
 			continue
 		}
 		switch {

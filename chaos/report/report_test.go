@@ -34,7 +34,7 @@ func synthetic() Input {
 		add(history.Operation{Kind: history.KindRequest, Call: i * sec, Return: i*sec + sec/2, Actor: "demo/a", Key: "k",
 			Intent: i + 1, SentTo: "us-east", ServedBy: served, Status: status, Shard: 1})
 	}
-	add(history.Operation{Kind: history.KindFault, Call: 4 * sec, Return: 6 * sec, SentTo: "us-east", Shard: -1,
+	add(history.Operation{Kind: history.KindFault, Call: 4 * sec, Return: 6 * sec, SentTo: "us-east", Shard: -1, Fault: "kill_region",
 		Detail: "kill_region us-east for 2s"})
 	res := validate.Result{Checked: map[validate.Invariant]int{validate.I1: 1, validate.I2: 1},
 		Violations: []validate.Violation{{Invariant: validate.I2, KeyHash: history.KeyHash("k"), Shard: 1,
@@ -126,5 +126,17 @@ func TestHTMLReportRendersInChromium(t *testing.T) {
 	}
 	if !regexp.MustCompile(`<table[^>]*id="invariants"`).MatchString(dom) || strings.Count(dom, `class="invariant"`) != len(validate.Invariants) {
 		t.Errorf("rendered DOM has no full invariant table:\n%.2000s", dom)
+	}
+}
+
+func TestFailoverIsMeasuredOnlyForFaultsThatTakeARegionOut(t *testing.T) {
+	in := synthetic()
+	for i, op := range in.History.Ops {
+		if op.Kind == history.KindFault {
+			in.History.Ops[i].Fault = "latency"
+		}
+	}
+	if f := Build(in).Faults[0].Failover; len(f) != 0 {
+		t.Errorf("failover times %v for a latency fault, want none", f)
 	}
 }
