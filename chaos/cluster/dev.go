@@ -67,3 +67,8 @@ func (d *Dev) DSN() string { return d.c.DSN }
 
 // Stop implements Cluster.
 func (d *Dev) Stop(ctx context.Context) error { return d.c.Close(ctx) }
+
+// Upstream returns the demo payments service's URL, for drills that put
+// something else than the coordinator in front of it (a test proving the
+// checker catches a coordinator that does not deduplicate).
+func (d *Dev) Upstream() string { return d.c.PaymentsURL }
