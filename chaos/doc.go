@@ -6,6 +6,16 @@
 // history, the final SQL state and the bank's ledger, and the report
 // (chaos/report) shows it. Scenarios are YAML (chaos/scenario).
 //
-// Run is what `idemctl drill run` calls; Recheck judges a saved history
-// again against a store.
+// Drill is what `idemctl drill run` calls:
+//
+//	res, err := chaos.Drill(ctx, chaos.DrillConfig{
+//		Scenario: "mixed", Seed: 42, Duration: 10 * time.Minute,
+//		ReportPath: "drill.html", HistoryPath: "drill.jsonl",
+//		Start: cluster.StartDev, // the process-level cluster once it lands
+//		Out: os.Stdout, Terminal: chaos.IsTerminal(os.Stdout),
+//	})
+//	// err is non-nil (errors.Is ErrViolations or ErrNotCovered) unless green.
+//
+// Recheck judges a saved history again, against a live cluster or a bare
+// database URL (DSN).
 package chaos

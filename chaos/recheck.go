@@ -46,3 +46,10 @@ func Recheck(ctx context.Context, h history.History, s Store, opts validate.Opti
 	}
 	return validate.Check(h, st, opts), nil
 }
+
+// DSN is a Store that is only a database URL: Recheck on a saved history
+// against a store whose cluster is gone (`idemctl drill check`).
+type DSN string
+
+// DSN implements Store.
+func (d DSN) DSN() string { return string(d) }
