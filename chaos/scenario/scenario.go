@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"path"
 	"slices"
 	"strings"
@@ -89,11 +90,32 @@ func (s Scenario) Profile(d time.Duration) traffic.Profile {
 		CrossRegionRetry: t.CrossRegionRetry, DuplicateRetry: t.DuplicateRetry, ChangedBody: t.ChangedBody, MaxAttempts: t.MaxAttempts}
 }
 
-// FaultSpec returns the fault spec over a main phase of d.
+// FaultSpec returns the fault spec over a main phase of d. A d other than
+// the scenario's Duration scales the fault count with it (at least one
+// fault stays), and a shorter d also shrinks warmup and cooldown, so a
+// short CI run and a long soak both use the scenario as written; the count
+// is then capped at what fits without overlap.
 func (s Scenario) FaultSpec(d time.Duration) failpoint.Spec {
 	f := s.Faults
-	return failpoint.Spec{Kinds: f.Kinds, Count: f.Count, Regions: f.Regions, Duration: d, Warmup: f.Warmup,
+	spec := failpoint.Spec{Kinds: f.Kinds, Count: f.Count, Regions: f.Regions, Duration: d, Warmup: f.Warmup,
 		Cooldown: f.Cooldown, MinFor: f.MinFor, MaxFor: f.MaxFor, Lease: s.Lease, Points: f.Points, Links: f.Links}
+	if d == s.Duration || d <= 0 || s.Duration <= 0 || f.Count == 0 {
+		return spec
+	}
+	ratio := float64(d) / float64(s.Duration)
+	spec.Count = max(1, int(math.Round(float64(f.Count)*ratio)))
+	if ratio < 1 {
+		spec.Warmup = time.Duration(float64(f.Warmup) * ratio)
+		spec.Cooldown = time.Duration(float64(f.Cooldown) * ratio)
+	}
+	longest := f.MaxFor
+	if slices.Contains(f.Kinds, failpoint.PauseRegion) {
+		longest = max(longest, s.Lease+s.Lease/4)
+	}
+	if window := d - spec.Warmup - spec.Cooldown; longest > 0 && window > 0 {
+		spec.Count = max(1, min(spec.Count, int(window/longest)))
+	}
+	return spec
 }
 
 // Parse reads one scenario from YAML. Unknown fields are errors; every

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/idemcoord/idemcoord/chaos/failpoint"
 )
@@ -70,5 +71,27 @@ func TestParseRefusesUnknownFields(t *testing.T) {
 	_, err := Parse([]byte("name: x\npolicy: reject\nduration: 1s\nlease: 1s\ntraffic: {actors: 1}\nfautls: {}\n"))
 	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "fautls") {
 		t.Fatalf("Parse = %v, want the misspelt field named", err)
+	}
+}
+
+func TestFaultSpecScalesWithTheRunsDuration(t *testing.T) {
+	for _, name := range Names() {
+		s, err := Load(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range []time.Duration{20 * time.Second, s.Duration, 10 * time.Minute} {
+			spec := s.FaultSpec(d)
+			sched, err := failpoint.Plan(spec, 7)
+			if err != nil {
+				t.Fatalf("%s over %v: %v", name, d, err)
+			}
+			if len(sched.Faults) < 1 {
+				t.Errorf("%s over %v: no faults", name, d)
+			}
+			if d == 10*time.Minute && len(sched.Faults) <= s.Faults.Count {
+				t.Errorf("%s over 10m: %d faults, want more than the %d of %v", name, len(sched.Faults), s.Faults.Count, s.Duration)
+			}
+		}
 	}
 }
