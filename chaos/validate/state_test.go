@@ -92,8 +92,8 @@ func TestReadStateReadsWhatTheStoreAndLedgerHold(t *testing.T) {
 
 	// A store bootstrapped with fewer shards (shard_config, as the regions
 	// work adds it): the first migration's rows past the count are unused.
-	if _, err := pool.Exec(ctx, `CREATE TABLE shard_config (id INT4 PRIMARY KEY, shards INT4 NOT NULL);
-		INSERT INTO shard_config VALUES (1, 16)`); err != nil {
+	if _, err := pool.Exec(ctx, `CREATE TABLE IF NOT EXISTS shard_config (id INT4 PRIMARY KEY, shards INT4 NOT NULL);
+		INSERT INTO shard_config (id, shards) VALUES (1, 16) ON CONFLICT (id) DO UPDATE SET shards = 16`); err != nil {
 		t.Fatal(err)
 	}
 	if st, err = ReadState(ctx, pool); err != nil || len(st.Fences) != 16 {
