@@ -12,6 +12,7 @@ import (
 	"github.com/idemcoord/idemcoord/chaos/cluster"
 	"github.com/idemcoord/idemcoord/chaos/history"
 	"github.com/idemcoord/idemcoord/chaos/scenario"
+	"github.com/idemcoord/idemcoord/chaos/validate"
 )
 
 // DrillConfig is what `idemctl drill run` passes: the flags, the cluster
@@ -31,6 +32,8 @@ type DrillConfig struct {
 	Start cluster.Starter
 	// Unsafe is passed to the cluster (cluster.Options.Unsafe).
 	Unsafe string
+	// Validate is passed to the checker.
+	Validate validate.Options
 	// Out receives the progress and the text summary.
 	Out io.Writer
 	// Terminal makes the progress a live line.
@@ -57,7 +60,8 @@ func Drill(ctx context.Context, cfg DrillConfig) (Result, error) {
 		return Result{}, fmt.Errorf("chaos: start cluster: %w", err)
 	}
 	defer c.Stop(context.WithoutCancel(ctx))
-	res, err := Run(ctx, sc, cfg.Seed, c, Options{Duration: cfg.Duration, Progress: ProgressPrinter(out, cfg.Terminal)})
+	res, err := Run(ctx, sc, cfg.Seed, c, Options{Duration: cfg.Duration, Progress: ProgressPrinter(out, cfg.Terminal),
+		Validate: cfg.Validate})
 	if cfg.Terminal {
 		fmt.Fprintln(out)
 	}

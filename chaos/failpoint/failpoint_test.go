@@ -121,7 +121,7 @@ func TestRunInjectsAndHealsOnScheduleAndRecordsWindows(t *testing.T) {
 		t.Errorf("injector calls (-want +got):\n%s", diff)
 	}
 	faults := rec.History().Filter(history.KindFault)
-	if len(faults) != 3 || !strings.Contains(faults[1].Detail, "not injected") {
+	if len(faults) != 3 || !faults[1].Skipped || faults[0].Skipped || !strings.Contains(faults[1].Detail, "not injected") {
 		t.Errorf("recorded fault windows = %+v, want 3 with the skew marked not injected", faults)
 	}
 }

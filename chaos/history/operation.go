@@ -103,6 +103,9 @@ type Operation struct {
 	Error ErrorClass `json:"error,omitempty"`
 	// Fault is the fault's kind (KindFault), e.g. "kill_region".
 	Fault string `json:"fault,omitempty"`
+	// Skipped marks a fault the cluster could not inject: its window
+	// disturbed nothing.
+	Skipped bool `json:"skipped,omitempty"`
 	// Probe names the probe event (KindProbe), e.g. ProbeRetry40001.
 	Probe string `json:"probe,omitempty"`
 	// Shard is the shard the event concerns, -1 if none.

@@ -178,7 +178,7 @@ func window(h history.History, f history.Operation) Window {
 				}
 			}
 		}
-		if w.Region == "" || !RegionLoss[f.Fault] || !op.Acknowledged() {
+		if w.Region == "" || f.Skipped || !RegionLoss[f.Fault] || !op.Acknowledged() {
 			continue
 		}
 		switch {

@@ -139,4 +139,13 @@ func TestFailoverIsMeasuredOnlyForFaultsThatTakeARegionOut(t *testing.T) {
 	if f := Build(in).Faults[0].Failover; len(f) != 0 {
 		t.Errorf("failover times %v for a latency fault, want none", f)
 	}
+	in = synthetic()
+	for i, op := range in.History.Ops {
+		if op.Kind == history.KindFault {
+			in.History.Ops[i].Skipped = true
+		}
+	}
+	if f := Build(in).Faults[0].Failover; len(f) != 0 {
+		t.Errorf("failover times %v for a fault that was not injected, want none", f)
+	}
 }
