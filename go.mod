@@ -4,6 +4,7 @@ go 1.26.7
 
 require (
 	github.com/Shopify/toxiproxy/v2 v2.12.0
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/cockroachdb/apd/v3 v3.2.3
 	github.com/cockroachdb/cockroach-go/v2 v2.4.2
 	github.com/golang-jwt/jwt/v5 v5.3.1
