@@ -34,7 +34,7 @@ func storeWithRecord(t *testing.T, actor string) (string, *crdb.Store, crdb.Reco
 	t.Helper()
 	ctx := context.Background()
 	dsn := pgtest.NewDatabase(t)
-	s, err := crdb.Open(ctx, crdb.Config{DSN: dsn, MaxConns: 4})
+	s, err := crdb.Open(ctx, crdb.Config{Migrate: true, DSN: dsn, MaxConns: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
