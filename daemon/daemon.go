@@ -58,19 +58,19 @@ type Options struct {
 
 // Daemon is one running region instance.
 type Daemon struct {
-	cfg    *config.Config
-	store  *crdb.Store
-	gw     *gateway.Gateway
-	srv    *http.Server
-	ln     net.Listener
-	etcd   *clientv3.Client
-	live   *ownership.Liveness
-	dir    *ownership.Directory
-	cache  *ownership.Cache
-	topo   *region.Topology
-	tel    *telemetry
-	bg     *background
-	log    *slog.Logger
+	cfg   *config.Config
+	store *crdb.Store
+	gw    *gateway.Gateway
+	srv   *http.Server
+	ln    net.Listener
+	etcd  *clientv3.Client
+	live  *ownership.Liveness
+	dir   *ownership.Directory
+	cache *ownership.Cache
+	topo  *region.Topology
+	tel   *telemetry
+	bg    *background
+	log   *slog.Logger
 	// done is closed when the server stops serving; err says why (nil
 	// after Close).
 	done      chan struct{}
