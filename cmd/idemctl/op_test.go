@@ -138,7 +138,7 @@ func TestRepairsNameTheMissingFlag(t *testing.T) {
 func TestGetIsAReadThatNeedsNoReason(t *testing.T) {
 	t.Setenv("USER", "")
 	dsn, s, rec := storeWithRecord(t, "demo/demo")
-	out, err := idemctl(t, "op", "get", rec.OperationID.String(), "--dsn", dsn)
+	out, err := idemctl(t, "op", "get", rec.OperationID.String(), "--dsn", dsn, "-o", "json")
 	if err != nil {
 		t.Fatalf("op get without --reason or $USER: %v", err)
 	}
