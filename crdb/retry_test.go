@@ -123,9 +123,9 @@ func TestRacersRetrySerializationFailures(t *testing.T) {
 	if retries["tx"] < 1 {
 		t.Errorf("idemcoord.tx_retries = %v, want at least one whole-transaction retry (op=tx)", retries)
 	}
-	outs := counter(t, reader, "idemcoord.outcomes", "outcome")
+	outs := counter(t, reader, "idemcoord.decisions", "decision")
 	if outs["first_run"] != 1 || outs["replay"] != n-1 {
-		t.Errorf("idemcoord.outcomes = %v, want first_run 1 and replay %d", outs, n-1)
+		t.Errorf("idemcoord.decisions = %v, want first_run 1 and replay %d", outs, n-1)
 	}
 	t.Logf("tx_retries %v, outcomes %v, LocalFunc ran %d time(s)", retries, outs, calls.Load())
 }

@@ -16,8 +16,8 @@ func migrateCmd() *cobra.Command {
 		Long: `migrate applies the portable migrations (crdb/migrations/portable); it is
 idempotent. No other idemctl command, and idemd only with run --migrate,
 changes the schema: a store without it makes them fail with "run idemctl
-migrate". The CockroachDB multi-region layout is separate: idemctl deploy
-cockroach-sql and deploy/cockroach/README.md.`,
+migrate". The CockroachDB multi-region layout is separate
+(deploy/cockroach/README.md).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(format); err != nil {
