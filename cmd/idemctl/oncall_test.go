@@ -62,8 +62,10 @@ func TestOpFindByKey(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &got); err != nil || got.OperationID != rec.OperationID.String() || got.State != "COMPLETED" {
 		t.Fatalf("op find: %q (%v), want operation %s COMPLETED", out, err, rec.OperationID)
 	}
-	// The same key as an sf-string is the same key.
-	out, err = idemctl(t, "op", "find", "--actor", "demo/demo", "--endpoint", "create-payment", "--key", `"order-1"`, "--dsn", dsn)
+	// The same key as an sf-string is the same key; the store comes from
+	// $IDEMCOORD_DSN (no dev cluster, no --dsn).
+	t.Setenv("IDEMCOORD_DSN", dsn)
+	out, err = idemctl(t, "op", "find", "--actor", "demo/demo", "--endpoint", "create-payment", "--key", `"order-1"`)
 	if err != nil || !strings.Contains(out, rec.OperationID.String()) {
 		t.Errorf("op find with an sf-string key: %q %v", out, err)
 	}
