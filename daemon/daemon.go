@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"sync"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -76,7 +77,7 @@ type Daemon struct {
 	done      chan struct{}
 	err       error
 	closing   chan struct{}
-	closeOnce bool
+	closeOnce sync.Once
 }
 
 // Start opens the store, connects to etcd (if configured), and serves on
@@ -232,10 +233,7 @@ func (d *Daemon) Store() *crdb.Store { return d.store }
 // gauge loops, revokes the liveness lease and closes the store.
 func (d *Daemon) Close(ctx context.Context) error {
 	var errs []error
-	if !d.closeOnce {
-		d.closeOnce = true
-		close(d.closing)
-	}
+	d.closeOnce.Do(func() { close(d.closing) })
 	if d.srv != nil {
 		if err := d.srv.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("daemon: drain: %w", err))
