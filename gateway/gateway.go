@@ -312,6 +312,7 @@ func (g *Gateway) passthrough(w http.ResponseWriter, r *http.Request, actor, end
 	if actor != "" {
 		r.Header.Set(HeaderActor, actor)
 	}
+	injectTrace(r) // the upstream continues the request span
 	g.cfg.Next.Pass(w, r)
 }
 

@@ -50,6 +50,14 @@ func (g *Gateway) traceRequests(next http.Handler) http.Handler {
 	})
 }
 
+// injectTrace sets r's traceparent to the span in r's context, when that
+// span is recorded; otherwise the client's own header goes on unchanged.
+func injectTrace(r *http.Request) {
+	if trace.SpanFromContext(r.Context()).SpanContext().IsValid() {
+		propagator.Inject(r.Context(), propagation.HeaderCarrier(r.Header))
+	}
+}
+
 // traceClaim is Store.Begin in a claim span; the decision and operation
 // id go on it and on the request span.
 func (g *Gateway) traceClaim(ctx context.Context, req crdb.ClaimRequest) (crdb.Claim, error) {

@@ -122,3 +122,42 @@ func TestSpanTreeOfFirstRunAndReplay(t *testing.T) {
 		})
 	}
 }
+
+func TestPassthroughContinuesTheRequestSpan(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	defer tp.Shutdown(t.Context())
+	var got string
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = r.Header.Get("traceparent")
+	}))
+	defer upstream.Close()
+	u, _ := url.Parse(upstream.URL)
+	g, err := gateway.New(gateway.Config{Region: "test", Worker: "w", Store: store(t, 2), Auth: verifier(t),
+		Endpoints: endpoints(t, ""), Next: gateway.NewProxy(u, nil), TracerProvider: tp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	srv := httptest.NewServer(g)
+	defer srv.Close()
+	const client = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/v1/elsewhere", nil)
+	req.Header.Set("traceparent", client)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	spans := exp.GetSpans()
+	if len(spans) != 1 || spans[0].Name != gateway.SpanRequest || attr(spans[0], gateway.AttrResult) != "passthrough" {
+		t.Fatalf("spans %v, want one passthrough request span", spanTree(spans))
+	}
+	s := spans[0]
+	if s.SpanContext.TraceID().String() != "0af7651916cd43dd8448eb211c80319c" || s.Parent.SpanID().String() != "b7ad6b7169203331" {
+		t.Errorf("request span does not continue the client's trace: trace %s parent %s", s.SpanContext.TraceID(), s.Parent.SpanID())
+	}
+	if want := "00-" + s.SpanContext.TraceID().String() + "-" + s.SpanContext.SpanID().String() + "-01"; got != want {
+		t.Errorf("upstream traceparent %q, want %q", got, want)
+	}
+}
