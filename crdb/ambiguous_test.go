@@ -36,8 +36,8 @@ func proxied(t *testing.T, clock *testClock) (direct, via *crdb.Store, p *pgProx
 	return direct, via, p, logs
 }
 
-// claimStatement matches the claim, in either of its forms: the idem_claim
-// function or a bare insert.
+// claimStatement matches the claim: the claim CTE (which inserts into
+// idempotency_records), or the idem_claim call of older stores.
 func claimStatement(sql string) bool {
 	return statement("idem_claim")(sql) || statement("INSERT INTO idempotency_records")(sql)
 }

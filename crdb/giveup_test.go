@@ -41,6 +41,7 @@ func TestContentionGivesUpAsRetriesExhausted(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.Close)
+	bootstrap(t, s)
 	alwaysConflicting(t, s)
 
 	done := make(chan error, 1)

@@ -27,6 +27,7 @@ func TestDecisionsSumToClaimsEventsApart(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.Close)
+	bootstrap(t, s)
 	s.InitMetrics(ctx, []string{"POST /v1/payments"})
 	if got := counter(t, reader, "idemcoord.decisions", "decision"); len(got) != 6 {
 		t.Errorf("decisions exported before any claim: %v, want the six decisions at zero", got)

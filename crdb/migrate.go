@@ -36,12 +36,19 @@ func checkSchema(ctx context.Context, pool *pgxpool.Pool) error {
 	return nil
 }
 
-//go:embed migrations/portable/*.sql migrations/cockroach/*.sql
+//go:embed migrations/portable/*.sql
 var migrations embed.FS
 
+// superseded lists applied migrations a later one undoes. Migrate skips
+// them (their files stay as they were applied): 0002 created idem_claim,
+// a PL/pgSQL function CockroachDB cannot run, which 0005 drops.
+var superseded = map[string]bool{
+	"migrations/portable/0002_claim_function.sql": true,
+}
+
 // Migrate applies the portable migration set. It is idempotent: every
-// statement is CREATE ... IF NOT EXISTS or INSERT ... ON CONFLICT DO NOTHING,
-// so concurrent instances starting together are safe.
+// statement is CREATE ... IF NOT EXISTS, INSERT ... ON CONFLICT DO NOTHING
+// or DROP ... IF EXISTS, so concurrent instances starting together are safe.
 func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
 	names, err := fs.Glob(migrations, "migrations/portable/*.sql")
 	if err != nil {
@@ -49,6 +56,9 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
 	}
 	sort.Strings(names)
 	for _, name := range names {
+		if superseded[name] {
+			continue
+		}
 		b, err := migrations.ReadFile(name)
 		if err != nil {
 			return err
@@ -66,11 +76,4 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
 		}
 	}
 	return nil
-}
-
-// CockroachMigrations returns the CockroachDB-only multi-region DDL, to be
-// reviewed and applied by an operator (it changes the cluster's layout).
-func CockroachMigrations() (string, error) {
-	b, err := migrations.ReadFile("migrations/cockroach/0001_multiregion.sql")
-	return string(b), err
 }

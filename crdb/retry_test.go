@@ -84,6 +84,7 @@ func TestRacersRetrySerializationFailures(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.Close)
+	bootstrap(t, s)
 	createPayments(t, s)
 
 	req := request(t, "tenant/alice", "retry-race", `{"amount":"50"}`)

@@ -67,6 +67,9 @@ type Config struct {
 	Meter metric.Meter
 	// Logger receives the store's logs. Default slog.Default().
 	Logger *slog.Logger
+	// Tracer, if set, sees every query the pool runs (tests count the
+	// store round trips of each request path with it). Default none.
+	Tracer pgx.QueryTracer
 }
 
 // Validate reports every invalid field.
@@ -128,6 +131,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("crdb: dsn: %w", err)
 	}
 	pc.MaxConns = cfg.MaxConns
+	pc.ConnConfig.Tracer = cfg.Tracer
 	// Every implicit (single-statement) transaction is serializable too.
 	pc.ConnConfig.RuntimeParams["default_transaction_isolation"] = "serializable"
 	pc.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {

@@ -147,7 +147,9 @@ func Start(ctx context.Context, cfg *config.Config, opts Options) (d *Daemon, er
 		gcfg.ForwardTransport = opts.ForwardTransport
 		gcfg.Ready = d.ready
 	} else if err := d.store.BootstrapFences(ctx, cfg.Shards, d.topo.Home); err != nil {
-		// Single-region mode: every shard is the local region's.
+		// Single-region mode: every shard is the local region's, before
+		// anything is served; a store bootstrapped with another shard
+		// count refuses to start.
 		return nil, err
 	}
 	if d.gw, err = gateway.New(gcfg); err != nil {

@@ -27,6 +27,7 @@ func TestStoreContentionIs409AndOutageIs503(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(s.Close)
+		bootstrap(t, s)
 		// Every claim fails with a real serialization failure, as a hot key
 		// under endless contention does.
 		if _, err := s.Pool().Exec(context.Background(), `
@@ -56,6 +57,7 @@ func TestStoreContentionIs409AndOutageIs503(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(s.Close)
+		bootstrap(t, s)
 		srv := serveWrapped(t, s, "", h)
 		p.Stop()
 		s.Pool().Reset()

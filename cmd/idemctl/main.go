@@ -1,12 +1,16 @@
 // Command idemctl is the operator's tool for idemcoord.
 //
 //	idemctl dev token --actor NAME    a bearer token for the running dev cluster
-//	idemctl regions                   live instances per region
+//	idemctl regions                   health, live instances and shards per region
+//	idemctl owner --actor T/S         which region owns an actor (shard, epoch, state)
+//	idemctl shards                    the whole ownership map
+//	idemctl move --shard N --to R     a planned, fenced move (audited)
 //	idemctl op get ID                 an operation by id (a read)
 //	idemctl op find --actor A --endpoint E --key K   an operation by its key (a read)
 //	idemctl migrate                   apply the schema (nothing else changes it)
 //	idemctl version                   module version and commit
 //	idemctl op reconcile|purge|cleanup  repairs, each audited with --operator and --reason
+//	idemctl deploy cockroach-sql --config FILE    the CockroachDB layout of a topology
 //
 // Without --dsn or --etcd (or $IDEMCOORD_DSN, $IDEMCOORD_ETCD), commands
 // use the running dev cluster: the only one, or the one started with
@@ -39,7 +43,8 @@ func rootCmd() *cobra.Command {
 	}
 	root.PersistentFlags().IntVar(&devPortBase, "port-base", 0,
 		"which running dev cluster to use, by its `idemd dev --port-base` (default: the only one running)")
-	root.AddCommand(devCmd(), opCmd(), regionsCmd(), ownerCmd(), shardsCmd(), moveCmd(), migrateCmd(), versionCmd())
+	root.AddCommand(devCmd(), opCmd(), regionsCmd(), ownerCmd(), shardsCmd(), moveCmd(), deployCmd(),
+		failoverCmd(), failbackCmd(), drainCmd(), auditCmd(), migrateCmd(), versionCmd())
 	return root
 }
 

@@ -39,6 +39,9 @@ func storeWithRecord(t *testing.T, actor string) (string, *crdb.Store, crdb.Reco
 		t.Fatal(err)
 	}
 	t.Cleanup(s.Close)
+	if err := s.BootstrapFences(ctx, fencing.DefaultShards, func(int) string { return "us-east" }); err != nil {
+		t.Fatal(err)
+	}
 	key, err := idempotency.ParseKeyHeader("order-1")
 	if err != nil {
 		t.Fatal(err)
@@ -51,7 +54,7 @@ func storeWithRecord(t *testing.T, actor string) (string, *crdb.Store, crdb.Reco
 	c, err := s.Begin(ctx, crdb.ClaimRequest{
 		Scope:       crdb.Scope{Actor: actor, Endpoint: "create-payment", Key: key},
 		Fingerprint: fp,
-		Token:       fencing.Token{Shard: fencing.ShardOf(actor, fencing.DefaultShards), Epoch: 1},
+		Token:       fencing.Token{Shard: fencing.ShardOf(actor, fencing.DefaultShards), Epoch: 1, Region: "us-east"},
 		Worker:      "test", Lease: 30 * time.Second, TTL: time.Hour,
 	})
 	if err != nil || c.Lease == nil {
