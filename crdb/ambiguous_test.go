@@ -27,7 +27,7 @@ func proxied(t *testing.T, clock *testClock) (direct, via *crdb.Store, p *pgProx
 	direct = openDSN(t, dsn, clock)
 	p = newPGProxy(t, dsn)
 	logs = &logRecorder{}
-	via, err := crdb.Open(context.Background(), crdb.Config{DSN: p.dsn, Clock: clock, MaxConns: 4, Seed: 5,
+	via, err := crdb.Open(context.Background(), crdb.Config{Migrate: true, DSN: p.dsn, Clock: clock, MaxConns: 4, Seed: 5,
 		Logger: slog.New(logs)})
 	if err != nil {
 		t.Fatal(err)

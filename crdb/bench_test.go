@@ -45,7 +45,7 @@ func newBenchEnv(b testing.TB, filler int) *benchEnv {
 	dsn := pgtest.NewDatabase(b)
 	rd := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(rd))
-	s, err := crdb.Open(context.Background(), crdb.Config{DSN: dsn, MaxConns: benchWorkers, Meter: mp.Meter("bench")})
+	s, err := crdb.Open(context.Background(), crdb.Config{Migrate: true, DSN: dsn, MaxConns: benchWorkers, Meter: mp.Meter("bench")})
 	if err != nil {
 		b.Fatal(err)
 	}

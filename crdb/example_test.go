@@ -18,7 +18,7 @@ import (
 // only if the key is COMPLETED, and a retry replays instead of inserting.
 func Example_runLocal() {
 	ctx := context.Background()
-	s, err := crdb.Open(ctx, crdb.Config{DSN: "postgres://localhost/idemcoord"})
+	s, err := crdb.Open(ctx, crdb.Config{Migrate: true, DSN: "postgres://localhost/idemcoord"})
 	if err != nil {
 		log.Fatal(err)
 	}

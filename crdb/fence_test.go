@@ -22,7 +22,7 @@ func threeRegions(shard int) string { return []string{"us-east", "eu-west", "ap-
 // openBare opens a store on a fresh database without bootstrapping it.
 func openBare(t *testing.T) *crdb.Store {
 	t.Helper()
-	s, err := crdb.Open(context.Background(), crdb.Config{DSN: pgtest.NewDatabase(t), Seed: 1})
+	s, err := crdb.Open(context.Background(), crdb.Config{Migrate: true, DSN: pgtest.NewDatabase(t), Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

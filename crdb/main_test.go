@@ -47,7 +47,7 @@ func openStore(t testing.TB, clock crdb.Clock) (*crdb.Store, string) {
 
 func openDSN(t testing.TB, dsn string, clock crdb.Clock) *crdb.Store {
 	t.Helper()
-	cfg := crdb.Config{DSN: dsn, Clock: clock, MaxConns: 70, Seed: 1}
+	cfg := crdb.Config{Migrate: true, DSN: dsn, Clock: clock, MaxConns: 70, Seed: 1}
 	if clock == nil {
 		cfg.Clock = nil
 	}

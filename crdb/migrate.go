@@ -3,12 +3,38 @@ package crdb
 import (
 	"context"
 	"embed"
+	"errors"
 	"fmt"
 	"io/fs"
 	"sort"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
+
+// ErrSchemaMissing is returned by Open (without Config.Migrate) when the
+// store has not been migrated.
+var ErrSchemaMissing = errors.New("crdb: schema missing or out of date: run idemctl migrate (or idemd run --migrate)")
+
+// schemaTables are the tables the newest portable migration leaves; Open
+// checks they exist before it serves from the store.
+var schemaTables = []string{"idempotency_records", "shard_fences", "repair_audit", "async_requests", "shard_config"}
+
+// checkSchema fails with ErrSchemaMissing unless every table of the
+// portable migrations exists.
+func checkSchema(ctx context.Context, pool *pgxpool.Pool) error {
+	for _, t := range schemaTables {
+		_, err := pool.Exec(ctx, "SELECT 1 FROM "+t+" LIMIT 0")
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Code == "42P01" { // undefined_table
+			return fmt.Errorf("%w (table %s)", ErrSchemaMissing, t)
+		}
+		if err != nil {
+			return fmt.Errorf("crdb: schema check: %w", err)
+		}
+	}
+	return nil
+}
 
 //go:embed migrations/portable/*.sql
 var migrations embed.FS

@@ -47,7 +47,7 @@ func (c *queryCounter) during(t *testing.T, fn func()) []string {
 func TestStoreRoundTripsPerRequestPath(t *testing.T) {
 	ctx := context.Background()
 	tracer := &queryCounter{}
-	s, err := crdb.Open(ctx, crdb.Config{DSN: pgtest.NewDatabase(t), MaxConns: 1, Seed: 1, Tracer: tracer})
+	s, err := crdb.Open(ctx, crdb.Config{Migrate: true, DSN: pgtest.NewDatabase(t), MaxConns: 1, Seed: 1, Tracer: tracer})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestStoreRoundTripsPerRequestPath(t *testing.T) {
 func TestStoreRoundTripsOnTheReadFirstPath(t *testing.T) {
 	ctx := context.Background()
 	tracer := &queryCounter{}
-	s, err := crdb.Open(ctx, crdb.Config{DSN: pgtest.NewDatabase(t), MaxConns: 1, Seed: 1, Tracer: tracer})
+	s, err := crdb.Open(ctx, crdb.Config{Migrate: true, DSN: pgtest.NewDatabase(t), MaxConns: 1, Seed: 1, Tracer: tracer})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,6 +41,12 @@ type Clock interface {
 type Config struct {
 	// DSN is the store's connection string (postgres:// URL or key=value).
 	DSN string
+	// Migrate applies the portable migrations when the store opens (idemctl
+	// migrate, idemd run --migrate, the dev cluster, tests). Default false:
+	// Open then checks that the schema is there and fails with
+	// ErrSchemaMissing otherwise, so no instance changes the schema behind
+	// an operator's back.
+	Migrate bool
 	// MaxConns is the connection pool size. Default DefaultMaxConns.
 	MaxConns int32
 	// MaxAttempts bounds whole-transaction retries on serialization
@@ -167,7 +173,12 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("crdb: connect: %w", err)
 	}
 	s.cockroach = strings.Contains(version, "CockroachDB")
-	if err := Migrate(ctx, pool); err != nil {
+	if cfg.Migrate {
+		err = Migrate(ctx, pool)
+	} else {
+		err = checkSchema(ctx, pool)
+	}
+	if err != nil {
 		pool.Close()
 		return nil, err
 	}

@@ -16,12 +16,12 @@ import (
 func TestStartBootstrapsFencesAndRefusesAnotherShardCount(t *testing.T) {
 	ctx := context.Background()
 	cfg := review2Config(t, nil)
-	d, err := daemon.Start(ctx, cfg, daemon.Options{Logger: quiet()})
+	d, err := daemon.Start(ctx, cfg, daemon.Options{Logger: quiet(), Migrate: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	d.Close(ctx)
-	s, err := crdb.Open(ctx, crdb.Config{DSN: cfg.Store.DSN, MaxConns: 2})
+	s, err := crdb.Open(ctx, crdb.Config{Migrate: true, DSN: cfg.Store.DSN, MaxConns: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func TestStartBootstrapsFencesAndRefusesAnotherShardCount(t *testing.T) {
 
 	other := *cfg
 	other.Shards = 16
-	d2, err := daemon.Start(ctx, &other, daemon.Options{Logger: quiet()})
+	d2, err := daemon.Start(ctx, &other, daemon.Options{Logger: quiet(), Migrate: true})
 	var mm *crdb.ShardCountMismatchError
 	if !errors.As(err, &mm) || mm.Store != cfg.Shards || mm.Configured != 16 {
 		if d2 != nil && err == nil {

@@ -31,8 +31,11 @@ var _ gateway.Owners = (*ownership.Cache)(nil)
 // instance's liveness key. It fails within bounded time when etcd does not
 // answer.
 func (d *Daemon) joinEtcd(ctx context.Context, cfg *config.Config, meter metric.Meter, log *slog.Logger) error {
-	var err error
-	d.etcd, err = clientv3.New(clientv3.Config{Endpoints: cfg.Etcd.Endpoints, DialTimeout: cfg.Etcd.DialTimeout,
+	tc, err := etcdTLS(cfg.Etcd.TLS)
+	if err != nil {
+		return err
+	}
+	d.etcd, err = clientv3.New(clientv3.Config{Endpoints: cfg.Etcd.Endpoints, DialTimeout: cfg.Etcd.DialTimeout, TLS: tc,
 		Logger: zap.NewNop()})
 	if err != nil {
 		return fmt.Errorf("etcd: %w", err)

@@ -65,7 +65,7 @@ func TestReview2StartGivesUpOnUnreachableEtcd(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		d, err := daemon.Start(ctx, cfg, daemon.Options{Logger: quiet()})
+		d, err := daemon.Start(ctx, cfg, daemon.Options{Logger: quiet(), Migrate: true})
 		if err == nil {
 			d.Close(context.Background())
 		}
@@ -93,7 +93,7 @@ func TestReview2LivenessKeyRestoredAfterLeaseLoss(t *testing.T) {
 	}
 	defer ec.Close()
 	cfg := review2Config(t, ec.Endpoints())
-	d, err := daemon.Start(ctx, cfg, daemon.Options{Logger: quiet()})
+	d, err := daemon.Start(ctx, cfg, daemon.Options{Logger: quiet(), Migrate: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -208,7 +208,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		if err != nil {
 			return nil, err
 		}
-		d, err := daemon.Start(ctx, cfg, daemon.Options{Logger: opts.Logger, Transport: ro.Transport, Failover: opts.FailoverTimings,
+		d, err := daemon.Start(ctx, cfg, daemon.Options{Logger: opts.Logger, Transport: ro.Transport, Migrate: true, Failover: opts.FailoverTimings,
 			ForwardTransport: ro.ForwardTransport, Listener: listeners[i]})
 		listeners[i] = nil // the daemon closes it from now on
 		if err != nil {

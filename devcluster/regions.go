@@ -52,7 +52,7 @@ func (c *Cluster) StartRegion(ctx context.Context, name string) error {
 	if ro.Transport == nil {
 		ro.Transport = c.opts.Transport
 	}
-	d, err := daemon.Start(ctx, cfg, daemon.Options{Logger: c.opts.Logger, Transport: ro.Transport,
+	d, err := daemon.Start(ctx, cfg, daemon.Options{Logger: c.opts.Logger, Transport: ro.Transport, Migrate: true,
 		ForwardTransport: ro.ForwardTransport, Failover: c.opts.FailoverTimings})
 	if err != nil {
 		return fmt.Errorf("region %s: %w", name, err)

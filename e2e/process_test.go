@@ -434,7 +434,7 @@ func TestGatewayProcessKilledMidRequest(t *testing.T) {
 	body := paymentBody("41.00", "order-proc-killed")
 	region := c.Regions[1]
 	l := ledger{t, c}
-	takeovers0 := sumMetric(t, c, metricOutcomes, `outcome="takeover"`)
+	takeovers0 := sumMetric(t, c, metricDecisions, `decision="takeover"`)
 
 	if err := c.Bank.SetFaults(bank.Faults{DelayAfter: procBankDelay}); err != nil {
 		t.Fatal(err)
@@ -495,8 +495,8 @@ func TestGatewayProcessKilledMidRequest(t *testing.T) {
 	if rec := readRecord(t, c, opID); strings.HasPrefix(rec.LeaseOwner, proc.worker+"/") {
 		t.Errorf("record %+v still names the dead worker; the takeover should own it", rec)
 	}
-	if now := sumMetric(t, c, metricOutcomes, `outcome="takeover"`); now-takeovers0 != 1 {
-		t.Errorf("%s{outcome=\"takeover\"} went from %v to %v; want exactly one takeover", metricOutcomes, takeovers0, now)
+	if now := sumMetric(t, c, metricDecisions, `decision="takeover"`); now-takeovers0 != 1 {
+		t.Errorf("%s{decision=\"takeover\"} went from %v to %v; want exactly one takeover", metricDecisions, takeovers0, now)
 	}
 	again := mustPost(t, c.Regions[0].URL, tok, key, body)
 	if again.Status != http.StatusCreated || !again.replayed() || !bytes.Equal(again.Body, final.Body) {

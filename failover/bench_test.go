@@ -17,7 +17,7 @@ import (
 // PostgreSQL). Each iteration fails us-east over, then (untimed) back.
 func BenchmarkRegionFailover1024Shards(b *testing.B) {
 	ctx := context.Background()
-	s, err := crdb.Open(ctx, crdb.Config{DSN: pgtest.NewDatabase(b), Seed: 1, Logger: quiet(), MaxConns: 32})
+	s, err := crdb.Open(ctx, crdb.Config{Migrate: true, DSN: pgtest.NewDatabase(b), Seed: 1, Logger: quiet(), MaxConns: 32})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -109,7 +109,7 @@ const shards = 12
 
 func setup(t *testing.T) env {
 	t.Helper()
-	s, err := crdb.Open(context.Background(), crdb.Config{DSN: pgtest.NewDatabase(t), Seed: 1, Logger: quiet()})
+	s, err := crdb.Open(context.Background(), crdb.Config{Migrate: true, DSN: pgtest.NewDatabase(t), Seed: 1, Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,7 @@ import (
 // instead of waiting for them.
 func storeOnClock(t testing.TB, lease *clock.Fake, maxConns int32) *crdb.Store {
 	t.Helper()
-	s, err := crdb.Open(context.Background(), crdb.Config{DSN: pgtest.NewDatabase(t), MaxConns: maxConns, Clock: lease})
+	s, err := crdb.Open(context.Background(), crdb.Config{Migrate: true, DSN: pgtest.NewDatabase(t), MaxConns: maxConns, Clock: lease})
 	if err != nil {
 		t.Fatal(err)
 	}

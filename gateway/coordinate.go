@@ -115,7 +115,7 @@ func (g *Gateway) coordinate(w http.ResponseWriter, r *http.Request, ep *config.
 		}
 		sctx, cancel = context.WithTimeout(ctx, storeCallTimeout)
 		c.claimedAt = g.clock.Now()
-		claim, err := g.cfg.Store.Begin(sctx, req)
+		claim, err := g.traceClaim(sctx, req)
 		cancel()
 		if errors.Is(err, fencing.ErrStaleEpoch) {
 			g.fences.invalidate(req.Token.Shard)

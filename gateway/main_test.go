@@ -46,7 +46,7 @@ func token(t testing.TB, subject string) string {
 
 func store(t testing.TB, maxConns int32) *crdb.Store {
 	t.Helper()
-	s, err := crdb.Open(context.Background(), crdb.Config{DSN: pgtest.NewDatabase(t), MaxConns: maxConns})
+	s, err := crdb.Open(context.Background(), crdb.Config{Migrate: true, DSN: pgtest.NewDatabase(t), MaxConns: maxConns})
 	if err != nil {
 		t.Fatal(err)
 	}

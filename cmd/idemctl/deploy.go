@@ -12,7 +12,7 @@ import (
 
 func deployCmd() *cobra.Command {
 	deploy := &cobra.Command{Use: "deploy", Short: "Print what a deployment applies by hand"}
-	var path, database string
+	var path, database, format string
 	sql := &cobra.Command{
 		Use:   "cockroach-sql --config FILE",
 		Short: "Print the CockroachDB multi-region layout generated from the region topology",
@@ -25,6 +25,9 @@ Review it, then apply it once after the portable migrations. It connects to
 nothing.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(format); err != nil {
+				return err
+			}
 			cfg, err := config.Load(path)
 			if err != nil {
 				return err
@@ -37,13 +40,17 @@ nothing.`,
 			if err != nil {
 				return err
 			}
-			_, err = fmt.Fprint(cmd.OutOrStdout(), out)
+			if format == outputJSON { // the SQL as one string, for tooling
+				return render(cmd.OutOrStdout(), format, table{v: map[string]any{"database": database, "sql": out}})
+			}
+			_, err = fmt.Fprint(cmd.OutOrStdout(), out) // table: the SQL file itself
 			return err
 		},
 	}
 	sql.Flags().StringVar(&path, "config", "", "idemd configuration file (required)")
 	sql.Flags().StringVar(&database, "database", multiregion.DefaultDatabase, "database to alter")
 	sql.MarkFlagRequired("config")
+	addOutputFlag(sql, &format)
 	deploy.AddCommand(sql)
 	return deploy
 }

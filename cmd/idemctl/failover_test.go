@@ -63,7 +63,7 @@ func TestFailoverAcceptFailbackAndAuditFromTheCommandLine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := crdb.Open(ctx, crdb.Config{DSN: dsn})
+	store, err := crdb.Open(ctx, crdb.Config{Migrate: true, DSN: dsn})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,7 +34,7 @@ func storeWithRecord(t *testing.T, actor string) (string, *crdb.Store, crdb.Reco
 	t.Helper()
 	ctx := context.Background()
 	dsn := pgtest.NewDatabase(t)
-	s, err := crdb.Open(ctx, crdb.Config{DSN: dsn, MaxConns: 4})
+	s, err := crdb.Open(ctx, crdb.Config{Migrate: true, DSN: dsn, MaxConns: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func TestRepairsNameTheMissingFlag(t *testing.T) {
 func TestGetIsAReadThatNeedsNoReason(t *testing.T) {
 	t.Setenv("USER", "")
 	dsn, s, rec := storeWithRecord(t, "demo/demo")
-	out, err := idemctl(t, "op", "get", rec.OperationID.String(), "--dsn", dsn)
+	out, err := idemctl(t, "op", "get", rec.OperationID.String(), "--dsn", dsn, "-o", "json")
 	if err != nil {
 		t.Fatalf("op get without --reason or $USER: %v", err)
 	}

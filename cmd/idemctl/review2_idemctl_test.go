@@ -18,6 +18,9 @@ func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 // statement after another, until killed.
 func TestReview2CleanupWithZeroBatchEnds(t *testing.T) {
 	dsn := pgtest.NewDatabase(t)
+	if _, err := idemctl(t, "migrate", "--dsn", dsn); err != nil {
+		t.Fatal(err)
+	}
 	for _, batch := range []string{"0", "-1"} {
 		t.Run("batch "+batch, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
