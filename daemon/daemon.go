@@ -79,9 +79,9 @@ type Daemon struct {
 	// stopCtl ends the failover controller's Run.
 	stopCtl context.CancelFunc
 	opts    Options
-	tel   *telemetry
-	bg    *background
-	log   *slog.Logger
+	tel     *telemetry
+	bg      *background
+	log     *slog.Logger
 	// done is closed when the server stops serving; err says why (nil
 	// after Close).
 	done      chan struct{}
