@@ -17,7 +17,7 @@ func openStore(t *testing.T) *crdb.Store {
 	t.Helper()
 	ctx := context.Background()
 	dsn := pgtest.NewDatabase(t)
-	store, err := crdb.Open(ctx, crdb.Config{DSN: dsn, MaxConns: 4})
+	store, err := crdb.Open(ctx, crdb.Config{DSN: dsn, MaxConns: 4, Migrate: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,7 @@ func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 // real ledger is flagged.
 func TestReadStateReadsWhatTheStoreAndLedgerHold(t *testing.T) {
 	ctx := context.Background()
-	store, err := crdb.Open(ctx, crdb.Config{DSN: pgtest.NewDatabase(t), MaxConns: 4})
+	store, err := crdb.Open(ctx, crdb.Config{DSN: pgtest.NewDatabase(t), MaxConns: 4, Migrate: true})
 	if err != nil {
 		t.Fatal(err)
 	}
