@@ -219,6 +219,9 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if c.ControlURL, err = c.startControl(opts.PortBase); err != nil {
 		return nil, err
 	}
+	if err := c.settle(ctx); err != nil {
+		return nil, err
+	}
 	return c, nil
 }
 

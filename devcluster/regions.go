@@ -3,9 +3,11 @@ package devcluster
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/idemcoord/idemcoord/config"
 	"github.com/idemcoord/idemcoord/daemon"
+	"github.com/idemcoord/idemcoord/failover"
 )
 
 // Region returns the named region, or nil.
@@ -58,7 +60,7 @@ func (c *Cluster) StartRegion(ctx context.Context, name string) error {
 		return fmt.Errorf("region %s: %w", name, err)
 	}
 	r.Daemon = d
-	return nil
+	return nil // the others see it recovering, then healthy after the hold time
 }
 
 // running returns the first region whose idemd runs.
@@ -66,6 +68,41 @@ func (c *Cluster) running() *daemon.Daemon {
 	for _, r := range c.Regions {
 		if r.Daemon != nil {
 			return r.Daemon
+		}
+	}
+	return nil
+}
+
+// settleTimeout bounds waiting, at start, for every region to see every
+// region healthy.
+const settleTimeout = 30 * time.Second
+
+// settle waits until every running region's failover tracker sees every
+// region healthy: regions start one after the other, and a region that
+// has not registered yet looks suspect to those started before it (their
+// gateways would hold its actors' requests until it does).
+func (c *Cluster) settle(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, settleTimeout)
+	defer cancel()
+	for _, r := range c.Regions {
+		if r.Daemon == nil || r.Daemon.Failover() == nil {
+			continue
+		}
+		tr := r.Daemon.Failover().Tracker()
+		for {
+			states, err := tr.Refresh(ctx)
+			healthy := err == nil
+			for _, o := range c.Regions {
+				healthy = healthy && states[o.Name] == failover.Healthy
+			}
+			if healthy {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("devcluster: region %s does not see every region healthy: %v (%v)", r.Name, states, err)
+			case <-time.After(50 * time.Millisecond):
+			}
 		}
 	}
 	return nil

@@ -244,7 +244,7 @@ func (c *Controller) failRegion(ctx context.Context, guard clientv3.Cmp, region 
 		if aerr := c.cfg.Audit.Audit(ctx, ControllerOperator, "region_failover", reason, detail); aerr != nil {
 			errs = append(errs, fmt.Errorf("failover: audit: %w", aerr))
 		}
-		c.cfg.Logger.Warn("region failed over", "region", region, "shards", n, "of", len(plans))
+		c.cfg.Logger.Warn("region failed over", "failed_region", region, "shards", n, "of", len(plans))
 	}
 	return moved, errors.Join(errs...)
 }

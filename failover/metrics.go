@@ -37,7 +37,7 @@ func newMetrics(m metric.Meter, t *Tracker) *metrics {
 	m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		for _, s := range t.Statuses() {
 			if s.State != "" {
-				o.ObserveInt64(state, s.State.Value(), metric.WithAttributes(attribute.String("region", s.Region)))
+				o.ObserveInt64(state, s.State.Value(), metric.WithAttributes(attribute.String("watched_region", s.Region)))
 			}
 		}
 		o.ObserveInt64(leader, out.lead.Load())
@@ -47,7 +47,7 @@ func newMetrics(m metric.Meter, t *Tracker) *metrics {
 }
 
 func (m *metrics) failover(ctx context.Context, region string, shards int) {
-	attrs := metric.WithAttributes(attribute.String("region", region))
+	attrs := metric.WithAttributes(attribute.String("failed_region", region))
 	m.moved.Add(ctx, int64(shards), attrs)
 	m.regions.Add(ctx, 1, attrs)
 }

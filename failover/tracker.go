@@ -84,7 +84,7 @@ func (t *Tracker) Refresh(ctx context.Context) (map[string]RegionState, error) {
 		prev := st.state
 		if st.observe(now, rev, byRegion[r], t.tm) {
 			moved = true
-			t.log.Info("region state", "region", r, "from", prev, "to", st.state, "instances", len(st.seen))
+			t.log.Info("region state", "watched_region", r, "from", prev, "to", st.state, "instances", len(st.seen))
 		}
 		out[r] = st.state
 	}
