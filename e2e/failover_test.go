@@ -63,8 +63,9 @@ func kill(t *testing.T, p *idemdProc) {
 
 // inFlight starts a payment in p and kills p once the bank recorded its
 // charge, leaving the operation IN_PROGRESS under p's lease. It returns
-// the operation id and when the kill happened.
-func inFlight(t *testing.T, c *devcluster.Cluster, p *idemdProc, tok, actor, key string, body []byte) (string, time.Time) {
+// the operation id, when the kill happened and when the dead worker's
+// lease ends.
+func inFlight(t *testing.T, c *devcluster.Cluster, p *idemdProc, tok, actor, key string, body []byte) (string, time.Time, time.Time) {
 	t.Helper()
 	if err := c.Bank.SetFaults(bank.Faults{DelayAfter: procBankDelay}); err != nil {
 		t.Fatal(err)
@@ -76,11 +77,13 @@ func inFlight(t *testing.T, c *devcluster.Cluster, p *idemdProc, tok, actor, key
 	if err := c.Bank.SetFaults(bank.Faults{}); err != nil {
 		t.Fatal(err)
 	}
-	orig.wait(t, 5*time.Second)
-	if rec := readRecord(t, c, opID); rec.State != "IN_PROGRESS" {
+	rec := readRecord(t, c, opID)
+	leaseEnd := time.Now().Add(rec.LeaseLeft)
+	if rec.State != "IN_PROGRESS" {
 		t.Fatalf("record after the kill: %+v; want IN_PROGRESS", rec)
 	}
-	return opID, killed
+	orig.wait(t, 5*time.Second)
+	return opID, killed, leaseEnd
 }
 
 // TestRegionKilledFailsOverTransferEndpointsServe: the only idemd of
@@ -95,16 +98,17 @@ func inFlight(t *testing.T, c *devcluster.Cluster, p *idemdProc, tok, actor, key
 func TestRegionKilledFailsOverTransferEndpointsServe(t *testing.T) {
 	c := startCluster(t, devcluster.Options{Failover: "transfer", UpstreamTimeout: 5 * time.Second,
 		BankTimeout: 5 * time.Second, FailoverTimings: failover.Config{HoldTime: 500 * time.Millisecond}})
-	actor := c.ActorHomedIn("us-east", uniqueName("fo-transfer"))
-	tok := token(t, c, actor)
 	eu := c.Region("eu-west")
 	l := ledger{t, c}
 	var times []time.Duration
+	p := regionProcess(t, c, "fo-us-0", "transfer")
 	for run := 0; run < failoverRuns(t); run++ {
-		p := regionProcess(t, c, "fo-us-"+strconv.Itoa(run), "transfer")
+		// A fresh actor each round: the bank's charges are found by actor.
+		actor := c.ActorHomedIn("us-east", uniqueName("fo-transfer"))
+		tok := token(t, c, actor)
 		key := uniqueName("fo-inflight")
 		body := paymentBody("7.00", key)
-		opID, killed := inFlight(t, c, p, tok, actor, key, body)
+		opID, killed, leaseEnd := inFlight(t, c, p, tok, actor, key, body)
 
 		// New intents through eu-west until one succeeds there.
 		var served reply
@@ -131,7 +135,7 @@ func TestRegionKilledFailsOverTransferEndpointsServe(t *testing.T) {
 
 		// The in-flight intent: 409 while the dead lease lives, then the
 		// takeover asks the resolve path; one charge.
-		final, _ := takeoverRetries(t, eu.URL, tok, key, body, opID, time.Now().Add(procLease))
+		final, _ := takeoverRetries(t, eu.URL, tok, key, body, opID, leaseEnd)
 		if final.Status != http.StatusCreated || final.opID() != opID {
 			t.Errorf("run %d: in-flight intent's retry: %v; want 201 of operation %s", run, final, opID)
 		}
@@ -139,9 +143,8 @@ func TestRegionKilledFailsOverTransferEndpointsServe(t *testing.T) {
 
 		// Bring us-east back and fail it back for the next round.
 		if run+1 < failoverRuns(t) {
-			p2 := regionProcess(t, c, "fo-us-back-"+strconv.Itoa(run), "transfer")
+			p = regionProcess(t, c, "fo-us-"+strconv.Itoa(run+1), "transfer")
 			failBack(t, c, "us-east")
-			_ = p2
 		}
 	}
 	if len(times) > 1 {
@@ -189,7 +192,7 @@ func TestRegionKilledRejectEndpointsRefuseUntilAccepted(t *testing.T) {
 	p := regionProcess(t, c, "fo-us-reject", "reject")
 	key := uniqueName("fo-inflight")
 	body := paymentBody("9.00", key)
-	opID, killed := inFlight(t, c, p, tok, actor, key, body)
+	opID, killed, _ := inFlight(t, c, p, tok, actor, key, body)
 	before := readRecord(t, c, opID)
 
 	refusals := 0
