@@ -270,3 +270,68 @@ func etcdClient(t *testing.T, c *devcluster.Cluster) *clientv3.Client {
 	t.Cleanup(func() { cli.Close() })
 	return cli
 }
+
+// TestZombieRegionResumedAfterFailoverWritesNothing: us-east's only idemd
+// is paused (SIGSTOP) with a payment at the upstream, past the failover:
+// its shards move to eu-west under a new epoch and eu-west takes the
+// operation over through the resolve path. When the zombie resumes
+// (SIGCONT) and tries to record its answer, the fence refuses the write
+// (counted on its own /metrics), and the bank holds one charge.
+func TestZombieRegionResumedAfterFailoverWritesNothing(t *testing.T) {
+	c := startCluster(t, devcluster.Options{Failover: "transfer", UpstreamTimeout: 5 * time.Second,
+		BankTimeout: 5 * time.Second, FailoverTimings: failover.Config{HoldTime: 500 * time.Millisecond}})
+	actor := c.ActorHomedIn("us-east", uniqueName("zombie"))
+	tok := token(t, c, actor)
+	eu := c.Region("eu-west")
+	l := ledger{t, c}
+	p := regionProcess(t, c, "fo-zombie", "transfer")
+	key := uniqueName("zombie-key")
+	body := paymentBody("3.00", key)
+
+	if err := c.Bank.SetFaults(bank.Faults{DelayAfter: 3 * procBankDelay}); err != nil {
+		t.Fatal(err)
+	}
+	orig := postAsync(t, p.URL, tok, key, body)
+	opID := waitOperationOf(t, c, "bank charge", `SELECT operation_id FROM bank_charges WHERE actor = $1`, scope(actor), 10*time.Second)
+	p.signal(syscall.SIGSTOP)
+	paused := time.Now()
+	if err := c.Bank.SetFaults(bank.Faults{}); err != nil {
+		t.Fatal(err)
+	}
+	// The failover and the takeover happen while the zombie sleeps.
+	for {
+		if time.Since(paused) > failoverDeadline {
+			t.Fatalf("no failover within %v of the pause", failoverDeadline)
+		}
+		r := mustPost(t, eu.URL, tok, key, body)
+		if r.Status == http.StatusCreated {
+			if r.opID() != opID {
+				t.Fatalf("taken over answer names operation %s; want %s", r.opID(), opID)
+			}
+			break
+		}
+		// 504: forwarded to the paused owner before the failover, the
+		// answer never came (the zombie reads it when it resumes, and its
+		// fence refuses it too).
+		switch r.Status {
+		case http.StatusServiceUnavailable, http.StatusConflict, http.StatusGatewayTimeout:
+		default:
+			t.Fatalf("while the owner is paused: %v; want 503, 409 or 504", r)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("operation %s taken over by eu-west %v after the pause", opID, time.Since(paused).Round(time.Millisecond))
+	p.signal(syscall.SIGCONT)
+	orig.wait(t, 15*time.Second) // the zombie answers its client with what it knows
+	deadline := time.Now().Add(failoverDeadline)
+	for scrape(t, p.URL).sum("idemcoord_fenced_writes_rejected_total") < 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the zombie's late write was not refused by the fence within %v", failoverDeadline)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	l.exactlyOnce("after the zombie resumed", opID)
+	if rec := readRecord(t, c, opID); rec.State != "COMPLETED" || strings.HasPrefix(rec.LeaseOwner, p.worker+"/") {
+		t.Errorf("record %+v; want COMPLETED by eu-west's takeover, not the zombie", rec)
+	}
+}
