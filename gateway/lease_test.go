@@ -25,10 +25,10 @@ func heartbeatThrough(fake *clock.Fake, total, every time.Duration) {
 	fake.BlockUntil(1)
 }
 
-// TestReviewMiddlewareHandlerOutlivesLease: a handler slower than the
+// TestHandlerSlowerThanItsLeaseKeepsItAndRunsOnce: a handler slower than the
 // lease is alive, so its heartbeat keeps the lease: a retry meanwhile is
 // told the operation is in progress, and the handler runs once.
-func TestReviewMiddlewareHandlerOutlivesLease(t *testing.T) {
+func TestHandlerSlowerThanItsLeaseKeepsItAndRunsOnce(t *testing.T) {
 	var runs atomic.Int64
 	var done sync.Map
 	started := make(chan struct{})
@@ -75,11 +75,11 @@ func TestReviewMiddlewareHandlerOutlivesLease(t *testing.T) {
 	}
 }
 
-// TestReviewTakeoverOfUnsentClaimHeldForever: a worker claimed a key and
+// TestTakeoverOfAnUnsentClaimRunsTheIntent: a worker claimed a key and
 // died before sending anything upstream. Its takeover, on an endpoint
 // without a resolve path, finds no "sending" mark and runs the intent:
 // nothing had run, so the key is not held OUTCOME_UNKNOWN.
-func TestReviewTakeoverOfUnsentClaimHeldForever(t *testing.T) {
+func TestTakeoverOfAnUnsentClaimRunsTheIntent(t *testing.T) {
 	var runs atomic.Int64
 	u := createdUpstream(t, &runs)
 	s, fake := clockedStore(t, 8)
@@ -101,12 +101,12 @@ func TestReviewTakeoverOfUnsentClaimHeldForever(t *testing.T) {
 	}
 }
 
-// TestReviewTakeoverResolvePlusExecuteOutlivesLease: a takeover spends up
+// TestTakeoverKeepsItsLeaseThroughResolveAndExecute: a takeover spends up
 // to two upstream calls (Resolve, then Execute) under one lease; its
 // heartbeat keeps the lease through both, so a second retry meanwhile is
 // told the operation is in progress instead of taking it over, and the
 // intent runs once.
-func TestReviewTakeoverResolvePlusExecuteOutlivesLease(t *testing.T) {
+func TestTakeoverKeepsItsLeaseThroughResolveAndExecute(t *testing.T) {
 	var runs atomic.Int64
 	var done sync.Map
 	started := make(chan struct{})

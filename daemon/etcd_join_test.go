@@ -53,7 +53,7 @@ func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
 // An unreachable etcd must make Start fail within its dial timeout, and a
 // cancelled ctx (SIGTERM during `idemd run` startup) must stop it: the
 // session is created with context.WithoutCancel(ctx) and no deadline.
-func TestReview2StartGivesUpOnUnreachableEtcd(t *testing.T) {
+func TestStartGivesUpOnUnreachableEtcd(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +84,7 @@ func TestReview2StartGivesUpOnUnreachableEtcd(t *testing.T) {
 // The liveness key must be kept while the instance runs: after its session
 // lease is lost (an etcd partition longer than the TTL, here a revoke) the
 // instance must put it back under a new lease.
-func TestReview2LivenessKeyRestoredAfterLeaseLoss(t *testing.T) {
+func TestLivenessKeyRestoredAfterLeaseLoss(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	ec, err := etcdlocal.Start(ctx, []string{"m1"}, etcdlocal.Options{Fast: true})

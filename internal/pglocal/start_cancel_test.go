@@ -44,7 +44,7 @@ func review2PostmasterPID() (dir string, pid int) {
 // running: Start kills pg_ctl, deletes the directory (so sweep can never
 // find it) and returns, and the server runs on, orphaned, holding its port
 // and memory.
-func TestReview2CancelledStartLeavesNoServer(t *testing.T) {
+func TestCancelledStartLeavesNoServer(t *testing.T) {
 	if _, err := BinDir(); err != nil {
 		t.Fatal(err)
 	}

@@ -12,12 +12,12 @@ import (
 	"github.com/idemcoord/idemcoord/gateway"
 )
 
-// TestReviewFenceIgnoresOwnerRegion: after the actor's shard is transferred
+// TestFenceOwnedByAnotherRegionIsNeverAdopted: after the actor's shard is transferred
 // to another region (epoch bumped, owner_region changed in shard_fences),
 // this region's claim is refused once as stale, and then the gateway simply
 // re-reads the new epoch from the store and writes with it. The fence never
 // keeps the old region out: two regions accept writes for one shard (I3/I6).
-func TestReviewFenceIgnoresOwnerRegion(t *testing.T) {
+func TestFenceOwnedByAnotherRegionIsNeverAdopted(t *testing.T) {
 	ctx := context.Background()
 	var runs atomic.Int64
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -14,7 +14,7 @@ import (
 // developer can write with the cluster's secret and DSN, and can read or
 // swap the state idemctl trusts. The file must be created fresh, without
 // following links, in a directory only this user controls.
-func TestReview2WriteStateDoesNotFollowPlantedSymlink(t *testing.T) {
+func TestWriteStateDoesNotFollowAPlantedSymlink(t *testing.T) {
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
 	victim := filepath.Join(t.TempDir(), "victim")

@@ -16,7 +16,7 @@ func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 // takes batch <= 0 as its default, but the loop's stop condition n < batch
 // is then never true, so the command deletes nothing forever, one
 // statement after another, until killed.
-func TestReview2CleanupWithZeroBatchEnds(t *testing.T) {
+func TestCleanupWithZeroBatchEnds(t *testing.T) {
 	dsn := pgtest.NewDatabase(t)
 	if _, err := idemctl(t, "migrate", "--dsn", dsn); err != nil {
 		t.Fatal(err)

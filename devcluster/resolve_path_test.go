@@ -16,7 +16,7 @@ import (
 // payment (id, amount, reference) by operation id, which the contract
 // refuses even to authenticated other actors (GET /v1/operations/{id}
 // answers the owning actor only).
-func TestReview2ResolveURLNotReachableThroughGateway(t *testing.T) {
+func TestResolvePathIsNotReachableThroughTheGateway(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	c, err := Start(ctx, Options{Logger: slog.New(slog.DiscardHandler)})

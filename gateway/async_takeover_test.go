@@ -14,12 +14,12 @@ import (
 	"github.com/idemcoord/idemcoord/idempotency"
 )
 
-// TestReviewAsyncTakeoverRerunsWithoutResolve: an async execution ran its
+// TestAsyncTakeoverAsksTheResolvePathBeforeRunning: an async execution ran its
 // intent, then its worker died before recording the result (record stays
 // PENDING). After the lease, a retry takes the operation over; accept()
 // hands execute() a Claim{Outcome: FirstRun}, so the takeover never asks the
 // resolve path (which knows it ran) and runs the intent a second time.
-func TestReviewAsyncTakeoverRerunsWithoutResolve(t *testing.T) {
+func TestAsyncTakeoverAsksTheResolvePathBeforeRunning(t *testing.T) {
 	var runs atomic.Int64
 	var done sync.Map
 	mux := http.NewServeMux()
@@ -68,13 +68,13 @@ func TestReviewAsyncTakeoverRerunsWithoutResolve(t *testing.T) {
 	}
 }
 
-// TestReviewAsyncCloseDropsFinishedResult: Gateway.Close (every graceful
+// TestAsyncResultIsRecordedThroughClose: Gateway.Close (every graceful
 // shutdown, every rolling deploy) cancels the context the background run
 // uses for Finish. The proxied upstream call is detached and completes with
 // 201, but Finish then fails on the cancelled context: the record stays
 // PENDING, the result is lost, and (with the bug above) the next retry runs
 // the intent again.
-func TestReviewAsyncCloseDropsFinishedResult(t *testing.T) {
+func TestAsyncResultIsRecordedThroughClose(t *testing.T) {
 	started := make(chan struct{}, 1)
 	release := make(chan struct{})
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -110,12 +110,12 @@ func TestReviewAsyncCloseDropsFinishedResult(t *testing.T) {
 	}
 }
 
-// TestReviewAsyncOutcomeUnknownNeverResolved: the contract resolves an
+// TestAsyncOutcomeUnknownIsResolvedOnRetry: the contract resolves an
 // OUTCOME_UNKNOWN operation on the next retry by asking the resolve path.
 // On an async endpoint decide() answers 202 for Unresolved before resolving,
 // so the operation stays OUTCOME_UNKNOWN for ever although the upstream can
 // say it ran.
-func TestReviewAsyncOutcomeUnknownNeverResolved(t *testing.T) {
+func TestAsyncOutcomeUnknownIsResolvedOnRetry(t *testing.T) {
 	var runs atomic.Int64
 	var done sync.Map
 	mux := http.NewServeMux()

@@ -14,14 +14,14 @@ import (
 	"github.com/idemcoord/idemcoord/idempotency"
 )
 
-// TestReviewClientHangupLosesTheAnswer: the client times out (hangs up)
+// TestClientHangUpStillRecordsTheAnswer: the client times out (hangs up)
 // while the upstream call is in flight. Proxy.Execute deliberately detaches
 // the upstream call from the client's context, and the upstream answers 201;
 // but Finish runs on the cancelled request context, so the result is never
 // stored. The record stays IN_PROGRESS, retries get 409 until the lease
 // expires, and then the takeover (no resolve path) records OUTCOME_UNKNOWN:
 // no retry ever gets the one run's answer.
-func TestReviewClientHangupLosesTheAnswer(t *testing.T) {
+func TestClientHangUpStillRecordsTheAnswer(t *testing.T) {
 	var runs atomic.Int64
 	started := make(chan struct{}, 4)
 	release := make(chan struct{})

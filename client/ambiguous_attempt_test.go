@@ -52,7 +52,7 @@ var resetAfterSend = &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESE
 // not be passed on as "a new key is safe": the first attempt may have
 // charged. Here the token expired during backoff and the gateway answers
 // 401 with new_key_safe: true.
-func TestReview2NewKeySafeNotClaimedAfterAmbiguousAttempt(t *testing.T) {
+func TestNewKeyNeverSafeAfterAnAmbiguousAttempt(t *testing.T) {
 	s := &review2Script{steps: []func(*http.Request) (*http.Response, error){
 		review2Fail(resetAfterSend),
 		review2Answer(401, "application/problem+json",
@@ -75,7 +75,7 @@ func TestReview2NewKeySafeNotClaimedAfterAmbiguousAttempt(t *testing.T) {
 // rotated to one the client does not trust): after an ambiguous first
 // attempt it must be a *GaveUpError (outcome unknown), as a TokenSource
 // error is, not a plain error that reads as "nothing happened".
-func TestReview2FatalTransportErrorAfterAmbiguousAttemptIsGaveUp(t *testing.T) {
+func TestFatalTransportErrorAfterAnAmbiguousAttemptIsGaveUp(t *testing.T) {
 	s := &review2Script{steps: []func(*http.Request) (*http.Response, error){
 		review2Fail(resetAfterSend),
 		review2Fail(x509.UnknownAuthorityError{}),

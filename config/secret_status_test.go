@@ -10,7 +10,7 @@ import (
 // An operator who pastes the secret itself into hs256_secret_env (the very
 // mistake the message names) must not get the secret echoed to stderr or a
 // log collector by check-config or idemd run.
-func TestReview2SecretInEnvFieldIsNotQuoted(t *testing.T) {
+func TestSecretPastedInEnvFieldIsNeverEchoed(t *testing.T) {
 	for _, secret := range []string{
 		"q8Zr+v1/Kx0Lm2Np4Tt6Vv8Xx0Zz2Bb4Dd6Ff8Hh0=", // base64: fails the name check
 		"hunter2 hunter2 hunter2 hunter2 hunter2",    // a passphrase
@@ -33,7 +33,7 @@ func TestReview2SecretInEnvFieldIsNotQuoted(t *testing.T) {
 // A status list that makes a success "did not take effect, run it again"
 // is a double effect waiting to happen: every retry of a 201 re-runs the
 // upstream. Validate must refuse it, naming the field.
-func TestReview2SuccessNeverRetryable(t *testing.T) {
+func TestSuccessStatusIsNeverRetryable(t *testing.T) {
 	tests := []struct {
 		name, edit string
 		status     int

@@ -9,11 +9,11 @@ import (
 	"github.com/idemcoord/idemcoord/gateway"
 )
 
-// TestReviewRegionUnavailableHasRetryAfter: when the fence keeps refusing
+// TestRegionUnavailableHasRetryAfter: when the fence keeps refusing
 // (coordinate's four rounds run out), the gateway answers 503
 // region-unavailable without Retry-After; the contract requires it on
 // every 503.
-func TestReviewRegionUnavailableHasRetryAfter(t *testing.T) {
+func TestRegionUnavailableHasRetryAfter(t *testing.T) {
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(201) })
 	srv := serveWrapped(t, staleForever{store(t, 4)}, "", h)
 	st, hd, b := do(t, post(t, srv.URL+"/v1/things", token(t, "alice"), "k", `{}`))
@@ -25,9 +25,9 @@ func TestReviewRegionUnavailableHasRetryAfter(t *testing.T) {
 	}
 }
 
-// TestReviewOperationViewHasStatus: the contract's GET /v1/operations/{id}
+// TestOperationViewHasStatus: the contract's GET /v1/operations/{id}
 // document has a top-level "status"; operationView has none.
-func TestReviewOperationViewHasStatus(t *testing.T) {
+func TestOperationViewHasStatus(t *testing.T) {
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(201)
@@ -53,12 +53,12 @@ func TestReviewOperationViewHasStatus(t *testing.T) {
 	}
 }
 
-// TestReviewUnmatchedRouteNeedsNoToken: the contract requires a bearer
+// TestUnmatchedRouteNeedsNoToken: the contract requires a bearer
 // token on coordinated endpoints, and config says requests matching no
 // endpoint "pass through uncoordinated"; serve() authenticates every
 // request first, so an unauthenticated request to an uncoordinated route
 // (a public page, a webhook, the upstream's own health check) gets 401.
-func TestReviewUnmatchedRouteNeedsNoToken(t *testing.T) {
+func TestUnmatchedRouteNeedsNoToken(t *testing.T) {
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "public") })
 	srv := serveWrapped(t, store(t, 4), "", h)
 	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/public/status", nil)

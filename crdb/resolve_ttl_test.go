@@ -9,13 +9,13 @@ import (
 	"github.com/idemcoord/idemcoord/idempotency"
 )
 
-// TestReviewResolvedAfterTTLIsCleanedAndRerun: TTL is documented as "how
+// TestResolvedAfterTTLStaysForAnotherTTL: TTL is documented as "how
 // long the record lives after its last change", but Finish and Resolve leave
 // expires_at at claim time + TTL. An OUTCOME_UNKNOWN operation (not
 // cleanable) that is resolved as COMPLETED after its TTL is deletable at
 // once: the next cleanup pass removes it, and a client that has been told
 // 409 "retry with the same key" the whole time now runs the intent again.
-func TestReviewResolvedAfterTTLIsCleanedAndRerun(t *testing.T) {
+func TestResolvedAfterTTLStaysForAnotherTTL(t *testing.T) {
 	ctx := context.Background()
 	clock := newClock()
 	s, _ := openStore(t, clock)
