@@ -66,6 +66,12 @@ type Config struct {
 	// Endpoints are the coordinated endpoints; at least one is required.
 	// Requests that match none pass through uncoordinated.
 	Endpoints []Endpoint `yaml:"endpoints"`
+	// DrainTimeout, TLS, UpstreamTLS and Cleanup run idemd in production
+	// (production.go).
+	DrainTimeout time.Duration `yaml:"drain_timeout"`
+	TLS          ListenerTLS   `yaml:"tls"`
+	UpstreamTLS  UpstreamTLS   `yaml:"upstream_tls"`
+	Cleanup      Cleanup       `yaml:"cleanup"`
 }
 
 // Store configures the SQL store (CockroachDB, or PostgreSQL in tests).
@@ -87,6 +93,8 @@ type Etcd struct {
 	Endpoints []string `yaml:"endpoints"`
 	// DialTimeout bounds connecting to etcd. Default DefaultDialTimeout.
 	DialTimeout time.Duration `yaml:"dial_timeout"`
+	// TLS is the client TLS to etcd (production.go).
+	TLS EtcdTLS `yaml:"tls"`
 }
 
 // Auth configures bearer-token verification (see package authn). At least

@@ -96,6 +96,7 @@ func (c *Config) Validate() error {
 	checkLease(&p, "defaults", c.Defaults.TTL, c.Defaults.Lease, c.Defaults.UpstreamTimeout)
 	c.checkRegions(&p)
 	c.checkEndpoints(&p)
+	c.checkProduction(&p)
 	return p.err()
 }
 

@@ -13,8 +13,8 @@ import (
 // Cleanup and AuditedCleanup share it, so a cleanup an operator runs
 // deletes exactly what the unattended one would.
 const cleanupSQL = `DELETE FROM idempotency_records
-	WHERE (actor_scope, endpoint, key_hash) IN (
-		SELECT actor_scope, endpoint, key_hash FROM idempotency_records
+	WHERE (shard, actor_scope, endpoint, key_hash) IN (
+		SELECT shard, actor_scope, endpoint, key_hash FROM idempotency_records
 		WHERE expires_at <= COALESCE($1::TIMESTAMPTZ, now())
 			AND state IN ('COMPLETED', 'TERMINAL_FAILURE', 'RETRYABLE_FAILURE')
 		ORDER BY expires_at LIMIT $2)`

@@ -27,7 +27,7 @@ func proxied(t *testing.T, clock *testClock) (direct, via *crdb.Store, p *pgProx
 	direct = openDSN(t, dsn, clock)
 	p = newPGProxy(t, dsn)
 	logs = &logRecorder{}
-	via, err := crdb.Open(context.Background(), crdb.Config{DSN: p.dsn, Clock: clock, MaxConns: 4, Seed: 5,
+	via, err := crdb.Open(context.Background(), crdb.Config{Migrate: true, DSN: p.dsn, Clock: clock, MaxConns: 4, Seed: 5,
 		Logger: slog.New(logs)})
 	if err != nil {
 		t.Fatal(err)
@@ -36,8 +36,8 @@ func proxied(t *testing.T, clock *testClock) (direct, via *crdb.Store, p *pgProx
 	return direct, via, p, logs
 }
 
-// claimStatement matches the claim, in either of its forms: the idem_claim
-// function or a bare insert.
+// claimStatement matches the claim: the claim CTE (which inserts into
+// idempotency_records), or the idem_claim call of older stores.
 func claimStatement(sql string) bool {
 	return statement("idem_claim")(sql) || statement("INSERT INTO idempotency_records")(sql)
 }

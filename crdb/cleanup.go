@@ -8,6 +8,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/idemcoord/idemcoord/fencing"
 )
 
 // DefaultCleanupBatch bounds one cleanup statement: small enough that its
@@ -79,11 +81,24 @@ func (s *Store) Purge(ctx context.Context, operator, reason, actor string) (int,
 	}
 	var n int64
 	err := s.RunTx(ctx, func(tx pgx.Tx) error {
+		// The actor's records all live on its shard: naming it keeps the
+		// update on one stretch of CockroachDB's primary key (shard first)
+		// instead of a scan of every region. A store without a shard count
+		// (never bootstrapped) may only hold records from before: scan.
+		var shards int
+		err := tx.QueryRow(ctx, `SELECT shards FROM shard_config WHERE id = 1`).Scan(&shards)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		where, args := `actor_scope = $1`, []any{actor, s.now()}
+		if err == nil {
+			where, args = `shard = $3 AND actor_scope = $1`, append(args, fencing.ShardOf(actor, shards))
+		}
 		tag, err := tx.Exec(ctx, `UPDATE idempotency_records SET response_body = NULL, response_headers = NULL,
 			error_summary = NULL, body_omitted = false, purged = true,
 			version = CASE WHEN state IN ('PENDING', 'IN_PROGRESS', 'OUTCOME_UNKNOWN') THEN version ELSE version + 1 END,
 			updated_at = COALESCE($2::TIMESTAMPTZ, now())
-			WHERE actor_scope = $1 AND NOT purged`, actor, s.now())
+			WHERE `+where+` AND NOT purged`, args...)
 		if err != nil {
 			return err
 		}

@@ -175,7 +175,7 @@ func TestCrashRecovery(t *testing.T) {
 			}
 			req := request(t, "tenant/alice", "charge", `{"amount":"25.00"}`)
 
-			doomed, err := crdb.Open(ctx, crdb.Config{DSN: dsn, Clock: clock, Seed: 2})
+			doomed, err := crdb.Open(ctx, crdb.Config{Migrate: true, DSN: dsn, Clock: clock, Seed: 2})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -239,7 +239,7 @@ func TestRunLocalCrashBeforeResponse(t *testing.T) {
 	createPayments(t, s)
 	req := request(t, "tenant/alice", "local-crash", `{"amount":"8.00"}`)
 
-	doomed, err := crdb.Open(ctx, crdb.Config{DSN: dsn, Clock: clock, Seed: 3})
+	doomed, err := crdb.Open(ctx, crdb.Config{Migrate: true, DSN: dsn, Clock: clock, Seed: 3})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,8 +4,13 @@
 //
 // The production target is CockroachDB; tests run on PostgreSQL 15 at
 // SERIALIZABLE. The SQL in this package is the portable subset both accept.
-// CockroachDB-only DDL (regions, REGIONAL BY ROW, GLOBAL) lives in
-// migrations/cockroach and is applied by hand.
+// CockroachDB-only DDL (regions, REGIONAL BY ROW, zone configs) is
+// generated from the region topology by package crdb/multiregion and
+// applied by hand (idemctl deploy cockroach-sql).
+//
+// Every shard has an owner region once BootstrapFences has run; a shard
+// without one admits nobody. MoveFence changes a shard's owner under a new
+// epoch, audited.
 //
 // Every write is a short serializable transaction that also locks its
 // shard's fence row (SELECT ... FOR SHARE) and compares epochs, and every

@@ -18,11 +18,16 @@ import (
 // only if the key is COMPLETED, and a retry replays instead of inserting.
 func Example_runLocal() {
 	ctx := context.Background()
-	s, err := crdb.Open(ctx, crdb.Config{DSN: "postgres://localhost/idemcoord"})
+	s, err := crdb.Open(ctx, crdb.Config{Migrate: true, DSN: "postgres://localhost/idemcoord"})
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer s.Close()
+	// Every shard needs an owner before anyone may write it (the daemon
+	// does this at start, from the region topology).
+	if err := s.BootstrapFences(ctx, fencing.DefaultShards, func(int) string { return "us-east" }); err != nil {
+		log.Fatal(err)
+	}
 	key, _ := idempotency.ParseKeyHeader(`"order-1"`)
 	fp, _ := idempotency.ComputeFingerprint(idempotency.Request{Method: "POST", Path: "/v1/payments",
 		ContentType: "application/json", Body: []byte(`{"amount":"12.50"}`)}, idempotency.FingerprintOptions{})
@@ -30,7 +35,7 @@ func Example_runLocal() {
 	req := crdb.ClaimRequest{
 		Scope:       crdb.Scope{Actor: actor, Endpoint: "create-payment", Key: key},
 		Fingerprint: fp,
-		Token:       fencing.Token{Shard: fencing.ShardOf(actor, fencing.DefaultShards), Epoch: 1},
+		Token:       fencing.Token{Shard: fencing.ShardOf(actor, fencing.DefaultShards), Epoch: 1, Region: "us-east"},
 		Worker:      "example",
 		Lease:       30 * time.Second,
 		TTL:         24 * time.Hour,

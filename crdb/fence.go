@@ -136,8 +136,10 @@ func (s *Store) BootstrapFences(ctx context.Context, shards int, home func(shard
 // nil and writes no second audit row, so a mover that died after this step
 // is rolled forward by the next. Any other state returns
 // *fencing.MoveConflictError (errors.Is fencing.ErrMoveConflict) and
-// changes nothing. A lost connection during the commit is resolved inside
-// by running the move again.
+// changes nothing. With m.Drain, a shard that still has operations in
+// flight at m.From returns fencing.ErrNotDrained and changes nothing. A
+// lost connection during the commit is resolved inside by running the move
+// again.
 func (s *Store) MoveFence(ctx context.Context, m fencing.Move) error {
 	if m.From < 1 || strings.TrimSpace(m.To) == "" {
 		return fmt.Errorf("crdb: move fence %s: epoch must be at least 1 and the target region set", m)
@@ -146,12 +148,21 @@ func (s *Store) MoveFence(ctx context.Context, m fencing.Move) error {
 		return err
 	}
 	for attempt := 0; ; attempt++ {
-		var conflict *fencing.MoveConflictError
+		var (
+			conflict   *fencing.MoveConflictError
+			notDrained bool
+		)
 		err := s.RunTx(ctx, func(tx pgx.Tx) error {
-			conflict = nil
-			tag, err := tx.Exec(ctx, `UPDATE shard_fences SET epoch = $2, owner_region = $3,
-				updated_at = COALESCE($5::TIMESTAMPTZ, now()) WHERE shard = $1 AND epoch = $4`,
-				m.Shard, m.Epoch(), m.To, m.From, s.now())
+			conflict, notDrained = nil, false
+			q := `UPDATE shard_fences SET epoch = $2, owner_region = $3,
+				updated_at = COALESCE($5::TIMESTAMPTZ, now()) WHERE shard = $1 AND epoch = $4`
+			if m.Drain {
+				// Serializable: a claim that commits in between either is
+				// seen here or makes this transaction (or itself) retry.
+				q += ` AND NOT EXISTS (SELECT 1 FROM idempotency_records r WHERE r.shard = $1 AND r.epoch = $4
+					AND r.state IN ('PENDING', 'IN_PROGRESS') AND r.lease_expires_at > COALESCE($5::TIMESTAMPTZ, now()))`
+			}
+			tag, err := tx.Exec(ctx, q, m.Shard, m.Epoch(), m.To, m.From, s.now())
 			if err != nil {
 				return err
 			}
@@ -167,6 +178,10 @@ func (s *Store) MoveFence(ctx context.Context, m fencing.Move) error {
 			if err == nil && cur.Epoch == m.Epoch() && cur.Owner == m.To {
 				return nil // already applied, by us or by the mover we roll forward
 			}
+			if err == nil && m.Drain && cur.Epoch == m.From {
+				notDrained = true
+				return nil
+			}
 			conflict = &cur
 			return nil
 		})
@@ -178,6 +193,8 @@ func (s *Store) MoveFence(ctx context.Context, m fencing.Move) error {
 			return fmt.Errorf("crdb: move fence %s: %w", m, err)
 		case conflict != nil:
 			return conflict
+		case notDrained:
+			return fmt.Errorf("crdb: move fence %s: %w", m, fencing.ErrNotDrained)
 		}
 		return nil
 	}

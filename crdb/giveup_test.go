@@ -35,12 +35,13 @@ func alwaysConflicting(t *testing.T, s *crdb.Store) {
 func TestContentionGivesUpAsRetriesExhausted(t *testing.T) {
 	const attempts = 4
 	backoff := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	s, err := crdb.Open(context.Background(), crdb.Config{DSN: pgtest.NewDatabase(t), MaxAttempts: attempts,
+	s, err := crdb.Open(context.Background(), crdb.Config{Migrate: true, DSN: pgtest.NewDatabase(t), MaxAttempts: attempts,
 		RetryBase: time.Second, BackoffClock: backoff, Clock: newClock()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.Close)
+	bootstrap(t, s)
 	alwaysConflicting(t, s)
 
 	done := make(chan error, 1)

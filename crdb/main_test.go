@@ -47,7 +47,7 @@ func openStore(t testing.TB, clock crdb.Clock) (*crdb.Store, string) {
 
 func openDSN(t testing.TB, dsn string, clock crdb.Clock) *crdb.Store {
 	t.Helper()
-	cfg := crdb.Config{DSN: dsn, Clock: clock, MaxConns: 70, Seed: 1}
+	cfg := crdb.Config{Migrate: true, DSN: dsn, Clock: clock, MaxConns: 70, Seed: 1}
 	if clock == nil {
 		cfg.Clock = nil
 	}
@@ -56,7 +56,20 @@ func openDSN(t testing.TB, dsn string, clock crdb.Clock) *crdb.Store {
 		t.Fatalf("open store: %v", err)
 	}
 	t.Cleanup(s.Close)
+	bootstrap(t, s)
 	return s
+}
+
+// testRegion owns every shard of a test store: an unowned shard admits
+// nobody, so every store a test writes to is bootstrapped first.
+const testRegion = "us-east"
+
+// bootstrap gives every shard of s to testRegion at epoch 1.
+func bootstrap(t testing.TB, s *crdb.Store) {
+	t.Helper()
+	if err := s.BootstrapFences(context.Background(), fencing.DefaultShards, func(int) string { return testRegion }); err != nil {
+		t.Fatalf("bootstrap fences: %v", err)
+	}
 }
 
 func mustKey(t testing.TB, k string) idempotency.Key {
@@ -78,13 +91,14 @@ func fingerprint(t testing.TB, body string) idempotency.Fingerprint {
 	return fp
 }
 
-// request builds a claim request for actor/key/body on shard epoch 1.
+// request builds a claim request for actor/key/body on shard epoch 1, from
+// testRegion.
 func request(t testing.TB, actor, key, body string) crdb.ClaimRequest {
 	t.Helper()
 	return crdb.ClaimRequest{
 		Scope:       crdb.Scope{Actor: actor, Endpoint: "POST /v1/payments", Key: mustKey(t, key)},
 		Fingerprint: fingerprint(t, body),
-		Token:       fencing.Token{Shard: fencing.ShardOf(actor, fencing.DefaultShards), Epoch: 1},
+		Token:       fencing.Token{Shard: fencing.ShardOf(actor, fencing.DefaultShards), Epoch: 1, Region: testRegion},
 		Worker:      "test",
 		Lease:       30 * time.Second,
 		TTL:         24 * time.Hour,

@@ -7,11 +7,26 @@ import (
 	"go.opentelemetry.io/otel/metric"
 )
 
+// Event names: things that happen to a record after its claim, counted
+// apart from claim decisions so that the decisions alone sum to the
+// coordinated requests that reached the store.
+const (
+	eventUnknownRecorded  = "outcome_unknown_recorded"
+	eventUnknownResolved  = "outcome_unknown_resolved"
+	eventRecoveryTakeover = "recovery_takeover"
+)
+
+// metricOps are the op labels the fence, lost-ownership and retry counters
+// are exported with at zero from the start, so a rate() over them exists
+// before the first event.
+var metricOps = []string{"claim", "finish", "heartbeat", "stage", "takeover", "tx"}
+
 // metrics are the store's OpenTelemetry instruments. Names follow the
 // idemcoord_ prefix every component uses, so one Prometheus scrape shows the
 // whole protocol.
 type metrics struct {
-	outcomes  metric.Int64Counter // by endpoint and outcome
+	decisions metric.Int64Counter // claim decisions, by endpoint and decision
+	events    metric.Int64Counter // result events, by endpoint and event
 	fencedC   metric.Int64Counter // writes refused by the fence, by op
 	lost      metric.Int64Counter // version-conditioned updates that matched nothing
 	retries   metric.Int64Counter // whole-transaction retries on 40001/40P01
@@ -21,8 +36,12 @@ type metrics struct {
 func newMetrics(m metric.Meter) (*metrics, error) {
 	var mt metrics
 	var err error
-	if mt.outcomes, err = m.Int64Counter("idemcoord.outcomes",
-		metric.WithDescription("Claim decisions and result events: first_run, replay, fingerprint_conflict, in_progress, takeover, outcome_unknown, outcome_unknown_recorded, outcome_unknown_resolved.")); err != nil {
+	if mt.decisions, err = m.Int64Counter("idemcoord.decisions",
+		metric.WithDescription("Claim decisions, one per coordinated request that reached the store: first_run, replay, fingerprint_conflict, in_progress, takeover, outcome_unknown.")); err != nil {
+		return nil, err
+	}
+	if mt.events, err = m.Int64Counter("idemcoord.events",
+		metric.WithDescription("Events after a claim: outcome_unknown_recorded, outcome_unknown_resolved, recovery_takeover (queued async work taken over by recovery).")); err != nil {
 		return nil, err
 	}
 	if mt.fencedC, err = m.Int64Counter("idemcoord.fenced_writes_rejected",
@@ -41,11 +60,48 @@ func newMetrics(m metric.Meter) (*metrics, error) {
 		metric.WithDescription("Expired resting records deleted by TTL cleanup.")); err != nil {
 		return nil, err
 	}
+	ctx := context.Background()
+	for _, op := range metricOps {
+		attrs := metric.WithAttributes(attribute.String("op", op))
+		mt.fencedC.Add(ctx, 0, attrs)
+		mt.lost.Add(ctx, 0, attrs)
+		mt.retries.Add(ctx, 0, attrs)
+	}
+	mt.cleanedUp.Add(ctx, 0)
 	return &mt, nil
 }
 
-func (m *metrics) outcome(ctx context.Context, endpoint, outcome string) {
-	m.outcomes.Add(ctx, 1, metric.WithAttributes(attribute.String("endpoint", endpoint), attribute.String("outcome", outcome)))
+// isEvent reports whether name is an event rather than a claim decision.
+func isEvent(name string) bool {
+	switch name {
+	case eventUnknownRecorded, eventUnknownResolved, eventRecoveryTakeover:
+		return true
+	}
+	return false
+}
+
+// outcome counts a claim decision, or an event (isEvent): the claim and
+// update code report both through it.
+func (m *metrics) outcome(ctx context.Context, endpoint, name string) {
+	if isEvent(name) {
+		m.events.Add(ctx, 1, metric.WithAttributes(attribute.String("endpoint", endpoint), attribute.String("event", name)))
+		return
+	}
+	m.decisions.Add(ctx, 1, metric.WithAttributes(attribute.String("endpoint", endpoint), attribute.String("decision", name)))
+}
+
+// InitMetrics exports the decision and event counters of the given
+// endpoints at zero, so that every series an alert uses exists before its
+// first request.
+func (s *Store) InitMetrics(ctx context.Context, endpoints []string) {
+	for _, ep := range endpoints {
+		for _, o := range outcomeNames[1:] {
+			s.metrics.decisions.Add(ctx, 0, metric.WithAttributes(attribute.String("endpoint", ep), attribute.String("decision", o)))
+		}
+		for _, e := range []string{eventUnknownRecorded, eventUnknownResolved, eventRecoveryTakeover} {
+			s.metrics.events.Add(ctx, 0, metric.WithAttributes(attribute.String("endpoint", ep), attribute.String("event", e)))
+		}
+	}
 }
 
 func (m *metrics) fenced(ctx context.Context, op string) {

@@ -3,19 +3,52 @@ package crdb
 import (
 	"context"
 	"embed"
+	"errors"
 	"fmt"
 	"io/fs"
 	"sort"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-//go:embed migrations/portable/*.sql migrations/cockroach/*.sql
+// ErrSchemaMissing is returned by Open (without Config.Migrate) when the
+// store has not been migrated.
+var ErrSchemaMissing = errors.New("crdb: schema missing or out of date: run idemctl migrate (or idemd run --migrate)")
+
+// schemaTables are the tables the newest portable migration leaves; Open
+// checks they exist before it serves from the store.
+var schemaTables = []string{"idempotency_records", "shard_fences", "repair_audit", "async_requests", "shard_config"}
+
+// checkSchema fails with ErrSchemaMissing unless every table of the
+// portable migrations exists.
+func checkSchema(ctx context.Context, pool *pgxpool.Pool) error {
+	for _, t := range schemaTables {
+		_, err := pool.Exec(ctx, "SELECT 1 FROM "+t+" LIMIT 0")
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Code == "42P01" { // undefined_table
+			return fmt.Errorf("%w (table %s)", ErrSchemaMissing, t)
+		}
+		if err != nil {
+			return fmt.Errorf("crdb: schema check: %w", err)
+		}
+	}
+	return nil
+}
+
+//go:embed migrations/portable/*.sql
 var migrations embed.FS
 
+// superseded lists applied migrations a later one undoes. Migrate skips
+// them (their files stay as they were applied): 0002 created idem_claim,
+// a PL/pgSQL function CockroachDB cannot run, which 0005 drops.
+var superseded = map[string]bool{
+	"migrations/portable/0002_claim_function.sql": true,
+}
+
 // Migrate applies the portable migration set. It is idempotent: every
-// statement is CREATE ... IF NOT EXISTS or INSERT ... ON CONFLICT DO NOTHING,
-// so concurrent instances starting together are safe.
+// statement is CREATE ... IF NOT EXISTS, INSERT ... ON CONFLICT DO NOTHING
+// or DROP ... IF EXISTS, so concurrent instances starting together are safe.
 func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
 	names, err := fs.Glob(migrations, "migrations/portable/*.sql")
 	if err != nil {
@@ -23,6 +56,9 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
 	}
 	sort.Strings(names)
 	for _, name := range names {
+		if superseded[name] {
+			continue
+		}
 		b, err := migrations.ReadFile(name)
 		if err != nil {
 			return err
@@ -40,11 +76,4 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
 		}
 	}
 	return nil
-}
-
-// CockroachMigrations returns the CockroachDB-only multi-region DDL, to be
-// reviewed and applied by an operator (it changes the cluster's layout).
-func CockroachMigrations() (string, error) {
-	b, err := migrations.ReadFile("migrations/cockroach/0001_multiregion.sql")
-	return string(b), err
 }

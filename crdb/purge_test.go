@@ -54,7 +54,9 @@ func TestPurgeSticksThroughLaterFinishAndResolve(t *testing.T) {
 	if err := s.Finish(ctx, running.Lease, completed(`{"card":"4242"}`)); err != nil {
 		t.Fatalf("the running worker's Finish after the purge: %v", err)
 	}
-	if err := s.Resolve(ctx, unknown, unknown.Token, completed(`{"card":"4242"}`)); err != nil {
+	tok := unknown.Token
+	tok.Region = testRegion // the resolver's own token, as the gateway passes it
+	if err := s.Resolve(ctx, unknown, tok, completed(`{"card":"4242"}`)); err != nil {
 		t.Fatalf("Resolve after the purge: %v", err)
 	}
 	res := completed(`{"card":"4242"}`)

@@ -107,6 +107,6 @@ func (s *Store) TakeOver(ctx context.Context, rec Record, req ClaimRequest) (Cla
 		return Claim{Record: rec}, err
 	}
 	lease.Attempts++
-	s.metrics.outcome(ctx, rec.Scope.Endpoint, TakenOver.String())
+	s.metrics.outcome(ctx, rec.Scope.Endpoint, eventRecoveryTakeover) // not a client request
 	return Claim{Outcome: TakenOver, Record: rec, Lease: lease}, nil
 }

@@ -78,12 +78,13 @@ func TestRacersRetrySerializationFailures(t *testing.T) {
 	reader := sdkmetric.NewManualReader()
 	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	t.Cleanup(func() { provider.Shutdown(context.Background()) })
-	s, err := crdb.Open(ctx, crdb.Config{DSN: pgtest.NewDatabase(t), Clock: newClock(), MaxConns: 70, Seed: 4,
+	s, err := crdb.Open(ctx, crdb.Config{Migrate: true, DSN: pgtest.NewDatabase(t), Clock: newClock(), MaxConns: 70, Seed: 4,
 		Meter: provider.Meter("test")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.Close)
+	bootstrap(t, s)
 	createPayments(t, s)
 
 	req := request(t, "tenant/alice", "retry-race", `{"amount":"50"}`)
@@ -123,9 +124,9 @@ func TestRacersRetrySerializationFailures(t *testing.T) {
 	if retries["tx"] < 1 {
 		t.Errorf("idemcoord.tx_retries = %v, want at least one whole-transaction retry (op=tx)", retries)
 	}
-	outs := counter(t, reader, "idemcoord.outcomes", "outcome")
+	outs := counter(t, reader, "idemcoord.decisions", "decision")
 	if outs["first_run"] != 1 || outs["replay"] != n-1 {
-		t.Errorf("idemcoord.outcomes = %v, want first_run 1 and replay %d", outs, n-1)
+		t.Errorf("idemcoord.decisions = %v, want first_run 1 and replay %d", outs, n-1)
 	}
 	t.Logf("tx_retries %v, outcomes %v, LocalFunc ran %d time(s)", retries, outs, calls.Load())
 }

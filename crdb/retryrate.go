@@ -5,9 +5,9 @@ import "sync"
 // retryRate tracks, per endpoint, how many claims find an existing record
 // (retries) rather than creating one, and picks the cheaper claim path:
 //
-//   - claim first (idem_claim): one round trip for a first run and for a
-//     retry, but a retry costs a PL/pgSQL call (measured at roughly 0.7x a
-//     plain point read's throughput on PostgreSQL);
+//   - claim first (claimSQL): one round trip for a first run and for a
+//     retry, but a retry pays the fence lock the insert takes before it
+//     finds the record;
 //   - read first: a retry costs one plain point read, a first run three
 //     round trips (read, claim, finish).
 //

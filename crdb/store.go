@@ -41,6 +41,12 @@ type Clock interface {
 type Config struct {
 	// DSN is the store's connection string (postgres:// URL or key=value).
 	DSN string
+	// Migrate applies the portable migrations when the store opens (idemctl
+	// migrate, idemd run --migrate, the dev cluster, tests). Default false:
+	// Open then checks that the schema is there and fails with
+	// ErrSchemaMissing otherwise, so no instance changes the schema behind
+	// an operator's back.
+	Migrate bool
 	// MaxConns is the connection pool size. Default DefaultMaxConns.
 	MaxConns int32
 	// MaxAttempts bounds whole-transaction retries on serialization
@@ -61,6 +67,9 @@ type Config struct {
 	Meter metric.Meter
 	// Logger receives the store's logs. Default slog.Default().
 	Logger *slog.Logger
+	// Tracer, if set, sees every query the pool runs (tests count the
+	// store round trips of each request path with it). Default none.
+	Tracer pgx.QueryTracer
 }
 
 // Validate reports every invalid field.
@@ -122,6 +131,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("crdb: dsn: %w", err)
 	}
 	pc.MaxConns = cfg.MaxConns
+	pc.ConnConfig.Tracer = cfg.Tracer
 	// Every implicit (single-statement) transaction is serializable too.
 	pc.ConnConfig.RuntimeParams["default_transaction_isolation"] = "serializable"
 	pc.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
@@ -163,7 +173,12 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("crdb: connect: %w", err)
 	}
 	s.cockroach = strings.Contains(version, "CockroachDB")
-	if err := Migrate(ctx, pool); err != nil {
+	if cfg.Migrate {
+		err = Migrate(ctx, pool)
+	} else {
+		err = checkSchema(ctx, pool)
+	}
+	if err != nil {
 		pool.Close()
 		return nil, err
 	}

@@ -15,13 +15,13 @@ import (
 
 // updateSQL is the shape of every write after the claim: lock the shard's
 // fence, and update the record only if its version is the one the writer
-// holds, its lease owner is the writer, and the fence's epoch is the
-// writer's. {set} and {cond} are filled per operation; {now} is the
+// holds, its lease owner is the writer, and the fence's epoch and owner
+// region are the writer's (an unowned shard admits nobody). {set} and {cond} are filled per operation; {now} is the
 // statement's time. Parameters $1..$9 are fixed; operations add $10 on.
 const updateSQL = `UPDATE idempotency_records SET version = version + 1, updated_at = {now}, epoch = $3, {set}
 FROM (SELECT epoch AS fence_epoch, owner_region AS fence_owner FROM shard_fences WHERE shard = $2 FOR SHARE) AS f
-WHERE actor_scope = $4 AND endpoint = $5 AND key_hash = $6 AND version = $7 AND lease_owner = $8
-	AND f.fence_epoch = $3 AND (f.fence_owner = '' OR f.fence_owner = $9) AND {cond}
+WHERE shard = $2 AND actor_scope = $4 AND endpoint = $5 AND key_hash = $6 AND version = $7 AND lease_owner = $8
+	AND f.fence_epoch = $3 AND f.fence_owner = $9 AND f.fence_owner <> '' AND {cond}
 RETURNING version, lease_expires_at`
 
 // argVersion is the index in fencedUpdate.args of the version the update
@@ -134,7 +134,7 @@ func (s *Store) runUpdate(ctx context.Context, u fencedUpdate) (bool, error) {
 			s.log.WarnContext(ctx, "update outcome ambiguous, re-reading", "op", op, "operation_id", l.OperationID, "err", err)
 			unsure, lastErr = true, err
 		}
-		rec, rerr := s.readHash(ctx, l.Scope.Actor, l.Scope.Endpoint, l.keyHash)
+		rec, rerr := s.readShard(ctx, l.Token.Shard, l.Scope.Actor, l.Scope.Endpoint, l.keyHash)
 		if errors.Is(rerr, ErrNotFound) && !isAmb {
 			return false, nil // finished and cleaned up long ago: not ours
 		}
@@ -242,6 +242,20 @@ func (s *Store) Read(ctx context.Context, sc Scope) (Record, error) {
 	return rec, err
 }
 
+// readShard reads a record by its full CockroachDB primary key (shard
+// first): the re-read after an ambiguous update.
+func (s *Store) readShard(ctx context.Context, shard int, actor, endpoint string, keyHash [32]byte) (Record, error) {
+	var rec Record
+	err := scanRecord(s.pool.QueryRow(ctx, `SELECT `+recordCols+` FROM idempotency_records
+		WHERE shard = $1 AND actor_scope = $2 AND endpoint = $3 AND key_hash = $4`, shard, actor, endpoint, keyHash[:]), &rec)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return rec, ErrNotFound
+	}
+	return rec, err
+}
+
+// readHash reads a record without its shard (the store does not know the
+// shard count): for Read, an operator and test path, never a request's.
 func (s *Store) readHash(ctx context.Context, actor, endpoint string, keyHash [32]byte) (Record, error) {
 	var rec Record
 	err := scanRecord(s.pool.QueryRow(ctx, `SELECT `+recordCols+` FROM idempotency_records

@@ -12,17 +12,17 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/idemcoord/idemcoord/authn"
+	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/config"
 	"github.com/idemcoord/idemcoord/crdb"
+	"github.com/idemcoord/idemcoord/failover"
 	"github.com/idemcoord/idemcoord/gateway"
 	"github.com/idemcoord/idemcoord/ownership"
 	"github.com/idemcoord/idemcoord/region"
@@ -42,26 +42,52 @@ type Options struct {
 	// ForwardTransport, if set, carries requests forwarded to other
 	// regions' gateways (a drill cuts one region off here).
 	ForwardTransport http.RoundTripper
+	// Failover overrides the failover controller's timings (ConfirmDelay,
+	// HoldTime, StartupGrace, PollInterval, ElectionTTL, MoveConcurrency,
+	// Clock); its connection fields are the daemon's. Zero fields take the
+	// failover package's defaults.
+	Failover failover.Config
 	// Listener, if set, is served instead of listening on cfg.Listen: a
 	// caller that must know the address before the configuration is
 	// written (the dev cluster) opens it first.
 	Listener net.Listener
+	// Migrate applies the store's migrations at start (idemd run
+	// --migrate, the dev cluster, tests). Default false: a store without
+	// the schema fails the start with crdb.ErrSchemaMissing.
+	Migrate bool
+	// SpanExporter, if set, receives the daemon's spans (tests pass an
+	// in-memory one). Default: OTLP when OTEL_EXPORTER_OTLP_ENDPOINT or
+	// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set, otherwise no tracing.
+	SpanExporter sdktrace.SpanExporter
+	// Clock drives the cleanup and gauge loops. Default clock.Real().
+	Clock clock.Clock
 }
 
 // Daemon is one running region instance.
 type Daemon struct {
-	cfg    *config.Config
-	store  *crdb.Store
-	gw     *gateway.Gateway
-	srv    *http.Server
-	ln     net.Listener
-	etcd   *clientv3.Client
-	live   *ownership.Liveness
-	dir    *ownership.Directory
-	cache  *ownership.Cache
-	topo   *region.Topology
-	mp     *sdkmetric.MeterProvider
-	served chan error
+	cfg   *config.Config
+	store *crdb.Store
+	gw    *gateway.Gateway
+	srv   *http.Server
+	ln    net.Listener
+	etcd  *clientv3.Client
+	live  *ownership.Liveness
+	dir   *ownership.Directory
+	cache *ownership.Cache
+	topo  *region.Topology
+	ctl   *failover.Controller
+	// stopCtl ends the failover controller's Run.
+	stopCtl context.CancelFunc
+	opts    Options
+	tel     *telemetry
+	bg      *background
+	log     *slog.Logger
+	// done is closed when the server stops serving; err says why (nil
+	// after Close).
+	done      chan struct{}
+	err       error
+	closing   chan struct{}
+	closeOnce sync.Once
 }
 
 // Start opens the store, connects to etcd (if configured), and serves on
@@ -74,25 +100,27 @@ func Start(ctx context.Context, cfg *config.Config, opts Options) (d *Daemon, er
 		opts.Logger = slog.Default()
 	}
 	log := opts.Logger.With("region", cfg.Region)
-	started := &Daemon{cfg: cfg, served: make(chan error, 1)}
+	started := &Daemon{cfg: cfg, opts: opts, log: log, done: make(chan struct{}), closing: make(chan struct{})}
 	d = started
 	defer func() {
 		if err != nil {
 			started.Close(context.Background()) // whatever was opened so far
 		}
 	}()
-	reg := prometheus.NewRegistry()
-	exporter, err := otelprom.New(otelprom.WithRegisterer(reg))
-	if err != nil {
+	if d.tel, err = newTelemetry(ctx, cfg, opts); err != nil {
 		return nil, err
 	}
-	d.mp = sdkmetric.NewMeterProvider(sdkmetric.WithReader(exporter))
-	meter := d.mp.Meter("github.com/idemcoord/idemcoord")
+	meter := d.tel.mp.Meter("github.com/idemcoord/idemcoord")
 	d.store, err = crdb.Open(ctx, crdb.Config{DSN: cfg.Store.DSN, MaxConns: int32(cfg.Store.MaxConns),
-		Meter: meter, Logger: log})
+		Meter: meter, Logger: log, Migrate: opts.Migrate})
 	if err != nil {
 		return nil, err
 	}
+	endpoints := make([]string, len(cfg.Endpoints))
+	for i, ep := range cfg.Endpoints {
+		endpoints[i] = ep.Name
+	}
+	d.store.InitMetrics(ctx, endpoints)
 	authCfg, err := cfg.AuthConfig()
 	if err != nil {
 		return nil, err
@@ -108,25 +136,37 @@ func Start(ctx context.Context, cfg *config.Config, opts Options) (d *Daemon, er
 	if d.topo, err = region.FromConfig(cfg); err != nil {
 		return nil, err
 	}
+	transport := opts.Transport
+	if transport == nil {
+		if transport, err = upstreamTransport(cfg.UpstreamTLS); err != nil {
+			return nil, err
+		}
+	}
 	gcfg := gateway.Config{
 		Region: cfg.Region, Worker: cfg.WorkerName(), Shards: cfg.Shards, Store: d.store, Auth: verifier,
-		Endpoints: cfg.Endpoints, Next: gateway.NewProxy(upstream, opts.Transport),
-		Logger: log, Meter: meter, Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
+		Endpoints: cfg.Endpoints, Next: gateway.NewProxy(upstream, transport),
+		Logger: log, Meter: meter, Metrics: d.tel.handler, TracerProvider: d.tel.tracerProvider(),
 	}
 	if len(cfg.Etcd.Endpoints) > 0 {
 		// Multi-region: ownership comes from the etcd directory, and
 		// requests for actors of other regions go to their owner.
-		if err := d.joinEtcd(ctx, cfg, log); err != nil {
+		if err := d.joinEtcd(ctx, cfg, meter, log); err != nil {
 			return nil, err
 		}
 		gcfg.Owners, gcfg.Topology, gcfg.Routing = d.cache, d.topo, cfg.Routing
 		gcfg.ForwardTransport = opts.ForwardTransport
 		gcfg.Ready = d.ready
+		gcfg.Health = d.ctl.Tracker()
 	} else if err := d.store.BootstrapFences(ctx, cfg.Shards, d.topo.Home); err != nil {
-		// Single-region mode: every shard is the local region's.
+		// Single-region mode: every shard is the local region's, before
+		// anything is served; a store bootstrapped with another shard
+		// count refuses to start.
 		return nil, err
 	}
 	if d.gw, err = gateway.New(gcfg); err != nil {
+		return nil, err
+	}
+	if err := d.startBackground(cfg, meter, clock.Or(opts.Clock), log); err != nil {
 		return nil, err
 	}
 	if opts.Listener != nil {
@@ -134,11 +174,62 @@ func Start(ctx context.Context, cfg *config.Config, opts Options) (d *Daemon, er
 	} else if d.ln, err = net.Listen("tcp", cfg.Listen); err != nil {
 		return nil, err
 	}
-	d.srv = &http.Server{Handler: d.gw, ReadHeaderTimeout: 10 * time.Second,
+	srv := &http.Server{Handler: d.gw, ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
-	go func() { d.served <- d.srv.Serve(d.ln) }()
-	log.InfoContext(ctx, "region serving", "addr", d.ln.Addr().String(), "upstream", upstream.Redacted())
+	if cfg.TLS.Enabled() {
+		if srv.TLSConfig, err = listenerTLS(cfg.TLS); err != nil {
+			d.ln.Close()
+			return nil, err
+		}
+	}
+	d.srv = srv // Close waits for serve from here on
+	go d.serve()
+	log.InfoContext(ctx, "region serving", "addr", d.ln.Addr().String(), "upstream", upstream.Redacted(),
+		"tls", cfg.TLS.Enabled())
 	return d, nil
+}
+
+// serve runs the HTTP server until it fails or Close stops it, and then
+// closes Done. A server that stops without Close (the listener failed) is
+// an error: Err reports it and idemd run exits non-zero.
+func (d *Daemon) serve() {
+	var err error
+	if d.srv.TLSConfig != nil {
+		err = d.srv.ServeTLS(d.ln, "", "")
+	} else {
+		err = d.srv.Serve(d.ln)
+	}
+	select {
+	case <-d.closing:
+		err = nil // Close stopped it
+	default:
+		if err == nil || errors.Is(err, http.ErrServerClosed) {
+			err = ErrStopped
+		}
+		err = fmt.Errorf("daemon: listener %s: %w", d.ln.Addr(), err)
+		d.log.Error("gateway stopped serving", "err", err)
+	}
+	d.err = err
+	close(d.done)
+}
+
+// ErrStopped is Err's cause when the server stopped without Close and
+// without an error of its own.
+var ErrStopped = errors.New("daemon: server stopped unexpectedly")
+
+// Done is closed when the daemon stops serving: after Close, or when its
+// listener fails.
+func (d *Daemon) Done() <-chan struct{} { return d.done }
+
+// Err returns why the daemon stopped serving once Done is closed: nil
+// after Close, the listener's error otherwise. Before Done it returns nil.
+func (d *Daemon) Err() error {
+	select {
+	case <-d.done:
+		return d.err
+	default:
+		return nil
+	}
 }
 
 // Addr returns the address the daemon listens on.
@@ -147,15 +238,31 @@ func (d *Daemon) Addr() string { return d.ln.Addr().String() }
 // Store returns the daemon's store (for tests and tools).
 func (d *Daemon) Store() *crdb.Store { return d.store }
 
-// Close stops serving (in-flight requests get until ctx ends), waits for
-// background executions, revokes the liveness lease and closes the store.
+// Close drains and stops the daemon: it stops accepting connections (a
+// new request is refused at connect), lets in-flight requests finish and
+// record their results until ctx ends (the drain timeout; requests still
+// running then have their connections closed, and their leases lapse to
+// a takeover), waits for background executions, stops the cleanup and
+// gauge loops, revokes the liveness lease and closes the store.
 func (d *Daemon) Close(ctx context.Context) error {
 	var errs []error
+	d.closeOnce.Do(func() { close(d.closing) })
 	if d.srv != nil {
-		errs = append(errs, d.srv.Shutdown(ctx))
+		if err := d.srv.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("daemon: drain: %w", err))
+			d.srv.Close()
+		}
+		<-d.done
 	}
 	if d.gw != nil {
 		d.gw.Close()
+	}
+	if d.stopCtl != nil {
+		d.stopCtl()
+		<-d.ctl.Done()
+	}
+	if d.bg != nil {
+		d.bg.stop()
 	}
 	if d.live != nil {
 		d.live.Close()
@@ -169,8 +276,12 @@ func (d *Daemon) Close(ctx context.Context) error {
 	if d.store != nil {
 		d.store.Close()
 	}
-	if d.mp != nil {
-		errs = append(errs, d.mp.Shutdown(ctx))
+	if d.tel != nil {
+		// Flushing the last spans gets a moment of its own after a drain
+		// that used all of ctx.
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		errs = append(errs, d.tel.shutdown(fctx))
+		cancel()
 	}
 	return errors.Join(errs...)
 }

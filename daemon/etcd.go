@@ -7,9 +7,11 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 
 	"github.com/idemcoord/idemcoord/config"
+	"github.com/idemcoord/idemcoord/failover"
 	"github.com/idemcoord/idemcoord/gateway"
 	"github.com/idemcoord/idemcoord/ownership"
 )
@@ -28,9 +30,12 @@ var _ gateway.Owners = (*ownership.Cache)(nil)
 // the watch-fed ownership cache the gateway routes by, and registers this
 // instance's liveness key. It fails within bounded time when etcd does not
 // answer.
-func (d *Daemon) joinEtcd(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
-	var err error
-	d.etcd, err = clientv3.New(clientv3.Config{Endpoints: cfg.Etcd.Endpoints, DialTimeout: cfg.Etcd.DialTimeout,
+func (d *Daemon) joinEtcd(ctx context.Context, cfg *config.Config, meter metric.Meter, log *slog.Logger) error {
+	tc, err := etcdTLS(cfg.Etcd.TLS)
+	if err != nil {
+		return err
+	}
+	d.etcd, err = clientv3.New(clientv3.Config{Endpoints: cfg.Etcd.Endpoints, DialTimeout: cfg.Etcd.DialTimeout, TLS: tc,
 		Logger: zap.NewNop()})
 	if err != nil {
 		return fmt.Errorf("etcd: %w", err)
@@ -49,6 +54,24 @@ func (d *Daemon) joinEtcd(ctx context.Context, cfg *config.Config, log *slog.Log
 	if err != nil {
 		return fmt.Errorf("etcd liveness: %w", err)
 	}
+	return d.startFailover(cfg, meter, log)
+}
+
+// startFailover runs this instance's failover controller: every instance
+// tracks the regions' liveness (the gateway's failover policies decide by
+// it) and campaigns; the elected one moves the shards of a failed region,
+// every write guarded by its election key.
+func (d *Daemon) startFailover(cfg *config.Config, meter metric.Meter, log *slog.Logger) error {
+	fc := d.opts.Failover
+	fc.Client, fc.Directory, fc.Topology, fc.Audit = d.etcd, d.dir, d.topo, d.store
+	fc.Name, fc.Meter, fc.Logger = cfg.Region+"/"+cfg.WorkerName(), meter, log
+	ctl, err := failover.NewController(fc)
+	if err != nil {
+		return fmt.Errorf("failover controller: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	d.ctl, d.stopCtl = ctl, cancel
+	go ctl.Run(ctx)
 	return nil
 }
 
@@ -68,6 +91,9 @@ func (d *Daemon) ready(ctx context.Context) error {
 // Directory returns the ownership directory (nil in single-region mode),
 // for tools and tests that move shards.
 func (d *Daemon) Directory() *ownership.Directory { return d.dir }
+
+// Failover returns the failover controller (nil in single-region mode).
+func (d *Daemon) Failover() *failover.Controller { return d.ctl }
 
 // Owners returns the ownership cache (nil in single-region mode).
 func (d *Daemon) Owners() *ownership.Cache { return d.cache }

@@ -18,9 +18,9 @@ import (
 )
 
 // drainTimeout is how long `idemd run` lets in-flight requests finish after
-// SIGTERM (its shutdown timeout, cmd/idemd/run.go). deploy/k8s/README.md
-// documents the same figure; change both if the daemon's drain changes.
-const drainTimeout = 30 * time.Second
+// SIGTERM: the config's drain_timeout, whose default the overlays keep.
+// deploy/k8s/README.md documents the same figure.
+const drainTimeout = config.DefaultDrainTimeout
 
 // operatorSecrets are the Secrets the operator creates before applying an
 // overlay (deploy/k8s/README.md); manifests may reference only these.

@@ -33,12 +33,12 @@ func (c *Cluster) ActorHomedIn(region, prefix string) string {
 	}
 }
 
-// Owner reports who owns an actor's shard, as the first region's
+// Owner reports who owns an actor's shard, as the first running region's
 // ownership cache sees it (a hint; the store's fence decides).
 func (c *Cluster) Owner(actor string) ActorOwner {
 	o := ActorOwner{Actor: Tenant + "/" + actor, Shard: ShardOf(actor)}
-	if len(c.Regions) > 0 && c.Regions[0].Daemon.Owners() != nil {
-		o.Owner, o.Epoch, o.State, _ = c.Regions[0].Daemon.Owners().Owner(o.Shard)
+	if d := c.running(); d != nil && d.Owners() != nil {
+		o.Owner, o.Epoch, o.State, _ = d.Owners().Owner(o.Shard)
 	}
 	return o
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/idemcoord/idemcoord/daemon"
 	"github.com/idemcoord/idemcoord/demo/bank"
 	"github.com/idemcoord/idemcoord/demo/payments"
+	"github.com/idemcoord/idemcoord/failover"
 	"github.com/idemcoord/idemcoord/internal/etcdlocal"
 	"github.com/idemcoord/idemcoord/internal/pglocal"
 )
@@ -60,6 +61,13 @@ type Options struct {
 	Logger *slog.Logger
 	// Transport, if set, carries the gateways' upstream calls.
 	Transport http.RoundTripper
+	// Failover is the create-payment endpoint's failover policy: "reject"
+	// (default: a payment is a high-risk write) or "transfer".
+	Failover string
+	// FailoverTimings overrides the failover controllers' timings (tests
+	// shorten the hold time of a recovering region); zero fields take the
+	// defaults.
+	FailoverTimings failover.Config
 	// Region overrides, per region name, what that region connects
 	// through, so a drill or a test can cut one region off alone.
 	Region map[string]RegionOptions
@@ -96,7 +104,9 @@ type Cluster struct {
 	Regions     []*Region
 	PaymentsURL string
 	BankURL     string
-	Bank        *bank.Server
+	// ControlURL serves POST /regions/{name}/stop and /start.
+	ControlURL string
+	Bank       *bank.Server
 	// Postgres is the throwaway server (nil with Options.DatabaseURL).
 	Postgres *pglocal.Server
 	// DSN is the database every region and the demo services use.
@@ -113,6 +123,7 @@ type Cluster struct {
 	Dir string
 
 	portBase int
+	opts     Options
 	secret   []byte
 	servers  []*http.Server
 }
@@ -129,12 +140,15 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	if opts.Failover == "" {
+		opts.Failover = "reject"
+	}
 	// A busy port found after PostgreSQL and etcd started would cost
 	// seconds and leave the user a bind error without the way out.
 	if err := CheckPorts(opts.PortBase); err != nil {
 		return nil, err
 	}
-	started := &Cluster{secret: make([]byte, 32), portBase: opts.PortBase}
+	started := &Cluster{secret: make([]byte, 32), portBase: opts.PortBase, opts: opts}
 	c = started
 	defer func() {
 		if err != nil {
@@ -194,13 +208,19 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		if err != nil {
 			return nil, err
 		}
-		d, err := daemon.Start(ctx, cfg, daemon.Options{Logger: opts.Logger, Transport: ro.Transport,
+		d, err := daemon.Start(ctx, cfg, daemon.Options{Logger: opts.Logger, Transport: ro.Transport, Migrate: true, Failover: opts.FailoverTimings,
 			ForwardTransport: ro.ForwardTransport, Listener: listeners[i]})
 		listeners[i] = nil // the daemon closes it from now on
 		if err != nil {
 			return nil, fmt.Errorf("region %s: %w", name, err)
 		}
 		c.Regions = append(c.Regions, &Region{Name: name, URL: "http://" + d.Addr(), ConfigPath: path, Daemon: d})
+	}
+	if c.ControlURL, err = c.startControl(opts.PortBase); err != nil {
+		return nil, err
+	}
+	if err := c.settle(ctx); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
@@ -279,7 +299,7 @@ endpoints:
     # running there: not a final answer, run it again on the next retry
     retry_statuses: [408, 409, 425, 429, 500, 502-504]
     response_headers: [Content-Type, Location]
-    failover: reject
+    failover: {{.Failover}}
     resolve_path: /internal/operations/{operation_id}
 `))
 
@@ -297,7 +317,7 @@ func (c *Cluster) writeRegionConfig(region, listen, secretFile string, ro Region
 	var b bytes.Buffer
 	err := regionTemplate.Execute(&b, map[string]any{"Region": region, "Listen": listen, "Upstream": c.PaymentsURL,
 		"DSN": dsn, "Etcd": strings.Join(endpoints, ", "), "SecretFile": secretFile,
-		"UpstreamTimeout": opts.UpstreamTimeout.String(), "Regions": c.Topology})
+		"UpstreamTimeout": opts.UpstreamTimeout.String(), "Regions": c.Topology, "Failover": opts.Failover})
 	if err != nil {
 		return "", err
 	}
@@ -320,7 +340,9 @@ func Token(hexSecret, actor string, ttl time.Duration) (string, error) {
 func (c *Cluster) Close(ctx context.Context) error {
 	var errs []error
 	for _, r := range c.Regions {
-		errs = append(errs, r.Daemon.Close(ctx))
+		if r.Daemon != nil {
+			errs = append(errs, r.Daemon.Close(ctx))
+		}
 	}
 	for _, s := range c.servers {
 		errs = append(errs, s.Shutdown(ctx))

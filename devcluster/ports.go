@@ -19,14 +19,14 @@ type PortsBusyError struct {
 
 // Error names the busy ports and the way out.
 func (e *PortsBusyError) Error() string {
-	return fmt.Sprintf("devcluster: port base %d: %s already in use (another dev cluster?); choose other ports with --port-base (the cluster uses N to N+2 and N+100, N+101)",
+	return fmt.Sprintf("devcluster: port base %d: %s already in use (another dev cluster?); choose other ports with --port-base (the cluster uses N to N+2 and N+100 to N+102)",
 		e.PortBase, strings.Join(e.Busy, ", "))
 }
 
 // Ports returns the fixed ports of a cluster at portBase, each with its
 // use: the gateways, then the demo payments service and bank.
 func Ports(portBase int) map[int]string {
-	m := map[int]string{portBase + 100: "payments", portBase + 101: "bank"}
+	m := map[int]string{portBase + 100: "payments", portBase + 101: "bank", portBase + 102: "dev control"}
 	for i, r := range Regions {
 		m[portBase+i] = "region " + r
 	}
@@ -40,8 +40,8 @@ func CheckPorts(portBase int) error {
 	if portBase == 0 {
 		return nil
 	}
-	if portBase < 1 || portBase+101 > 65535 {
-		return fmt.Errorf("devcluster: port base %d: the cluster needs ports %d to %d; choose --port-base within 1-65434", portBase, portBase, portBase+101)
+	if portBase < 1 || portBase+102 > 65535 {
+		return fmt.Errorf("devcluster: port base %d: the cluster needs ports %d to %d; choose --port-base within 1-65433", portBase, portBase, portBase+102)
 	}
 	e := &PortsBusyError{PortBase: portBase}
 	uses := Ports(portBase)

@@ -30,6 +30,7 @@ type State struct {
 	Regions     map[string]string `json:"regions"`
 	PaymentsURL string            `json:"payments_url"`
 	BankURL     string            `json:"bank_url"`
+	ControlURL  string            `json:"control_url"`
 	DSN         string            `json:"dsn"`
 	Etcd        []string          `json:"etcd"`
 	// DataDir holds the cluster's temporary files: the region configs,
@@ -70,7 +71,7 @@ func StatePath(portBase int) string {
 // State returns the cluster's state.
 func (c *Cluster) State() State {
 	st := State{PortBase: c.portBase, PID: os.Getpid(), Regions: map[string]string{}, Configs: map[string]string{},
-		PaymentsURL: c.PaymentsURL, BankURL: c.BankURL, DSN: c.DSN, Etcd: c.Etcd.Endpoints(),
+		PaymentsURL: c.PaymentsURL, BankURL: c.BankURL, ControlURL: c.ControlURL, DSN: c.DSN, Etcd: c.Etcd.Endpoints(),
 		DataDir: c.Dir, Secret: hex.EncodeToString(c.secret), Demo: c.Owner("demo")}
 	if c.Postgres != nil {
 		st.PostgresDir = c.Postgres.Dir()

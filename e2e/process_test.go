@@ -109,7 +109,13 @@ type idemdProc struct {
 // create-payment endpoint (same name, fingerprint and resolve path, so the
 // process and the in-process regions share operations) with a short lease.
 // Values are JSON strings, which YAML reads as double-quoted scalars.
-func procConfig(c *devcluster.Cluster, worker, secretFile string) []byte {
+func procConfig(c *devcluster.Cluster, worker, secretFile string, po procOptions) []byte {
+	if po.listen == "" {
+		po.listen = "127.0.0.1:0"
+	}
+	if po.failover == "" {
+		po.failover = "reject"
+	}
 	q := func(s string) string {
 		b, _ := json.Marshal(s)
 		return string(b)
@@ -127,7 +133,7 @@ func procConfig(c *devcluster.Cluster, worker, secretFile string) []byte {
 	}
 	regions, _ := json.Marshal(regs)
 	return fmt.Appendf(nil, `region: us-east
-listen: "127.0.0.1:0"
+listen: %s
 worker_id: %s
 upstream: %s
 store:
@@ -155,10 +161,10 @@ endpoints:
       exclude: [/client_timestamp]
     retry_statuses: [408, 409, 425, 429, 500, 502-504]
     response_headers: [Content-Type, Location]
-    failover: reject
+    failover: %s
     resolve_path: /internal/operations/{operation_id}
-`, q(worker), q(c.PaymentsURL), q(c.DSN), etcd, regions, q(devcluster.Issuer), q(devcluster.Audience), q(secretFile),
-		procLease, procUpstreamTimeout)
+`, q(po.listen), q(worker), q(c.PaymentsURL), q(c.DSN), etcd, regions, q(devcluster.Issuer), q(devcluster.Audience), q(secretFile),
+		procLease, procUpstreamTimeout, po.failover)
 }
 
 // startIdemd starts `idemd run` as one more us-east instance of c, named
@@ -166,6 +172,19 @@ endpoints:
 // killed (SIGKILL, which also ends a stopped process) when the test ends,
 // however it ends.
 func startIdemd(t *testing.T, c *devcluster.Cluster, worker string) *idemdProc {
+	t.Helper()
+	return startIdemdWith(t, c, worker, procOptions{})
+}
+
+// procOptions change a process's configuration: its listen address
+// (default a free port) and the endpoint's failover policy (default
+// reject, as the dev cluster's).
+type procOptions struct {
+	listen, failover string
+}
+
+// startIdemdWith is startIdemd with options.
+func startIdemdWith(t *testing.T, c *devcluster.Cluster, worker string, po procOptions) *idemdProc {
 	t.Helper()
 	bin := idemdBinary(t)
 	dir := t.TempDir()
@@ -175,7 +194,7 @@ func startIdemd(t *testing.T, c *devcluster.Cluster, worker string) *idemdProc {
 		t.Fatal(err)
 	}
 	cfgFile := filepath.Join(dir, "idemd.yaml")
-	if err := os.WriteFile(cfgFile, procConfig(c, worker, secretFile), 0o600); err != nil {
+	if err := os.WriteFile(cfgFile, procConfig(c, worker, secretFile, po), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -434,7 +453,7 @@ func TestGatewayProcessKilledMidRequest(t *testing.T) {
 	body := paymentBody("41.00", "order-proc-killed")
 	region := c.Regions[1]
 	l := ledger{t, c}
-	takeovers0 := sumMetric(t, c, metricOutcomes, `outcome="takeover"`)
+	takeovers0 := sumMetric(t, c, metricDecisions, `decision="takeover"`)
 
 	if err := c.Bank.SetFaults(bank.Faults{DelayAfter: procBankDelay}); err != nil {
 		t.Fatal(err)
@@ -495,8 +514,8 @@ func TestGatewayProcessKilledMidRequest(t *testing.T) {
 	if rec := readRecord(t, c, opID); strings.HasPrefix(rec.LeaseOwner, proc.worker+"/") {
 		t.Errorf("record %+v still names the dead worker; the takeover should own it", rec)
 	}
-	if now := sumMetric(t, c, metricOutcomes, `outcome="takeover"`); now-takeovers0 != 1 {
-		t.Errorf("%s{outcome=\"takeover\"} went from %v to %v; want exactly one takeover", metricOutcomes, takeovers0, now)
+	if now := sumMetric(t, c, metricDecisions, `decision="takeover"`); now-takeovers0 != 1 {
+		t.Errorf("%s{decision=\"takeover\"} went from %v to %v; want exactly one takeover", metricDecisions, takeovers0, now)
 	}
 	again := mustPost(t, c.Regions[0].URL, tok, key, body)
 	if again.Status != http.StatusCreated || !again.replayed() || !bytes.Equal(again.Body, final.Body) {

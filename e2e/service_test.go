@@ -13,11 +13,12 @@ import (
 )
 
 // Metric names as the Prometheus exporter spells the gateway's and the
-// store's OpenTelemetry instruments (idemcoord.http.requests and
-// idemcoord.outcomes; counters get _total).
+// store's OpenTelemetry instruments (idemcoord.http.requests,
+// idemcoord.decisions and idemcoord.events; counters get _total).
 const (
-	metricRequests = "idemcoord_http_requests_total"
-	metricOutcomes = "idemcoord_outcomes_total"
+	metricRequests  = "idemcoord_http_requests_total"
+	metricDecisions = "idemcoord_decisions_total"
+	metricEvents    = "idemcoord_events_total"
 )
 
 // TestServiceEndpoints checks what operators and load balancers rely on:
@@ -52,8 +53,8 @@ func TestServiceEndpoints(t *testing.T) {
 	for _, m := range []struct{ name, label string }{
 		{metricRequests, `result="first_run"`},
 		{metricRequests, `result="replay"`},
-		{metricOutcomes, `outcome="first_run"`},
-		{metricOutcomes, `outcome="replay"`},
+		{metricDecisions, `decision="first_run"`},
+		{metricDecisions, `decision="replay"`},
 	} {
 		was, now := before.sum(m.name, m.label, `endpoint="create-payment"`), after.sum(m.name, m.label, `endpoint="create-payment"`)
 		if now-was < 1 {

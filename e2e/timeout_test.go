@@ -27,8 +27,8 @@ func TestUpstreamTimeoutResolvedWithoutSecondCharge(t *testing.T) {
 	body := paymentBody("250.00", "order-timeout")
 	region := c.Regions[0]
 	l := ledger{t, c}
-	recorded0 := sumMetric(t, c, metricOutcomes, `outcome="outcome_unknown_recorded"`)
-	resolved0 := sumMetric(t, c, metricOutcomes, `outcome="outcome_unknown_resolved"`)
+	recorded0 := sumMetric(t, c, metricEvents, `event="outcome_unknown_recorded"`)
+	resolved0 := sumMetric(t, c, metricEvents, `event="outcome_unknown_resolved"`)
 
 	if err := c.Bank.SetFaults(bank.Faults{DelayAfter: 2 * time.Second}); err != nil {
 		t.Fatal(err)
@@ -130,8 +130,8 @@ func TestUpstreamTimeoutResolvedWithoutSecondCharge(t *testing.T) {
 		outcome string
 		was     float64
 	}{{"outcome_unknown_recorded", recorded0}, {"outcome_unknown_resolved", resolved0}} {
-		if now := sumMetric(t, c, metricOutcomes, `outcome="`+m.outcome+`"`); now-m.was < 1 {
-			t.Errorf("%s{outcome=%q} went from %v to %v; want it to grow", metricOutcomes, m.outcome, m.was, now)
+		if now := sumMetric(t, c, metricEvents, `event="`+m.outcome+`"`); now-m.was < 1 {
+			t.Errorf("%s{event=%q} went from %v to %v; want it to grow", metricEvents, m.outcome, m.was, now)
 		}
 	}
 }

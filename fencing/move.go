@@ -10,6 +10,11 @@ import (
 // moved it first. Nothing was changed.
 var ErrMoveConflict = errors.New("fencing: shard moved concurrently")
 
+// ErrNotDrained is returned by a draining move while operations claimed at
+// the retiring epoch are still in flight: nothing was changed; try again
+// once they finished, or move without draining.
+var ErrNotDrained = errors.New("fencing: operations still in flight at the retiring epoch")
+
 // Move is one ownership change of a shard: the fence goes from epoch From
 // to From+1, owned by region To. A move is applied as a compare-and-swap on
 // From, so two concurrent moves of one shard cannot both succeed, and
@@ -26,6 +31,14 @@ type Move struct {
 	Operator string
 	// Reason says why, for the audit log.
 	Reason string
+	// Drain makes the compare-and-swap apply only while no operation of
+	// the shard claimed at epoch From is still in flight (PENDING or
+	// IN_PROGRESS under a live lease); otherwise the move returns
+	// ErrNotDrained and changes nothing. A planned move drains, so the old
+	// owner records the results of what it already started instead of
+	// leaving them to a takeover after their lease; a failover does not
+	// (the old owner cannot finish anything).
+	Drain bool
 }
 
 // Epoch returns the epoch the move installs.

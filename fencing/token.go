@@ -29,7 +29,8 @@ type Token struct {
 	// at 1 and only grow.
 	Epoch int64
 	// Region is the writer's region. The store accepts the write only if
-	// the shard's owner region is this one, or unassigned ("").
+	// the shard's owner region is this one. A shard without an owner (not
+	// bootstrapped) admits nobody, whatever the token says.
 	Region string
 }
 
@@ -52,7 +53,8 @@ type StaleEpochError struct {
 	Token Token
 	// Current is the shard's epoch in the store.
 	Current int64
-	// Owner is the shard's owner region in the store ("" if unassigned).
+	// Owner is the shard's owner region in the store ("" if the shard was
+	// never bootstrapped).
 	Owner string
 }
 
@@ -62,9 +64,12 @@ func (e *StaleEpochError) Error() string {
 }
 
 // Admits reports whether a shard whose fence row holds epoch and owner
-// accepts a write carrying t.
+// accepts a write carrying t: the same epoch and the token's own region as
+// owner. Every shard has an owner once bootstrapped; an empty owner admits
+// nobody, so a store nobody bootstrapped refuses every write rather than
+// letting every region write every shard.
 func (t Token) Admits(epoch int64, owner string) bool {
-	return t.Epoch == epoch && (owner == "" || owner == t.Region)
+	return t.Epoch == epoch && owner != "" && owner == t.Region
 }
 
 // Unwrap makes errors.Is(err, ErrStaleEpoch) true.

@@ -23,11 +23,12 @@ import (
 // instead of waiting for them.
 func storeOnClock(t testing.TB, lease *clock.Fake, maxConns int32) *crdb.Store {
 	t.Helper()
-	s, err := crdb.Open(context.Background(), crdb.Config{DSN: pgtest.NewDatabase(t), MaxConns: maxConns, Clock: lease})
+	s, err := crdb.Open(context.Background(), crdb.Config{Migrate: true, DSN: pgtest.NewDatabase(t), MaxConns: maxConns, Clock: lease})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.Close)
+	bootstrap(t, s)
 	return s
 }
 
@@ -82,7 +83,7 @@ func TestRetryAfterUnsentTakeoverOfRetryableFailureRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	c, err := s.Begin(ctx, crdb.ClaimRequest{Scope: sc, Fingerprint: fp,
-		Token:  fencing.Token{Shard: fencing.ShardOf("t/alice", fencing.DefaultShards), Epoch: 1},
+		Token:  fencing.Token{Shard: fencing.ShardOf("t/alice", fencing.DefaultShards), Epoch: 1, Region: "test"},
 		Worker: "dies-before-sending", Lease: 10 * time.Second, TTL: time.Hour})
 	if err != nil || c.Outcome != crdb.TakenOver {
 		t.Fatalf("attempt 2's takeover: %v %v", c.Outcome, err)

@@ -22,11 +22,12 @@ func TestStoreContentionIs409AndOutageIs503(t *testing.T) {
 	alice := token(t, "alice")
 
 	t.Run("contention", func(t *testing.T) {
-		s, err := crdb.Open(context.Background(), crdb.Config{DSN: pgtest.NewDatabase(t), MaxAttempts: 3})
+		s, err := crdb.Open(context.Background(), crdb.Config{Migrate: true, DSN: pgtest.NewDatabase(t), MaxAttempts: 3})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(s.Close)
+		bootstrap(t, s)
 		// Every claim fails with a real serialization failure, as a hot key
 		// under endless contention does.
 		if _, err := s.Pool().Exec(context.Background(), `
@@ -51,11 +52,12 @@ func TestStoreContentionIs409AndOutageIs503(t *testing.T) {
 		}
 		p := toxitest.Proxy(t, "pg", u.Host)
 		u.Host = p.Listen
-		s, err := crdb.Open(context.Background(), crdb.Config{DSN: u.String(), MaxConns: 4})
+		s, err := crdb.Open(context.Background(), crdb.Config{Migrate: true, DSN: u.String(), MaxConns: 4})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(s.Close)
+		bootstrap(t, s)
 		srv := serveWrapped(t, s, "", h)
 		p.Stop()
 		s.Pool().Reset()

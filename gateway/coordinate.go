@@ -123,7 +123,7 @@ func (g *Gateway) coordinateCall(c *call) {
 		}
 		sctx, cancel = context.WithTimeout(ctx, storeCallTimeout)
 		c.claimedAt = g.clock.Now()
-		claim, err := g.cfg.Store.Begin(sctx, req)
+		claim, err := g.traceClaim(sctx, req)
 		cancel()
 		if errors.Is(err, fencing.ErrStaleEpoch) {
 			g.fences.invalidate(req.Token.Shard)

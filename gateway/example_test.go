@@ -21,7 +21,7 @@ func Example_middleware() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	store, err := crdb.Open(ctx, crdb.Config{DSN: cfg.Store.DSN})
+	store, err := crdb.Open(ctx, crdb.Config{Migrate: true, DSN: cfg.Store.DSN})
 	if err != nil {
 		log.Fatal(err)
 	}

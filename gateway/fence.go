@@ -42,7 +42,7 @@ func (f *fenceCache) token(ctx context.Context, actor string) (fencing.Token, er
 	if err != nil {
 		return fencing.Token{}, err
 	}
-	if owner != "" && owner != f.region {
+	if owner != f.region { // an unowned ("") shard admits nobody either
 		return fencing.Token{}, fmt.Errorf("%w: shard %d is owned by %q at epoch %d", errNotOwner, shard, owner, epoch)
 	}
 	f.mu.Lock()

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/idemcoord/idemcoord/authn"
 	"github.com/idemcoord/idemcoord/clock"
@@ -78,10 +79,19 @@ type Config struct {
 	Meter metric.Meter
 	// Metrics, if set, serves /metrics.
 	Metrics http.Handler
+	// TracerProvider receives the request, claim, upstream and finish
+	// spans (tracing.go). Default: the global provider's (a no-op unless
+	// the program set one).
+	TracerProvider trace.TracerProvider
 	// Owners, if set, is multi-region mode: the ownership directory's
 	// cache, consulted (no I/O) to send each coordinated request to the
 	// region that owns its actor (route.go). nil is single-region mode.
 	Owners Owners
+	// Health, if set, is the region liveness view the endpoints' failover
+	// policies decide by (a FAILED_OVER shard is refused under reject; an
+	// owner that is suspect or failed-but-not-moved is waited for). nil
+	// treats every owner as healthy.
+	Health RegionHealth
 	// Topology gives the regions' gateway URLs. Required with Owners; its
 	// local region is Region.
 	Topology *region.Topology
@@ -117,6 +127,7 @@ type Gateway struct {
 	fences   *fenceCache
 	routes   *routing
 	metrics  *metrics
+	tracer   trace.Tracer
 	log      *slog.Logger
 	mux      *http.ServeMux
 	clock    clock.Clock
@@ -160,7 +171,11 @@ func New(cfg Config) (*Gateway, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
-	m, err := newMetrics(cfg.Meter)
+	names := make([]string, len(cfg.Endpoints))
+	for i, ep := range cfg.Endpoints {
+		names[i] = ep.Name
+	}
+	m, err := newMetrics(cfg.Meter, names)
 	if err != nil {
 		return nil, err
 	}
@@ -173,9 +188,12 @@ func New(cfg Config) (*Gateway, error) {
 		return nil, err
 	}
 	cfg.Clock = clock.Or(cfg.Clock)
+	if cfg.TracerProvider == nil {
+		cfg.TracerProvider = otel.GetTracerProvider()
+	}
 	g := &Gateway{cfg: cfg, router: router, policies: map[string]idempotency.Policy{}, metrics: m,
 		log: cfg.Logger, fences: newFenceCache(cfg.Store, cfg.Shards, cfg.Region), routes: routes, clock: cfg.Clock,
-		durations: map[string]*durationEstimate{}, shadowed: shadowed}
+		durations: map[string]*durationEstimate{}, tracer: cfg.TracerProvider.Tracer(tracerName), shadowed: shadowed}
 	g.limits = newLimiter(g.clock, cfg.Endpoints)
 	if g.secrets, err = newSealers(cfg.Endpoints); err != nil {
 		return nil, err
@@ -194,7 +212,7 @@ func New(cfg Config) (*Gateway, error) {
 	if cfg.Metrics != nil {
 		g.mux.Handle("GET /metrics", cfg.Metrics)
 	}
-	g.mux.HandleFunc("/", g.serve)
+	g.mux.Handle("/", g.traceRequests(http.HandlerFunc(g.serve)))
 	g.recovery = g.startRecovery()
 	return g, nil
 }
@@ -218,13 +236,15 @@ func (g *Gateway) Close() {
 func (g *Gateway) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
+	// The body names the part that is not usable (store, etcd liveness,
+	// ownership cache) and why, for the operator reading a failed probe.
 	if err := g.cfg.Store.Ping(ctx); err != nil {
-		http.Error(w, "store unreachable", http.StatusServiceUnavailable)
+		http.Error(w, "not ready: store: "+err.Error(), http.StatusServiceUnavailable)
 		return
 	}
 	if g.cfg.Ready != nil {
 		if err := g.cfg.Ready(ctx); err != nil {
-			http.Error(w, "etcd unreachable", http.StatusServiceUnavailable)
+			http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
 			return
 		}
 	}
@@ -316,6 +336,7 @@ func (g *Gateway) passthrough(w http.ResponseWriter, r *http.Request, actor, end
 	if actor != "" {
 		r.Header.Set(HeaderActor, actor)
 	}
+	injectTrace(r) // the upstream continues the request span
 	g.cfg.Next.Pass(w, r)
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/idemcoord/idemcoord/authn"
 	"github.com/idemcoord/idemcoord/config"
 	"github.com/idemcoord/idemcoord/crdb"
+	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/gateway"
 	"github.com/idemcoord/idemcoord/internal/pgtest"
 )
@@ -45,12 +46,22 @@ func token(t testing.TB, subject string) string {
 
 func store(t testing.TB, maxConns int32) *crdb.Store {
 	t.Helper()
-	s, err := crdb.Open(context.Background(), crdb.Config{DSN: pgtest.NewDatabase(t), MaxConns: maxConns})
+	s, err := crdb.Open(context.Background(), crdb.Config{Migrate: true, DSN: pgtest.NewDatabase(t), MaxConns: maxConns})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.Close)
+	bootstrap(t, s)
 	return s
+}
+
+// bootstrap gives every shard of s to region "test" (an unowned shard
+// admits nobody).
+func bootstrap(t testing.TB, s *crdb.Store) {
+	t.Helper()
+	if err := s.BootstrapFences(context.Background(), fencing.DefaultShards, func(int) string { return "test" }); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // endpoints parses one coordinated endpoint the way a config file would.

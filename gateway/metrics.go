@@ -6,10 +6,34 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/idemcoord/idemcoord/idempotency"
 )
 
+// unmatchedEndpoint is the endpoint label of a request that matched no
+// configured endpoint (passed through uncoordinated).
+const unmatchedEndpoint = "(unmatched)"
+
+// requestResults are the results idemcoord_http_requests_total is
+// exported with at zero, per endpoint, from the start: the claim
+// decisions, then the answers given without one.
+var requestResults = []string{
+	"first_run", "replay", "fingerprint_conflict", "in_progress", "takeover", "outcome_unknown",
+	"async_accepted", "passthrough", "forwarded", "redirected",
+	"store_unavailable", "region_unavailable", "region_unreachable", "ownership_moving", "ownership_unknown",
+	"misrouted", "forward_answer_lost", "contention", "overloaded", "shutting_down",
+	"invalid_key", "missing_key", "unauthorized", "body_too_large", "malformed_body", "unsupported_media_type",
+	"fingerprint_busy",
+}
+
+// upstreamStates are the states idemcoord_upstream_results_total is
+// exported with at zero.
+var upstreamStates = []idempotency.State{idempotency.Completed, idempotency.RetryableFailure,
+	idempotency.TerminalFailure, idempotency.OutcomeUnknown}
+
 // metrics are the gateway's instruments. Together with the store's
-// (idemcoord.outcomes, idemcoord.fenced_writes_rejected, ...) they count
+// (idemcoord.decisions, idemcoord.fenced_writes_rejected, ...) they count
 // every outcome of the protocol.
 type metrics struct {
 	requests metric.Int64Counter
@@ -17,11 +41,11 @@ type metrics struct {
 	latency  metric.Float64Histogram
 }
 
-func newMetrics(m metric.Meter) (*metrics, error) {
+func newMetrics(m metric.Meter, endpoints []string) (*metrics, error) {
 	var mt metrics
 	var err error
 	if mt.requests, err = m.Int64Counter("idemcoord.http.requests",
-		metric.WithDescription("Requests by endpoint and result: first_run, replay, takeover, fingerprint_conflict, in_progress, outcome_unknown, store_unavailable, region_unavailable, invalid_key, missing_key, unauthorized, body_too_large, malformed_body, passthrough, async_accepted.")); err != nil {
+		metric.WithDescription("Requests by endpoint and result: the claim decision (first_run, replay, fingerprint_conflict, in_progress, takeover, outcome_unknown), or passthrough (endpoint (unmatched) when no endpoint matched), async_accepted, forwarded, redirected, or the refusal (store_unavailable, unauthorized, ...).")); err != nil {
 		return nil, err
 	}
 	if mt.upstream, err = m.Int64Counter("idemcoord.upstream.results",
@@ -30,13 +54,29 @@ func newMetrics(m metric.Meter) (*metrics, error) {
 	}
 	if mt.latency, err = m.Float64Histogram("idemcoord.http.duration", metric.WithUnit("s"),
 		metric.WithExplicitBucketBoundaries(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
-		metric.WithDescription("Time to answer a coordinated request.")); err != nil {
+		metric.WithDescription("Time to answer a request, by endpoint and result (as idemcoord.http.requests).")); err != nil {
 		return nil, err
 	}
+	ctx := context.Background()
+	for _, ep := range endpoints {
+		for _, r := range requestResults {
+			mt.requests.Add(ctx, 0, metric.WithAttributes(attribute.String("endpoint", ep), attribute.String("result", r)))
+		}
+		for _, s := range upstreamStates {
+			mt.upstream.Add(ctx, 0, metric.WithAttributes(attribute.String("endpoint", ep), attribute.String("state", string(s))))
+		}
+	}
+	mt.requests.Add(ctx, 0, metric.WithAttributes(attribute.String("endpoint", unmatchedEndpoint), attribute.String("result", "passthrough")))
 	return &mt, nil
 }
 
+// request counts one answered request and its latency, and puts the result
+// on the request's span.
 func (m *metrics) request(ctx context.Context, endpoint, result string, start time.Time) {
+	if endpoint == "" {
+		endpoint = unmatchedEndpoint
+	}
+	trace.SpanFromContext(ctx).SetAttributes(attribute.String(AttrEndpoint, endpoint), attribute.String(AttrResult, result))
 	attrs := metric.WithAttributes(attribute.String("endpoint", endpoint), attribute.String("result", result))
 	m.requests.Add(ctx, 1, attrs)
 	m.latency.Record(ctx, time.Since(start).Seconds(), attrs)

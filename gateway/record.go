@@ -113,7 +113,7 @@ func (g *Gateway) recordAgain(ctx context.Context, c *call, lease *crdb.Lease, r
 func (g *Gateway) finish(ctx context.Context, c *call, lease *crdb.Lease, res crdb.Result) error {
 	sctx, cancel := context.WithTimeout(ctx, storeCallTimeout)
 	defer cancel()
-	err := g.cfg.Store.Finish(sctx, lease, res)
+	err := g.traceFinish(sctx, lease, res)
 	if !errors.Is(err, crdb.ErrLostOwnership) || res.State == idempotency.OutcomeUnknown {
 		// An unknown outcome is no answer: nothing to settle another
 		// record with.

@@ -26,7 +26,7 @@ func deadClaim(t testing.TB, s *crdb.Store, subject, key, body, extra string, le
 		t.Fatal(err)
 	}
 	c, err := s.Begin(context.Background(), crdb.ClaimRequest{Scope: reviewScope(t, subject, key), Fingerprint: fp,
-		Token:  fencing.Token{Shard: fencing.ShardOf("t/"+subject, fencing.DefaultShards), Epoch: 1},
+		Token:  fencing.Token{Shard: fencing.ShardOf("t/"+subject, fencing.DefaultShards), Epoch: 1, Region: "test"},
 		Worker: "dead", Lease: lease, TTL: time.Hour})
 	if err != nil || c.Outcome != crdb.FirstRun {
 		t.Fatalf("setup claim: %v %v", c.Outcome, err)

@@ -111,6 +111,8 @@ func (rt *routing) token(ctx context.Context, g *Gateway, c *call, stale error) 
 	case state == ShardFencing:
 		rt.moving(g, c, shard, fmt.Sprintf("shard %d is moving to region %q", shard, owner))
 		return fencing.Token{}, errRouted
+	case rt.failoverHold(ctx, g, c, shard, owner, state):
+		return fencing.Token{}, errRouted
 	case owner == rt.local:
 		return fencing.Token{Shard: shard, Epoch: epoch, Region: rt.local}, nil
 	}

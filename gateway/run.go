@@ -148,7 +148,7 @@ func (g *Gateway) execute(ctx context.Context, c *call, claim crdb.Claim, in Inv
 		return Answer{}, crdb.Result{}, false, err
 	}
 	start := g.clock.Now()
-	a := checkStatus(g.cfg.Next.Execute(ctx, in))
+	a := checkStatus(g.traceExecute(ctx, in))
 	c.shadow.markRelay()
 	g.durations[c.ep.Name].observe(g.clock.Now().Sub(start))
 	return a, g.result(c, a), false, nil

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/idemcoord/idemcoord/failover/policy"
 )
 
 // Defaults for Policy. Each says why it has its value.
@@ -31,16 +33,19 @@ const (
 
 // FailoverPolicy says what an endpoint does while its actor's owner region is
 // unavailable.
-type FailoverPolicy string
+//
+// Deprecated: the policy lives in package failover (failover.Policy); this
+// alias keeps existing references building.
+type FailoverPolicy = policy.Policy
 
 // Failover policies.
+//
+// Deprecated: use failover.Reject and failover.Transfer.
 const (
-	// FailoverReject answers 503 with Retry-After until the shard is fenced
-	// off and moved: safest for high-risk writes such as charges.
-	FailoverReject FailoverPolicy = "reject"
-	// FailoverTransfer moves the shard to a surviving region under a new
-	// epoch and keeps serving.
-	FailoverTransfer FailoverPolicy = "transfer"
+	// FailoverReject is failover.Reject.
+	FailoverReject = policy.Reject
+	// FailoverTransfer is failover.Transfer.
+	FailoverTransfer = policy.Transfer
 )
 
 // StatusRange is an inclusive range of HTTP status codes.

@@ -38,6 +38,7 @@ type Directory struct {
 	fences FenceStore
 	prefix string
 	log    *slog.Logger
+	clock  clock.Clock
 
 	// afterStep, set only by tests, runs after each step of a transfer
 	// ("fencing", "fenced"); an error stops the mover there, as if it died.
@@ -77,7 +78,7 @@ func applyOptions(opts []Option) options {
 // NewDirectory returns a directory on cli whose transfers bump fences.
 func NewDirectory(cli *clientv3.Client, fences FenceStore, opts ...Option) *Directory {
 	o := applyOptions(opts)
-	return &Directory{cli: cli, fences: fences, prefix: o.prefix, log: o.log}
+	return &Directory{cli: cli, fences: fences, prefix: o.prefix, log: o.log, clock: clock.Or(o.clock)}
 }
 
 // Prefix returns the directory's etcd prefix.

@@ -16,7 +16,7 @@
 // The authoritative fence is the SQL store's (crdb.Store): Directory.Move
 // changes etcd and the store in a fixed order (etcd FENCING, SQL epoch
 // bump, etcd final state) so that whoever finds a shard FENCING can finish
-// the transfer. See docs/multi-region-ownership.md.
+// the transfer. See docs/multi-region.md.
 //
 // Cache is a watch-fed local copy of the shard map. It is a hint: it
 // answers lookups without any etcd call, and the SQL fence re-checks every

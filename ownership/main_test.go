@@ -94,7 +94,7 @@ func store(t *testing.T) (*crdb.Store, *metric.ManualReader) {
 	reader := metric.NewManualReader()
 	mp := metric.NewMeterProvider(metric.WithReader(reader))
 	t.Cleanup(func() { mp.Shutdown(context.Background()) })
-	s, err := crdb.Open(context.Background(), crdb.Config{DSN: pgtest.NewDatabase(t), Seed: 1,
+	s, err := crdb.Open(context.Background(), crdb.Config{Migrate: true, DSN: pgtest.NewDatabase(t), Seed: 1,
 		Meter: mp.Meter("test"), Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)

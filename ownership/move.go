@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/fencing"
 )
 
@@ -21,8 +23,23 @@ type MoveOption func(*moveOptions)
 
 type moveOptions struct {
 	guards    []clientv3.Cmp
-	fromEpoch int64 // 0: whatever the shard holds
+	fromEpoch int64         // 0: whatever the shard holds
+	drain     time.Duration // 0: no draining
 }
+
+// drainPoll is how often a draining move looks again at the operations
+// still in flight at the retiring epoch: short next to an upstream call.
+const drainPoll = 50 * time.Millisecond
+
+// DrainFor makes a planned move wait, after fencing the shard in etcd (so
+// no gateway claims anything new for it) and before bumping the SQL fence,
+// until no operation claimed at the retiring epoch is in flight, for at
+// most d: the old owner then records the results of what it already
+// started, and nothing is left to a takeover after its lease. After d the
+// fence moves anyway; what is still in flight is taken over once its lease
+// expired, through the resolve path. Default 0: no waiting (a failover:
+// the old owner cannot finish anything).
+func DrainFor(d time.Duration) MoveOption { return func(o *moveOptions) { o.drain = d } }
 
 // FromEpoch makes the move apply only to the shard at epoch e: the caller
 // decided on what it read at e, and a shard that moved since is a
@@ -113,7 +130,7 @@ func (d *Directory) Move(ctx context.Context, shard int, to string, final State,
 func (d *Directory) finish(ctx context.Context, fen Entry, o moveOptions) (Entry, error) {
 	t := fen.Transfer
 	m := fencing.Move{Shard: fen.Shard, From: t.FromEpoch, To: fen.Owner, Operator: t.Operator, Reason: t.Reason}
-	if err := d.fences.MoveFence(ctx, m); err != nil {
+	if err := d.moveFence(ctx, m, o); err != nil {
 		if errors.Is(err, fencing.ErrMoveConflict) {
 			return Entry{}, fmt.Errorf("%w: shard %d stays FENCING: %w", ErrFenceDiverged, fen.Shard, err)
 		}
@@ -137,6 +154,31 @@ func (d *Directory) finish(ctx context.Context, fen Entry, o moveOptions) (Entry
 		}
 	}
 	return Entry{}, err
+}
+
+// moveFence bumps the SQL fence, first waiting for the retiring epoch's
+// operations in flight to finish when the move drains.
+func (d *Directory) moveFence(ctx context.Context, m fencing.Move, o moveOptions) error {
+	if o.drain > 0 {
+		deadline := d.clock.Now().Add(o.drain)
+		m.Drain = true
+		for {
+			err := d.fences.MoveFence(ctx, m)
+			if !errors.Is(err, fencing.ErrNotDrained) {
+				return err
+			}
+			if !d.clock.Now().Before(deadline) {
+				d.log.WarnContext(ctx, "operations still in flight after the drain timeout; fencing anyway",
+					"shard", m.Shard, "epoch", m.From, "drain", o.drain)
+				break
+			}
+			if err := clock.Sleep(ctx, d.clock, drainPoll); err != nil {
+				return err
+			}
+		}
+		m.Drain = false
+	}
+	return d.fences.MoveFence(ctx, m)
 }
 
 // cas replaces from (read at from.ModRevision) with to, and returns to

@@ -34,15 +34,25 @@ func (f *storeFlags) add(cmd *cobra.Command) {
 		"store URL (default $IDEMCOORD_DSN, else the running dev cluster's)")
 }
 
-// open connects to the store: --dsn, or the dev cluster's.
+// resolve returns the store URL: --dsn (or $IDEMCOORD_DSN), else the
+// running dev cluster's.
+func (f *storeFlags) resolve() (string, error) {
+	if f.dsn != "" {
+		return f.dsn, nil
+	}
+	st, err := devState()
+	if err != nil {
+		return "", fmt.Errorf("--dsn not set and %w", err)
+	}
+	return st.DSN, nil
+}
+
+// open connects to the store. It never migrates: a store without the
+// schema fails with crdb.ErrSchemaMissing ("run idemctl migrate").
 func (f *storeFlags) open(ctx context.Context) (*crdb.Store, error) {
-	dsn := f.dsn
-	if dsn == "" {
-		st, err := devState()
-		if err != nil {
-			return nil, fmt.Errorf("--dsn not set and %w", err)
-		}
-		dsn = st.DSN
+	dsn, err := f.resolve()
+	if err != nil {
+		return nil, err
 	}
 	return crdb.Open(ctx, crdb.Config{DSN: dsn, MaxConns: 2})
 }

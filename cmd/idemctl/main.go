@@ -1,12 +1,20 @@
 // Command idemctl is the operator's tool for idemcoord.
 //
 //	idemctl dev token --actor NAME    a bearer token for the running dev cluster
-//	idemctl regions                   live instances per region
+//	idemctl regions                   health, live instances and shards per region
+//	idemctl owner --actor T/S         which region owns an actor (shard, epoch, state)
+//	idemctl shards                    the whole ownership map
+//	idemctl move --shard N --to R     a planned, fenced move (audited)
 //	idemctl op get ID                 an operation by id (a read)
+//	idemctl op find --actor A --endpoint E --key K   an operation by its key (a read)
+//	idemctl migrate                   apply the schema (nothing else changes it)
+//	idemctl version                   module version and commit
 //	idemctl op reconcile|purge|cleanup  repairs, each audited with --operator and --reason
+//	idemctl deploy cockroach-sql --config FILE    the CockroachDB layout of a topology
 //
-// Without --dsn or --etcd, commands use the running dev cluster: the only
-// one, or the one started with --port-base N.
+// Without --dsn or --etcd (or $IDEMCOORD_DSN, $IDEMCOORD_ETCD), commands
+// use the running dev cluster: the only one, or the one started with
+// --port-base N. Every command takes --output table|json.
 package main
 
 import (
@@ -35,13 +43,14 @@ func rootCmd() *cobra.Command {
 	}
 	root.PersistentFlags().IntVar(&devPortBase, "port-base", 0,
 		"which running dev cluster to use, by its `idemd dev --port-base` (default: the only one running)")
-	root.AddCommand(devCmd(), opCmd(), regionsCmd(), ownerCmd(), shardsCmd(), moveCmd())
+	root.AddCommand(devCmd(), opCmd(), regionsCmd(), ownerCmd(), shardsCmd(), moveCmd(), deployCmd(),
+		failoverCmd(), failbackCmd(), drainCmd(), auditCmd(), migrateCmd(), versionCmd())
 	return root
 }
 
 func devCmd() *cobra.Command {
 	dev := &cobra.Command{Use: "dev", Short: "Work with the local dev cluster started by `idemd dev`"}
-	var actor string
+	var actor, format string
 	var ttl time.Duration
 	token := &cobra.Command{
 		Use:   "token --actor NAME",
@@ -50,6 +59,9 @@ func devCmd() *cobra.Command {
 with the running dev cluster's secret, read from its state file.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(format); err != nil {
+				return err
+			}
 			st, err := devState()
 			if err != nil {
 				return err
@@ -58,13 +70,17 @@ with the running dev cluster's secret, read from its state file.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintln(cmd.OutOrStdout(), t)
+			if format == outputJSON {
+				return render(cmd.OutOrStdout(), format, table{v: map[string]any{"token": t, "actor": actor, "ttl": ttl.String()}})
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), t) // bare, for $(idemctl dev token ...)
 			return nil
 		},
 	}
 	token.Flags().StringVar(&actor, "actor", "", "actor (JWT subject) to sign for (required)")
 	token.Flags().DurationVar(&ttl, "ttl", 24*time.Hour, "token lifetime")
 	token.MarkFlagRequired("actor")
+	addOutputFlag(token, &format)
 	dev.AddCommand(token)
 	return dev
 }

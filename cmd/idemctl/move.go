@@ -3,12 +3,18 @@ package main
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/ownership"
 )
+
+// defaultDrain is how long a planned move lets the old owner finish its
+// operations in flight: the dev cluster's upstream timeout (10 s), so a
+// call that started before the move can still record its answer.
+const defaultDrain = 10 * time.Second
 
 func moveCmd() *cobra.Command {
 	var (
@@ -19,12 +25,14 @@ func moveCmd() *cobra.Command {
 		actor  string
 		to     string
 		format string
+		drain  time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "move (--shard N | --actor TENANT/SUBJECT) --to REGION --reason TEXT",
 		Short: "Move a shard to another region: a planned, fenced transfer (audited)",
 		Long: `move runs the transfer protocol for one shard: etcd compare-and-swap to
-FENCING with epoch+1 -> SQL fence bump (audited with --operator and --reason)
+FENCING with epoch+1 -> the old owner's operations in flight finish (at most --drain-timeout)
+-> SQL fence bump (audited with --operator and --reason)
 -> etcd ACTIVE. From the first step on nobody writes the shard; the old owner's
 late writes are refused by the fence; the new owner serves once the move
 commits. An interrupted move is finished by the next one. A repair: it needs
@@ -71,7 +79,8 @@ commits. An interrupted move is finished by the next one. A repair: it needs
 			defer cli.Close()
 			ctx, cancel := etcdContext(cmd)
 			defer cancel()
-			e, err := ownership.NewDirectory(cli, store, quiet()).Move(ctx, shard, to, ownership.Active, af.operator, af.reason)
+			e, err := ownership.NewDirectory(cli, store, quiet()).Move(ctx, shard, to, ownership.Active, af.operator, af.reason,
+				ownership.DrainFor(drain))
 			if err != nil {
 				return err
 			}
@@ -85,6 +94,8 @@ commits. An interrupted move is finished by the next one. A repair: it needs
 	cmd.Flags().IntVar(&shard, "shard", 0, "shard to move")
 	cmd.Flags().StringVar(&actor, "actor", "", "move the shard of this actor scope TENANT/SUBJECT")
 	cmd.Flags().StringVar(&to, "to", "", "region that will own the shard (required)")
+	cmd.Flags().DurationVar(&drain, "drain-timeout", defaultDrain,
+		"how long to let the old owner finish what it already started before fencing it")
 	addOutputFlag(cmd, &format)
 	return cmd
 }

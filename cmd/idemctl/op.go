@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/google/uuid"
@@ -15,22 +14,27 @@ func opCmd() *cobra.Command {
 	op := &cobra.Command{
 		Use:   "op",
 		Short: "Look up operations, and repair them (every repair audited)",
-		Long: `op get reads an operation by id. op reconcile, purge and cleanup are repairs:
+		Long: `op get reads an operation by id, op find by its key; reads need no reason.
+op reconcile, purge and cleanup are repairs:
 each needs --operator (default $USER) and --reason, and writes a repair_audit
 row in the same transaction as its change.`,
 	}
-	op.AddCommand(opGetCmd(), opReconcileCmd(), opPurgeCmd(), opCleanupCmd())
+	op.AddCommand(opGetCmd(), opFindCmd(), opReconcileCmd(), opPurgeCmd(), opCleanupCmd())
 	return op
 }
 
 func opGetCmd() *cobra.Command {
 	var sf storeFlags
 	var af auditFlags
+	var format string
 	cmd := &cobra.Command{
 		Use:   "get OPERATION_ID",
 		Short: "Show an operation by id (a read: no reason needed; the access is logged)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(format); err != nil {
+				return err
+			}
 			id, err := uuid.Parse(args[0])
 			if err != nil {
 				return fmt.Errorf("OPERATION_ID %q is not a UUID (it is the X-Idempotency-Operation-Id of a response)", args[0])
@@ -45,17 +49,12 @@ func opGetCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			enc := json.NewEncoder(cmd.OutOrStdout())
-			enc.SetIndent("", "  ")
-			return enc.Encode(map[string]any{"operation_id": rec.OperationID, "actor": rec.Scope.Actor,
-				"endpoint": rec.Scope.Endpoint, "state": rec.State, "version": rec.Version, "attempts": rec.Attempts,
-				"last_stage": rec.LastStage, "shard": rec.Token.Shard, "epoch": rec.Token.Epoch,
-				"status": rec.Snapshot.Status, "error": rec.ErrorSummary, "purged": rec.Purged,
-				"created_at": rec.CreatedAt, "updated_at": rec.UpdatedAt, "expires_at": rec.ExpiresAt})
+			return render(cmd.OutOrStdout(), format, recordTable(rec))
 		},
 	}
 	sf.add(cmd)
 	af.add(cmd, "why you are looking (optional; logged with the access)")
+	addOutputFlag(cmd, &format)
 	return cmd
 }
 
@@ -64,7 +63,7 @@ func opReconcileCmd() *cobra.Command {
 	var af auditFlags
 	var ran, notRun bool
 	var status int
-	var body string
+	var body, format string
 	cmd := &cobra.Command{
 		Use:   "reconcile OPERATION_ID (--ran --status N [--body JSON] | --not-run) --reason TEXT",
 		Short: "Settle an OUTCOME_UNKNOWN operation after checking the downstream (a repair, audited)",
@@ -74,6 +73,9 @@ COMPLETED and retries replay it), or --not-run (RETRYABLE_FAILURE: the next retr
 runs it). The change and its audit row commit together.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(format); err != nil {
+				return err
+			}
 			id, err := uuid.Parse(args[0])
 			if err != nil {
 				return fmt.Errorf("OPERATION_ID %q is not a UUID (it is the X-Idempotency-Operation-Id of a response)", args[0])
@@ -100,8 +102,9 @@ runs it). The change and its audit row commit together.`,
 			if err := s.ReconcileUnknown(cmd.Context(), af.operator, af.reason, id, res); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "operation %s: %s (audited: %s)\n", id, res.State, af.operator)
-			return nil
+			return render(cmd.OutOrStdout(), format, table{header: []string{"OPERATION", "STATE", "AUDITED AS"},
+				rows: [][]string{{id.String(), string(res.State), af.operator}},
+				v:    map[string]any{"operation_id": id, "state": res.State, "operator": af.operator, "reason": af.reason}})
 		},
 	}
 	sf.add(cmd)
@@ -110,6 +113,7 @@ runs it). The change and its audit row commit together.`,
 	cmd.Flags().BoolVar(&notRun, "not-run", false, "the downstream provably did not run it")
 	cmd.Flags().IntVar(&status, "status", 0, "with --ran: the HTTP status of its response")
 	cmd.Flags().StringVar(&body, "body", "", "with --ran: the response body")
+	addOutputFlag(cmd, &format)
 	cmd.MarkFlagsOneRequired("ran", "not-run")
 	cmd.MarkFlagsMutuallyExclusive("ran", "not-run")
 	return cmd

@@ -34,11 +34,14 @@ func storeWithRecord(t *testing.T, actor string) (string, *crdb.Store, crdb.Reco
 	t.Helper()
 	ctx := context.Background()
 	dsn := pgtest.NewDatabase(t)
-	s, err := crdb.Open(ctx, crdb.Config{DSN: dsn, MaxConns: 4})
+	s, err := crdb.Open(ctx, crdb.Config{Migrate: true, DSN: dsn, MaxConns: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.Close)
+	if err := s.BootstrapFences(ctx, fencing.DefaultShards, func(int) string { return "us-east" }); err != nil {
+		t.Fatal(err)
+	}
 	key, err := idempotency.ParseKeyHeader("order-1")
 	if err != nil {
 		t.Fatal(err)
@@ -51,7 +54,7 @@ func storeWithRecord(t *testing.T, actor string) (string, *crdb.Store, crdb.Reco
 	c, err := s.Begin(ctx, crdb.ClaimRequest{
 		Scope:       crdb.Scope{Actor: actor, Endpoint: "create-payment", Key: key},
 		Fingerprint: fp,
-		Token:       fencing.Token{Shard: fencing.ShardOf(actor, fencing.DefaultShards), Epoch: 1},
+		Token:       fencing.Token{Shard: fencing.ShardOf(actor, fencing.DefaultShards), Epoch: 1, Region: "us-east"},
 		Worker:      "test", Lease: 30 * time.Second, TTL: time.Hour,
 	})
 	if err != nil || c.Lease == nil {
@@ -138,7 +141,7 @@ func TestRepairsNameTheMissingFlag(t *testing.T) {
 func TestGetIsAReadThatNeedsNoReason(t *testing.T) {
 	t.Setenv("USER", "")
 	dsn, s, rec := storeWithRecord(t, "demo/demo")
-	out, err := idemctl(t, "op", "get", rec.OperationID.String(), "--dsn", dsn)
+	out, err := idemctl(t, "op", "get", rec.OperationID.String(), "--dsn", dsn, "-o", "json")
 	if err != nil {
 		t.Fatalf("op get without --reason or $USER: %v", err)
 	}

@@ -14,7 +14,7 @@ import (
 func opPurgeCmd() *cobra.Command {
 	var sf storeFlags
 	var af auditFlags
-	var actor string
+	var actor, format string
 	cmd := &cobra.Command{
 		Use:   "purge --actor TENANT/SUBJECT --reason TEXT",
 		Short: "Remove an actor's stored bodies and personal fields, keeping dedup markers (a repair, audited)",
@@ -24,6 +24,9 @@ from running again. The scope is TENANT/SUBJECT, as in X-Idempotency-Actor
 (the dev cluster's actor "demo" is demo/demo).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(format); err != nil {
+				return err
+			}
 			if err := checkScope(actor); err != nil {
 				return withKnownScopes(cmd.Context(), sf, actor, err)
 			}
@@ -39,6 +42,10 @@ from running again. The scope is TENANT/SUBJECT, as in X-Idempotency-Actor
 			if err != nil {
 				return err
 			}
+			v := map[string]any{"actor": actor, "purged": n, "operator": af.operator, "reason": af.reason}
+			if format == outputJSON {
+				return render(cmd.OutOrStdout(), format, table{v: v})
+			}
 			if n == 0 {
 				fmt.Fprintf(cmd.OutOrStdout(), "actor %s: no records to purge (none finished and not yet purged under this scope)\n", actor)
 				return nil
@@ -50,6 +57,7 @@ from running again. The scope is TENANT/SUBJECT, as in X-Idempotency-Actor
 	sf.add(cmd)
 	af.add(cmd, "why, e.g. a ticket (required; recorded in repair_audit)")
 	cmd.Flags().StringVar(&actor, "actor", "", "actor scope TENANT/SUBJECT, e.g. demo/demo (required)")
+	addOutputFlag(cmd, &format)
 	cmd.MarkFlagRequired("actor")
 	return cmd
 }
@@ -98,6 +106,7 @@ func opCleanupCmd() *cobra.Command {
 	var sf storeFlags
 	var af auditFlags
 	var batch int
+	var format string
 	cmd := &cobra.Command{
 		Use:   "cleanup --reason TEXT",
 		Short: "Delete expired finished records in bounded batches until none is left (a repair, audited)",
@@ -107,6 +116,9 @@ row (operator, reason, number deleted) commit in one transaction. Records that
 are in progress or whose outcome is unknown are never deleted.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(format); err != nil {
+				return err
+			}
 			if err := af.checkRepair(); err != nil {
 				return err
 			}
@@ -133,6 +145,10 @@ are in progress or whose outcome is unknown are never deleted.`,
 			if err := cmd.Context().Err(); err != nil {
 				return fmt.Errorf("stopped after deleting %d records: %w", total, err)
 			}
+			if format == outputJSON {
+				return render(cmd.OutOrStdout(), format, table{v: map[string]any{"deleted": total, "batches": batches,
+					"operator": af.operator, "reason": af.reason}})
+			}
 			fmt.Fprintf(cmd.OutOrStdout(), "deleted %d expired records in %d batches (audited: %s)\n", total, batches, af.operator)
 			return nil
 		},
@@ -140,5 +156,6 @@ are in progress or whose outcome is unknown are never deleted.`,
 	sf.add(cmd)
 	af.add(cmd, "why, e.g. a ticket or \"nightly\" (required; recorded in repair_audit)")
 	cmd.Flags().IntVar(&batch, "batch", crdb.DefaultCleanupBatch, "rows per delete transaction")
+	addOutputFlag(cmd, &format)
 	return cmd
 }

@@ -117,6 +117,9 @@ func printCluster(w io.Writer, st devcluster.State, statePath, token string) {
 	for _, r := range devcluster.Regions[:2] {
 		fmt.Fprintf(w, "  curl -si %s/v1/payments -H \"Authorization: Bearer $TOKEN\" -H 'Idempotency-Key: order-1' \\\n    --json '{\"amount\":\"12.50\",\"currency\":\"EUR\",\"reference\":\"order-1\"}'\n", st.Regions[r])
 	}
+	fmt.Fprintf(w, "\nWatch a failover: stop a region, see its shards move (idemctl shards), bring it back:\n\n"+
+		"  curl -X POST %[1]s/regions/us-east/stop\n  go run ./cmd/idemctl shards\n  curl -X POST %[1]s/regions/us-east/start\n"+
+		"  go run ./cmd/idemctl failback us-east --reason 'region back'\n", st.ControlURL)
 	fmt.Fprintln(w, "\nCtrl-C stops everything.")
 }
 

@@ -31,7 +31,7 @@ region it lands in, and answer with the result of that one run.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(runCmd(), checkConfigCmd(), devCmd())
+	root.AddCommand(runCmd(), checkConfigCmd(), devCmd(), versionCmd())
 	return root
 }
 

@@ -79,3 +79,10 @@ func TestDevPrintsWhereEverythingIs(t *testing.T) {
 		t.Errorf("output shows the password or a form-encoded curl:\n%s", out.String())
 	}
 }
+
+func TestVersionPrintsModuleVersionAndCommit(t *testing.T) {
+	out, _, err := runCLI(t, "version")
+	if err != nil || !strings.HasPrefix(out, "idemd ") || !strings.Contains(out, "(commit ") {
+		t.Fatalf("idemd version: %q %v", out, err)
+	}
+}

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -17,12 +16,20 @@ import (
 
 func runCmd() *cobra.Command {
 	var file, logFormat, logLevel string
+	var migrate bool
 	cmd := &cobra.Command{
 		Use:   "run --config FILE",
 		Short: "Serve one region from a YAML configuration",
 		Long: `run loads the configuration, connects to the SQL store and etcd, and serves
 the gateway on the configured listen address until SIGINT or SIGTERM.
-/metrics, /healthz and /readyz are served on the same address.`,
+/metrics, /healthz and /readyz are served on the same address.
+
+On SIGTERM it stops accepting connections, lets in-flight requests finish
+and record their results for up to drain_timeout, revokes its liveness
+lease and exits 0. It exits non-zero when the listener fails.
+
+The store's schema must exist (idemctl migrate); --migrate applies it at
+start instead, for a first deployment.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			log, err := newLogger(logFormat, logLevel)
@@ -35,20 +42,34 @@ the gateway on the configured listen address until SIGINT or SIGTERM.
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			d, err := daemon.Start(ctx, cfg, daemon.Options{Logger: log})
+			d, err := daemon.Start(ctx, cfg, daemon.Options{Logger: log, Migrate: migrate})
 			if err != nil {
 				return err
 			}
-			<-ctx.Done()
-			log.Info("shutting down")
-			sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			select {
+			case <-ctx.Done():
+			case <-d.Done():
+				// The listener failed: stop everything else and exit
+				// non-zero, so the orchestrator restarts the instance.
+				sctx, cancel := context.WithTimeout(context.Background(), cfg.DrainTimeout)
+				defer cancel()
+				return errors.Join(d.Err(), d.Close(sctx))
+			}
+			stop() // a second signal kills the process at once
+			log.Info("draining", "drain_timeout", cfg.DrainTimeout.String())
+			sctx, cancel := context.WithTimeout(context.Background(), cfg.DrainTimeout)
 			defer cancel()
-			return d.Close(sctx)
+			if err := d.Close(sctx); err != nil {
+				return err
+			}
+			log.Info("drained and stopped")
+			return nil
 		},
 	}
 	cmd.Flags().StringVarP(&file, "config", "c", "", "path to the region's YAML configuration (required)")
 	cmd.Flags().StringVar(&logFormat, "log-format", "json", "log format: json or text")
 	cmd.Flags().StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	cmd.Flags().BoolVar(&migrate, "migrate", false, "apply the store's schema migrations at start (first deployment)")
 	cmd.MarkFlagRequired("config")
 	return cmd
 }

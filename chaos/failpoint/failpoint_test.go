@@ -1,0 +1,127 @@
+package failpoint
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/idemcoord/idemcoord/chaos/history"
+	"github.com/idemcoord/idemcoord/clock"
+)
+
+func mixedSpec() Spec {
+	return Spec{Kinds: Kinds, Count: 8, Regions: []string{"us-east", "eu-west", "ap-south"},
+		Duration: 10 * time.Minute, Warmup: 30 * time.Second, Cooldown: time.Minute,
+		MinFor: 5 * time.Second, MaxFor: 20 * time.Second, Lease: 10 * time.Second}
+}
+
+func TestPlanIsDeterministicPerSeed(t *testing.T) {
+	a, err := Plan(mixedSpec(), 42)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := Plan(mixedSpec(), 42)
+	if diff := cmp.Diff(a, b); diff != "" {
+		t.Fatalf("same seed, different schedules (-first +second):\n%s", diff)
+	}
+	c, _ := Plan(mixedSpec(), 43)
+	if cmp.Equal(a.Faults, c.Faults) {
+		t.Fatalf("seeds 42 and 43 gave the same schedule: %v", a.Faults)
+	}
+}
+
+func TestPlanKeepsFaultsInsideTheWindowAndApart(t *testing.T) {
+	spec := mixedSpec()
+	for seed := uint64(1); seed <= 50; seed++ {
+		s, err := Plan(spec, seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(s.Faults) != spec.Count {
+			t.Fatalf("seed %d: %d faults, want %d", seed, len(s.Faults), spec.Count)
+		}
+		for i, f := range s.Faults {
+			if f.At < spec.Warmup || f.End() > spec.Duration-spec.Cooldown {
+				t.Errorf("seed %d: fault %d %v outside the window", seed, i, f)
+			}
+			if i > 0 && f.At < s.Faults[i-1].End() {
+				t.Errorf("seed %d: fault %d overlaps the previous one", seed, i)
+			}
+			if f.Kind == PauseRegion && f.For <= spec.Lease {
+				t.Errorf("seed %d: pause of %v does not outlast the %v lease", seed, f.For, spec.Lease)
+			}
+			if (f.Kind == KillEtcdLeader) != (f.Region == "") {
+				t.Errorf("seed %d: fault %v has the wrong target", seed, f)
+			}
+		}
+	}
+}
+
+func TestSpecValidateNamesEveryBadField(t *testing.T) {
+	err := Spec{Kinds: []Kind{"meteor"}, Count: 3, MinFor: time.Second, MaxFor: time.Millisecond}.Validate()
+	if !errors.Is(err, ErrInvalidSpec) {
+		t.Fatalf("err = %v, want ErrInvalidSpec", err)
+	}
+	for _, field := range []string{"kinds[0]", "regions", "max_for"} {
+		if !strings.Contains(err.Error(), field+":") {
+			t.Errorf("error %q does not name %s", err, field)
+		}
+	}
+}
+
+// journal is an Injector that writes down what it was asked to do.
+type journal struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+func (j *journal) Inject(_ context.Context, f Fault) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if f.Kind == ClockSkew {
+		return ErrUnsupported
+	}
+	j.calls = append(j.calls, "inject "+f.String())
+	return nil
+}
+
+func (j *journal) Heal(_ context.Context, f Fault) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.calls = append(j.calls, "heal "+f.String())
+	return nil
+}
+
+func TestRunInjectsAndHealsOnScheduleAndRecordsWindows(t *testing.T) {
+	clk := clock.NewFake(time.Unix(0, 0))
+	sched := Schedule{Faults: []Fault{
+		{Kind: KillRegion, Region: "us-east", At: time.Second, For: 2 * time.Second},
+		{Kind: ClockSkew, Region: "eu-west", At: 4 * time.Second, For: time.Second, Skew: time.Second},
+		{Kind: KillEtcdLeader, At: 6 * time.Second, For: time.Second},
+	}}
+	j := &journal{}
+	rec := history.NewRecorder()
+	done := make(chan error, 1)
+	go func() { done <- Run(context.Background(), sched, j, rec, clk, Observer{}) }()
+	for range 4 { // the waits: until 1s, 2s of kill, until 6s, 1s of etcd
+		clk.BlockUntil(1)
+		clk.Advance(2 * time.Second)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"inject " + sched.Faults[0].String(), "heal " + sched.Faults[0].String(),
+		"inject " + sched.Faults[2].String(), "heal " + sched.Faults[2].String()}
+	if diff := cmp.Diff(want, j.calls); diff != "" {
+		t.Errorf("injector calls (-want +got):\n%s", diff)
+	}
+	faults := rec.History().Filter(history.KindFault)
+	if len(faults) != 3 || !faults[1].Skipped || faults[0].Skipped || !strings.Contains(faults[1].Detail, "not injected") {
+		t.Errorf("recorded fault windows = %+v, want 3 with the skew marked not injected", faults)
+	}
+}

@@ -1,0 +1,82 @@
+package failpoint
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/idemcoord/idemcoord/chaos/history"
+	"github.com/idemcoord/idemcoord/clock"
+)
+
+// Injector applies and heals faults; the drill's cluster implements it.
+type Injector interface {
+	// Inject applies f. It returns ErrUnsupported (wrapped) for a kind it
+	// cannot apply.
+	Inject(ctx context.Context, f Fault) error
+	// Heal undoes f: restarts what was killed, resumes what was paused,
+	// restores links and clocks.
+	Heal(ctx context.Context, f Fault) error
+}
+
+// ErrUnsupported is returned (wrapped) by an Injector that cannot apply a
+// fault kind; Run records it and goes on with the next fault.
+var ErrUnsupported = errors.New("failpoint: fault not supported by this cluster")
+
+// Observer hears about faults as they start and end (a progress line).
+// Both calls may be nil.
+type Observer struct {
+	Started func(Fault)
+	Healed  func(Fault)
+}
+
+// Run executes sched against inj: each fault is injected at its offset from
+// now and healed after its length, waiting on clk (clock.Real() in drills,
+// a fake in tests). Each fault's window is recorded in rec as a
+// history.KindFault operation. A fault that cannot be injected is recorded
+// with its error in Detail and skipped. Run returns when every fault was
+// healed or ctx ended; a ctx that ends mid-fault still heals it (with a
+// fresh, bounded context), so the cluster is never left broken.
+func Run(ctx context.Context, sched Schedule, inj Injector, rec *history.Recorder, clk clock.Clock, obs Observer) error {
+	clk = clock.Or(clk)
+	start := clk.Now()
+	var errs []error
+	for _, f := range sched.Faults {
+		if err := clock.Sleep(ctx, clk, f.At-clk.Now().Sub(start)); err != nil {
+			return errors.Join(append(errs, err)...)
+		}
+		call := rec.Now()
+		if err := inj.Inject(ctx, f); err != nil {
+			rec.Add(history.Operation{Kind: history.KindFault, Call: call, Return: rec.Now(), Shard: -1,
+				SentTo: f.Region, Fault: string(f.Kind), Skipped: true, Detail: f.String() + ": not injected: " + err.Error()})
+			if !errors.Is(err, ErrUnsupported) {
+				errs = append(errs, fmt.Errorf("inject %s: %w", f, err))
+			}
+			continue
+		}
+		if obs.Started != nil {
+			obs.Started(f)
+		}
+		waitErr := clock.Sleep(ctx, clk, f.For)
+		hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), healTimeout)
+		healErr := inj.Heal(hctx, f)
+		cancel()
+		rec.Add(history.Operation{Kind: history.KindFault, Call: call, Return: rec.Now(), Shard: -1, SentTo: f.Region,
+			Fault: string(f.Kind), Detail: f.String()})
+		if obs.Healed != nil {
+			obs.Healed(f)
+		}
+		if healErr != nil {
+			errs = append(errs, fmt.Errorf("heal %s: %w", f, healErr))
+		}
+		if waitErr != nil {
+			return errors.Join(append(errs, waitErr)...)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// healTimeout bounds healing after the run's context ended: long enough to
+// restart a process, short enough not to hang a cancelled drill.
+const healTimeout = 30 * time.Second

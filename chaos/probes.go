@@ -1,0 +1,67 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/idemcoord/idemcoord/chaos/history"
+	"github.com/idemcoord/idemcoord/chaos/probe"
+	"github.com/idemcoord/idemcoord/crdb"
+	"github.com/idemcoord/idemcoord/fencing"
+)
+
+// prober runs the drill-side probes on a store of its own, so a probe
+// goes through the same fenced claim the coordinator uses.
+type prober struct {
+	store *crdb.Store
+	rec   *history.Recorder
+	seed  uint64
+	n     int64
+}
+
+func newProber(ctx context.Context, dsn string, rec *history.Recorder, seed uint64) (*prober, error) {
+	store, err := crdb.Open(ctx, crdb.Config{DSN: dsn, MaxConns: 4})
+	if err != nil {
+		return nil, fmt.Errorf("chaos: probe store: %w", err)
+	}
+	return &prober{store: store, rec: rec, seed: seed}, nil
+}
+
+func (p *prober) close() { p.store.Close() }
+
+// loop probes every interval until ctx ends; 0 disables it.
+func (p *prober) loop(ctx context.Context, interval time.Duration, keep func(error)) {
+	if interval <= 0 {
+		return
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			p.once(ctx, keep)
+		}
+	}
+}
+
+// probeTimeout bounds one probe: a store cut by a fault must not hold the
+// loop.
+const probeTimeout = 5 * time.Second
+
+// once runs each probe once. Errors (the store unreachable during a fault)
+// are kept as stage errors; they record nothing in the history.
+func (p *prober) once(ctx context.Context, keep func(error)) {
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	p.n++
+	actor := fmt.Sprintf("chaos-probe/%d-%d", p.seed, p.n%16) // a few shards, revisited as they move
+	if _, err := probe.StaleEpoch(ctx, p.store, p.rec, actor, fencing.DefaultShards, p.n); err != nil && ctx.Err() == nil {
+		keep(err)
+	}
+	if _, err := probe.Serialization(ctx, p.store.Pool(), p.rec); err != nil && ctx.Err() == nil {
+		keep(err)
+	}
+}

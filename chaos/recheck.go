@@ -1,0 +1,55 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemcoord/idemcoord/chaos/cluster"
+	"github.com/idemcoord/idemcoord/chaos/history"
+	"github.com/idemcoord/idemcoord/chaos/traffic"
+	"github.com/idemcoord/idemcoord/chaos/validate"
+)
+
+// Store is what Recheck reads: the SQL store's URL and, when the cluster
+// has one, the etcd directory.
+type Store interface {
+	DSN() string
+}
+
+var _ Store = (cluster.Cluster)(nil)
+
+// Recheck judges h against the store's current state: the final SQL state
+// and ledger, and the etcd directory when s is a cluster.Directory. It is
+// the validate stage of Run, and how a saved history is checked again.
+func Recheck(ctx context.Context, h history.History, s Store, opts validate.Options) (validate.Result, error) {
+	pool, err := pgxpool.New(ctx, s.DSN())
+	if err != nil {
+		return validate.Result{}, fmt.Errorf("chaos: check: %w", err)
+	}
+	defer pool.Close()
+	st, err := validate.ReadState(ctx, pool)
+	if err != nil {
+		return validate.Result{}, fmt.Errorf("chaos: check: %w", err)
+	}
+	if d, ok := s.(cluster.Directory); ok && opts.Directory == nil {
+		if opts.Directory, err = d.Directory(ctx); err != nil {
+			return validate.Result{}, fmt.Errorf("chaos: check: etcd directory: %w", err)
+		}
+	}
+	if h, ok := s.(cluster.Homes); ok && opts.InitialOwner == nil {
+		opts.InitialOwner = h.Home
+	}
+	if opts.LedgerBody == nil {
+		opts.LedgerBody = traffic.LedgerBody
+	}
+	return validate.Check(h, st, opts), nil
+}
+
+// DSN is a Store that is only a database URL: Recheck on a saved history
+// against a store whose cluster is gone (`idemctl drill check`).
+type DSN string
+
+// DSN implements Store.
+func (d DSN) DSN() string { return string(d) }

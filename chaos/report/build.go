@@ -1,0 +1,214 @@
+package report
+
+import (
+	"slices"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/idemcoord/idemcoord/chaos/history"
+	"github.com/idemcoord/idemcoord/chaos/validate"
+)
+
+// Input is what a report is built from.
+type Input struct {
+	// Scenario and Seed identify the run; the seed replays its faults.
+	Scenario string
+	Seed     uint64
+	// History is the run's record.
+	History history.History
+	// Result is the checker's verdict on it.
+	Result validate.Result
+}
+
+// Second is one bucket of the timeline.
+type Second struct {
+	// At is the bucket's start, in seconds since the run began.
+	At int
+	// Requests, Acked and Errors count the attempts that returned in it;
+	// Errors are attempts without a success.
+	Requests, Acked, Errors int
+}
+
+// Window is one fault's window.
+type Window struct {
+	// From and To are seconds since the run began.
+	From, To float64
+	// What describes the fault.
+	What string
+	// Region is the fault's target region, if any.
+	Region string
+	// Requests and Acked count the attempts that returned inside it.
+	Requests, Acked int
+	// Rejected counts 503 answers inside it (the reject policy's answer);
+	// RejectedNoRetryAfter those of them without a Retry-After.
+	Rejected, RejectedNoRetryAfter int
+	// Failover is each moved actor's time from the fault's start to its
+	// first success served by another region than the faulted one, for
+	// faults that take a region out (RegionLoss).
+	Failover []time.Duration
+}
+
+// RegionLoss lists the fault kinds that take a region out of service, the
+// ones failover times are measured for.
+var RegionLoss = map[string]bool{"kill_region": true, "pause_region": true, "cut_etcd": true, "cut_sql": true,
+	"cut_both": true, "crash_point": true}
+
+// Percentiles of a set of durations.
+type Percentiles struct {
+	N                  int
+	P50, P90, P99, Max time.Duration
+}
+
+// Row is one line of the invariant table.
+type Row struct {
+	Invariant   validate.Invariant
+	Description string
+	Checked     int
+	Violations  []validate.Violation
+}
+
+// Pass reports whether the invariant held.
+func (r Row) Pass() bool { return len(r.Violations) == 0 }
+
+// Report is everything the text and HTML forms show.
+type Report struct {
+	Scenario string
+	Seed     uint64
+	// Requests counts attempts; Acked their successes; Replayed the
+	// successes that were replays; Mismatches the 422s; Duplicates the
+	// I1 and I2 violations (a second claim, resource or charge).
+	Requests, Acked, Replayed, Mismatches, Duplicates int
+	// Errors counts attempts without a success by class.
+	Errors map[string]int
+	// Timeline has one bucket per second of the run.
+	Timeline []Second
+	// Faults are the fault windows.
+	Faults []Window
+	// Latency is over acknowledged attempts; Failover over every window's
+	// failover times.
+	Latency, Failover Percentiles
+	// Table is the invariant table, in validate.Invariants order.
+	Table []Row
+	// Coverage and Missing are the coverage counters and the zero ones.
+	Coverage validate.Coverage
+	Missing  []string
+	// Safe and Green are the verdict.
+	Safe, Green bool
+}
+
+// Build computes the report of in.
+func Build(in Input) Report {
+	h := in.History
+	h.Sort()
+	r := Report{Scenario: in.Scenario, Seed: in.Seed, Errors: map[string]int{}, Coverage: in.Result.Coverage,
+		Missing: in.Result.Coverage.Missing(), Safe: in.Result.Safe(), Green: in.Result.Green()}
+	var lat []time.Duration
+	for _, op := range h.Ops {
+		if op.Kind != history.KindRequest {
+			continue
+		}
+		r.Requests++
+		sec := int(op.Return / int64(time.Second))
+		for len(r.Timeline) <= sec {
+			r.Timeline = append(r.Timeline, Second{At: len(r.Timeline)})
+		}
+		b := &r.Timeline[sec]
+		b.Requests++
+		switch {
+		case op.Acknowledged():
+			r.Acked++
+			b.Acked++
+			lat = append(lat, op.Duration())
+			if op.Replayed {
+				r.Replayed++
+			}
+		default:
+			b.Errors++
+			r.Errors[errorClass(op)]++
+			if op.Mismatch() {
+				r.Mismatches++
+			}
+		}
+	}
+	r.Latency = percentiles(lat)
+	var failover []time.Duration
+	for _, f := range h.Filter(history.KindFault) {
+		w := window(h, f)
+		failover = append(failover, w.Failover...)
+		r.Faults = append(r.Faults, w)
+	}
+	r.Failover = percentiles(failover)
+	for _, inv := range validate.Invariants {
+		row := Row{Invariant: inv, Description: inv.Describe(), Checked: in.Result.Checked[inv], Violations: in.Result.Of(inv)}
+		r.Table = append(r.Table, row)
+		if inv == validate.I1 || inv == validate.I2 {
+			r.Duplicates += len(row.Violations)
+		}
+	}
+	return r
+}
+
+func errorClass(op history.Operation) string {
+	if op.Error != history.ErrNone {
+		return string(op.Error)
+	}
+	return strconv.Itoa(op.Status)
+}
+
+// window measures one fault: traffic inside it, and failover times of the
+// actors the faulted region served before it started.
+func window(h history.History, f history.Operation) Window {
+	w := Window{From: seconds(f.Call), To: seconds(f.Return), What: f.Detail, Region: f.SentTo}
+	servedBefore := map[string]bool{}
+	firstAfter := map[string]int64{}
+	for _, op := range h.Ops {
+		if op.Kind != history.KindRequest {
+			continue
+		}
+		if op.Return >= f.Call && op.Return <= f.Return {
+			w.Requests++
+			if op.Acknowledged() {
+				w.Acked++
+			}
+			if op.Status == 503 {
+				w.Rejected++
+				if op.RetryAfter == 0 {
+					w.RejectedNoRetryAfter++
+				}
+			}
+		}
+		if w.Region == "" || f.Skipped || !RegionLoss[f.Fault] || !op.Acknowledged() {
+			continue
+		}
+		switch {
+		case op.Return < f.Call && op.ServedBy == w.Region:
+			servedBefore[op.Actor] = true
+		case op.Call >= f.Call && op.ServedBy != "" && op.ServedBy != w.Region && servedBefore[op.Actor]:
+			if _, seen := firstAfter[op.Actor]; !seen {
+				firstAfter[op.Actor] = op.Return
+			}
+		}
+	}
+	actors := make([]string, 0, len(firstAfter))
+	for a := range firstAfter {
+		actors = append(actors, a)
+	}
+	sort.Strings(actors)
+	for _, a := range actors {
+		w.Failover = append(w.Failover, time.Duration(firstAfter[a]-f.Call))
+	}
+	return w
+}
+
+func percentiles(ds []time.Duration) Percentiles {
+	if len(ds) == 0 {
+		return Percentiles{}
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	at := func(q float64) time.Duration { return s[min(len(s)-1, int(q*float64(len(s))))] }
+	return Percentiles{N: len(s), P50: at(0.50), P90: at(0.90), P99: at(0.99), Max: s[len(s)-1]}
+}
+
+func seconds(ns int64) float64 { return float64(ns) / float64(time.Second) }

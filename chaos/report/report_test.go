@@ -1,0 +1,151 @@
+package report
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idemcoord/idemcoord/chaos/history"
+	"github.com/idemcoord/idemcoord/chaos/validate"
+)
+
+const sec = int64(time.Second)
+
+// synthetic is a 10-second run: us-east served actor a until it was killed
+// at 4s; eu-west served a again at 5.5s; one violation with an excerpt.
+func synthetic() Input {
+	var ops []history.Operation
+	add := func(op history.Operation) { op.Seq = int64(len(ops) + 1); ops = append(ops, op) }
+	for i := int64(0); i < 10; i++ {
+		served := "us-east"
+		status := 201
+		if i >= 4 {
+			served = "eu-west"
+		}
+		if i == 4 || i == 5 {
+			status, served = 503, ""
+		}
+		add(history.Operation{Kind: history.KindRequest, Call: i * sec, Return: i*sec + sec/2, Actor: "demo/a", Key: "k",
+			Intent: i + 1, SentTo: "us-east", ServedBy: served, Status: status, Shard: 1})
+	}
+	add(history.Operation{Kind: history.KindFault, Call: 4 * sec, Return: 6 * sec, SentTo: "us-east", Shard: -1, Fault: "kill_region",
+		Detail: "kill_region us-east for 2s"})
+	res := validate.Result{Checked: map[validate.Invariant]int{validate.I1: 1, validate.I2: 1},
+		Violations: []validate.Violation{{Invariant: validate.I2, KeyHash: history.KeyHash("k"), Shard: 1,
+			Message: "acknowledged success with 2 charges in the ledger", Excerpt: ops[:1]}}}
+	return Input{Scenario: "region-loss-reject", Seed: 42, History: history.History{Ops: ops}, Result: res}
+}
+
+func TestBuildComputesFiguresFromTheHistory(t *testing.T) {
+	r := Build(synthetic())
+	if r.Requests != 10 || r.Acked != 8 || r.Errors["503"] != 2 || r.Duplicates != 1 || r.Safe {
+		t.Fatalf("figures: %+v", r)
+	}
+	if len(r.Timeline) != 10 || r.Timeline[4].Errors != 1 || r.Timeline[0].Acked != 1 {
+		t.Fatalf("timeline: %+v", r.Timeline)
+	}
+	if len(r.Faults) != 1 || r.Faults[0].Rejected != 2 || r.Faults[0].RejectedNoRetryAfter != 2 {
+		t.Fatalf("fault windows: %+v", r.Faults)
+	}
+	// Fault at 4s; the first success served by eu-west returned at 6.5s.
+	if f := r.Faults[0].Failover; len(f) != 1 || f[0] != 2500*time.Millisecond {
+		t.Fatalf("failover times = %v, want [2.5s]", f)
+	}
+}
+
+func TestTextSummaryCarriesSeedInvariantAndExcerpt(t *testing.T) {
+	var b bytes.Buffer
+	if err := Build(synthetic()).WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{"seed 42: VIOLATIONS", "VIOLATION seed=42 I2", "duplicates 1", "failover", history.KeyHash("k")} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "key=k ") {
+		t.Errorf("summary prints a raw key:\n%s", out)
+	}
+}
+
+func writeHTML(t *testing.T) (string, string) {
+	t.Helper()
+	var b bytes.Buffer
+	if err := Build(synthetic()).WriteHTML(&b); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "report.html")
+	if err := os.WriteFile(path, b.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path, b.String()
+}
+
+func TestHTMLReportIsSelfContained(t *testing.T) {
+	_, page := writeHTML(t)
+	for _, want := range []string{`<svg id="timeline"`, `<polyline id="acked"`, `class="fault"`, `<table id="invariants"`,
+		`class="violation"`, `FAIL (1)`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("report lacks %s", want)
+		}
+	}
+	if n := strings.Count(page, `<tr class="invariant">`); n != len(validate.Invariants) {
+		t.Errorf("invariant table has %d rows, want %d", n, len(validate.Invariants))
+	}
+	if regexp.MustCompile(`(src|href)="(https?:)?//`).MatchString(page) || strings.Contains(page, "<script") {
+		t.Error("report loads something from the network or runs a script")
+	}
+}
+
+// TestHTMLReportRendersInChromium opens the report in headless Chromium
+// and checks the rendered DOM holds the chart and the invariant table.
+func TestHTMLReportRendersInChromium(t *testing.T) {
+	bin, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Skip("chromium is not installed (Debian package chromium; .ci/run installs it): skipping the headless render")
+	}
+	path, _ := writeHTML(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "--headless", "--disable-gpu", "--no-sandbox", "--no-first-run",
+		"--user-data-dir="+t.TempDir(), "--dump-dom", "file://"+path)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("chromium: %v", err)
+	}
+	dom := string(out)
+	if !regexp.MustCompile(`<svg[^>]*id="timeline"`).MatchString(dom) || !strings.Contains(dom, "<polyline") {
+		t.Errorf("rendered DOM has no timeline chart:\n%.2000s", dom)
+	}
+	if !regexp.MustCompile(`<table[^>]*id="invariants"`).MatchString(dom) || strings.Count(dom, `class="invariant"`) != len(validate.Invariants) {
+		t.Errorf("rendered DOM has no full invariant table:\n%.2000s", dom)
+	}
+}
+
+func TestFailoverIsMeasuredOnlyForFaultsThatTakeARegionOut(t *testing.T) {
+	in := synthetic()
+	for i, op := range in.History.Ops {
+		if op.Kind == history.KindFault {
+			in.History.Ops[i].Fault = "latency"
+		}
+	}
+	if f := Build(in).Faults[0].Failover; len(f) != 0 {
+		t.Errorf("failover times %v for a latency fault, want none", f)
+	}
+	in = synthetic()
+	for i, op := range in.History.Ops {
+		if op.Kind == history.KindFault {
+			in.History.Ops[i].Skipped = true
+		}
+	}
+	if f := Build(in).Faults[0].Failover; len(f) != 0 {
+		t.Errorf("failover times %v for a fault that was not injected, want none", f)
+	}
+}

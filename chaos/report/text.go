@@ -1,0 +1,86 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/idemcoord/idemcoord/chaos/validate"
+)
+
+// maxExcerpt bounds the operations a text report prints per violation.
+const maxExcerpt = 12
+
+// WriteText writes the summary: the verdict, the figures, the coverage,
+// the invariant table and every violation with its excerpt (keys hashed).
+func (r Report) WriteText(w io.Writer) error {
+	var b strings.Builder
+	verdict := "GREEN"
+	switch {
+	case !r.Safe:
+		verdict = "VIOLATIONS"
+	case !r.Green:
+		verdict = "SAFE BUT NOT COVERED (missing: " + strings.Join(r.Missing, ", ") + ")"
+	}
+	fmt.Fprintf(&b, "drill %s seed %d: %s\n", r.Scenario, r.Seed, verdict)
+	fmt.Fprintf(&b, "requests %d, acknowledged %d (replayed %d), 422 %d, duplicates %d\n",
+		r.Requests, r.Acked, r.Replayed, r.Mismatches, r.Duplicates)
+	if len(r.Errors) > 0 {
+		keys := make([]string, 0, len(r.Errors))
+		for k := range r.Errors {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		parts := make([]string, len(keys))
+		for i, k := range keys {
+			parts[i] = fmt.Sprintf("%s=%d", k, r.Errors[k])
+		}
+		fmt.Fprintf(&b, "errors by class: %s\n", strings.Join(parts, " "))
+	}
+	fmt.Fprintf(&b, "latency (acknowledged, n=%d): %s\n", r.Latency.N, r.Latency)
+	fmt.Fprintf(&b, "failover (fault start -> first success of a moved actor in its new owner, n=%d): %s\n",
+		r.Failover.N, r.Failover)
+	for _, f := range r.Faults {
+		fmt.Fprintf(&b, "  fault %6.1fs-%6.1fs %s: %d requests, %d acknowledged, %d 503 (%d without Retry-After), %d moved actors\n",
+			f.From, f.To, f.What, f.Requests, f.Acked, f.Rejected, f.RejectedNoRetryAfter, len(f.Failover))
+	}
+	c := r.Coverage
+	fmt.Fprintf(&b, "coverage: stale_epoch_rejected=%d takeover=%d retry_40001=%d ambiguous_resolved=%d move_under_load=%d\n",
+		c.StaleEpochRejected, c.Takeovers, c.Retries40001, c.AmbiguousResolved, c.MovesUnderLoad)
+	for _, row := range r.Table {
+		state := "pass"
+		if !row.Pass() {
+			state = fmt.Sprintf("FAIL (%d)", len(row.Violations))
+		}
+		fmt.Fprintf(&b, "  %-8s %-10s checked %-6d %s\n", row.Invariant, state, row.Checked, row.Description)
+	}
+	for _, row := range r.Table {
+		for _, v := range row.Violations {
+			writeViolation(&b, r.Seed, v)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func writeViolation(b *strings.Builder, seed uint64, v validate.Violation) {
+	fmt.Fprintf(b, "VIOLATION seed=%d %s\n", seed, v)
+	for i, op := range v.Excerpt {
+		if i == maxExcerpt {
+			fmt.Fprintf(b, "    ... %d more\n", len(v.Excerpt)-maxExcerpt)
+			break
+		}
+		fmt.Fprintf(b, "    %s\n", describeOp(op))
+	}
+}
+
+// String formats the percentiles on one line.
+func (p Percentiles) String() string {
+	if p.N == 0 {
+		return "none"
+	}
+	r := func(d time.Duration) string { return d.Round(time.Microsecond * 100).String() }
+	return fmt.Sprintf("p50 %s p90 %s p99 %s max %s", r(p.P50), r(p.P90), r(p.P99), r(p.Max))
+}

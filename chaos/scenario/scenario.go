@@ -1,0 +1,216 @@
+package scenario
+
+import (
+	"bytes"
+	"embed"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/idemcoord/idemcoord/chaos/failpoint"
+	"github.com/idemcoord/idemcoord/chaos/traffic"
+)
+
+// Errors returned by this package.
+var (
+	// ErrInvalid wraps every validation problem of a scenario.
+	ErrInvalid = errors.New("scenario: invalid")
+	// ErrUnknown is returned by Load for a name that is not shipped.
+	ErrUnknown = errors.New("scenario: unknown scenario")
+)
+
+//go:embed scenarios/*.yaml
+var shipped embed.FS
+
+// Failover policies a scenario can put the endpoint under.
+const (
+	PolicyReject   = "reject"
+	PolicyTransfer = "transfer"
+)
+
+// Scenario is one drill: what traffic runs, what faults hit it, under
+// which failover policy.
+type Scenario struct {
+	// Name identifies the scenario (the file name without .yaml).
+	Name string `yaml:"name"`
+	// Description says what it proves, for the report.
+	Description string `yaml:"description"`
+	// Policy is the endpoint's failover policy: reject or transfer.
+	Policy string `yaml:"policy"`
+	// Duration is the main phase's length (traffic and faults).
+	Duration time.Duration `yaml:"duration"`
+	// Lease is the coordinator's lease in the drill's cluster.
+	Lease time.Duration `yaml:"lease"`
+	// Traffic shapes the workload.
+	Traffic Traffic `yaml:"traffic"`
+	// Faults says what may be injected.
+	Faults Faults `yaml:"faults"`
+	// ProbeInterval is how often the drill probes the store (a stale-epoch
+	// write, a provoked 40001). 0 disables probes.
+	ProbeInterval time.Duration `yaml:"probe_interval"`
+}
+
+// Traffic is the YAML form of traffic.Profile; each field means what the
+// Profile field of the same name means.
+type Traffic struct {
+	Actors           int     `yaml:"actors"`
+	Intents          int     `yaml:"intents"`
+	Rate             float64 `yaml:"rate"`
+	CrossRegionRetry float64 `yaml:"cross_region_retry"`
+	DuplicateRetry   float64 `yaml:"duplicate_retry"`
+	ChangedBody      float64 `yaml:"changed_body"`
+	MaxAttempts      int     `yaml:"max_attempts"`
+}
+
+// Faults is the YAML form of failpoint.Spec; each field means what the
+// Spec field of the same name means (Duration is the scenario's).
+type Faults struct {
+	Kinds    []failpoint.Kind `yaml:"kinds"`
+	Count    int              `yaml:"count"`
+	Regions  []string         `yaml:"regions"`
+	Warmup   time.Duration    `yaml:"warmup"`
+	Cooldown time.Duration    `yaml:"cooldown"`
+	MinFor   time.Duration    `yaml:"min_for"`
+	MaxFor   time.Duration    `yaml:"max_for"`
+	Points   []string         `yaml:"points"`
+	Links    []failpoint.Link `yaml:"links"`
+}
+
+// Profile returns the traffic profile, its main phase lasting d.
+func (s Scenario) Profile(d time.Duration) traffic.Profile {
+	t := s.Traffic
+	return traffic.Profile{Actors: t.Actors, Intents: t.Intents, Duration: d, Rate: t.Rate,
+		CrossRegionRetry: t.CrossRegionRetry, DuplicateRetry: t.DuplicateRetry, ChangedBody: t.ChangedBody, MaxAttempts: t.MaxAttempts}
+}
+
+// FaultSpec returns the fault spec over a main phase of d. A d other than
+// the scenario's Duration scales the fault count with it (at least one
+// fault stays), and a shorter d also shrinks warmup and cooldown, so a
+// short CI run and a long soak both use the scenario as written; the count
+// is then capped at what fits without overlap.
+func (s Scenario) FaultSpec(d time.Duration) failpoint.Spec {
+	f := s.Faults
+	spec := failpoint.Spec{Kinds: f.Kinds, Count: f.Count, Regions: f.Regions, Duration: d, Warmup: f.Warmup,
+		Cooldown: f.Cooldown, MinFor: f.MinFor, MaxFor: f.MaxFor, Lease: s.Lease, Points: f.Points, Links: f.Links}
+	if d == s.Duration || d <= 0 || s.Duration <= 0 || f.Count == 0 {
+		return spec
+	}
+	ratio := float64(d) / float64(s.Duration)
+	spec.Count = max(1, int(math.Round(float64(f.Count)*ratio)))
+	if ratio < 1 {
+		spec.Warmup = time.Duration(float64(f.Warmup) * ratio)
+		spec.Cooldown = time.Duration(float64(f.Cooldown) * ratio)
+	}
+	longest := f.MaxFor
+	if slices.Contains(f.Kinds, failpoint.PauseRegion) {
+		longest = max(longest, s.Lease+s.Lease/4)
+	}
+	if window := d - spec.Warmup - spec.Cooldown; longest > 0 && window > 0 {
+		spec.Count = max(1, min(spec.Count, int(window/longest)))
+	}
+	return spec
+}
+
+// Parse reads one scenario from YAML. Unknown fields are errors; every
+// problem is reported, each as "path: reason", wrapped in ErrInvalid.
+func Parse(data []byte) (Scenario, error) {
+	var s Scenario
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&s); err != nil && !errors.Is(err, io.EOF) {
+		return Scenario{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	return s, s.Validate()
+}
+
+// Validate reports every problem of s as "path: reason".
+func (s Scenario) Validate() error {
+	var errs []error
+	bad := func(p, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: %s: %s", ErrInvalid, p, fmt.Sprintf(format, args...)))
+	}
+	if s.Name == "" {
+		bad("name", "required")
+	}
+	if s.Policy != PolicyReject && s.Policy != PolicyTransfer {
+		bad("policy", "must be %s or %s, got %q", PolicyReject, PolicyTransfer, s.Policy)
+	}
+	if s.Duration <= 0 {
+		bad("duration", "must be positive")
+	}
+	if s.Lease <= 0 {
+		bad("lease", "must be positive")
+	}
+	if s.ProbeInterval < 0 {
+		bad("probe_interval", "must not be negative")
+	}
+	for i, p := range s.Faults.Points {
+		if !slices.Contains(failpoint.CrashPoints, p) {
+			bad(fmt.Sprintf("faults.points[%d]", i), "unknown crash point %q (known: %s)", p, strings.Join(failpoint.CrashPoints, ", "))
+		}
+	}
+	for i, l := range s.Faults.Links {
+		if !slices.Contains(failpoint.Links, l) {
+			bad(fmt.Sprintf("faults.links[%d]", i), "unknown link %q", l)
+		}
+	}
+	errs = append(errs, prefixed("traffic.", traffic.ErrInvalidConfig, s.Profile(max(s.Duration, 1)).Validate())...)
+	if s.Duration > 0 {
+		errs = append(errs, prefixed("faults.", failpoint.ErrInvalidSpec, s.FaultSpec(s.Duration).Validate())...)
+	}
+	return errors.Join(errs...)
+}
+
+// prefixed re-reports a package's "sentinel: field: reason" errors as
+// "path.field: reason".
+func prefixed(p string, sentinel, err error) []error {
+	if err == nil {
+		return nil
+	}
+	var list []error
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		list = j.Unwrap()
+	} else {
+		list = []error{err}
+	}
+	var out []error
+	for _, e := range list {
+		msg := strings.TrimPrefix(e.Error(), sentinel.Error()+": ")
+		out = append(out, fmt.Errorf("%w: %s%s", ErrInvalid, p, msg))
+	}
+	return out
+}
+
+// Names lists the shipped scenarios, sorted.
+func Names() []string {
+	entries, _ := shipped.ReadDir("scenarios")
+	var out []string
+	for _, e := range entries {
+		out = append(out, strings.TrimSuffix(e.Name(), ".yaml"))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Load returns the shipped scenario called name.
+func Load(name string) (Scenario, error) {
+	data, err := shipped.ReadFile(path.Join("scenarios", name+".yaml"))
+	if err != nil {
+		return Scenario{}, fmt.Errorf("%w %q (shipped: %s)", ErrUnknown, name, strings.Join(Names(), ", "))
+	}
+	s, err := Parse(data)
+	if err != nil {
+		return Scenario{}, fmt.Errorf("scenario %s: %w", name, err)
+	}
+	if s.Name != name {
+		return Scenario{}, fmt.Errorf("%w: scenario file %s.yaml: name: is %q", ErrInvalid, name, s.Name)
+	}
+	return s, nil
+}

@@ -1,0 +1,97 @@
+package traffic
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/idemcoord/idemcoord/chaos/history"
+	"github.com/idemcoord/idemcoord/client"
+)
+
+// Response headers the drill reads.
+const (
+	headerRegion = "X-Idempotency-Region"
+)
+
+// send makes one attempt of in against region and records it. It returns
+// the recorded operation and the Retry-After the answer asked for.
+func (w *worker) send(ctx context.Context, in *intent, region int, body []byte) (history.Operation, time.Duration) {
+	var wrote atomic.Bool
+	tctx := httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		WroteRequest: func(httptrace.WroteRequestInfo) { wrote.Store(true) },
+	})
+	rec := w.tr.rec
+	op := history.Operation{Kind: history.KindRequest, ClientID: w.id, Actor: w.scope, Intent: in.n,
+		Attempt: in.attempts, Endpoint: http.MethodPost + " " + w.tr.t.Path, Key: in.key, Reference: in.body.Reference,
+		BodyHash: history.Hash(body), SentTo: w.tr.t.Regions[region].Name, Shard: w.shard}
+	op.Call = rec.Now()
+	resp, err := w.clients[region].Do(tctx, client.Intent{Method: http.MethodPost, Path: w.tr.t.Path, Key: in.key, Body: body})
+	op.Return = rec.Now()
+	var retryAfter time.Duration
+	if resp != nil {
+		op.Status = resp.Status
+		op.ServedBy = resp.Header.Get(headerRegion)
+		op.Replayed = resp.Replayed
+		op.OperationID = resp.OperationID
+		op.ResponseHash = history.Hash(resp.Body)
+		op.ResourceID = resourceID(resp)
+		if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s >= 0 {
+			op.RetryAfter = max(s, 1) // "0" still says "retry": count it as present
+			retryAfter = time.Duration(s) * time.Second
+		}
+	} else {
+		op.Error = classify(err, wrote.Load())
+		op.Detail = errText(err)
+	}
+	op = rec.Add(op)
+	w.tr.counts.observe(op)
+	return op, retryAfter
+}
+
+// classify names how an attempt without an answer failed. Only a request
+// never written cannot have run.
+func classify(err error, wrote bool) history.ErrorClass {
+	var ne net.Error
+	switch {
+	case !wrote:
+		return history.ErrBeforeSend
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		return history.ErrTimeout
+	}
+	return history.ErrAfterSend
+}
+
+// errText keeps the error's last part: no URL, key or body is in it.
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	s := err.Error()
+	if i := strings.LastIndex(s, ": "); i >= 0 {
+		s = s[i+2:]
+	}
+	return s
+}
+
+// resourceID reads the business resource an answer names: payment_id from
+// a JSON body, else the last segment of Location.
+func resourceID(resp *client.Response) string {
+	var b struct {
+		PaymentID string `json:"payment_id"`
+	}
+	if json.Unmarshal(resp.Body, &b) == nil && b.PaymentID != "" {
+		return b.PaymentID
+	}
+	if loc := resp.Header.Get("Location"); loc != "" {
+		return loc[strings.LastIndex(loc, "/")+1:]
+	}
+	return ""
+}

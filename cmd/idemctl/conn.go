@@ -1,0 +1,84 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/idemcoord/idemcoord/crdb"
+	"github.com/idemcoord/idemcoord/ownership"
+	"github.com/idemcoord/idemcoord/region"
+)
+
+// repairStoreConns is the store pool of a region-wide repair: enough for
+// several shard moves at once (each holds a connection for its fence
+// bump), few enough not to crowd the daemons' own pools.
+const repairStoreConns = 8
+
+// regionRepairFlags are the flags of failover, failback, drain and accept:
+// where etcd, the store and the topology are, and who does it and why.
+type regionRepairFlags struct {
+	cluster clusterFlags
+	store   storeFlags
+	audit   auditFlags
+	output  string
+}
+
+func (f *regionRepairFlags) add(cmd *cobra.Command, reasonHelp string) {
+	f.cluster.add(cmd)
+	f.store.add(cmd)
+	f.audit.add(cmd, reasonHelp)
+	addOutputFlag(cmd, &f.output)
+}
+
+// check validates the flags before anything is opened.
+func (f *regionRepairFlags) check() error {
+	if err := f.audit.checkRepair(); err != nil {
+		return err
+	}
+	return checkOutput(f.output)
+}
+
+// conn is an open connection to a deployment.
+type conn struct {
+	cli   *clientv3.Client
+	store *crdb.Store
+	dir   *ownership.Directory
+	topo  *region.Topology
+}
+
+func (c *conn) Close() {
+	c.store.Close()
+	c.cli.Close()
+}
+
+// open reads the topology and connects to the store and etcd.
+func (f *regionRepairFlags) open(ctx context.Context) (*conn, error) {
+	topo, cfg, err := f.cluster.topology()
+	if err != nil {
+		return nil, err
+	}
+	if len(cfg.Regions) < 2 {
+		return nil, fmt.Errorf("--config: %d region(s): failover needs a multi-region topology", len(cfg.Regions))
+	}
+	dsn := f.store.dsn
+	if dsn == "" {
+		st, err := devState()
+		if err != nil {
+			return nil, fmt.Errorf("--dsn not set and %w", err)
+		}
+		dsn = st.DSN
+	}
+	store, err := crdb.Open(ctx, crdb.Config{DSN: dsn, MaxConns: repairStoreConns})
+	if err != nil {
+		return nil, err
+	}
+	cli, err := f.cluster.client()
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	return &conn{cli: cli, store: store, dir: ownership.NewDirectory(cli, store, quiet()), topo: topo}, nil
+}

@@ -1,0 +1,180 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/idemcoord/idemcoord/failover"
+)
+
+// moveCommand is one of failover / failback / drain: a region argument,
+// connection and repair flags, and the moves printed.
+type moveCommand struct {
+	flags regionRepairFlags
+}
+
+// run checks the flags, connects and calls do with a Repair whose health
+// filter comes from one fresh read of the liveness keys.
+func (m *moveCommand) run(cmd *cobra.Command, action, reg string,
+	do func(ctx context.Context, r failover.Repair) ([]failover.Moved, error)) error {
+	if err := m.flags.check(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), 2*time.Minute)
+	defer cancel()
+	c, err := m.flags.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	tr, err := failover.NewTracker(failover.Config{Client: c.cli, Topology: c.topo, Prefix: c.dir.Prefix()})
+	if err != nil {
+		return err
+	}
+	if _, err := tr.Refresh(ctx); err != nil {
+		return err
+	}
+	r := failover.Repair{Client: c.cli, Directory: c.dir, Topology: c.topo, Audit: c.store, Healthy: tr.Healthy,
+		Concurrency: repairStoreConns, DrainTimeout: defaultDrain}
+	moved, err := do(ctx, r)
+	if rerr := printMoves(cmd, m.flags.output, action, reg, moved); rerr != nil {
+		return rerr
+	}
+	return err
+}
+
+// printMoves renders the moves of one command.
+func printMoves(cmd *cobra.Command, format, action, reg string, moved []failover.Moved) error {
+	if moved == nil {
+		moved = []failover.Moved{}
+	}
+	t := table{header: []string{"SHARD", "FROM", "FROM_EPOCH", "TO", "EPOCH", "STATE", "ERROR"},
+		v: map[string]any{"action": action, "region": reg, "shards": moved}}
+	for _, mv := range moved {
+		t.rows = append(t.rows, []string{strconv.Itoa(mv.Shard), mv.From, strconv.FormatInt(mv.FromEpoch, 10),
+			mv.To, strconv.FormatInt(mv.Epoch, 10), string(mv.State), mv.Err})
+	}
+	if err := render(cmd.OutOrStdout(), format, t); err != nil {
+		return err
+	}
+	if format == outputTable && len(moved) == 0 {
+		fmt.Fprintf(cmd.OutOrStdout(), "%s %s: no shard to move\n", action, reg)
+	}
+	return nil
+}
+
+func failoverCmd() *cobra.Command {
+	var m moveCommand
+	cmd := &cobra.Command{
+		Use:   "failover REGION --operator NAME --reason TEXT",
+		Short: "Move every shard REGION owns to its failover region, FAILED_OVER (audited)",
+		Long: `failover does by hand what the elected controller does when a region fails:
+every shard REGION owns moves to its failover region (the first healthy region
+in its home's successor order) under a new fencing epoch, one epoch step per
+shard, and ends FAILED_OVER. Endpoints with the reject policy then refuse
+those shards' writes until "idemctl failover accept" or "idemctl failback".
+
+Each shard's move is audited with the fence bump; the command writes one more
+audit row for the whole failover. It is safe to run while the controller runs:
+each shard has one winner. Run it again to finish shards that failed.`,
+		Example: `  idemctl failover eu-west --config idemd.yaml --operator alice --reason "eu-west unreachable, INC-42"`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return m.run(cmd, "failover", args[0], func(ctx context.Context, r failover.Repair) ([]failover.Moved, error) {
+				return r.Failover(ctx, args[0], m.flags.audit.operator, m.flags.audit.reason)
+			})
+		},
+	}
+	m.flags.add(cmd, "why the region is failed over, recorded in the audit (required)")
+	cmd.AddCommand(acceptCmd())
+	return cmd
+}
+
+func failbackCmd() *cobra.Command {
+	var m moveCommand
+	cmd := &cobra.Command{
+		Use:   "failback REGION --operator NAME --reason TEXT",
+		Short: "Move every shard whose home is REGION back to it, ACTIVE (audited)",
+		Long: `failback moves every shard whose home region is REGION and that another region
+owns (or that is not ACTIVE) back to REGION under a new fencing epoch, ending
+ACTIVE. Run it once REGION is healthy again ("idemctl regions") and, for
+endpoints with the reject policy, after reconciling what it left in flight.`,
+		Example: `  idemctl failback eu-west --config idemd.yaml --operator alice --reason "eu-west restored, INC-42"`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return m.run(cmd, "failback", args[0], func(ctx context.Context, r failover.Repair) ([]failover.Moved, error) {
+				return r.Failback(ctx, args[0], m.flags.audit.operator, m.flags.audit.reason)
+			})
+		},
+	}
+	m.flags.add(cmd, "why the shards go home, recorded in the audit (required)")
+	return cmd
+}
+
+func drainCmd() *cobra.Command {
+	var m moveCommand
+	cmd := &cobra.Command{
+		Use:   "drain REGION --operator NAME --reason TEXT",
+		Short: "Move every shard REGION owns to its failover region, ACTIVE: a planned move (audited)",
+		Long: `drain is a planned failover, for maintenance: every shard REGION owns moves to
+its failover region (its home if that is another healthy region, else the
+first healthy region in its home's successor order) under a new fencing epoch
+and stays ACTIVE, so endpoints with the reject policy keep serving. Bring the
+shards back with "idemctl failback REGION".`,
+		Example: `  idemctl drain us-east --config idemd.yaml --operator alice --reason "kernel upgrade, CHG-7"`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return m.run(cmd, "drain", args[0], func(ctx context.Context, r failover.Repair) ([]failover.Moved, error) {
+				return r.Drain(ctx, args[0], m.flags.audit.operator, m.flags.audit.reason)
+			})
+		},
+	}
+	m.flags.add(cmd, "why the region is drained, recorded in the audit (required)")
+	return cmd
+}
+
+func acceptCmd() *cobra.Command {
+	var m moveCommand
+	var shard int
+	var reg string
+	cmd := &cobra.Command{
+		Use:   "accept (--shard N | --region R) --operator NAME --reason TEXT",
+		Short: "Accept the new owner of FAILED_OVER shards: mark them ACTIVE (audited)",
+		Long: `accept tells the deployment that an operator has reconciled what the failed
+region left in flight (operations IN_PROGRESS or OUTCOME_UNKNOWN there, see
+"idemctl op") and accepts the new owner: the selected FAILED_OVER shards become
+ACTIVE with the same owner and epoch, so endpoints with the reject policy serve
+them again. --shard N selects one shard; --region R every FAILED_OVER shard
+whose home region is R (the shards that failed over away from R).
+
+The audit row is written before the change.`,
+		Example: `  idemctl failover accept --region eu-west --config idemd.yaml --operator alice --reason "reconciled INC-42"`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			hasShard, hasRegion := cmd.Flags().Changed("shard"), reg != ""
+			if hasShard == hasRegion {
+				return errors.New("accept needs exactly one of --shard N or --region R")
+			}
+			sel := failover.RegionSelection(reg)
+			what := reg
+			if hasShard {
+				if shard < 0 {
+					return fmt.Errorf("--shard: must not be negative, got %d", shard)
+				}
+				sel, what = failover.ShardSelection(shard), "shard "+strconv.Itoa(shard)
+			}
+			return m.run(cmd, "accept", what, func(ctx context.Context, r failover.Repair) ([]failover.Moved, error) {
+				return r.Accept(ctx, sel, m.flags.audit.operator, m.flags.audit.reason)
+			})
+		},
+	}
+	m.flags.add(cmd, "why the new owner is accepted (the reconciliation done), recorded in the audit (required)")
+	cmd.Flags().IntVar(&shard, "shard", 0, "accept this shard")
+	cmd.Flags().StringVar(&reg, "region", "", "accept every FAILED_OVER shard whose home is this region")
+	return cmd
+}

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idemcoord/idemcoord/config"
+	"github.com/idemcoord/idemcoord/crdb"
+	"github.com/idemcoord/idemcoord/internal/etcdlocal"
+	"github.com/idemcoord/idemcoord/internal/pgtest"
+	"github.com/idemcoord/idemcoord/ownership"
+	"github.com/idemcoord/idemcoord/region"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+func TestRepairCommandsNameTheMissingFlag(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir()) // no dev cluster
+	t.Setenv("IDEMCOORD_CONFIG", "")
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"failover", "us-east", "--operator", "", "--reason", "x"}, "missing --operator"},
+		{[]string{"failback", "us-east", "--operator", "me"}, "missing --reason"},
+		{[]string{"drain", "us-east", "--operator", " "}, "missing --operator NAME (who is doing it; $USER is empty) and --reason"},
+		{[]string{"failover", "accept", "--operator", "me", "--reason", "x"}, "exactly one of --shard N or --region R"},
+		{[]string{"failover", "accept", "--shard", "1", "--region", "r", "--operator", "me", "--reason", "x"}, "exactly one of"},
+		{[]string{"drain", "us-east", "--operator", "me", "--reason", "x", "-o", "yaml"}, "--output"},
+		{[]string{"drain", "us-east", "--operator", "me", "--reason", "x"}, "--config not set"},
+		{[]string{"failover"}, "accepts 1 arg"},
+		{[]string{"audit", "--since", "yesterday", "--dsn", "postgres://x"}, "--since"},
+		{[]string{"audit", "--shard", "1", "--actor", "a", "--dsn", "postgres://x"}, "none of the others"},
+	}
+	for _, tc := range tests {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			_, err := idemctl(t, tc.args...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want one naming %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestFailoverAcceptFailbackAndAuditFromTheCommandLine(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	etcd, err := etcdlocal.Start(ctx, []string{"a"}, etcdlocal.Options{Fast: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer etcd.Close()
+	dsn := pgtest.NewDatabase(t)
+	rs := []config.Region{{Name: "us-east", URL: "http://u.invalid"}, {Name: "eu-west", URL: "http://e.invalid"},
+		{Name: "ap-south", URL: "http://a.invalid"}}
+	topo, err := region.New("us-east", rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := crdb.Open(ctx, crdb.Config{Migrate: true, DSN: dsn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: etcd.Endpoints(), Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	dir := ownership.NewDirectory(cli, store)
+	if err := dir.Bootstrap(ctx, topo, 6); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("IDEMD_HS256_SECRET", "0123456789abcdef0123456789abcdef")
+	cfg := filepath.Join(t.TempDir(), "idemd.yaml")
+	if err := os.WriteFile(cfg, []byte(config.Example+"\nshards: 6\nregions:\n  - {name: us-east, url: http://u.invalid}\n"+
+		"  - {name: eu-west, url: http://e.invalid}\n  - {name: ap-south, url: http://a.invalid}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	conn := []string{"--config", cfg, "--etcd", strings.Join(etcd.Endpoints(), ","), "--dsn", dsn,
+		"--operator", "alice", "--reason", "INC-42", "-o", "json"}
+
+	type result struct {
+		Action string `json:"action"`
+		Shards []struct {
+			Shard int    `json:"shard"`
+			To    string `json:"to"`
+			Epoch int64  `json:"epoch"`
+			State string `json:"state"`
+			Error string `json:"error"`
+		} `json:"shards"`
+	}
+	run := func(args ...string) result {
+		t.Helper()
+		out, err := idemctl(t, append(args, conn...)...)
+		if err != nil {
+			t.Fatalf("idemctl %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		var r result
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatalf("idemctl %s: output %q: %v", strings.Join(args, " "), out, err)
+		}
+		return r
+	}
+	// Only eu-west has a live instance: the failover's health filter
+	// (one read of the liveness keys) lets it be the only target.
+	live, err := ownership.StartLiveness(ctx, ownership.LivenessConfig{Client: cli, Region: "eu-west",
+		Instance: "i1", TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+	got := run("failover", "us-east")
+	if len(got.Shards) != 2 || got.Shards[0].Shard != 0 || got.Shards[1].Shard != 3 {
+		t.Fatalf("failover us-east moved %+v, want shards 0 and 3", got.Shards)
+	}
+	for _, s := range got.Shards {
+		if s.To != "eu-west" || s.Epoch != 2 || s.State != "FAILED_OVER" || s.Error != "" {
+			t.Errorf("failover of shard %d: %+v", s.Shard, s)
+		}
+	}
+	if got := run("failover", "accept", "--shard", "3"); len(got.Shards) != 1 || got.Shards[0].State != "ACTIVE" {
+		t.Errorf("accept --shard 3: %+v", got.Shards)
+	}
+	if got := run("failback", "us-east"); len(got.Shards) != 2 || got.Shards[0].To != "us-east" || got.Shards[0].Epoch != 3 {
+		t.Errorf("failback us-east: %+v", got.Shards)
+	}
+	out, err := idemctl(t, "audit", "--dsn", dsn, "--shard", "3", "--since", "1h", "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []crdb.AuditRow
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		t.Fatalf("audit output %q: %v", out, err)
+	}
+	var actions []string
+	for _, r := range rows {
+		actions = append(actions, r.Action+"/"+r.Operator+"/"+r.Reason)
+	}
+	want := []string{"move_fence/alice/INC-42", "failover_accept/alice/INC-42", "move_fence/alice/INC-42"}
+	if strings.Join(actions, " ") != strings.Join(want, " ") {
+		t.Errorf("audit --shard 3 = %q, want %q", actions, want)
+	}
+	table, err := idemctl(t, "audit", "--dsn", dsn)
+	if err != nil || !strings.Contains(table, "failback") || !strings.HasPrefix(table, "AT") {
+		t.Errorf("audit table: %v\n%s", err, table)
+	}
+}

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/idemcoord/idemcoord/crdb"
+	"github.com/idemcoord/idemcoord/internal/buildinfo"
+)
+
+func migrateCmd() *cobra.Command {
+	var sf storeFlags
+	var format string
+	cmd := &cobra.Command{
+		Use:   "migrate [--dsn URL]",
+		Short: "Apply the store's schema migrations (the only command that changes the schema)",
+		Long: `migrate applies the portable migrations (crdb/migrations/portable); it is
+idempotent. No other idemctl command, and idemd only with run --migrate,
+changes the schema: a store without it makes them fail with "run idemctl
+migrate". The CockroachDB multi-region layout is separate
+(deploy/cockroach/README.md).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(format); err != nil {
+				return err
+			}
+			dsn, err := sf.resolve()
+			if err != nil {
+				return err
+			}
+			s, err := crdb.Open(cmd.Context(), crdb.Config{DSN: dsn, MaxConns: 2, Migrate: true})
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			return render(cmd.OutOrStdout(), format, table{header: []string{"SCHEMA"}, rows: [][]string{{"up to date"}},
+				v: map[string]any{"migrated": true, "cockroach": s.Cockroach()}})
+		},
+	}
+	sf.add(cmd)
+	addOutputFlag(cmd, &format)
+	return cmd
+}
+
+func versionCmd() *cobra.Command {
+	var format string
+	cmd := &cobra.Command{
+		Use:   "version",
+		Short: "Print the module version and the commit this binary was built from",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(format); err != nil {
+				return err
+			}
+			bi := buildinfo.Read()
+			return render(cmd.OutOrStdout(), format, table{header: []string{"BINARY", "VERSION"},
+				rows: [][]string{{"idemctl", bi.String()}}, v: bi})
+		},
+	}
+	addOutputFlag(cmd, &format)
+	return cmd
+}

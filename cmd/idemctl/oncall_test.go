@@ -1,0 +1,102 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+
+	"github.com/idemcoord/idemcoord/internal/pgtest"
+)
+
+func TestEveryCommandTakesOutput(t *testing.T) {
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if c.Runnable() && c.Name() != "help" && c.Name() != "completion" && c.Parent() != nil &&
+			c.Parent().Name() != "completion" {
+			if c.Flags().Lookup("output") == nil {
+				t.Errorf("%q has no --output", c.CommandPath())
+			}
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(rootCmd())
+}
+
+func TestStoreCommandsNeverMigrate(t *testing.T) {
+	dsn := pgtest.NewDatabase(t)
+	for _, args := range [][]string{
+		{"op", "get", "00000000-0000-0000-0000-000000000001"},
+		{"op", "find", "--actor", "demo/demo", "--endpoint", "create-payment", "--key", "k"},
+		{"op", "cleanup", "--reason", "test"},
+		{"op", "purge", "--actor", "demo/demo", "--reason", "test"},
+	} {
+		_, err := idemctl(t, append(args, "--dsn", dsn)...)
+		if err == nil || !strings.Contains(err.Error(), "run idemctl migrate") {
+			t.Errorf("%v on an unmigrated store: %v, want an error saying to run idemctl migrate", args, err)
+		}
+	}
+	out, err := idemctl(t, "migrate", "--dsn", dsn, "-o", "json")
+	if err != nil || !strings.Contains(out, `"migrated": true`) {
+		t.Fatalf("migrate: %q %v", out, err)
+	}
+	if _, err := idemctl(t, "op", "cleanup", "--reason", "test", "--dsn", dsn); err != nil {
+		t.Errorf("op cleanup after migrate: %v", err)
+	}
+}
+
+func TestOpFindByKey(t *testing.T) {
+	dsn, _, rec := storeWithRecord(t, "demo/demo")
+	out, err := idemctl(t, "op", "find", "--actor", "demo/demo", "--endpoint", "create-payment", "--key", "order-1",
+		"--dsn", dsn, "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		OperationID string `json:"operation_id"`
+		State       string `json:"state"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil || got.OperationID != rec.OperationID.String() || got.State != "COMPLETED" {
+		t.Fatalf("op find: %q (%v), want operation %s COMPLETED", out, err, rec.OperationID)
+	}
+	// The same key as an sf-string is the same key; the store comes from
+	// $IDEMCOORD_DSN (no dev cluster, no --dsn).
+	t.Setenv("IDEMCOORD_DSN", dsn)
+	out, err = idemctl(t, "op", "find", "--actor", "demo/demo", "--endpoint", "create-payment", "--key", `"order-1"`)
+	if err != nil || !strings.Contains(out, rec.OperationID.String()) {
+		t.Errorf("op find with an sf-string key: %q %v", out, err)
+	}
+	for _, tt := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"other key", []string{"--actor", "demo/demo", "--endpoint", "create-payment", "--key", "order-2"}, "no record"},
+		{"other endpoint", []string{"--actor", "demo/demo", "--endpoint", "refund", "--key", "order-1"}, "no record"},
+		{"bare subject", []string{"--actor", "demo", "--endpoint", "create-payment", "--key", "order-1"}, "TENANT/SUBJECT"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := idemctl(t, append(append([]string{"op", "find"}, tt.args...), "--dsn", dsn)...)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("op find %v: %v, want an error containing %q", tt.args, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestVersionNamesModuleAndCommit(t *testing.T) {
+	out, err := idemctl(t, "version", "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct {
+		Module, Version, Commit string
+		GoVersion               string `json:"go_version"`
+	}
+	if err := json.Unmarshal([]byte(out), &v); err != nil || v.Module != "github.com/idemcoord/idemcoord" || v.GoVersion == "" {
+		t.Errorf("version: %q (%v)", out, err)
+	}
+}

@@ -1,0 +1,197 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/idemcoord/idemcoord/devcluster"
+	"github.com/idemcoord/idemcoord/ownership"
+)
+
+// Sizes of the move-under-load test: the issue's floors.
+const (
+	moveClients = 16
+	moveRounds  = 20
+	// moveIntentTries bounds one intent's retries (a 503 while its shard
+	// is FENCING, a 409 while a moved-away attempt finishes).
+	moveIntentTries = 200
+	// moveDrain bounds how long a planned move waits for the old owner's
+	// operations in flight (a payment takes milliseconds here).
+	moveDrain = 10 * time.Second
+)
+
+// actorsOnOneShard returns n actor names that all hash to one shard.
+func actorsOnOneShard(prefix string, n int) (shard int, actors []string) {
+	shard = devcluster.ShardOf(prefix + "-0")
+	actors = []string{prefix + "-0"}
+	for i := 1; len(actors) < n; i++ {
+		if name := prefix + "-" + strconv.Itoa(i); devcluster.ShardOf(name) == shard {
+			actors = append(actors, name)
+		}
+	}
+	return shard, actors
+}
+
+// intentResult is what one client saw of one intent.
+type intentResult struct {
+	actor, key string
+	final      reply
+	answers    []int // every status the intent's requests got, in order
+	err        error
+}
+
+// TestShardMovingUnderLoadRunsEveryIntentOnce: 16 clients write payments
+// for actors of one shard, through all three regions, while the shard is
+// moved back and forth 20 times between two regions (each a planned move:
+// etcd FENCING with epoch+1, the old owner's operations in flight drained,
+// the SQL fence bumped, etcd ACTIVE). Every
+// request is answered with a success, a replay, a 409 or a 503 with
+// Retry-After; every intent ends in one success; the bank holds exactly one
+// charge per intent; nothing is left in progress; etcd and the SQL fence
+// agree on the final epoch.
+func TestShardMovingUnderLoadRunsEveryIntentOnce(t *testing.T) {
+	c := startCluster(t, devcluster.Options{})
+	shard, actors := actorsOnOneShard(uniqueName("mover"), moveClients)
+	home := c.Home(actors[0])
+	other := c.Regions[0].Name
+	if other == home {
+		other = c.Regions[1].Name
+	}
+	dir := c.Regions[0].Daemon.Directory()
+	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
+	defer cancel()
+
+	moved := make(chan error, 1)
+	stop := make(chan struct{})
+	go func() {
+		defer close(stop)
+		for round := 0; round < moveRounds; round++ {
+			to := other
+			if round%2 == 1 {
+				to = home
+			}
+			_, err := dir.Move(ctx, shard, to, ownership.Active, "e2e", fmt.Sprintf("move %d under load", round),
+				ownership.DrainFor(moveDrain))
+			if err != nil {
+				moved <- fmt.Errorf("move %d to %s: %w", round, to, err)
+				return
+			}
+			time.Sleep(50 * time.Millisecond) // let traffic land between moves
+		}
+		moved <- nil
+	}()
+
+	var (
+		mu      sync.Mutex
+		results []intentResult
+		wg      sync.WaitGroup
+	)
+	for i, actor := range actors {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tok := token(t, c, actor)
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					if n > 0 {
+						return
+					}
+				default:
+				}
+				key := fmt.Sprintf("%s-intent-%d", actor, n)
+				res := runIntent(ctx, c, i+n, tok, actor, key)
+				mu.Lock()
+				results = append(results, res)
+				mu.Unlock()
+				if res.err != nil {
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := <-moved; err != nil {
+		t.Fatal(err)
+	}
+
+	l := ledger{t: t, c: c}
+	statuses := map[int]int{}
+	for _, r := range results {
+		for _, s := range r.answers {
+			statuses[s]++
+		}
+		if r.err != nil {
+			t.Errorf("%s %s: %v (answers %v)", r.actor, r.key, r.err, r.answers)
+			continue
+		}
+		if n := l.charges(r.final.opID()); n != 1 {
+			t.Errorf("%s %s: operation %s has %d bank charges, want 1", r.actor, r.key, r.final.opID(), n)
+		}
+	}
+	t.Logf("%d intents over %d moves; answers by status: %v", len(results), moveRounds, statuses)
+
+	var total, inFlight int
+	l.read("bank charges of the shard's actors", func(ctx context.Context) error {
+		scopes := make([]string, len(actors))
+		for i, a := range actors {
+			scopes[i] = scope(a)
+		}
+		return c.Pool.QueryRow(ctx, `SELECT count(*) FROM bank_charges WHERE actor = ANY($1)`, scopes).Scan(&total)
+	})
+	if total != len(results) {
+		t.Errorf("bank holds %d charges for %d intents", total, len(results))
+	}
+	l.read("records in progress", func(ctx context.Context) error {
+		return c.Pool.QueryRow(ctx, `SELECT count(*) FROM idempotency_records
+			WHERE shard = $1 AND state IN ('PENDING', 'IN_PROGRESS')`, shard).Scan(&inFlight)
+	})
+	if inFlight != 0 {
+		t.Errorf("%d records of shard %d left in progress", inFlight, shard)
+	}
+	e, err := dir.Get(ctx, shard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	epoch, owner, err := c.Regions[0].Daemon.Store().Fence(ctx, shard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Epoch != 1+moveRounds || e.State != ownership.Active || epoch != e.Epoch || owner != e.Owner {
+		t.Errorf("after %d moves: etcd %v, SQL fence epoch %d owner %s; want both at epoch %d", moveRounds, e, epoch, owner, 1+moveRounds)
+	}
+}
+
+// runIntent sends one intent until it gets its final answer, each try to
+// the next region in turn. Only a success, a replay, a 409 or a 503 with
+// Retry-After are acceptable answers on the way.
+func runIntent(ctx context.Context, c *devcluster.Cluster, start int, tok, actor, key string) intentResult {
+	res := intentResult{actor: actor, key: key}
+	body := paymentBody("1.00", key)
+	for try := 0; try < moveIntentTries; try++ {
+		base := c.Regions[(start+try)%len(c.Regions)].URL
+		r, err := postPayment(ctx, base, tok, key, body)
+		if err != nil {
+			res.err = fmt.Errorf("try %d via %s: %w", try, base, err)
+			return res
+		}
+		res.answers = append(res.answers, r.Status)
+		switch {
+		case r.Status == http.StatusCreated:
+			res.final = r
+			return res
+		case (r.Status == http.StatusConflict || r.Status == http.StatusServiceUnavailable) && r.retryAfter() > 0:
+			time.Sleep(20 * time.Millisecond) // a client honouring a short hint, compressed
+		default:
+			res.err = fmt.Errorf("try %d via %s: unacceptable answer %v", try, base, r)
+			return res
+		}
+	}
+	res.err = fmt.Errorf("no final answer after %d tries", moveIntentTries)
+	return res
+}

@@ -1,0 +1,183 @@
+package failover
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/idemcoord/idemcoord/clock"
+	"github.com/idemcoord/idemcoord/ownership"
+)
+
+// Controller and tracker defaults. The goal they serve: with liveness TTL
+// ownership.DefaultLivenessTTL (5 s), a killed region's shards are served
+// by their failover region within 10 s at p99. A killed instance's key
+// lives at most one TTL past its last keepalive (5 s); the watch sees the
+// delete at once (a poll within DefaultPollInterval when the watch is
+// broken); the leader re-reads exactly DefaultConfirmDelay later and
+// confirms the failure; the moves then take about a second at
+// DefaultMoveConcurrency, and the gateways' watch-fed caches follow within
+// milliseconds: about 8 s in all.
+const (
+	// DefaultConfirmDelay is how long a region must have no liveness key
+	// before it is failed. The lease TTL already is the main detector, so
+	// this only absorbs a restart of a one-instance region and a brief
+	// etcd leader change; longer adds directly to every failover.
+	DefaultConfirmDelay = 2 * time.Second
+	// DefaultHoldTime is how long a returning region's instances must stay
+	// registered (the same create revision) before it is healthy again: a
+	// crash-looping region must not look healthy to an operator about to
+	// fail back. Nothing automatic depends on it, so it can be generous.
+	DefaultHoldTime = 30 * time.Second
+	// DefaultStartupGrace is how long a freshly started tracker waits
+	// before failing a region it has never seen alive: on a cold start
+	// the other regions may simply not have registered yet. Three liveness
+	// TTLs.
+	DefaultStartupGrace = 15 * time.Second
+	// DefaultPollInterval is how often the state is re-read even without
+	// a watch event: it drives the timed transitions and bounds the delay
+	// when a watch is broken.
+	DefaultPollInterval = time.Second
+	// DefaultElectionTTL is the controller's election lease TTL: a dead
+	// leader is replaced within it. Like the liveness TTL, since the
+	// leader usually dies with its region's instances.
+	DefaultElectionTTL = 5 * time.Second
+	// DefaultMoveConcurrency is how many shards the controller moves at
+	// once: 1024 shards over three regions is ~342 moves of three etcd
+	// writes and one SQL transaction each. Measured here
+	// (BenchmarkRegionFailover1024Shards, 3-member etcd, local
+	// PostgreSQL, 2 shared cores): ~1.5 s at 16, ~0.8 s at 64. Each move
+	// holds one store connection, so this also caps the SQL connections a
+	// failover takes from the pool.
+	DefaultMoveConcurrency = 64
+	// DefaultRetryBackoff is the wait after a failed campaign or pass.
+	DefaultRetryBackoff = 500 * time.Millisecond
+	// ControllerOperator is the operator name of the controller's moves in
+	// the audit table.
+	ControllerOperator = "controller"
+)
+
+// Topology is what the failover package needs of the region topology
+// (*region.Topology implements it).
+type Topology interface {
+	// Names returns the region names.
+	Names() []string
+	// Home returns a shard's home region.
+	Home(shard int) string
+	// Successors returns a region's failover order.
+	Successors(name string) ([]string, error)
+}
+
+// Auditor writes a repair audit row (crdb.Store implements it).
+type Auditor interface {
+	// Audit records that operator did action for reason; detail says on
+	// what.
+	Audit(ctx context.Context, operator, action, reason, detail string) error
+}
+
+// Config configures a Controller.
+type Config struct {
+	// Client is the etcd client. Required.
+	Client *clientv3.Client
+	// Directory is the ownership directory whose shards the controller
+	// moves. Required.
+	Directory *ownership.Directory
+	// Topology is the region topology. Required.
+	Topology Topology
+	// Prefix is the directory prefix under which instances keep their
+	// liveness keys and the election lives. Default Directory.Prefix(),
+	// else ownership.DefaultPrefix.
+	Prefix string
+	// Audit records each region failover (each shard's move is audited by
+	// the directory's fence store). Required.
+	Audit Auditor
+	// Name identifies this candidate in the election (the instance name).
+	// Required.
+	Name string
+	// ConfirmDelay, HoldTime, StartupGrace and PollInterval time the
+	// region states (see the Default constants). Zero means the default.
+	ConfirmDelay, HoldTime, StartupGrace, PollInterval time.Duration
+	// ElectionTTL is the election lease TTL, whole seconds (rounded up).
+	// Default DefaultElectionTTL.
+	ElectionTTL time.Duration
+	// MoveConcurrency bounds concurrent shard moves. Default
+	// DefaultMoveConcurrency.
+	MoveConcurrency int
+	// Clock times states, polls and backoff. Default the system clock.
+	Clock clock.Clock
+	// Meter records failovers and region states. Default no metrics.
+	Meter metric.Meter
+	// Logger is the logger. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// withDefaults returns c with every zero field defaulted.
+func (c Config) withDefaults() Config {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	def(&c.ConfirmDelay, DefaultConfirmDelay)
+	def(&c.HoldTime, DefaultHoldTime)
+	def(&c.StartupGrace, DefaultStartupGrace)
+	def(&c.PollInterval, DefaultPollInterval)
+	def(&c.ElectionTTL, DefaultElectionTTL)
+	c.ElectionTTL = (c.ElectionTTL + time.Second - 1).Truncate(time.Second)
+	if c.MoveConcurrency == 0 {
+		c.MoveConcurrency = DefaultMoveConcurrency
+	}
+	if c.Prefix == "" {
+		c.Prefix = ownership.DefaultPrefix
+		if c.Directory != nil {
+			c.Prefix = c.Directory.Prefix()
+		}
+	}
+	c.Clock = clock.Or(c.Clock)
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+// Validate returns an error naming every field that cannot work.
+func (c Config) Validate() error {
+	var bad []string
+	add := func(f string, a ...any) { bad = append(bad, fmt.Sprintf(f, a...)) }
+	if c.Client == nil {
+		add("Client is required")
+	}
+	if c.Directory == nil {
+		add("Directory is required")
+	}
+	if c.Topology == nil {
+		add("Topology is required")
+	}
+	if c.Audit == nil {
+		add("Audit is required")
+	}
+	if c.Name == "" {
+		add("Name is required")
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"ConfirmDelay", c.ConfirmDelay}, {"HoldTime", c.HoldTime}, {"StartupGrace", c.StartupGrace},
+		{"PollInterval", c.PollInterval}, {"ElectionTTL", c.ElectionTTL}} {
+		if d.v < 0 {
+			add("%s must not be negative, got %s", d.name, d.v)
+		}
+	}
+	if c.MoveConcurrency < 0 {
+		add("MoveConcurrency must not be negative, got %d", c.MoveConcurrency)
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %s", ErrBadConfig, strings.Join(bad, "; "))
+}

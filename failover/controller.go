@@ -1,0 +1,250 @@
+package failover
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
+
+	"github.com/idemcoord/idemcoord/clock"
+	"github.com/idemcoord/idemcoord/ownership"
+)
+
+// Controller is one candidate for the failover controller. Every instance
+// may run one; an etcd election makes at most one lead at a time. While it
+// leads, it moves every shard of each failed region to its failover
+// region in state FAILED_OVER (one epoch step per shard, audited).
+//
+// Leadership is never trusted on its own: Election.Campaign can return
+// after the session's lease expired and Session.Done can fire late, so
+// every etcd write the controller makes carries
+// CreateRevision(election key) = the revision it won with
+// (ownership.Guard). A controller that was paused past its lease, and
+// whose key etcd therefore deleted, has every write refused
+// (ownership.ErrGuardFailed) and changes nothing: that trades a wasted
+// pass for never having two controllers move the same shard.
+type Controller struct {
+	cfg     Config
+	tracker *Tracker
+	metrics *metrics
+
+	mu      sync.Mutex
+	leading bool
+	guard   clientv3.Cmp // of the current or last term
+	term    int64        // election revision of the current or last term
+
+	done chan struct{}
+	err  error
+}
+
+// NewController validates cfg and returns a controller; Run starts it.
+func NewController(cfg Config) (*Controller, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	t, err := NewTracker(cfg)
+	if err != nil {
+		return nil, err
+	}
+	c := &Controller{cfg: cfg, tracker: t, done: make(chan struct{})}
+	c.metrics = newMetrics(cfg.Meter, t)
+	return c, nil
+}
+
+// electionKey is the election's prefix under the directory prefix.
+func electionKey(prefix string) string { return prefix + "failover/leader" }
+
+// Tracker returns the controller's region tracker, whose states every
+// candidate keeps current, leading or not.
+func (c *Controller) Tracker() *Tracker { return c.tracker }
+
+// States returns every region's liveness state (Tracker.States).
+func (c *Controller) States() map[string]RegionState { return c.tracker.States() }
+
+// Leading reports whether the controller believes it leads. A hint for
+// /readyz and metrics only: writes rely on the guard, not on this.
+func (c *Controller) Leading() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.leading
+}
+
+// Done is closed when Run has returned.
+func (c *Controller) Done() <-chan struct{} { return c.done }
+
+// Err returns nil while Run runs, then why it stopped (ErrClosed after its
+// context was cancelled).
+func (c *Controller) Err() error {
+	select {
+	case <-c.done:
+		return c.err
+	default:
+		return nil
+	}
+}
+
+// Run tracks the regions and campaigns, leading whenever elected, until
+// ctx ends. It blocks; call it once.
+func (c *Controller) Run(ctx context.Context) error {
+	defer close(c.done)
+	var wg sync.WaitGroup
+	tctx, stop := context.WithCancel(ctx)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		c.tracker.Run(tctx)
+	}()
+	defer wg.Wait()
+	defer stop()
+	for ctx.Err() == nil {
+		if err := c.term1(ctx); err != nil && ctx.Err() == nil {
+			c.cfg.Logger.Warn("failover controller term ended", "name", c.cfg.Name, "err", err)
+			clock.Sleep(ctx, c.cfg.Clock, DefaultRetryBackoff)
+		}
+	}
+	c.err = fmt.Errorf("%w: %w", ErrClosed, context.Cause(ctx))
+	return c.err
+}
+
+// term1 runs one session: campaign, then lead until the session or the
+// guard is lost.
+func (c *Controller) term1(ctx context.Context) error {
+	s, err := concurrency.NewSession(c.cfg.Client, concurrency.WithTTL(int(c.cfg.ElectionTTL/time.Second)),
+		concurrency.WithContext(ctx))
+	if err != nil {
+		return fmt.Errorf("failover: election session: %w", err)
+	}
+	defer s.Close()
+	e := concurrency.NewElection(s, electionKey(c.cfg.Prefix))
+	if err := e.Campaign(ctx, c.cfg.Name); err != nil {
+		return fmt.Errorf("failover: campaign: %w", err)
+	}
+	guard := clientv3.Compare(clientv3.CreateRevision(e.Key()), "=", e.Rev())
+	c.setLeading(true, guard, e.Rev())
+	defer c.setLeading(false, guard, e.Rev())
+	c.cfg.Logger.Info("failover controller leads", "name", c.cfg.Name, "term", e.Rev())
+	err = c.lead(ctx, s, guard)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	e.Resign(rctx)
+	return err
+}
+
+func (c *Controller) setLeading(on bool, guard clientv3.Cmp, term int64) {
+	c.mu.Lock()
+	c.leading, c.guard, c.term = on, guard, term
+	c.mu.Unlock()
+	c.metrics.leading(on)
+}
+
+// lead runs decision passes, on every tracker change and every poll, until
+// the session ends, a move's guard fails, or ctx ends.
+func (c *Controller) lead(ctx context.Context, s *concurrency.Session, guard clientv3.Cmp) error {
+	tick := c.cfg.Clock.NewTicker(c.cfg.PollInterval)
+	defer tick.Stop()
+	for {
+		changed := c.tracker.Changed()
+		if err := c.pass(ctx, guard); err != nil {
+			if errors.Is(err, ownership.ErrGuardFailed) {
+				return err // deposed: campaign again
+			}
+			if ctx.Err() == nil {
+				c.cfg.Logger.Warn("failover pass failed", "err", err)
+			}
+		}
+		if err := c.wait(ctx, s, tick, changed); err != nil {
+			return err
+		}
+	}
+}
+
+// wait returns nil at the next poll, tracker change, or timed transition
+// of a region, and an error when the session or ctx ends.
+func (c *Controller) wait(ctx context.Context, s *concurrency.Session, tick clock.Ticker, changed <-chan struct{}) error {
+	// Re-read exactly when a suspect region's confirmation falls due, not
+	// up to a poll interval later: that delay would add to every failover.
+	var due <-chan time.Time
+	if at, ok := c.tracker.NextTransition(); ok {
+		timer := c.cfg.Clock.NewTimer(max(at.Sub(c.cfg.Clock.Now()), time.Millisecond))
+		defer timer.Stop()
+		due = timer.C()
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.Done():
+		return errors.New("failover: election session lost")
+	case <-tick.C():
+	case <-due:
+	case <-changed:
+	}
+	return nil
+}
+
+// pass re-reads the regions linearizably and fails over every failed
+// region that still owns shards.
+func (c *Controller) pass(ctx context.Context, guard clientv3.Cmp) error {
+	states, err := c.tracker.Refresh(ctx)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, r := range c.cfg.Topology.Names() {
+		if states[r] != Failed {
+			continue
+		}
+		if _, err := c.failRegion(ctx, guard, r, states); err != nil {
+			errs = append(errs, err)
+			if errors.Is(err, ownership.ErrGuardFailed) {
+				break
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// failRegion moves every shard region owns (and finishes every interrupted
+// transfer) under guard, and audits the region's failover.
+func (c *Controller) failRegion(ctx context.Context, guard clientv3.Cmp, region string, states map[string]RegionState) ([]Moved, error) {
+	entries, _, err := c.cfg.Directory.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	healthy := func(r string) bool { return states[r] == Healthy }
+	var plans []plan
+	var errs []error
+	for _, e := range entries {
+		switch {
+		case e.State == ownership.Fencing:
+			plans = append(plans, finishPlan(e))
+		case e.Owner == region:
+			to, err := target(c.cfg.Topology, e.Shard, region, healthy)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			plans = append(plans, plan{entry: e, to: to, final: ownership.FailedOver})
+		}
+	}
+	if len(plans) == 0 {
+		return nil, errors.Join(errs...)
+	}
+	reason := fmt.Sprintf("region %s failed: no liveness key for %s", region, c.cfg.ConfirmDelay)
+	moved, err := runMoves(ctx, c.cfg.Directory, plans, ControllerOperator, reason, c.cfg.MoveConcurrency,
+		ownership.Guard(guard))
+	errs = append(errs, err)
+	if n := committed(moved); n > 0 {
+		c.metrics.failover(ctx, region, n)
+		detail := fmt.Sprintf("region=%s shards_moved=%d of %d", region, n, len(plans))
+		if aerr := c.cfg.Audit.Audit(ctx, ControllerOperator, "region_failover", reason, detail); aerr != nil {
+			errs = append(errs, fmt.Errorf("failover: audit: %w", aerr))
+		}
+		c.cfg.Logger.Warn("region failed over", "failed_region", region, "shards", n, "of", len(plans))
+	}
+	return moved, errors.Join(errs...)
+}

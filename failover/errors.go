@@ -1,0 +1,33 @@
+package failover
+
+import (
+	"errors"
+
+	"github.com/idemcoord/idemcoord/failover/policy"
+)
+
+var (
+	// ErrBadPolicy is returned for a failover policy other than reject or
+	// transfer (policy.ErrBadPolicy).
+	ErrBadPolicy = policy.ErrBadPolicy
+	// ErrBadConfig is returned by Config.Validate; the message names the
+	// field.
+	ErrBadConfig = errors.New("failover: invalid config")
+	// ErrNoOperator is returned for a repair without an operator or a
+	// reason: every repair is audited with both.
+	ErrNoOperator = errors.New("failover: operator and reason are required")
+	// ErrUnknownRegion is returned for a region the topology lacks.
+	ErrUnknownRegion = errors.New("failover: unknown region")
+	// ErrNoTarget is returned when a shard has no region to move to (every
+	// candidate is the region being left or unhealthy).
+	ErrNoTarget = errors.New("failover: no healthy region to move the shard to")
+	// ErrNotFailedOver is returned by Accept for a shard that is FENCING:
+	// a transfer is under way, accept after it ends.
+	ErrNotFailedOver = errors.New("failover: shard is not FAILED_OVER")
+	// ErrConflict is returned when a shard changed between the read a
+	// repair decided on and its write: nothing was written; read again.
+	ErrConflict = errors.New("failover: shard changed concurrently")
+	// ErrClosed is returned by Err after Run ended because its context
+	// was cancelled.
+	ErrClosed = errors.New("failover: controller stopped")
+)

@@ -1,0 +1,201 @@
+package failover_test
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/idemcoord/idemcoord/clock"
+	"github.com/idemcoord/idemcoord/config"
+	"github.com/idemcoord/idemcoord/crdb"
+	"github.com/idemcoord/idemcoord/internal/etcdlocal"
+	"github.com/idemcoord/idemcoord/internal/pgtest"
+	"github.com/idemcoord/idemcoord/ownership"
+	"github.com/idemcoord/idemcoord/region"
+)
+
+func TestMain(m *testing.M) {
+	code := pgtest.Main(m)
+	if shared != nil {
+		shared.Close()
+	}
+	os.Exit(code)
+}
+
+var (
+	sharedOnce sync.Once
+	shared     *etcdlocal.Cluster
+	sharedErr  error
+)
+
+// cluster returns the 3-member etcd cluster the package's tests share;
+// each test works under its own prefix.
+func cluster(t testing.TB) *etcdlocal.Cluster {
+	t.Helper()
+	sharedOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		shared, sharedErr = etcdlocal.Start(ctx, []string{"a", "b", "c"}, etcdlocal.Options{Fast: true})
+	})
+	if sharedErr != nil {
+		t.Fatalf("etcd: %v", sharedErr)
+	}
+	return shared
+}
+
+func client(t *testing.T) *clientv3.Client { return benchClient(t) }
+
+func benchClient(t testing.TB) *clientv3.Client {
+	t.Helper()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: cluster(t).Endpoints(), DialTimeout: 5 * time.Second,
+		Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	return cli
+}
+
+func prefix(t *testing.T) string {
+	return "/test/" + strings.ReplaceAll(t.Name(), "/", "_") + "/"
+}
+
+func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// regions is the tests' topology: us-east fails over to eu-west, eu-west
+// to ap-south, ap-south to us-east (list order, wrapping).
+var regions = []string{"us-east", "eu-west", "ap-south"}
+
+func topology(t *testing.T) *region.Topology { return topologyB(t) }
+
+func topologyB(t testing.TB) *region.Topology {
+	t.Helper()
+	var rs []config.Region
+	for _, n := range regions {
+		rs = append(rs, config.Region{Name: n, URL: "http://" + n + ".invalid"})
+	}
+	topo, err := region.New(regions[0], rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return topo
+}
+
+func epoch0() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }
+
+// env is one test's directory, store and etcd client.
+type env struct {
+	cli   *clientv3.Client
+	dir   *ownership.Directory
+	store *crdb.Store
+	topo  *region.Topology
+	pfx   string
+}
+
+const shards = 12
+
+func setup(t *testing.T) env {
+	t.Helper()
+	s, err := crdb.Open(context.Background(), crdb.Config{Migrate: true, DSN: pgtest.NewDatabase(t), Seed: 1, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	cli := client(t)
+	d := ownership.NewDirectory(cli, s, ownership.WithPrefix(prefix(t)), ownership.WithLogger(quiet()))
+	topo := topology(t)
+	if err := d.Bootstrap(context.Background(), topo, shards); err != nil {
+		t.Fatal(err)
+	}
+	return env{cli: cli, dir: d, store: s, topo: topo, pfx: prefix(t)}
+}
+
+// member is one registered instance of a region.
+type member struct {
+	l   *ownership.Liveness
+	cli *clientv3.Client
+}
+
+// instance registers a liveness key for region/name. Its lease is a
+// minute long, so only kill (which revokes it) makes it vanish; its
+// keepalives run on a clock of its own that never moves.
+func instance(t *testing.T, cli *clientv3.Client, pfx, reg, name string) *member {
+	t.Helper()
+	l, err := ownership.StartLiveness(context.Background(), ownership.LivenessConfig{Client: cli, Prefix: pfx,
+		Region: reg, Instance: name, TTL: time.Minute, Clock: clock.NewFake(epoch0()), Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &member{l: l, cli: cli}
+	t.Cleanup(m.kill)
+	return m
+}
+
+// kill closes the instance, so its key is gone at once, as etcd drops it
+// one TTL after a crash. Liveness.Close revokes the lease before it stops
+// its loop, and the loop may register once more in between (a key under
+// a fresh lease nobody keeps alive): kill revokes that one too.
+func (m *member) kill() {
+	m.l.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := m.cli.Get(ctx, m.l.Key())
+	if err == nil && len(resp.Kvs) == 1 {
+		m.cli.Revoke(ctx, clientv3.LeaseID(resp.Kvs[0].Lease))
+	}
+}
+
+// agree fails unless etcd and the SQL fences hold the same owner and
+// epoch for every shard, and returns the entries.
+func agree(t *testing.T, e env) []ownership.Entry {
+	t.Helper()
+	ctx := context.Background()
+	entries, _, err := e.dir.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := e.store.Fences(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != len(rows) {
+		t.Fatalf("etcd has %d shards, SQL %d", len(entries), len(rows))
+	}
+	for i, en := range entries {
+		f := rows[i]
+		if en.Shard != f.Shard || en.Owner != f.Owner || en.Epoch != f.Epoch || !en.Serving() {
+			t.Errorf("shard %d: etcd %s, SQL epoch %d owner %q", f.Shard, en, f.Epoch, f.Owner)
+		}
+	}
+	return entries
+}
+
+// eventually runs step (which may move a fake clock) until cond holds,
+// failing after a minute of wall time. The short pause between rounds
+// lets etcd and the store answer; no test waits on a lease this way.
+func eventually(t *testing.T, what string, step func(), cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		if step != nil {
+			step()
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

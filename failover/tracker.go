@@ -1,0 +1,210 @@
+package failover
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/idemcoord/idemcoord/clock"
+	"github.com/idemcoord/idemcoord/ownership"
+)
+
+// Tracker derives each region's liveness state from its instances'
+// liveness keys. Every state comes from a linearizable read
+// (ownership.Instances); the watch on the keys only says when to read
+// again, and a poll on the clock drives the timed transitions. It is safe
+// for concurrent use.
+type Tracker struct {
+	cli     *clientv3.Client
+	prefix  string
+	regions []string
+	clk     clock.Clock
+	poll    time.Duration
+	tm      timing
+	log     *slog.Logger
+
+	mu      sync.Mutex
+	status  map[string]*regionStatus
+	changed chan struct{}
+	loaded  bool
+	lastRev int64 // revision of the newest read applied
+}
+
+// NewTracker returns a tracker of cfg.Topology's regions. Only Client and
+// Topology are required of cfg; the timing fields default as documented
+// on Config.
+func NewTracker(cfg Config) (*Tracker, error) {
+	if cfg.Client == nil || cfg.Topology == nil {
+		return nil, fmt.Errorf("%w: tracker needs Client and Topology", ErrBadConfig)
+	}
+	cfg = cfg.withDefaults()
+	t := &Tracker{cli: cfg.Client, prefix: cfg.Prefix, regions: cfg.Topology.Names(), clk: cfg.Clock,
+		poll: cfg.PollInterval, log: cfg.Logger, status: map[string]*regionStatus{}, changed: make(chan struct{}),
+		tm: timing{confirm: cfg.ConfirmDelay, hold: cfg.HoldTime, grace: cfg.StartupGrace, started: cfg.Clock.Now()}}
+	for _, r := range t.regions {
+		t.status[r] = &regionStatus{}
+	}
+	return t, nil
+}
+
+// Refresh reads every instance key linearizably, moves each region's state
+// and returns the states. Decisions are taken on what Refresh returns,
+// never on a watch event.
+func (t *Tracker) Refresh(ctx context.Context) (map[string]RegionState, error) {
+	rev, all, err := t.read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	byRegion := map[string][]ownership.Instance{}
+	for _, in := range all {
+		byRegion[in.Region] = append(byRegion[in.Region], in)
+	}
+	now := t.clk.Now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make(map[string]RegionState, len(t.regions))
+	if rev < t.lastRev {
+		// A concurrent Refresh applied a newer read: never step back.
+		for _, r := range t.regions {
+			out[r] = t.status[r].state
+		}
+		return out, nil
+	}
+	t.lastRev = rev
+	moved := !t.loaded
+	t.loaded = true
+	for _, r := range t.regions {
+		st := t.status[r]
+		prev := st.state
+		if st.observe(now, rev, byRegion[r], t.tm) {
+			moved = true
+			t.log.Info("region state", "watched_region", r, "from", prev, "to", st.state, "instances", len(st.seen))
+		}
+		out[r] = st.state
+	}
+	if moved {
+		close(t.changed)
+		t.changed = make(chan struct{})
+	}
+	return out, nil
+}
+
+// read returns the revision and the instances of one linearizable read.
+func (t *Tracker) read(ctx context.Context) (int64, []ownership.Instance, error) {
+	// ownership.Instances does not return its read's revision, so take
+	// one first: a key created after it has a larger create revision,
+	// which is all the "newer than the failure" comparison needs.
+	resp, err := t.cli.Get(ctx, t.prefix+"liveness/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		return 0, nil, fmt.Errorf("failover: read liveness revision: %w", err)
+	}
+	all, err := ownership.Instances(ctx, t.cli, t.prefix, "")
+	if err != nil {
+		return 0, nil, err
+	}
+	return resp.Header.Revision, all, nil
+}
+
+// State returns a region's state ("" for a region the tracker does not
+// know or before the first Refresh).
+func (t *Tracker) State(region string) RegionState {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if st, ok := t.status[region]; ok {
+		return st.state
+	}
+	return ""
+}
+
+// States returns every region's state (empty before the first Refresh).
+func (t *Tracker) States() map[string]RegionState {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make(map[string]RegionState, len(t.status))
+	for r, st := range t.status {
+		if st.state != "" {
+			out[r] = st.state
+		}
+	}
+	return out
+}
+
+// Statuses returns every region's status, in topology order.
+func (t *Tracker) Statuses() []RegionStatus {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]RegionStatus, 0, len(t.regions))
+	for _, r := range t.regions {
+		st := t.status[r]
+		out = append(out, RegionStatus{Region: r, State: st.state, Since: st.since, Instances: len(st.seen)})
+	}
+	return out
+}
+
+// NextTransition returns when the next timed state change may fall due
+// (a suspect region's confirmation, a recovering region's hold), and
+// false when none is pending.
+func (t *Tracker) NextTransition() (time.Time, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var next time.Time
+	for _, st := range t.status {
+		if d := st.deadline(t.tm); !d.IsZero() && (next.IsZero() || d.Before(next)) {
+			next = d
+		}
+	}
+	return next, !next.IsZero()
+}
+
+// Healthy reports whether region is Healthy.
+func (t *Tracker) Healthy(region string) bool { return t.State(region) == Healthy }
+
+// Changed returns a channel closed at the next state change.
+func (t *Tracker) Changed() <-chan struct{} {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.changed
+}
+
+// Run refreshes on every change of a liveness key (the watch is only a
+// hint to read again) and every poll interval, until ctx ends; it returns
+// ctx's error. Read errors are logged and retried at the next poll.
+func (t *Tracker) Run(ctx context.Context) error {
+	tick := t.clk.NewTicker(t.poll)
+	defer tick.Stop()
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var events clientv3.WatchChan
+	var from int64
+	for {
+		if events == nil {
+			events = t.cli.Watch(clientv3.WithRequireLeader(wctx), t.prefix+"liveness/", clientv3.WithPrefix(),
+				clientv3.WithRev(from))
+		}
+		if _, err := t.Refresh(ctx); err != nil && ctx.Err() == nil {
+			t.log.Warn("region liveness read failed", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C():
+		case w, ok := <-events:
+			switch {
+			case !ok:
+				events, from = nil, 0
+			case errors.Is(w.Err(), rpctypes.ErrCompacted):
+				events, from = nil, 0 // read everything again and watch from now
+			case w.Err() != nil:
+				events, from = nil, 0
+			default:
+				from = w.Header.Revision + 1
+			}
+		}
+	}
+}

@@ -1,0 +1,77 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/idemcoord/idemcoord/failover"
+	"github.com/idemcoord/idemcoord/fencing"
+	"github.com/idemcoord/idemcoord/ownership"
+)
+
+// RegionHealth tells how a region's liveness looks, from a local view
+// kept up to date elsewhere (no I/O): *failover.Tracker.
+type RegionHealth interface {
+	State(region string) failover.RegionState
+}
+
+var _ RegionHealth = (*failover.Tracker)(nil)
+
+// failoverRetryAfter is the Retry-After while a shard is refused or held
+// for failover: a failover completes within seconds (liveness TTL plus
+// the confirmation delay), a failback or an operator's accept may take
+// longer, and a client retrying every few seconds costs nothing.
+const failoverRetryAfter = 2 * time.Second
+
+// failoverHold applies the endpoint's failover policy to a shard in state,
+// owned by owner (DESIGN: "Failover policy per endpoint"): a FAILED_OVER
+// shard is refused under reject (nothing executes until failback or an
+// operator accepts the new owner) and served under transfer; while the
+// owner is only suspect, or failed but not moved yet, both wait. It
+// reports whether it answered the request.
+func (rt *routing) failoverHold(ctx context.Context, g *Gateway, c *call, shard int, owner, state string) bool {
+	var health failover.RegionState = failover.Healthy
+	if g.cfg.Health != nil {
+		health = g.cfg.Health.State(owner)
+	}
+	switch failover.Decide(c.policy.Failover, ownership.State(state), health) {
+	case failover.Refuse:
+		g.log.InfoContext(ctx, "failed-over shard refused by the endpoint's reject policy",
+			"endpoint", c.ep.Name, "shard", shard, "owner", owner)
+		g.refuseWait(c, "region_failover", problem{Type: "region-failover",
+			Title: "the actor's region failed over; this endpoint rejects writes until failback or an operator accepts the new owner",
+			Detail: fmt.Sprintf("shard %d is %s (now owned by %q); nothing was executed; retry with the same key later",
+				shard, state, owner),
+			Status: http.StatusServiceUnavailable}, failoverRetryAfter)
+		return true
+	case failover.Wait:
+		g.refuseWait(c, "region_suspect", problem{Type: "region-failover",
+			Title:  "the actor's owner region is not answering; waiting for it to come back or fail over",
+			Detail: fmt.Sprintf("shard %d: owner %q is %s; nothing was executed; retry with the same key", shard, owner, health),
+			Status: http.StatusServiceUnavailable}, failoverRetryAfter)
+		return true
+	}
+	return false
+}
+
+// mayRecover reports whether this region may take over an actor's stranded
+// async work now: in multi-region mode only when the directory cache says
+// this region serves the shard and the endpoint's failover policy lets it
+// (a reject endpoint never takes over what a failed region left).
+func (g *Gateway) mayRecover(actor string, p failover.Policy) bool {
+	if g.routes == nil {
+		return true
+	}
+	shard := fencing.ShardOf(actor, g.cfg.Shards)
+	owner, _, state, ok := g.routes.owners.Owner(shard)
+	if !ok || owner != g.routes.local {
+		return false
+	}
+	var health failover.RegionState = failover.Healthy
+	if g.cfg.Health != nil {
+		health = g.cfg.Health.State(owner)
+	}
+	return failover.Decide(p, ownership.State(state), health) == failover.Serve
+}

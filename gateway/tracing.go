@@ -1,0 +1,143 @@
+package gateway
+
+import (
+	"context"
+	"net/http"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/idemcoord/idemcoord/crdb"
+)
+
+// Span names and attributes. Spans carry the endpoint, the operation id
+// and the decision; never the raw key, a body or a token.
+const (
+	SpanRequest  = "idemcoord.request"
+	SpanClaim    = "idemcoord.claim"
+	SpanUpstream = "idemcoord.upstream"
+	SpanFinish   = "idemcoord.finish"
+
+	AttrEndpoint    = "idemcoord.endpoint"
+	AttrOperationID = "idemcoord.operation_id"
+	AttrDecision    = "idemcoord.decision"
+	AttrResult      = "idemcoord.result"
+	AttrState       = "idemcoord.state"
+)
+
+// tracerName is the instrumentation scope of the gateway's spans.
+const tracerName = "github.com/idemcoord/idemcoord/gateway"
+
+// propagator reads a client's W3C traceparent and writes the upstream's.
+var propagator = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
+
+// traceRequests wraps the request handler in a server span that continues
+// the client's trace (W3C traceparent) and records the answer's status.
+func (g *Gateway) traceRequests(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := propagator.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
+		ctx, span := g.tracer.Start(ctx, SpanRequest, trace.WithSpanKind(trace.SpanKindServer),
+			trace.WithAttributes(attribute.String("http.request.method", r.Method)))
+		defer span.End()
+		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		next.ServeHTTP(sw, r.WithContext(ctx))
+		span.SetAttributes(attribute.Int("http.response.status_code", sw.status))
+		if sw.status >= 500 {
+			span.SetStatus(codes.Error, http.StatusText(sw.status))
+		}
+	})
+}
+
+// injectTrace sets r's traceparent to the span in r's context, when that
+// span is recorded; otherwise the client's own header goes on unchanged.
+func injectTrace(r *http.Request) {
+	if trace.SpanFromContext(r.Context()).SpanContext().IsValid() {
+		propagator.Inject(r.Context(), propagation.HeaderCarrier(r.Header))
+	}
+}
+
+// traceClaim is Store.Begin in a claim span; the decision and operation
+// id go on it and on the request span.
+func (g *Gateway) traceClaim(ctx context.Context, req crdb.ClaimRequest) (crdb.Claim, error) {
+	parent := trace.SpanFromContext(ctx)
+	ctx, span := g.tracer.Start(ctx, SpanClaim, trace.WithAttributes(attribute.String(AttrEndpoint, req.Scope.Endpoint)))
+	defer span.End()
+	claim, err := g.cfg.Store.Begin(ctx, req)
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, "claim failed")
+		return claim, err
+	}
+	attrs := []attribute.KeyValue{attribute.String(AttrDecision, claim.Outcome.String()),
+		attribute.String(AttrOperationID, claim.Record.OperationID.String())}
+	span.SetAttributes(attrs...)
+	parent.SetAttributes(attrs...)
+	return claim, nil
+}
+
+// traceExecute is Next.Execute in a client span whose context goes to the
+// upstream as its traceparent.
+func (g *Gateway) traceExecute(ctx context.Context, in Invocation) Answer {
+	ctx, span := g.tracer.Start(ctx, SpanUpstream, trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(attribute.String(AttrEndpoint, in.Endpoint.Name),
+			attribute.String(AttrOperationID, in.OperationID.String())))
+	defer span.End()
+	if span.SpanContext().IsValid() {
+		r := *in.Request
+		r.Header = in.Request.Header.Clone()
+		propagator.Inject(ctx, propagation.HeaderCarrier(r.Header))
+		in.Request = &r
+	}
+	a := g.cfg.Next.Execute(ctx, in)
+	if a.Err != nil {
+		span.RecordError(redact(a.Err))
+		span.SetStatus(codes.Error, "upstream call failed")
+	} else {
+		span.SetAttributes(attribute.Int("http.response.status_code", a.Status))
+	}
+	return a
+}
+
+// traceFinish is Store.Finish in a finish span.
+func (g *Gateway) traceFinish(ctx context.Context, l *crdb.Lease, res crdb.Result) error {
+	ctx, span := g.tracer.Start(ctx, SpanFinish, trace.WithAttributes(
+		attribute.String(AttrOperationID, l.OperationID.String()), attribute.String(AttrState, string(res.State))))
+	defer span.End()
+	err := g.cfg.Store.Finish(ctx, l, res)
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, "finish failed")
+	}
+	return err
+}
+
+// statusWriter remembers the status written; Unwrap keeps
+// http.ResponseController (flush, deadlines) working through it.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	wrote  bool
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if !w.wrote {
+		w.status, w.wrote = code, true
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	w.wrote = true
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		w.wrote = true
+		f.Flush()
+	}
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
