@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/idemcoord/idemcoord/devcluster"
+	"github.com/idemcoord/idemcoord/failover"
 	"github.com/idemcoord/idemcoord/ownership"
 )
 
@@ -194,4 +195,112 @@ func runIntent(ctx context.Context, c *devcluster.Cluster, start int, tok, actor
 	}
 	res.err = fmt.Errorf("no final answer after %d tries", moveIntentTries)
 	return res
+}
+
+// TestDrainAndFailbackUnderLoadRunEveryIntentOnce: 16 clients write
+// payments for us-east's actors through all regions while an operator
+// drains us-east (every shard it owns moves to its failover region, each
+// a planned, draining move) and then fails it back home. Every request
+// is answered with a success, a replay, a 409 or a 503 with Retry-After;
+// every intent is charged once; nothing is left in progress; every shard
+// ends home, ACTIVE, with etcd and SQL agreeing.
+func TestDrainAndFailbackUnderLoadRunEveryIntentOnce(t *testing.T) {
+	c := startCluster(t, devcluster.Options{})
+	eu := c.Region("eu-west").Daemon
+	repair := failover.Repair{Directory: eu.Directory(), Topology: daemonTopology(t, c), Audit: eu.Store(),
+		DrainTimeout: moveDrain}
+	actors := make([]string, moveClients)
+	for i := range actors {
+		actors[i] = c.ActorHomedIn("us-east", uniqueName("drain-"+strconv.Itoa(i)))
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
+	defer cancel()
+
+	stop := make(chan struct{})
+	moved := make(chan error, 1)
+	go func() {
+		defer close(stop)
+		time.Sleep(200 * time.Millisecond) // traffic first
+		if _, err := repair.Drain(ctx, "us-east", "e2e", "drain under load"); err != nil {
+			moved <- fmt.Errorf("drain: %w", err)
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+		if _, err := repair.Failback(ctx, "us-east", "e2e", "failback under load"); err != nil {
+			moved <- fmt.Errorf("failback: %w", err)
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+		moved <- nil
+	}()
+	var (
+		mu      sync.Mutex
+		results []intentResult
+		wg      sync.WaitGroup
+	)
+	for i, actor := range actors {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tok := token(t, c, actor)
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					if n > 0 {
+						return
+					}
+				default:
+				}
+				res := runIntent(ctx, c, i+n, tok, actor, fmt.Sprintf("%s-intent-%d", actor, n))
+				mu.Lock()
+				results = append(results, res)
+				mu.Unlock()
+				if res.err != nil {
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := <-moved; err != nil {
+		t.Fatal(err)
+	}
+	l := ledger{t: t, c: c}
+	statuses := map[int]int{}
+	for _, r := range results {
+		for _, s := range r.answers {
+			statuses[s]++
+		}
+		if r.err != nil {
+			t.Errorf("%s %s: %v (answers %v)", r.actor, r.key, r.err, r.answers)
+			continue
+		}
+		if n := l.charges(r.final.opID()); n != 1 {
+			t.Errorf("%s %s: operation %s has %d bank charges, want 1", r.actor, r.key, r.final.opID(), n)
+		}
+	}
+	t.Logf("%d intents through a drain and a failback; answers by status: %v", len(results), statuses)
+	var inFlight int
+	l.read("records in progress", func(ctx context.Context) error {
+		return c.Pool.QueryRow(ctx, `SELECT count(*) FROM idempotency_records WHERE state IN ('PENDING', 'IN_PROGRESS')`).Scan(&inFlight)
+	})
+	if inFlight != 0 {
+		t.Errorf("%d records left in progress", inFlight)
+	}
+	entries, _, err := eu.Directory().List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	top := daemonTopology(t, c)
+	for _, e := range entries {
+		epoch, owner, err := eu.Store().Fence(ctx, e.Shard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Owner != top.Home(e.Shard) || e.State != ownership.Active || epoch != e.Epoch || owner != e.Owner {
+			t.Errorf("shard %d after failback: etcd %v, SQL epoch %d owner %s; want home %s ACTIVE, agreeing",
+				e.Shard, e, epoch, owner, top.Home(e.Shard))
+			break
+		}
+	}
 }
