@@ -212,8 +212,11 @@ func TestRegionKilledRejectEndpointsRefuseUntilAccepted(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	// Past the dead worker's lease too: still refused, still untouched.
-	time.Sleep(procLease)
+	// Past the dead worker's lease too (by the database's clock): still
+	// refused, still untouched.
+	for readRecord(t, c, opID).LeaseLeft > 0 {
+		time.Sleep(100 * time.Millisecond)
+	}
 	if r := mustPost(t, eu.URL, tok, key, body); r.Status != http.StatusServiceUnavailable {
 		t.Errorf("retry of the in-flight intent on a failed-over reject endpoint: %v; want 503", r)
 	}

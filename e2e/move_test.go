@@ -67,10 +67,7 @@ func TestShardMovingUnderLoadRunsEveryIntentOnce(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
 	defer cancel()
 
-	moved := make(chan error, 1)
-	stop := make(chan struct{})
-	go func() {
-		defer close(stop)
+	results := underLoad(t, ctx, c, actors, func() error {
 		for round := 0; round < moveRounds; round++ {
 			to := other
 			if round%2 == 1 {
@@ -79,63 +76,14 @@ func TestShardMovingUnderLoadRunsEveryIntentOnce(t *testing.T) {
 			_, err := dir.Move(ctx, shard, to, ownership.Active, "e2e", fmt.Sprintf("move %d under load", round),
 				ownership.DrainFor(moveDrain))
 			if err != nil {
-				moved <- fmt.Errorf("move %d to %s: %w", round, to, err)
-				return
+				return fmt.Errorf("move %d to %s: %w", round, to, err)
 			}
 			time.Sleep(50 * time.Millisecond) // let traffic land between moves
 		}
-		moved <- nil
-	}()
-
-	var (
-		mu      sync.Mutex
-		results []intentResult
-		wg      sync.WaitGroup
-	)
-	for i, actor := range actors {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			tok := token(t, c, actor)
-			for n := 0; ; n++ {
-				select {
-				case <-stop:
-					if n > 0 {
-						return
-					}
-				default:
-				}
-				key := fmt.Sprintf("%s-intent-%d", actor, n)
-				res := runIntent(ctx, c, i+n, tok, actor, key)
-				mu.Lock()
-				results = append(results, res)
-				mu.Unlock()
-				if res.err != nil {
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if err := <-moved; err != nil {
-		t.Fatal(err)
-	}
-
+		return nil
+	})
+	checkOnce(t, c, results, fmt.Sprintf("over %d moves", moveRounds))
 	l := ledger{t: t, c: c}
-	statuses := map[int]int{}
-	for _, r := range results {
-		for _, s := range r.answers {
-			statuses[s]++
-		}
-		if r.err != nil {
-			t.Errorf("%s %s: %v (answers %v)", r.actor, r.key, r.err, r.answers)
-			continue
-		}
-		if n := l.charges(r.final.opID()); n != 1 {
-			t.Errorf("%s %s: operation %s has %d bank charges, want 1", r.actor, r.key, r.final.opID(), n)
-		}
-	}
-	t.Logf("%d intents over %d moves; answers by status: %v", len(results), moveRounds, statuses)
 
 	var total, inFlight int
 	l.read("bank charges of the shard's actors", func(ctx context.Context) error {
@@ -166,6 +114,73 @@ func TestShardMovingUnderLoadRunsEveryIntentOnce(t *testing.T) {
 	if e.Epoch != 1+moveRounds || e.State != ownership.Active || epoch != e.Epoch || owner != e.Owner {
 		t.Errorf("after %d moves: etcd %v, SQL fence epoch %d owner %s; want both at epoch %d", moveRounds, e, epoch, owner, 1+moveRounds)
 	}
+}
+
+// underLoad runs moveClients clients, one per actor, each sending intent
+// after intent through the regions in turn until mover returns (and at
+// least one intent each), and returns every intent's result.
+func underLoad(t *testing.T, ctx context.Context, c *devcluster.Cluster, actors []string, mover func() error) []intentResult {
+	t.Helper()
+	stop := make(chan struct{})
+	moved := make(chan error, 1)
+	go func() {
+		defer close(stop)
+		moved <- mover()
+	}()
+	var (
+		mu      sync.Mutex
+		results []intentResult
+		wg      sync.WaitGroup
+	)
+	for i, actor := range actors {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tok := token(t, c, actor)
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					if n > 0 {
+						return
+					}
+				default:
+				}
+				res := runIntent(ctx, c, i+n, tok, actor, fmt.Sprintf("%s-intent-%d", actor, n))
+				mu.Lock()
+				results = append(results, res)
+				mu.Unlock()
+				if res.err != nil {
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := <-moved; err != nil {
+		t.Fatal(err)
+	}
+	return results
+}
+
+// checkOnce fails the test unless every intent ended in one success with
+// exactly one bank charge, and logs the answers by status.
+func checkOnce(t *testing.T, c *devcluster.Cluster, results []intentResult, what string) {
+	t.Helper()
+	l := ledger{t: t, c: c}
+	statuses := map[int]int{}
+	for _, r := range results {
+		for _, s := range r.answers {
+			statuses[s]++
+		}
+		if r.err != nil {
+			t.Errorf("%s %s: %v (answers %v)", r.actor, r.key, r.err, r.answers)
+			continue
+		}
+		if n := l.charges(r.final.opID()); n != 1 {
+			t.Errorf("%s %s: operation %s has %d bank charges, want 1", r.actor, r.key, r.final.opID(), n)
+		}
+	}
+	t.Logf("%d intents %s; answers by status: %v", len(results), what, statuses)
 }
 
 // runIntent sends one intent until it gets its final answer, each try to
@@ -216,70 +231,20 @@ func TestDrainAndFailbackUnderLoadRunEveryIntentOnce(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
 	defer cancel()
 
-	stop := make(chan struct{})
-	moved := make(chan error, 1)
-	go func() {
-		defer close(stop)
+	results := underLoad(t, ctx, c, actors, func() error {
 		time.Sleep(200 * time.Millisecond) // traffic first
 		if _, err := repair.Drain(ctx, "us-east", "e2e", "drain under load"); err != nil {
-			moved <- fmt.Errorf("drain: %w", err)
-			return
+			return fmt.Errorf("drain: %w", err)
 		}
 		time.Sleep(200 * time.Millisecond)
 		if _, err := repair.Failback(ctx, "us-east", "e2e", "failback under load"); err != nil {
-			moved <- fmt.Errorf("failback: %w", err)
-			return
+			return fmt.Errorf("failback: %w", err)
 		}
 		time.Sleep(200 * time.Millisecond)
-		moved <- nil
-	}()
-	var (
-		mu      sync.Mutex
-		results []intentResult
-		wg      sync.WaitGroup
-	)
-	for i, actor := range actors {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			tok := token(t, c, actor)
-			for n := 0; ; n++ {
-				select {
-				case <-stop:
-					if n > 0 {
-						return
-					}
-				default:
-				}
-				res := runIntent(ctx, c, i+n, tok, actor, fmt.Sprintf("%s-intent-%d", actor, n))
-				mu.Lock()
-				results = append(results, res)
-				mu.Unlock()
-				if res.err != nil {
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if err := <-moved; err != nil {
-		t.Fatal(err)
-	}
+		return nil
+	})
+	checkOnce(t, c, results, "through a drain and a failback")
 	l := ledger{t: t, c: c}
-	statuses := map[int]int{}
-	for _, r := range results {
-		for _, s := range r.answers {
-			statuses[s]++
-		}
-		if r.err != nil {
-			t.Errorf("%s %s: %v (answers %v)", r.actor, r.key, r.err, r.answers)
-			continue
-		}
-		if n := l.charges(r.final.opID()); n != 1 {
-			t.Errorf("%s %s: operation %s has %d bank charges, want 1", r.actor, r.key, r.final.opID(), n)
-		}
-	}
-	t.Logf("%d intents through a drain and a failback; answers by status: %v", len(results), statuses)
 	var inFlight int
 	l.read("records in progress", func(ctx context.Context) error {
 		return c.Pool.QueryRow(ctx, `SELECT count(*) FROM idempotency_records WHERE state IN ('PENDING', 'IN_PROGRESS')`).Scan(&inFlight)
