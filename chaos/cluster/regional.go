@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/idemcoord/idemcoord/chaos/failpoint"
+	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/devcluster"
 	"github.com/idemcoord/idemcoord/failover"
 	"github.com/idemcoord/idemcoord/internal/pglocal"
@@ -135,12 +136,33 @@ func (r *Regional) Stop(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// Kill implements Processes: the region's idemd stops (its liveness key
-// goes), as if the region were lost.
+// crashInFlight is how long a killed region's upstream calls hang before
+// it dies, so it dies with requests in flight.
+const crashInFlight = time.Second
+
+// Kill implements Processes: the region dies as if it crashed mid-work.
+// Its upstream link hangs first, so requests are in flight inside it;
+// then its idemd stops without a drain (connections closed, its liveness
+// key gone): their claims stay in progress until their leases lapse and
+// another region takes them over.
 func (r *Regional) Kill(ctx context.Context, region string) error {
 	r.startMu.Lock()
 	defer r.startMu.Unlock()
-	return r.c.StopRegion(ctx, region)
+	l, err := r.upstream(region)
+	if err != nil {
+		return err
+	}
+	l.set(failpoint.CutBoth, 0, 0)
+	defer l.set("", 0, 0)
+	if err := clock.Sleep(ctx, clock.Real(), crashInFlight); err != nil {
+		return err
+	}
+	now, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	cancel() // no drain: a crash
+	if err := r.c.StopRegion(now, region); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
 }
 
 // Restart implements Processes: the region starts again, and once it is
