@@ -88,4 +88,3 @@ func logFigures(t *testing.T, r report.Report) {
 		r.Coverage.Retries40001, r.Coverage.AmbiguousResolved, r.Coverage.MovesUnderLoad,
 		r.Failover.P50, r.Failover.P99, avail)
 }
-

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -47,11 +46,12 @@ var (
 // region's shards move within a drill's fault window.
 var regionalFailover = failover.Config{}
 
-// UnsafeResend is the Options.Unsafe value that breaks the coordinator on
-// purpose: each region's upstream transport resends a POST whose answer
-// was lost, exactly the transport-level retry the coordinator must never
-// make. Drills only: the checker must then report duplicate effects.
-const UnsafeResend = "resend-lost-upstream-posts"
+// UnsafeRegionLocalClaims is the Options.Unsafe value that breaks the
+// coordinator on purpose: each region's gateway claims keys in a space of
+// its own (unsafeStore), as a coordinator that deduplicates only within a
+// region would. Drills only: the checker must then report the second
+// effects a failover, a failback or a cross-region retry brings.
+const UnsafeRegionLocalClaims = "region-local-claims"
 
 // ErrUnknownUnsafe is returned by StartRegional for an Options.Unsafe it
 // does not know.
@@ -61,8 +61,8 @@ var ErrUnknownUnsafe = errors.New("cluster: unknown unsafe mode")
 // by each region through its own proxy. It is a Starter: opts.Policy sets
 // the endpoint's failover policy.
 func StartRegional(ctx context.Context, opts Options) (_ Cluster, err error) {
-	if opts.Unsafe != "" && opts.Unsafe != UnsafeResend {
-		return nil, fmt.Errorf("%w %q (known: %q)", ErrUnknownUnsafe, opts.Unsafe, UnsafeResend)
+	if opts.Unsafe != "" && opts.Unsafe != UnsafeRegionLocalClaims {
+		return nil, fmt.Errorf("%w %q (known: %q)", ErrUnknownUnsafe, opts.Unsafe, UnsafeRegionLocalClaims)
 	}
 	r := &Regional{toxics: NewToxics(), links: map[string]*upstreamLink{}}
 	defer func() {
@@ -82,11 +82,11 @@ func StartRegional(ctx context.Context, opts Options) (_ Cluster, err error) {
 		}
 		link := newUpstreamLink()
 		r.links[name] = link
-		var rt http.RoundTripper = link
-		if opts.Unsafe == UnsafeResend {
-			rt = resender{base: link}
+		ro := devcluster.RegionOptions{DSN: strings.Replace(dsn, r.pg.Addr(), addr, 1), Transport: link}
+		if opts.Unsafe == UnsafeRegionLocalClaims {
+			ro.UnsafeDrillStore = regionLocal(name)
 		}
-		per[name] = devcluster.RegionOptions{DSN: strings.Replace(dsn, r.pg.Addr(), addr, 1), Transport: rt}
+		per[name] = ro
 	}
 	r.c, err = devcluster.Start(ctx, devcluster.Options{Logger: slog.New(slog.DiscardHandler), DatabaseURL: dsn,
 		UpstreamTimeout: devUpstreamTimeout, Failover: opts.Policy, FailoverTimings: regionalFailover, Region: per})

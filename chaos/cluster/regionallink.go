@@ -3,7 +3,6 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/idemcoord/idemcoord/chaos/failpoint"
@@ -59,27 +58,4 @@ func (r *Regional) Reset(ctx context.Context, region string, link failpoint.Link
 func (r *Regional) Restore(ctx context.Context, region string, link failpoint.Link) error {
 	return r.act(region, link, func() error { return r.toxics.Restore(ctx, region, link) },
 		func(l *upstreamLink) { l.set("", 0, 0) })
-}
-
-// resender is the unsafe mode's transport (UnsafeResend): a POST whose
-// answer was lost is sent again, so the upstream may run it twice. It is
-// the bug the coordinator must never have; drills use it to prove the
-// checker sees it.
-type resender struct {
-	base http.RoundTripper
-}
-
-// RoundTrip implements http.RoundTripper.
-func (s resender) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := s.base.RoundTrip(req)
-	if err == nil || req.Method != http.MethodPost || req.GetBody == nil || req.Context().Err() != nil {
-		return resp, err
-	}
-	body, gerr := req.GetBody()
-	if gerr != nil {
-		return resp, err
-	}
-	again := req.Clone(req.Context())
-	again.Body = body
-	return s.base.RoundTrip(again)
 }

@@ -49,6 +49,7 @@ func drillCmd() *cobra.Command {
 	drill := &cobra.Command{Use: "drill", Short: "Run chaos drills against a throwaway cluster"}
 	var (
 		name, reportPath, historyPath, format string
+		unsafe                                string
 		seed                                  uint64
 		duration                              time.Duration
 	)
@@ -87,7 +88,8 @@ Scenarios: ` + strings.Join(scenario.Names(), ", ") + `.`,
 				out, term = cmd.ErrOrStderr(), false
 			}
 			res, err := chaos.Drill(ctx, chaos.DrillConfig{Scenario: name, Seed: seed, Duration: duration,
-				ReportPath: reportPath, HistoryPath: historyPath, Start: drillStart, Out: out, Terminal: term})
+				ReportPath: reportPath, HistoryPath: historyPath, Start: drillStart, Out: out, Terminal: term,
+				Unsafe: unsafe})
 			if format == outputJSON {
 				if rerr := render(cmd.OutOrStdout(), format, table{v: summarize(name, seed, res.Report, err)}); rerr != nil {
 					return errors.Join(err, rerr)
@@ -104,6 +106,8 @@ Scenarios: ` + strings.Join(scenario.Names(), ", ") + `.`,
 	run.Flags().DurationVar(&duration, "duration", 0, "length of the main phase (default: the scenario's)")
 	run.Flags().StringVar(&reportPath, "report", "", "write the HTML report to `FILE`")
 	run.Flags().StringVar(&historyPath, "history", "", "write the history as JSON lines to `FILE` (for a recheck)")
+	run.Flags().StringVar(&unsafe, "unsafe-drill-mode", "", "break the coordinator on purpose so the checker must report violations: "+
+		cluster.UnsafeRegionLocalClaims+" (claims are region-local); drills only")
 	run.MarkFlagRequired("scenario")
 	addOutputFlag(run, &format)
 	drill.AddCommand(run)
