@@ -40,9 +40,9 @@ func TestShippedScenariosHoldOnTheRegionalCluster(t *testing.T) {
 		{"sql-partition", 4, 30 * time.Second, true},
 		{"etcd-leader-kill", 4, 30 * time.Second, true},
 		{"mixed", 6, 30 * time.Second, true},
-		{"zombie-pause", 1, 10 * time.Second, false},
-		{"etcd-partition", 1, 10 * time.Second, false},
-		{"crash-points", 1, 10 * time.Second, false},
+		{"zombie-pause", 1, 20 * time.Second, false},
+		{"etcd-partition", 1, 20 * time.Second, false},
+		{"crash-points", 1, 20 * time.Second, false},
 	}
 	if os.Getenv(drillLong) == "1" {
 		tests = tests[4:5]
@@ -82,9 +82,9 @@ func logFigures(t *testing.T, r report.Report) {
 	if r.Requests > 0 {
 		avail = float64(r.Acked) / float64(r.Requests)
 	}
-	t.Logf("figures: requests=%d acked=%d duplicates=%d stale_rejected=%d takeovers=%d retries_40001=%d "+
-		"ambiguous_resolved=%d moves_under_load=%d failover_p50=%v failover_p99=%v availability=%.3f",
-		r.Requests, r.Acked, r.Duplicates, r.Coverage.StaleEpochRejected, r.Coverage.Takeovers,
+	t.Logf("figures %s seed %d: requests=%d acked=%d duplicates=%d stale_rejected=%d takeovers=%d retries_40001=%d "+
+		"ambiguous_resolved=%d moves_under_load=%d failover_n=%d failover_p50=%v failover_p99=%v availability=%.3f",
+		r.Scenario, r.Seed, r.Requests, r.Acked, r.Duplicates, r.Coverage.StaleEpochRejected, r.Coverage.Takeovers,
 		r.Coverage.Retries40001, r.Coverage.AmbiguousResolved, r.Coverage.MovesUnderLoad,
-		r.Failover.P50, r.Failover.P99, avail)
+		r.Failover.N, r.Failover.P50, r.Failover.P99, avail)
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/idemcoord/idemcoord/chaos/failpoint"
+	"github.com/idemcoord/idemcoord/chaos/validate"
 	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/devcluster"
 	"github.com/idemcoord/idemcoord/failover"
@@ -40,6 +41,7 @@ var (
 	_ Processes = (*Regional)(nil)
 	_ Etcd      = (*Regional)(nil)
 	_ Homes     = (*Regional)(nil)
+	_ Directory = (*Regional)(nil)
 )
 
 // regionalFailover shortens the failover controllers' timings so a lost
@@ -53,9 +55,12 @@ var regionalFailover = failover.Config{}
 // effects a failover, a failback or a cross-region retry brings.
 const UnsafeRegionLocalClaims = "region-local-claims"
 
-// ErrUnknownUnsafe is returned by StartRegional for an Options.Unsafe it
-// does not know.
-var ErrUnknownUnsafe = errors.New("cluster: unknown unsafe mode")
+var (
+	// ErrUnknownUnsafe is returned by StartRegional for an Options.Unsafe
+	// it does not know.
+	ErrUnknownUnsafe   = errors.New("cluster: unknown unsafe mode")
+	errNoRegionRunning = errors.New("cluster: no region runs to read the directory")
+)
 
 // StartRegional starts the dev cluster with a throwaway PostgreSQL reached
 // by each region through its own proxy. It is a Starter: opts.Policy sets
@@ -223,4 +228,24 @@ func (r *Regional) KillMember(ctx context.Context, member string) error {
 // RestartMember implements Etcd.
 func (r *Regional) RestartMember(ctx context.Context, member string) error {
 	return r.etcd.RestartMember(ctx, member)
+}
+
+// Directory implements Directory: the etcd ownership directory as a
+// running region's daemon reads it, for the checker's etcd-SQL agreement.
+func (r *Regional) Directory(ctx context.Context) (map[int]validate.DirectoryEntry, error) {
+	for _, g := range r.c.Regions {
+		if g.Daemon == nil {
+			continue
+		}
+		entries, _, err := g.Daemon.Directory().List(ctx)
+		if err != nil {
+			return nil, err
+		}
+		out := make(map[int]validate.DirectoryEntry, len(entries))
+		for _, e := range entries {
+			out[e.Shard] = validate.DirectoryEntry{Owner: e.Owner, Epoch: e.Epoch, State: string(e.State)}
+		}
+		return out, nil
+	}
+	return nil, errNoRegionRunning
 }
