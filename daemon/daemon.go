@@ -61,6 +61,11 @@ type Options struct {
 	SpanExporter sdktrace.SpanExporter
 	// Clock drives the cleanup and gauge loops. Default clock.Real().
 	Clock clock.Clock
+	// UnsafeDrillStore, if set, wraps the store the gateway uses. Drills
+	// only; never in production: chaos drills set it to break the
+	// coordinator on purpose and prove the checker sees it. It has no
+	// configuration key: only Go code that starts a daemon can set it.
+	UnsafeDrillStore func(gateway.Store) gateway.Store
 }
 
 // Daemon is one running region instance.
@@ -142,8 +147,12 @@ func Start(ctx context.Context, cfg *config.Config, opts Options) (d *Daemon, er
 			return nil, err
 		}
 	}
+	var gwStore gateway.Store = d.store
+	if opts.UnsafeDrillStore != nil {
+		gwStore = opts.UnsafeDrillStore(gwStore)
+	}
 	gcfg := gateway.Config{
-		Region: cfg.Region, Worker: cfg.WorkerName(), Shards: cfg.Shards, Store: d.store, Auth: verifier,
+		Region: cfg.Region, Worker: cfg.WorkerName(), Shards: cfg.Shards, Store: gwStore, Auth: verifier,
 		Endpoints: cfg.Endpoints, Next: gateway.NewProxy(upstream, transport),
 		Logger: log, Meter: meter, Metrics: d.tel.handler, TracerProvider: d.tel.tracerProvider(),
 	}

@@ -29,6 +29,7 @@ import (
 	"github.com/idemcoord/idemcoord/demo/bank"
 	"github.com/idemcoord/idemcoord/demo/payments"
 	"github.com/idemcoord/idemcoord/failover"
+	"github.com/idemcoord/idemcoord/gateway"
 	"github.com/idemcoord/idemcoord/internal/etcdlocal"
 	"github.com/idemcoord/idemcoord/internal/pglocal"
 )
@@ -88,6 +89,9 @@ type RegionOptions struct {
 	// ForwardTransport carries requests the region forwards to the
 	// owner region's gateway (default: a transport of its own).
 	ForwardTransport http.RoundTripper
+	// UnsafeDrillStore is passed to the region's daemon
+	// (daemon.Options.UnsafeDrillStore). Drills only; never in production.
+	UnsafeDrillStore func(gateway.Store) gateway.Store
 }
 
 // Region is one running region.
@@ -209,7 +213,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 			return nil, err
 		}
 		d, err := daemon.Start(ctx, cfg, daemon.Options{Logger: opts.Logger, Transport: ro.Transport, Migrate: true, Failover: opts.FailoverTimings,
-			ForwardTransport: ro.ForwardTransport, Listener: listeners[i]})
+			ForwardTransport: ro.ForwardTransport, Listener: listeners[i], UnsafeDrillStore: ro.UnsafeDrillStore})
 		listeners[i] = nil // the daemon closes it from now on
 		if err != nil {
 			return nil, fmt.Errorf("region %s: %w", name, err)

@@ -55,7 +55,7 @@ func (c *Cluster) StartRegion(ctx context.Context, name string) error {
 		ro.Transport = c.opts.Transport
 	}
 	d, err := daemon.Start(ctx, cfg, daemon.Options{Logger: c.opts.Logger, Transport: ro.Transport, Migrate: true,
-		ForwardTransport: ro.ForwardTransport, Failover: c.opts.FailoverTimings})
+		ForwardTransport: ro.ForwardTransport, Failover: c.opts.FailoverTimings, UnsafeDrillStore: ro.UnsafeDrillStore})
 	if err != nil {
 		return fmt.Errorf("region %s: %w", name, err)
 	}

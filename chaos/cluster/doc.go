@@ -6,8 +6,17 @@
 // whose family the cluster lacks is reported as failpoint.ErrUnsupported,
 // never silently skipped.
 //
-// Dev wraps the in-process devcluster, which supports no fault family, to
-// prove the pipeline end to end on a no-fault scenario.
+// Dev wraps the in-process devcluster with one fault family, the shared
+// upstream link, to prove the pipeline end to end.
+//
+// Regional (StartRegional) is the in-process multi-region devcluster with
+// the families it can support: region loss (Processes.Kill stops a region
+// without a drain while its upstream calls hang, Restart brings it back
+// and fails its home shards back with a fenced, drained move), per-region
+// SQL links through toxiproxy, per-region upstream links, etcd leader
+// kills, Homes and Directory. Its pauses, etcd and peer links, crash
+// points and clocks are ErrUnsupported. Options.Unsafe
+// UnsafeRegionLocalClaims breaks its coordinator on purpose (drills only).
 //
 // # The process-level cluster (to be built on these interfaces)
 //

@@ -44,7 +44,7 @@ func rootCmd() *cobra.Command {
 	root.PersistentFlags().IntVar(&devPortBase, "port-base", 0,
 		"which running dev cluster to use, by its `idemd dev --port-base` (default: the only one running)")
 	root.AddCommand(devCmd(), opCmd(), regionsCmd(), ownerCmd(), shardsCmd(), moveCmd(), deployCmd(),
-		failoverCmd(), failbackCmd(), drainCmd(), auditCmd(), migrateCmd(), versionCmd())
+		failoverCmd(), failbackCmd(), drainCmd(), auditCmd(), migrateCmd(), versionCmd(), drillCmd())
 	return root
 }
 

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/idemcoord/idemcoord/chaos"
+	"github.com/idemcoord/idemcoord/chaos/cluster"
+)
+
+// TestDrillRunExitsNonZeroOnViolations runs `idemctl drill run` briefly
+// against a coordinator broken on purpose (--unsafe-drill-mode
+// region-local-claims): the command fails with the violations, prints
+// the seed, the broken invariant and its excerpt on stderr, and still
+// writes the JSON summary on stdout.
+func TestDrillRunExitsNonZeroOnViolations(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a dev cluster")
+	}
+	var stdout, stderr bytes.Buffer
+	cmd := rootCmd()
+	cmd.SetOut(&stdout)
+	cmd.SetErr(&stderr)
+	cmd.SetArgs([]string{"drill", "run", "--scenario", "region-loss-transfer", "--seed", "1", "--duration", "25s",
+		"--unsafe-drill-mode", cluster.UnsafeRegionLocalClaims, "--output", "json"})
+	err := cmd.Execute()
+	t.Logf("stderr:\n%.3000s", stderr.String())
+	if !errors.Is(err, chaos.ErrViolations) {
+		t.Fatalf("drill run = %v, want ErrViolations", err)
+	}
+	if !strings.Contains(stderr.String(), "VIOLATION seed=1 I") || !strings.Contains(stderr.String(), "#") {
+		t.Errorf("stderr does not name the seed, the invariant and an excerpt")
+	}
+	var s drillSummary
+	if err := json.Unmarshal(stdout.Bytes(), &s); err != nil {
+		t.Fatalf("stdout is not the JSON summary: %v\n%s", err, stdout.String())
+	}
+	if s.Seed != 1 || s.Safe || s.Requests == 0 || len(s.Violations) == 0 {
+		t.Errorf("summary %+v: want seed 1, unsafe, requests and violations", s)
+	}
+}
+
+// TestDrillRunRefusesAnUnknownScenario checks the scenario before any
+// cluster starts.
+func TestDrillRunRefusesAnUnknownScenario(t *testing.T) {
+	cmd := rootCmd()
+	cmd.SetOut(new(bytes.Buffer))
+	cmd.SetErr(new(bytes.Buffer))
+	cmd.SetArgs([]string{"drill", "run", "--scenario", "no-such-drill"})
+	if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), "no-such-drill") {
+		t.Errorf("drill run --scenario no-such-drill = %v, want an error naming it", err)
+	}
+}
