@@ -10,6 +10,9 @@
 //	idemctl migrate                   apply the schema (nothing else changes it)
 //	idemctl version                   module version and commit
 //	idemctl op reconcile|purge|cleanup  repairs, each audited with --operator and --reason
+//	idemctl failover|failback|drain REGION, failover accept  region repairs (audited)
+//	idemctl audit                     the repair audit
+//	idemctl drill run --scenario NAME --seed N   a chaos drill and its report
 //	idemctl deploy cockroach-sql --config FILE    the CockroachDB layout of a topology
 //
 // Without --dsn or --etcd (or $IDEMCOORD_DSN, $IDEMCOORD_ETCD), commands
