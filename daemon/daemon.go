@@ -33,6 +33,11 @@ import (
 // (ownership.LivenessKey under ownership.DefaultPrefix).
 const LivenessPrefix = ownership.DefaultPrefix + "liveness/"
 
+// etcdCloseGrace is how long Close lets the etcd watches end by
+// themselves before it closes the etcd client under them (which an etcd
+// that does not answer requires).
+const etcdCloseGrace = 2 * time.Second
+
 // Options are what a configuration file does not say.
 type Options struct {
 	// Logger is the base logger. Default slog.Default().
@@ -268,19 +273,38 @@ func (d *Daemon) Close(ctx context.Context) error {
 	}
 	if d.stopCtl != nil {
 		d.stopCtl()
-		<-d.ctl.Done()
 	}
 	if d.bg != nil {
 		d.bg.stop()
 	}
 	if d.live != nil {
-		d.live.Close()
+		d.live.Close() // its revoke is bounded by the register timeout
+	}
+	// The controller's and the cache's watches end when their contexts
+	// do, except against an etcd that does not answer: there the etcd
+	// client holds them until it is closed. So wait a little, close the
+	// client, then wait for them to end.
+	var watchers []<-chan struct{}
+	if d.ctl != nil {
+		watchers = append(watchers, d.ctl.Done())
 	}
 	if d.cache != nil {
-		d.cache.Close()
+		done := make(chan struct{})
+		go func() { defer close(done); d.cache.Close() }()
+		watchers = append(watchers, done)
+	}
+	grace := time.After(etcdCloseGrace)
+	for _, w := range watchers {
+		select {
+		case <-w:
+		case <-grace:
+		}
 	}
 	if d.etcd != nil {
 		d.etcd.Close()
+	}
+	for _, w := range watchers {
+		<-w
 	}
 	if d.store != nil {
 		d.store.Close()
