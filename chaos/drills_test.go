@@ -40,9 +40,9 @@ func TestShippedScenariosHoldOnTheRegionalCluster(t *testing.T) {
 		{"sql-partition", 4, 30 * time.Second, true},
 		{"etcd-leader-kill", 4, 30 * time.Second, true},
 		{"mixed", 6, 30 * time.Second, true},
-		{"zombie-pause", 1, 10 * time.Second, false},
-		{"etcd-partition", 1, 10 * time.Second, false},
-		{"crash-points", 1, 10 * time.Second, false},
+		{"zombie-pause", 1, 20 * time.Second, false},
+		{"etcd-partition", 1, 20 * time.Second, false},
+		{"crash-points", 1, 20 * time.Second, false},
 	}
 	if os.Getenv(drillLong) == "1" {
 		tests = tests[4:5]
