@@ -3,72 +3,37 @@ package ownership_test
 import (
 	"context"
 	"log/slog"
-	"os"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
-	"go.uber.org/zap"
 	"google.golang.org/grpc"
 
 	"github.com/idemcoord/idemcoord/config"
 	"github.com/idemcoord/idemcoord/crdb"
 	"github.com/idemcoord/idemcoord/internal/etcdlocal"
+	"github.com/idemcoord/idemcoord/internal/etcdtest"
 	"github.com/idemcoord/idemcoord/internal/pgtest"
 	"github.com/idemcoord/idemcoord/ownership"
 	"github.com/idemcoord/idemcoord/region"
 )
 
-func TestMain(m *testing.M) {
-	code := pgtest.Main(m)
-	if shared != nil {
-		shared.Close()
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { etcdtest.Main(m) }
 
-var (
-	sharedOnce sync.Once
-	shared     *etcdlocal.Cluster
-	sharedErr  error
-)
-
-// cluster returns the 3-member etcd cluster the package's tests share;
-// each test works under its own prefix.
-func cluster(t *testing.T) *etcdlocal.Cluster {
-	t.Helper()
-	sharedOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		shared, sharedErr = etcdlocal.Start(ctx, []string{"a", "b", "c"}, etcdlocal.Options{Fast: true})
-	})
-	if sharedErr != nil {
-		t.Fatalf("etcd: %v", sharedErr)
-	}
-	return shared
-}
+// cluster is the etcd cluster the package's tests share; each test works
+// under its own prefix.
+func cluster(t testing.TB) *etcdlocal.Cluster { return etcdtest.Cluster(t) }
 
 // client connects to endpoints; extra dial options (a call counter) are
 // added.
 func client(t *testing.T, endpoints []string, dial ...grpc.DialOption) *clientv3.Client {
-	t.Helper()
-	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second,
-		Logger: zap.NewNop(), DialOptions: dial})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cli.Close() })
-	return cli
+	return etcdtest.Client(t, endpoints, dial...)
 }
 
 // prefix is the test's own directory prefix.
-func prefix(t *testing.T) string {
-	return "/test/" + strings.ReplaceAll(t.Name(), "/", "_") + "/"
-}
+func prefix(t *testing.T) string { return etcdtest.Prefix(t) }
 
 func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
