@@ -76,6 +76,20 @@ func (f *clusterFlags) topology() (*region.Topology, *config.Config, error) {
 	return top, cfg, err
 }
 
+// connect loads the topology and connects to etcd: what every read of
+// the ownership directory needs first. The caller closes the client.
+func (f *clusterFlags) connect() (*region.Topology, *config.Config, *clientv3.Client, error) {
+	top, cfg, err := f.topology()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	cli, err := f.client()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return top, cfg, cli, nil
+}
+
 // quiet is the logger of the directory's own progress lines: the command
 // prints its result itself, so only warnings reach stderr.
 func quiet() ownership.Option {

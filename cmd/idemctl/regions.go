@@ -39,11 +39,7 @@ it needs no reason and changes nothing.`,
 			if err := checkOutput(format); err != nil {
 				return err
 			}
-			top, _, err := f.topology()
-			if err != nil {
-				return err
-			}
-			cli, err := f.client()
+			top, _, cli, err := f.connect()
 			if err != nil {
 				return err
 			}

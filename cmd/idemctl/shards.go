@@ -68,11 +68,7 @@ home. A read: it needs no reason and changes nothing.`,
 			if err := errors.Join(checkOutput(format), checkActorScope(actor)); err != nil {
 				return err
 			}
-			top, cfg, err := f.topology()
-			if err != nil {
-				return err
-			}
-			cli, err := f.client()
+			top, cfg, cli, err := f.connect()
 			if err != nil {
 				return err
 			}
@@ -116,11 +112,7 @@ region owns in each state. A read: it needs no reason and changes nothing.`,
 			if err := checkOutput(format); err != nil {
 				return err
 			}
-			top, _, err := f.topology()
-			if err != nil {
-				return err
-			}
-			cli, err := f.client()
+			top, _, cli, err := f.connect()
 			if err != nil {
 				return err
 			}
