@@ -66,8 +66,10 @@ var (
 // by each region through its own proxy. It is a Starter: opts.Policy sets
 // the endpoint's failover policy.
 func StartRegional(ctx context.Context, opts Options) (_ Cluster, err error) {
-	if opts.Unsafe != "" && opts.Unsafe != UnsafeRegionLocalClaims {
-		return nil, fmt.Errorf("%w %q (known: %q)", ErrUnknownUnsafe, opts.Unsafe, UnsafeRegionLocalClaims)
+	if opts.Unsafe != "" {
+		if _, err := UnsafeStore(opts.Unsafe, ""); err != nil {
+			return nil, err
+		}
 	}
 	r := &Regional{toxics: NewToxics(), links: map[string]*upstreamLink{}}
 	defer func() {
@@ -88,8 +90,8 @@ func StartRegional(ctx context.Context, opts Options) (_ Cluster, err error) {
 		link := newUpstreamLink()
 		r.links[name] = link
 		ro := devcluster.RegionOptions{DSN: strings.Replace(dsn, r.pg.Addr(), addr, 1), Transport: link}
-		if opts.Unsafe == UnsafeRegionLocalClaims {
-			ro.UnsafeDrillStore = regionLocal(name)
+		if opts.Unsafe != "" {
+			ro.UnsafeDrillStore, _ = UnsafeStore(opts.Unsafe, name) // checked above
 		}
 		per[name] = ro
 	}

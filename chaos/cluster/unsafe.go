@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"context"
+	"fmt"
+	"slices"
 
 	"github.com/idemcoord/idemcoord/crdb"
 	"github.com/idemcoord/idemcoord/gateway"
@@ -18,6 +20,21 @@ import (
 type unsafeStore struct {
 	gateway.Store
 	region string
+}
+
+// UnsafeModes lists the unsafe modes UnsafeStore knows, for help texts
+// and errors.
+func UnsafeModes() []string { return []string{UnsafeRegionLocalClaims} }
+
+// UnsafeStore returns the daemon.Options.UnsafeDrillStore wrapper that
+// puts region's coordinator in unsafe mode, or ErrUnknownUnsafe naming
+// the known modes. Drills only: the in-process cluster and the drill
+// build of idemd (-tags drill) call it; nothing else may.
+func UnsafeStore(mode, region string) (func(gateway.Store) gateway.Store, error) {
+	if !slices.Contains(UnsafeModes(), mode) {
+		return nil, fmt.Errorf("%w %q (known: %q)", ErrUnknownUnsafe, mode, UnsafeModes())
+	}
+	return regionLocal(region), nil
 }
 
 // regionLocal returns the daemon.Options.UnsafeDrillStore wrapper of
