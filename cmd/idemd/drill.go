@@ -30,7 +30,7 @@ const controlCloseTimeout = 2 * time.Second
 // mode (an unknown mode refuses the start, naming the known ones); with
 // IDEMCOORD_DRILL_CONTROL the daemon runs on a skewable clock and the
 // control API (crash points, clock skew) serves on that loopback address.
-// stop closes the control API.
+// stop closes the control API and waits for its server.
 func startDrill(cfg *config.Config, opts *daemon.Options, log *slog.Logger) (stop func(), err error) {
 	if mode := os.Getenv(envDrillUnsafe); mode != "" {
 		wrap, err := cluster.UnsafeStore(mode, cfg.Region)
@@ -55,13 +55,20 @@ func startDrill(cfg *config.Config, opts *daemon.Options, log *slog.Logger) (sto
 	opts.Clock = skew
 	srv := &http.Server{Handler: drillpoint.Control(skew), ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
-	go srv.Serve(ln)
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		srv.Serve(ln)
+	}()
 	log.Warn("drill control serving", "addr", ln.Addr().String(),
 		"warning", "drill build: an armed crash point kills this process")
 	return func() {
 		ctx, cancel := context.WithTimeout(context.Background(), controlCloseTimeout)
 		defer cancel()
-		srv.Shutdown(ctx)
+		if srv.Shutdown(ctx) != nil {
+			srv.Close()
+		}
+		<-served
 	}, nil
 }
 
