@@ -3,13 +3,12 @@
 // The drills in this file run the drill build of idemd (go build -tags
 // drill ./cmd/idemd) as a real process next to the shared dev cluster and
 // drive it through its control API (DRILLAPI.md): a crash point armed
-// there kills the process with SIGKILL when a request reaches it, and a
-// clock skew set there moves the clock its gateway reads.
+// there kills the process with SIGKILL when a request reaches it.
+// drillenv_test.go has the clock skew, the unsafe mode and the refusals.
 
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -24,8 +23,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemcoord/idemcoord/chaos/cluster"
-	"github.com/idemcoord/idemcoord/config"
 	"github.com/idemcoord/idemcoord/internal/drillpoint"
 )
 
@@ -234,115 +231,5 @@ func TestDrillControlRefusesUnknownCrashPoints(t *testing.T) {
 	}
 	if status, body := control(t, ctl, http.MethodGet, "/crash", ""); status != http.StatusOK || !strings.Contains(body, `"armed":[]`) {
 		t.Errorf("GET /crash = %d %s; want nothing armed", status, body)
-	}
-}
-
-// TestDrillClockSkewMovesTheGatewaysClock skews a drill-build idemd's
-// clock through PUT /clock/skew and sees its gateway act on the skewed
-// time: the actor's replay limit (1 an hour) is spent, the next replay is
-// 429, and after the clock is moved two hours ahead the bucket has
-// refilled (the limiter reads the daemon's injected clock) and the replay
-// is served. GET /clock/skew reports the offset and the skewed Now.
-func TestDrillClockSkewMovesTheGatewaysClock(t *testing.T) {
-	c := sharedCluster(t)
-	limit := func(cfg []byte) []byte {
-		at := []byte("    resolve_path:")
-		if !bytes.Contains(cfg, at) {
-			t.Fatal("procConfig has no resolve_path line to add the limit before")
-		}
-		return bytes.Replace(cfg, at, append([]byte("    limit: {rate: 1/h}\n"), at...), 1)
-	}
-	proc, ctl := startDrillIdemd(t, "e2e-drill-skew", procOptions{editConfig: limit})
-	actor := c.ActorHomedIn("us-east", uniqueName("drill-skew"))
-	tok := token(t, c, actor)
-	key := uniqueName("drill-skew-key")
-	body := paymentBody("3.00", "order-drill-skew")
-
-	if r := mustPost(t, proc.URL, tok, key, body); r.Status != http.StatusCreated || r.replayed() {
-		t.Fatalf("first run: %v; want 201", r)
-	}
-	if r := mustPost(t, proc.URL, tok, key, body); r.Status != http.StatusCreated || !r.replayed() {
-		t.Fatalf("first replay: %v; want the 201 replayed (the bucket's one token)", r)
-	}
-	if r := mustPost(t, proc.URL, tok, key, body); r.Status != http.StatusTooManyRequests {
-		t.Fatalf("second replay within the hour: %v; want 429", r)
-	}
-
-	type skew struct {
-		Offset string    `json:"offset"`
-		Now    time.Time `json:"now"`
-	}
-	before := time.Now()
-	status, out := control(t, ctl, http.MethodPut, "/clock/skew", `{"offset":"2h"}`)
-	after := time.Now()
-	var s skew
-	if err := json.Unmarshal([]byte(out), &s); err != nil || status != http.StatusOK || s.Offset != "2h0m0s" ||
-		s.Now.Before(before.Add(2*time.Hour)) || s.Now.After(after.Add(2*time.Hour)) {
-		t.Fatalf("PUT /clock/skew 2h = %d %s (%v); want offset 2h0m0s and now in [%v, %v]", status, out, err,
-			before.Add(2*time.Hour), after.Add(2*time.Hour))
-	}
-	if r := mustPost(t, proc.URL, tok, key, body); r.Status != http.StatusCreated || !r.replayed() {
-		t.Errorf("replay with the clock 2 h ahead: %v; want the 201 replayed (the bucket refilled on the skewed clock)", r)
-	}
-	if status, out := control(t, ctl, http.MethodPut, "/clock/skew", `{"offset":"0s"}`); status != http.StatusOK {
-		t.Errorf("PUT /clock/skew 0s = %d %s", status, out)
-	}
-	if status, out := control(t, ctl, http.MethodGet, "/clock/skew", ""); status != http.StatusOK ||
-		json.Unmarshal([]byte(out), &s) != nil || s.Offset != "0s" {
-		t.Errorf("GET /clock/skew after undoing = %d %s; want offset 0s", status, out)
-	}
-}
-
-// runRefused runs `bin run` on a valid configuration with env added and
-// returns its stderr; it fails the test unless the process exits 1
-// before serving.
-func runRefused(t *testing.T, bin string, env ...string) string {
-	t.Helper()
-	dir := t.TempDir()
-	cfgFile := filepath.Join(dir, "idemd.yaml")
-	if err := os.WriteFile(cfgFile, []byte(config.Example), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), procStartTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "run", "--config", cfgFile)
-	cmd.Env = append(os.Environ(), append([]string{"IDEMD_HS256_SECRET=" + strings.Repeat("s", 32)}, env...)...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	err := cmd.Run()
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
-		t.Fatalf("idemd run with %q: %v; want exit status 1\n%s", env, err, stderr.String())
-	}
-	return stderr.String()
-}
-
-// TestNormalBuildRefusesTheDrillEnvironment: an idemd built without
-// -tags drill refuses to start when either drill variable is set, saying
-// so, instead of running without the faults a drill expects.
-func TestNormalBuildRefusesTheDrillEnvironment(t *testing.T) {
-	bin := idemdBinary(t)
-	for _, env := range []string{"IDEMCOORD_DRILL_CONTROL=127.0.0.1:0", "IDEMCOORD_DRILL_UNSAFE=" + cluster.UnsafeRegionLocalClaims} {
-		name, _, _ := strings.Cut(env, "=")
-		want := name + " is set but this idemd was built without -tags drill"
-		if stderr := runRefused(t, bin, env); !strings.Contains(stderr, want) {
-			t.Errorf("with %s: stderr %q; want %q", env, stderr, want)
-		}
-	}
-}
-
-// TestDrillBuildRefusesAnUnknownUnsafeMode: the drill build refuses to
-// start in an unsafe mode it does not know, naming the known ones, and
-// refuses a control address off loopback (the API has no auth).
-func TestDrillBuildRefusesAnUnknownUnsafeMode(t *testing.T) {
-	bin := idemdDrillBinary(t)
-	stderr := runRefused(t, bin, "IDEMCOORD_DRILL_UNSAFE=region-local-claim")
-	for _, want := range append([]string{"IDEMCOORD_DRILL_UNSAFE", `"region-local-claim"`}, cluster.UnsafeModes()...) {
-		if !strings.Contains(stderr, want) {
-			t.Errorf("unknown unsafe mode: stderr %q lacks %q", stderr, want)
-		}
-	}
-	if stderr := runRefused(t, bin, "IDEMCOORD_DRILL_CONTROL=0.0.0.0:0"); !strings.Contains(stderr, "loopback") {
-		t.Errorf("control off loopback: stderr %q; want a refusal naming loopback", stderr)
 	}
 }
