@@ -21,6 +21,7 @@ import (
 
 	"github.com/idemcoord/idemcoord/chaos/cluster"
 	"github.com/idemcoord/idemcoord/config"
+	"github.com/idemcoord/idemcoord/internal/drillpoint"
 )
 
 // TestDrillClockSkewMovesTheGatewaysClock skews a drill-build idemd's
@@ -166,5 +167,27 @@ func TestDrillBuildUnsafeModeBreaksTheCoordinatorOnPurpose(t *testing.T) {
 	if err := c.Pool.QueryRow(qctx, `SELECT count(*) FROM idempotency_records WHERE actor_scope = $1`,
 		scope(actor)).Scan(&records); err != nil || records != 2 {
 		t.Errorf("records of the actor's one key: %d (%v); want 2, one per claim space", records, err)
+	}
+}
+
+// TestNormalBuildCarriesNoDrillCode: the binary built without the tag
+// holds none of the drill build's code — no crash point name, no control
+// server, no unsafe mode — while the drill build holds all three (so the
+// search is known to find them).
+func TestNormalBuildCarriesNoDrillCode(t *testing.T) {
+	marks := []string{string(drillpoint.DuringCommit), "drill control serving", cluster.UnsafeRegionLocalClaims}
+	for _, b := range []struct {
+		path  string
+		drill bool
+	}{{idemdBinary(t), false}, {idemdDrillBinary(t), true}} {
+		bin, err := os.ReadFile(b.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range marks {
+			if got := bytes.Contains(bin, []byte(m)); got != b.drill {
+				t.Errorf("%s contains %q: %v; want %v", filepath.Base(b.path), m, got, b.drill)
+			}
+		}
 	}
 }
