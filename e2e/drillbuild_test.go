@@ -2,7 +2,7 @@
 
 // The drills in this file run the drill build of idemd (go build -tags
 // drill ./cmd/idemd) as a real process next to the shared dev cluster and
-// drive it through its control API (DRILLAPI.md): a crash point armed
+// drive it through its control API (docs/drills.md): a crash point armed
 // there kills the process with SIGKILL when a request reaches it.
 // drillenv_test.go has the clock skew, the unsafe mode and the refusals.
 

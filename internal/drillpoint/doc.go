@@ -16,6 +16,6 @@
 //	before_finish   just before the finish statement starts
 //	during_commit   the finish committed in the store, its reply not acted on
 //
-// See docs/drills.md ("The drill build") and DRILLAPI.md for the control
+// See docs/drills.md ("The drill build") for the control
 // API that arms them.
 package drillpoint
