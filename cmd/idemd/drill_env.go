@@ -1,7 +1,7 @@
 package main
 
 // The environment the drill build of idemd reads (docs/drills.md,
-// docs/drills.md "The drill build"). A normal build refuses to start
+// "The drill build"). A normal build refuses to start
 // when either is set, so a drill never runs against a binary that would
 // silently ignore its faults.
 const (

@@ -35,7 +35,7 @@ type errorReply struct {
 	Error string `json:"error"`
 }
 
-// Control returns the drill control API of DRILLAPI.md over the process's
+// Control returns the drill control API of docs/drills.md over the process's
 // crash points and skew:
 //
 //	PUT    /crash/{point}  arm a crash point (400 naming the known ones)
