@@ -53,7 +53,10 @@ var skewedExpiryDrills = []struct {
 // the key again under a new operation id, and the payments service and
 // the bank execute it a second time. The checker, from the history, the
 // store and the ledger alone, must fail each run with a second effect for
-// one key: I1 (a second operation or payment) or I2 (a second charge).
+// one key: I1 (a second operation or payment) or I2 (a second charge),
+// and its summary must print them with the seed. CI runs the subset
+// marked ci (about two minutes under -race); IDEMCOORD_DRILL_UNSAFE_ALL=1
+// runs all five.
 func TestCheckerCatchesSecondEffectsOfSkewedExpiry(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a regional cluster per scenario")

@@ -56,8 +56,9 @@
 // carry no time, so the order is checked by epochs only); revisions etcd
 // compacted away (ShardHistory.Complete false: the etcd chain is checked
 // from the first revision held, and SQL moves to older epochs are not
-// matched); controller elections and liveness keys; and admission: a
-// gateway that accepts a write because its watch-fed cache says it owns
+// matched); moves whose audit rows were deleted (the checker assumes
+// repair_audit keeps every move, and reports a hole as a gap); controller
+// elections and liveness keys; and admission: a gateway that accepts a write because its watch-fed cache says it owns
 // the shard is caught by the SQL fence (I3) and by the overlap check (I6),
 // not here.
 package validate
