@@ -21,7 +21,8 @@ type Store interface {
 var _ Store = (cluster.Cluster)(nil)
 
 // Recheck judges h against the store's current state: the final SQL state
-// and ledger, and the etcd directory when s is a cluster.Directory. It is
+// and ledger, the etcd directory when s is a cluster.Directory, and its
+// revision history when s is a cluster.DirectoryHistory. It is
 // the validate stage of Run, and how a saved history is checked again.
 func Recheck(ctx context.Context, h history.History, s Store, opts validate.Options) (validate.Result, error) {
 	pool, err := pgxpool.New(ctx, s.DSN())
@@ -36,6 +37,11 @@ func Recheck(ctx context.Context, h history.History, s Store, opts validate.Opti
 	if d, ok := s.(cluster.Directory); ok && opts.Directory == nil {
 		if opts.Directory, err = d.Directory(ctx); err != nil {
 			return validate.Result{}, fmt.Errorf("chaos: check: etcd directory: %w", err)
+		}
+	}
+	if d, ok := s.(cluster.DirectoryHistory); ok && opts.DirectoryHistory == nil {
+		if opts.DirectoryHistory, err = d.DirectoryHistory(ctx); err != nil {
+			return validate.Result{}, fmt.Errorf("chaos: check: etcd directory history: %w", err)
 		}
 	}
 	if h, ok := s.(cluster.Homes); ok && opts.InitialOwner == nil {

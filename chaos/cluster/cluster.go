@@ -98,6 +98,13 @@ type Directory interface {
 	Directory(ctx context.Context) (map[int]validate.DirectoryEntry, error)
 }
 
+// DirectoryHistory is implemented by a cluster that can read every
+// revision etcd still holds of the ownership directory's shard keys, for
+// the checker's I8 (ReadDirectoryHistory does it from an etcd client).
+type DirectoryHistory interface {
+	DirectoryHistory(ctx context.Context) (map[int]validate.ShardHistory, error)
+}
+
 // Shards is implemented by a cluster whose shard count is not
 // fencing.DefaultShards; the traffic hashes actors with it.
 type Shards interface {

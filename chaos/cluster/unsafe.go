@@ -2,50 +2,109 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"slices"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/idemcoord/idemcoord/crdb"
 	"github.com/idemcoord/idemcoord/gateway"
 	"github.com/idemcoord/idemcoord/idempotency"
 )
 
-// unsafeStore is the coordinator with one safety removed, for drills
-// only (UnsafeRegionLocalClaims): its claims are region-local. Each key a
-// gateway claims is stored under a name of its region's, so a key claimed
-// in one region is new to every other: the global uniqueness of a claim,
-// which makes a failover, a failback or a cross-region retry find the
-// first run, is gone. Everything else (fencing, leases, replays within a
-// region) is the real store's.
-type unsafeStore struct {
-	gateway.Store
-	region string
-}
+// UnsafeSkewedExpiry is the Options.Unsafe value of a coordinator that
+// trusts a clock running ahead by more than the endpoint's TTL: every
+// finished record its claim finds (COMPLETED or TERMINAL_FAILURE) looks
+// past its TTL, so the claim deletes it, as the cleanup deletes expired
+// records, and claims the key afresh under a new operation id. Drills
+// only: a retry of an acknowledged intent (the workload's duplicate_retry)
+// then runs the intent a second time, and the payments service, whose
+// last line of defence is the operation id, creates a second payment and
+// the bank a second charge; the checker must report I1 and I2.
+const UnsafeSkewedExpiry = "skewed-expiry"
+
+var (
+	// errUnsafeNeedsSQL is returned by a skewed-expiry claim whose store
+	// cannot run a transaction of its own (not a *crdb.Store).
+	errUnsafeNeedsSQL = errors.New("cluster: unsafe skewed-expiry needs a store with RunTx")
+)
 
 // UnsafeModes lists the unsafe modes UnsafeStore knows, for help texts
 // and errors.
-func UnsafeModes() []string { return []string{UnsafeRegionLocalClaims} }
+func UnsafeModes() []string { return []string{UnsafeRegionLocalClaims, UnsafeSkewedExpiry} }
 
 // UnsafeStore returns the daemon.Options.UnsafeDrillStore wrapper that
 // puts region's coordinator in unsafe mode, or ErrUnknownUnsafe naming
 // the known modes. Drills only: the in-process cluster and the drill
 // build of idemd (-tags drill) call it; nothing else may.
 func UnsafeStore(mode, region string) (func(gateway.Store) gateway.Store, error) {
-	if !slices.Contains(UnsafeModes(), mode) {
-		return nil, fmt.Errorf("%w %q (known: %q)", ErrUnknownUnsafe, mode, UnsafeModes())
+	switch mode {
+	case UnsafeRegionLocalClaims:
+		return func(s gateway.Store) gateway.Store { return regionLocalStore{Store: s, region: region} }, nil
+	case UnsafeSkewedExpiry:
+		return func(s gateway.Store) gateway.Store { return skewedExpiryStore{Store: s} }, nil
 	}
-	return regionLocal(region), nil
+	return nil, fmt.Errorf("%w %q (known: %q)", ErrUnknownUnsafe, mode, UnsafeModes())
 }
 
-// regionLocal returns the daemon.Options.UnsafeDrillStore wrapper of
-// region.
-func regionLocal(region string) func(gateway.Store) gateway.Store {
-	return func(s gateway.Store) gateway.Store { return unsafeStore{Store: s, region: region} }
+// regionLocalStore is the coordinator with its claims region-local
+// (UnsafeRegionLocalClaims). Each key a gateway claims is stored under a
+// name of its region's, so a key claimed in one region is new to every
+// other: the global uniqueness of a claim, which makes a failover, a
+// failback or a cross-region retry find the first run, is gone.
+// Everything else (fencing, leases, replays within a region) is the real
+// store's.
+type regionLocalStore struct {
+	gateway.Store
+	region string
 }
 
 // Begin implements gateway.Store: it claims the key in the region's own
 // space.
-func (u unsafeStore) Begin(ctx context.Context, req crdb.ClaimRequest) (crdb.Claim, error) {
+func (u regionLocalStore) Begin(ctx context.Context, req crdb.ClaimRequest) (crdb.Claim, error) {
 	req.Scope.Key = idempotency.Key(string(req.Scope.Key) + "~" + u.region)
 	return u.Store.Begin(ctx, req)
+}
+
+// txRunner is the part of *crdb.Store a skewed-expiry claim uses to
+// delete a record.
+type txRunner interface {
+	RunTx(ctx context.Context, fn func(pgx.Tx) error) error
+}
+
+// skewedExpiryStore is the coordinator whose clock runs past every TTL
+// (UnsafeSkewedExpiry). Everything but the claim of a finished key is the
+// real store's.
+type skewedExpiryStore struct {
+	gateway.Store
+}
+
+// Begin implements gateway.Store: a claim that finds a finished record
+// deletes it as expired and claims again, which inserts a new operation.
+func (u skewedExpiryStore) Begin(ctx context.Context, req crdb.ClaimRequest) (crdb.Claim, error) {
+	c, err := u.Store.Begin(ctx, req)
+	if err != nil || (c.Outcome != crdb.Replayed && c.Outcome != crdb.Mismatch) || !finished(c.Record.State) {
+		return c, err
+	}
+	tx, ok := u.Store.(txRunner)
+	if !ok {
+		return crdb.Claim{}, errUnsafeNeedsSQL
+	}
+	rec := c.Record
+	err = tx.RunTx(ctx, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `DELETE FROM idempotency_records WHERE shard = $1 AND actor_scope = $2
+			AND endpoint = $3 AND key_hash = $4 AND operation_id = $5 AND version = $6`,
+			rec.Token.Shard, req.Scope.Actor, req.Scope.Endpoint, rec.KeyHash[:], rec.OperationID, rec.Version)
+		return err
+	})
+	if err != nil {
+		return c, nil // could not forget it: the honest answer
+	}
+	return u.Store.Begin(ctx, req)
+}
+
+// finished reports whether a record in st is what a cleanup deletes once
+// its TTL passed.
+func finished(st idempotency.State) bool {
+	return st == idempotency.Completed || st == idempotency.TerminalFailure
 }

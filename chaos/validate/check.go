@@ -29,6 +29,32 @@ type DirectoryEntry struct {
 	State string
 }
 
+// DirectoryRevision is one revision of a shard's etcd ownership entry, as
+// plain data, for I8.
+type DirectoryRevision struct {
+	DirectoryEntry
+	// Revision is the etcd mod revision that wrote this value.
+	Revision int64
+	// FromOwner, FromEpoch and FromState are, on a FENCING entry, what the
+	// transfer says it replaced; Final is the state it ends in. Empty on
+	// other entries.
+	FromOwner string
+	FromEpoch int64
+	FromState string
+	Final     string
+}
+
+// ShardHistory is every revision of one shard's etcd entry that etcd
+// still holds, oldest first.
+type ShardHistory struct {
+	// Revisions are the entry's values, oldest first.
+	Revisions []DirectoryRevision
+	// Complete is true when Revisions start at the key's creation; false
+	// when etcd compacted the older ones away (the chain is then checked
+	// only from the first revision it holds).
+	Complete bool
+}
+
 // Options tune the checker. The zero value is valid.
 type Options struct {
 	// Slack is the tolerance between database times and history times.
@@ -40,6 +66,10 @@ type Options struct {
 	// Directory, if set, is a snapshot of the etcd directory taken after
 	// healing: I4 then also checks that etcd and SQL agree on every shard.
 	Directory map[int]DirectoryEntry
+	// DirectoryHistory, if set, is every shard's etcd revision history,
+	// read after healing: I8 then also checks each etcd transition and
+	// matches the etcd transfers with the audited SQL fence moves.
+	DirectoryHistory map[int]ShardHistory
 	// LedgerBody, if set, rebuilds the request body a payment row was
 	// created from (amount, currency, reference), so I5 can check that a
 	// 422 changed nothing: the resource still matches the key's first body.
@@ -115,6 +145,7 @@ func Check(h history.History, st State, opts Options) Result {
 	add(ix.checkCharges()...)
 	add(ix.checkEpochs(res.Checked)...)
 	add(ix.checkMoves(res.Checked)...)
+	add(ix.checkTransitions(res.Checked)...)
 	add(ix.checkOverlap(res.Checked)...)
 	add(ix.checkLiveness(res.Checked)...)
 	sortViolations(res.Violations)

@@ -2,6 +2,7 @@ package validate
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/idemcoord/idemcoord/chaos/history"
 )
@@ -51,13 +52,14 @@ func (ix *index) checkKey(key string, ops []history.Operation, checked map[Invar
 
 	// I1: one claim (one operation id) and one business resource.
 	if len(f.opIDs) > 1 {
-		bad(I1, firstOfEach(ops, f.opIDs), "answers name %d operation ids for one key", len(f.opIDs))
+		bad(I1, effectsExcerpt(ops, f.opIDs), "answers name %d operation ids for one key", len(f.opIDs))
 	}
 	if len(pays) > 1 {
-		bad(I1, ops, "%d payments carry the key's reference", len(pays))
+		bad(I1, effectsExcerpt(ops, ix.paymentIDs(pays, false)), "%d payments carry the key's reference", len(pays))
 	}
 	if hasRec && len(pays) == 1 && pays[0].OperationID != rec.OperationID {
-		bad(I1, ops, "the payment belongs to operation %s, the key's record to %s", pays[0].OperationID, rec.OperationID)
+		bad(I1, effectsExcerpt(ops, []string{pays[0].OperationID, rec.OperationID}),
+			"the payment belongs to operation %s, the key's record to %s", pays[0].OperationID, rec.OperationID)
 	}
 
 	// I2: an acknowledged success has exactly one effect; any outcome at
@@ -67,10 +69,13 @@ func (ix *index) checkKey(key string, ops []history.Operation, checked map[Invar
 		effects += len(ix.charges[p.OperationID])
 	}
 	switch {
+	case f.firstAck != nil && effects > 1:
+		bad(I2, effectsExcerpt(ops, ix.paymentIDs(pays, true), *f.firstAck),
+			"acknowledged success with %d charges in the ledger", effects)
 	case f.firstAck != nil && effects != 1:
 		bad(I2, f.acks[:1], "acknowledged success with %d charges in the ledger", effects)
 	case f.firstAck == nil && effects > 1:
-		bad(I2, ops, "unacknowledged intent with %d charges in the ledger", effects)
+		bad(I2, effectsExcerpt(ops, ix.paymentIDs(pays, true)), "unacknowledged intent with %d charges in the ledger", effects)
 	}
 	if f.firstAck != nil && (len(pays) == 0 || pays[0].Status != "succeeded") {
 		bad(I2, f.acks[:1], "acknowledged success without a succeeded payment")
@@ -97,7 +102,7 @@ func (ix *index) checkKey(key string, ops []history.Operation, checked map[Invar
 	if ix.opts.LedgerBody != nil && len(pays) == 1 {
 		p := pays[0]
 		if history.Hash(ix.opts.LedgerBody(p.Amount, p.Currency, p.Reference)) != f.firstBody {
-			bad(I5, ops, "the payment does not match the key's first body: a changed body took effect")
+			bad(I5, bodiesExcerpt(ops, f.firstBody), "the payment does not match the key's first body: a changed body took effect")
 		}
 	}
 
@@ -127,22 +132,12 @@ func (ix *index) checkCharges() []Violation {
 	var out []Violation
 	for op, cs := range ix.charges {
 		if len(cs) > 1 {
-			out = append(out, Violation{Invariant: I2, Shard: -1,
-				Message: fmt.Sprintf("operation %s was charged %d times", op, len(cs))})
-		}
-	}
-	return out
-}
-
-// firstOfEach returns, for each operation id, the first operation naming it.
-func firstOfEach(ops []history.Operation, ids []string) []history.Operation {
-	var out []history.Operation
-	for _, id := range ids {
-		for _, op := range ops {
-			if op.OperationID == id {
-				out = append(out, op)
-				break
+			v := Violation{Invariant: I2, Shard: -1, Message: fmt.Sprintf("operation %s was charged %d times", op, len(cs))}
+			if i := slices.IndexFunc(ix.h.Ops, func(o history.Operation) bool { return o.OperationID == op }); i >= 0 {
+				first := ix.h.Ops[i]
+				v.KeyHash, v.Shard, v.Excerpt = history.KeyHash(first.Key), first.Shard, []history.Operation{first}
 			}
+			out = append(out, v)
 		}
 	}
 	return out

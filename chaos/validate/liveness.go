@@ -58,7 +58,7 @@ func (ix *index) checkLiveness(checked map[Invariant]int) []Violation {
 		if op := last[k]; !op.Ends() {
 			out = append(out, Violation{Invariant: Liveness, KeyHash: history.KeyHash(op.Key), Shard: op.Shard,
 				Message: fmt.Sprintf("intent %d ended without a final answer (last: status %d %s)", op.Intent, op.Status, op.Error),
-				Excerpt: ix.keys[op.Key]})
+				Excerpt: []history.Operation{op}})
 		}
 	}
 	return out

@@ -21,12 +21,13 @@ const (
 	I5       Invariant = "I5"
 	I6       Invariant = "I6"
 	I7       Invariant = "I7"
+	I8       Invariant = "I8"
 	Register Invariant = "register"
 	Liveness Invariant = "liveness"
 )
 
 // Invariants lists every invariant Check evaluates, in report order.
-var Invariants = []Invariant{I1, I2, I3, I4, I5, I6, I7, Register, Liveness}
+var Invariants = []Invariant{I1, I2, I3, I4, I5, I6, I7, I8, Register, Liveness}
 
 // Describe returns the invariant's one-line statement.
 func (i Invariant) Describe() string {
@@ -45,6 +46,8 @@ func (i Invariant) Describe() string {
 		return "two regions never accept high-risk writes for one shard at the same time"
 	case I7:
 		return "no acknowledged write is missing from the store"
+	case I8:
+		return "no ownership decision is taken from a watch event alone: every transition is a compare-and-swap on the state it replaced"
 	case Register:
 		return "every key's history fits a write-once register (unknown outcomes may have happened)"
 	case Liveness:
