@@ -106,8 +106,8 @@ Scenarios: ` + strings.Join(scenario.Names(), ", ") + `.`,
 	run.Flags().DurationVar(&duration, "duration", 0, "length of the main phase (default: the scenario's)")
 	run.Flags().StringVar(&reportPath, "report", "", "write the HTML report to `FILE`")
 	run.Flags().StringVar(&historyPath, "history", "", "write the history as JSON lines to `FILE` (for a recheck)")
-	run.Flags().StringVar(&unsafe, "unsafe-drill-mode", "", "break the coordinator on purpose so the checker must report violations: "+
-		cluster.UnsafeRegionLocalClaims+" (claims are region-local); drills only")
+	run.Flags().StringVar(&unsafe, "unsafe-drill-mode", "", "break the coordinator on purpose so the checker must report violations, one of "+
+		strings.Join(cluster.UnsafeModes(), ", ")+" (docs/drills.md says what each breaks); drills only")
 	run.MarkFlagRequired("scenario")
 	addOutputFlag(run, &format)
 	drill.AddCommand(run)
