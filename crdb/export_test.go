@@ -1,6 +1,11 @@
 package crdb
 
-import "strings"
+import (
+	"context"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
 
 // Statements exported for the benchmarks' raw baselines, so the raw side
 // runs exactly the SQL the store runs.
@@ -21,3 +26,14 @@ func (s *Store) PinClaimFirst() {
 
 // ReadFirst reports whether an endpoint is on the read-first path.
 func (s *Store) ReadFirst(endpoint string) bool { return s.retries.readFirst(endpoint) }
+
+// ApplyMigrationOnce runs one portable migration file once, with no
+// retry, so a test sees what its SQL does on a live store.
+func ApplyMigrationOnce(ctx context.Context, pool *pgxpool.Pool, file string) error {
+	b, err := migrations.ReadFile("migrations/portable/" + file)
+	if err != nil {
+		return err
+	}
+	_, err = pool.Exec(ctx, string(b))
+	return err
+}

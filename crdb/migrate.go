@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"sort"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -59,21 +60,44 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
 		if superseded[name] {
 			continue
 		}
-		b, err := migrations.ReadFile(name)
-		if err != nil {
+		if err := applyMigration(ctx, pool, name); err != nil {
 			return err
-		}
-		// Several instances may start at once: a concurrent CREATE can
-		// still fail on the catalog, and re-running settles it.
-		for attempt := 0; ; attempt++ {
-			_, err = pool.Exec(ctx, string(b))
-			if err == nil || attempt == 3 {
-				break
-			}
-		}
-		if err != nil {
-			return fmt.Errorf("crdb: migration %s: %w", name, err)
 		}
 	}
 	return nil
+}
+
+// migrationAttempts bounds how often one migration is run again after a
+// retryable failure. Instances restart into a live store: a statement
+// can meet a concurrent catalog change (several instances starting
+// together) or, at SERIALIZABLE, a serialization failure against the
+// traffic (40001, 40P01), and running it again settles both.
+const migrationAttempts = 10
+
+// applyMigration runs migration name, again after a failure with a
+// growing pause (10 ms doubling, capped at 1 s), until it succeeds,
+// migrationAttempts ran or ctx ends.
+func applyMigration(ctx context.Context, pool *pgxpool.Pool, name string) error {
+	b, err := migrations.ReadFile(name)
+	if err != nil {
+		return err
+	}
+	pause := 10 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		_, err = pool.Exec(ctx, string(b))
+		if err == nil {
+			return nil
+		}
+		if attempt == migrationAttempts || ctx.Err() != nil {
+			return fmt.Errorf("crdb: migration %s (attempt %d): %w", name, attempt, err)
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("crdb: migration %s: %w", name, ctx.Err())
+		case <-t.C:
+		}
+		pause = min(2*pause, time.Second)
+	}
 }

@@ -67,6 +67,13 @@ CREATE TABLE IF NOT EXISTS repair_audit (
 );
 
 -- Shards start at epoch 1 with no owner region; the regions work assigns them.
+-- The seed is written whole or not at all, so a store that has it is left
+-- alone: the NOT EXISTS probe reads the fences as of the statement's
+-- snapshot and inserts nothing, where ON CONFLICT alone would meet every
+-- fence a transfer moved since (a serialization failure at SERIALIZABLE:
+-- an instance restarting into a live store failed its start). ON CONFLICT
+-- still settles two instances seeding an empty store together.
 INSERT INTO shard_fences (shard, epoch, owner_region)
 SELECT s, 1, '' FROM generate_series(0, 1023) AS g(s)
+WHERE NOT EXISTS (SELECT 1 FROM shard_fences)
 ON CONFLICT (shard) DO NOTHING;
