@@ -55,6 +55,12 @@ const (
 	// holds one store connection, so this also caps the SQL connections a
 	// failover takes from the pool.
 	DefaultMoveConcurrency = 64
+	// DefaultStuckAfter is how long a transfer may sit in FENCING,
+	// unchanged, before the leading controller finishes it: longer than
+	// any planned move's drain (idemctl move drains 10 s by default,
+	// production configs 30 s), so it only finishes a transfer whose
+	// mover died or gave up.
+	DefaultStuckAfter = time.Minute
 	// DefaultRetryBackoff is the wait after a failed campaign or pass.
 	DefaultRetryBackoff = 500 * time.Millisecond
 	// ControllerOperator is the operator name of the controller's moves in
@@ -105,6 +111,12 @@ type Config struct {
 	// ElectionTTL is the election lease TTL, whole seconds (rounded up).
 	// Default DefaultElectionTTL.
 	ElectionTTL time.Duration
+	// StuckAfter is how long the leading controller lets a shard stay in
+	// FENCING with the same etcd revision before it finishes the
+	// transfer itself (a mover that died or gave up between the steps
+	// leaves the shard refusing every write until someone does). Default
+	// DefaultStuckAfter.
+	StuckAfter time.Duration
 	// MoveConcurrency bounds concurrent shard moves. Default
 	// DefaultMoveConcurrency.
 	MoveConcurrency int
@@ -128,6 +140,7 @@ func (c Config) withDefaults() Config {
 	def(&c.StartupGrace, DefaultStartupGrace)
 	def(&c.PollInterval, DefaultPollInterval)
 	def(&c.ElectionTTL, DefaultElectionTTL)
+	def(&c.StuckAfter, DefaultStuckAfter)
 	c.ElectionTTL = (c.ElectionTTL + time.Second - 1).Truncate(time.Second)
 	if c.MoveConcurrency == 0 {
 		c.MoveConcurrency = DefaultMoveConcurrency
@@ -168,7 +181,7 @@ func (c Config) Validate() error {
 		name string
 		v    time.Duration
 	}{{"ConfirmDelay", c.ConfirmDelay}, {"HoldTime", c.HoldTime}, {"StartupGrace", c.StartupGrace},
-		{"PollInterval", c.PollInterval}, {"ElectionTTL", c.ElectionTTL}} {
+		{"PollInterval", c.PollInterval}, {"ElectionTTL", c.ElectionTTL}, {"StuckAfter", c.StuckAfter}} {
 		if d.v < 0 {
 			add("%s must not be negative, got %s", d.name, d.v)
 		}

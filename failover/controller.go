@@ -37,6 +37,8 @@ type Controller struct {
 	guard   clientv3.Cmp // of the current or last term
 	term    int64        // election revision of the current or last term
 
+	stuck stuckTransfers // FENCING entries seen by this leader, and since when
+
 	done chan struct{}
 	err  error
 }
@@ -125,6 +127,7 @@ func (c *Controller) term1(ctx context.Context) error {
 		return fmt.Errorf("failover: campaign: %w", err)
 	}
 	guard := clientv3.Compare(clientv3.CreateRevision(e.Key()), "=", e.Rev())
+	c.stuck.reset()
 	c.setLeading(true, guard, e.Rev())
 	defer c.setLeading(false, guard, e.Rev())
 	c.cfg.Logger.Info("failover controller leads", "name", c.cfg.Name, "term", e.Rev())
@@ -204,6 +207,9 @@ func (c *Controller) pass(ctx context.Context, guard clientv3.Cmp) error {
 				break
 			}
 		}
+	}
+	if len(errs) == 0 {
+		errs = append(errs, c.finishStuck(ctx, guard))
 	}
 	return errors.Join(errs...)
 }
