@@ -8,6 +8,7 @@ import (
 
 	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/crdb"
+	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/idempotency"
 )
 
@@ -43,11 +44,21 @@ var errTakerRunning = errors.New("gateway: operation taken over and still in pro
 // answers the client with what it knows.
 //
 // It returns nil when the result is recorded, by Finish or by settling a
-// takeover's OUTCOME_UNKNOWN with it (see finish), and an error wrapping
-// crdb.ErrLostOwnership when the record holds another answer.
+// takeover's OUTCOME_UNKNOWN with it (see finish), an error wrapping
+// crdb.ErrLostOwnership when the record holds another answer, and one
+// wrapping fencing.ErrStaleEpoch, with no retry, when the fence refused
+// it (the shard moved on).
 func (g *Gateway) record(ctx context.Context, c *call, lease *crdb.Lease, res crdb.Result) error {
 	err := g.finish(ctx, c, lease, res)
 	if err == nil || errors.Is(err, crdb.ErrLostOwnership) {
+		return err
+	}
+	if errors.Is(err, fencing.ErrStaleEpoch) {
+		// The shard moved to another region: no retry of this worker's
+		// can record it (its token's epoch is over for good); the owner's
+		// takeover settles the record.
+		g.log.WarnContext(ctx, "result not recorded: the shard moved to another region", "operation_id", lease.OperationID,
+			"key", c.key, "err", err)
 		return err
 	}
 	g.log.ErrorContext(ctx, "finish failed; recording again in the background", "operation_id", lease.OperationID,

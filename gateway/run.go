@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/idemcoord/idemcoord/crdb"
+	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/internal/drillpoint"
 )
@@ -30,6 +31,11 @@ func (g *Gateway) run(ctx context.Context, c *call, claim crdb.Claim, result str
 		}
 		if !a.Sent && a.Status == 0 {
 			g.storeDown(c, err) // nothing was sent upstream
+			return false
+		}
+		if errors.Is(err, fencing.ErrStaleEpoch) && c.ep.ResolvePath != "" {
+			g.metrics.upstreamResult(ctx, c.ep.Name, string(res.State))
+			g.ranWhileMoved(c, in)
 			return false
 		}
 		// The effect happened but the store did not take the result; the
@@ -60,6 +66,27 @@ func (g *Gateway) run(ctx context.Context, c *call, claim crdb.Claim, result str
 	}
 	writeAnswer(c.w, a, in.OperationID.String(), replayed)
 	return false
+}
+
+// ranWhileMoved answers a run whose result the fence refused: the
+// upstream answered, but meanwhile the actor's shard moved to another
+// region (this instance was paused or cut off past its lease), so this
+// worker can never record the answer, and the record stays IN_PROGRESS
+// until the owner takes it over. Acknowledging the answer would leave the
+// client with a success the store does not hold (I7) and nobody to
+// settle it: a client that has its answer never retries. The endpoint
+// has a resolve path, so the owner's takeover learns the outcome from
+// the upstream itself: the client is told to retry with the same key and
+// gets the recorded answer there. (Without a resolve path the answer
+// this worker holds is the only one there is, and it is given.)
+func (g *Gateway) ranWhileMoved(c *call, in Invocation) {
+	g.log.WarnContext(c.r.Context(), "result refused by the fence: the shard moved during the run; the owner settles it",
+		"operation_id", in.OperationID, "key", c.key)
+	g.refuseWait(c, "ownership_moved", problem{Type: "ownership-moving", Title: "the actor's ownership moved during the run",
+		Detail: "the operation ran while the actor's shard moved to another region, which records its outcome; " +
+			"retry with the same key to get the answer, never with a new key",
+		Status: http.StatusServiceUnavailable, OperationID: in.OperationID.String(),
+		OperationState: string(idempotency.InProgress)}, ownershipRetryAfter)
 }
 
 // perform runs the intent (or, after a takeover of a crashed worker, finds
