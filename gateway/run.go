@@ -136,7 +136,7 @@ func (g *Gateway) execute(ctx context.Context, c *call, claim crdb.Claim, in Inv
 		switch v, a := g.cfg.Next.Resolve(ctx, in); v {
 		case Ran:
 			res := g.result(c, a)
-			final := res.State == idempotency.Completed || res.State == idempotency.TerminalFailure
+			final := res.State.Terminal()
 			return checkStatus(a), res, final, nil
 		case Undetermined:
 			return unknown("taken over; upstream state undetermined")
@@ -146,6 +146,9 @@ func (g *Gateway) execute(ctx context.Context, c *call, claim crdb.Claim, in Inv
 	}
 	if err := guard.ensure(ctx); err != nil {
 		return Answer{}, crdb.Result{}, false, err
+	}
+	if c.ep.CancelPath != "" {
+		in.Stage = func(st idempotency.Stage) { g.recordStage(ctx, c, guard, st) }
 	}
 	start := g.clock.Now()
 	a := checkStatus(g.traceExecute(ctx, in))
