@@ -173,7 +173,9 @@ func (e *cancelEnv) operation(method, subject, op string) reply {
 }
 
 // cancel is DELETE /v1/operations/{op} as subject.
-func (e *cancelEnv) cancel(subject, op string) reply { return e.operation(http.MethodDelete, subject, op) }
+func (e *cancelEnv) cancel(subject, op string) reply {
+	return e.operation(http.MethodDelete, subject, op)
+}
 
 // status is GET /v1/operations/{op} as subject.
 func (e *cancelEnv) status(subject, op string) reply { return e.operation(http.MethodGet, subject, op) }
