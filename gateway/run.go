@@ -90,8 +90,8 @@ func (g *Gateway) perform(ctx context.Context, c *call, claim crdb.Claim, in Inv
 	switch {
 	case errors.Is(err, crdb.ErrLostOwnership):
 		// Expected after a takeover (this worker was paused or slow past
-		// its lease): the taker's result stands.
-		g.log.WarnContext(ctx, "result not recorded: operation taken over", "operation_id", in.OperationID, "key", c.key)
+		// its lease) or a cancel: the record's answer stands.
+		g.log.WarnContext(ctx, "result not recorded: operation taken over or cancelled", "operation_id", in.OperationID, "key", c.key)
 	case err != nil:
 		a.Sent = true
 	}
