@@ -42,12 +42,16 @@ type cancelEnv struct {
 	pool  *pgxpool.Pool
 	bank  *bank.Server
 	hold  *clock.Fake
+	// leases is the store's clock: leases expire only when it moves.
+	leases *clock.Fake
 	// bankGate, when set before a charge, holds every charge until closed.
 	bankGate atomic.Pointer[chan struct{}]
 	// upstreamCancels counts the cancels the gateway sent the demo.
 	upstreamCancels atomic.Int64
 	// upstreamURL is the demo payments service's base URL.
 	upstreamURL string
+	// endpoint is the gateway's one endpoint, as configured.
+	endpoint config.Endpoint
 }
 
 const cancelEndpoint = `
@@ -67,7 +71,15 @@ const cancelEndpoint = `
 func newCancelEnv(t *testing.T) *cancelEnv {
 	t.Helper()
 	ctx := context.Background()
-	e := &cancelEnv{t: t, store: store(t, 16), pool: pgtest.NewPool(t, 24), hold: clock.NewFake(time.Unix(1_700_000_000, 0))}
+	e := &cancelEnv{t: t, pool: pgtest.NewPool(t, 24), hold: clock.NewFake(time.Unix(1_700_000_000, 0)),
+		leases: clock.NewFake(time.Now())}
+	var err error
+	e.store, err = crdb.Open(ctx, crdb.Config{Migrate: true, DSN: pgtest.NewDatabase(t), MaxConns: 16, Clock: e.leases})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.store.Close)
+	bootstrap(t, e.store)
 	if err := errors.Join(bank.Migrate(ctx, e.pool), payments.Migrate(ctx, e.pool)); err != nil {
 		t.Fatal(err)
 	}
@@ -109,6 +121,7 @@ endpoints:` + cancelEndpoint))
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.endpoint = cfg.Endpoints[0]
 	u, _ := url.Parse(payTS.URL)
 	e.g, err = gateway.New(gateway.Config{Region: "test", Worker: "w", Store: e.store, Auth: verifier(t),
 		Endpoints: cfg.Endpoints, Next: gateway.NewProxy(u, nil), Recovery: gateway.RecoveryConfig{Disabled: true}})
