@@ -134,6 +134,10 @@ type cancelView struct {
 // The client's connection does not matter once the request is read: the
 // cancel is carried to its recorded answer either way.
 func (g *Gateway) cancelOperation(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	hop := r.Header.Get(HeaderForwardedFrom) // as serve does: routing refuses a second hop
+	stripReserved(r.Header)
+	r = withForwardedFrom(r, hop)
 	p, err := g.cfg.Auth.Verify(r)
 	if err != nil {
 		writeProblem(w, problem{Type: "unauthorized", Title: "missing or invalid bearer token",
@@ -167,16 +171,31 @@ func (g *Gateway) cancelOperation(w http.ResponseWriter, r *http.Request) {
 			OperationID: id.String(), OperationState: string(rec.State)}, 0)
 		return
 	}
-	if !g.mayRecover(actor, g.policies[ep.Name].Failover) {
-		g.cancelled(ctx, ep.Name, "region_unavailable", id, "")
-		writeProblem(w, problem{Type: "region-unavailable", Title: "this region does not serve the actor now",
-			Detail: "nothing was cancelled; retry the DELETE", Status: http.StatusServiceUnavailable,
-			OperationID: id.String()}, time.Second)
-		return
-	}
+	// The cancel's write is fenced like a claim: routing sends the DELETE
+	// to the actor's owner region (forwarded once, or redirected), or
+	// refuses it while ownership moves or the endpoint's failover policy
+	// holds the shard.
+	c := &call{w: w, r: r, ep: ep, policy: g.policies[ep.Name], actor: actor, start: start}
 	in := Invocation{OperationID: id, Actor: actor, Endpoint: ep}
 	confirmed := false
+	var stale error
 	for round := 0; round < cancelRounds; round++ {
+		tok, err := g.claimToken(ctx, c, stale)
+		switch {
+		case errors.Is(err, errRouted):
+			g.cancelled(ctx, ep.Name, "routed", id, "")
+			return
+		case errors.Is(err, errNotOwner):
+			g.cancelled(ctx, ep.Name, "region_unavailable", id, "")
+			writeProblem(w, problem{Type: "region-unavailable", Title: "this region does not own the actor now",
+				Detail: "nothing was cancelled; retry the DELETE", Status: http.StatusServiceUnavailable,
+				OperationID: id.String()}, time.Second)
+			return
+		case err != nil:
+			g.cancelStoreDown(ctx, w, ep.Name, id, err)
+			return
+		}
+		stale = nil
 		if rec.State == idempotency.Cancelled {
 			g.cancelled(ctx, ep.Name, "already_cancelled", id, "")
 			writeCancelled(w, id, true)
@@ -185,11 +204,6 @@ func (g *Gateway) cancelOperation(w http.ResponseWriter, r *http.Request) {
 		if ok, stage := crdb.Cancellable(rec); !ok {
 			g.cancelled(ctx, ep.Name, "irreversible", id, stage)
 			writeNotCancellable(w, id, rec.State, stage)
-			return
-		}
-		tok, err := g.fences.token(ctx, actor)
-		if err != nil {
-			g.cancelStoreDown(ctx, w, ep.Name, id, err)
 			return
 		}
 		if !confirmed {
@@ -212,14 +226,15 @@ func (g *Gateway) cancelOperation(w http.ResponseWriter, r *http.Request) {
 		sctx, cancel := context.WithTimeout(ctx, storeCallTimeout)
 		err = cs.Cancel(sctx, rec, tok, cancelledResult)
 		cancel()
-		var stale *fencing.StaleEpochError
+		var staleEpoch *fencing.StaleEpochError
 		switch {
 		case err == nil:
 			g.cancelled(ctx, ep.Name, "cancelled", id, "")
 			writeCancelled(w, id, false)
 			return
-		case errors.As(err, &stale):
+		case errors.As(err, &staleEpoch):
 			g.fences.invalidate(tok.Shard)
+			stale = err
 		case !errors.Is(err, crdb.ErrLostOwnership) && !errors.Is(err, crdb.ErrNotCancellable) &&
 			!errors.As(err, new(*crdb.AmbiguousCommitError)):
 			g.cancelStoreDown(ctx, w, ep.Name, id, err)

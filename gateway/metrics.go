@@ -50,7 +50,7 @@ func newMetrics(m metric.Meter, endpoints []string) (*metrics, error) {
 		return nil, err
 	}
 	if mt.cancels, err = m.Int64Counter("idemcoord.cancels",
-		metric.WithDescription("DELETE /v1/operations/{id} decisions by endpoint and outcome: cancelled, already_cancelled, irreversible (the record's stage or state prevents it), refused_upstream (the upstream named an irreversible stage), undetermined, unsupported, region_unavailable, store_unavailable, contention.")); err != nil {
+		metric.WithDescription("DELETE /v1/operations/{id} decisions by endpoint and outcome: cancelled, already_cancelled, irreversible (the record's stage or state prevents it), refused_upstream (the upstream named an irreversible stage), undetermined, unsupported, routed (sent to the owner region, or refused while ownership moves), region_unavailable, store_unavailable, contention.")); err != nil {
 		return nil, err
 	}
 	if mt.upstream, err = m.Int64Counter("idemcoord.upstream.results",

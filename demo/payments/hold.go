@@ -101,7 +101,15 @@ func (s *Server) gate(ctx context.Context, w http.ResponseWriter, op uuid.UUID, 
 	if report {
 		interim(w, StageReserved+";reversible")
 	}
-	if err := clock.Sleep(ctx, s.clock, hold); err != nil {
+	// A cancel that wins the row in this process ends the hold at once
+	// (see cancel); one won elsewhere is found at the capture.
+	hctx, wake := context.WithCancel(ctx)
+	h := &heldExecution{wake: wake}
+	s.holds.Store(op, h)
+	clock.Sleep(hctx, s.clock, hold)
+	s.holds.CompareAndDelete(op, h)
+	wake()
+	if ctx.Err() != nil {
 		storeUnavailable(w, op)
 		return false
 	}
@@ -125,6 +133,11 @@ func (s *Server) gate(ctx context.Context, w http.ResponseWriter, op uuid.UUID, 
 	}
 	w.Header().Set(HeaderStage, StageCaptured)
 	return true
+}
+
+// heldExecution is an execution holding its operation in this process.
+type heldExecution struct {
+	wake context.CancelFunc // ends the hold
 }
 
 // interim sends an informational 102 answer reporting stage; the final
@@ -191,9 +204,13 @@ func (s *Server) cancelStage(ctx context.Context, op uuid.UUID, actor string) (s
 	if tag.RowsAffected() == 1 {
 		return stageRow{actor: actor, stage: StageCancelled}, nil
 	}
-	if _, err := s.pool.Exec(ctx, `UPDATE payment_stages SET stage = 'cancelled', updated_at = $3
-		WHERE operation_id = $1 AND actor = $2 AND stage = 'reserved'`, op, actor, now); err != nil {
+	tag, err = s.pool.Exec(ctx, `UPDATE payment_stages SET stage = 'cancelled', updated_at = $3
+		WHERE operation_id = $1 AND actor = $2 AND stage = 'reserved'`, op, actor, now)
+	if err != nil {
 		return stageRow{}, err
+	}
+	if h, ok := s.holds.Load(op); ok && tag.RowsAffected() == 1 {
+		h.(*heldExecution).wake() // the held execution stops now
 	}
 	return s.readStage(ctx, op)
 }

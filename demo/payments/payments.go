@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -126,6 +127,9 @@ type Server struct {
 	hold    time.Duration
 	clock   clock.Clock
 	mux     *http.ServeMux
+	// holds maps an operation held in this process to the function that
+	// ends its hold early (a cancel won it).
+	holds sync.Map
 }
 
 var _ http.Handler = (*Server)(nil)
