@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/idemcoord/idemcoord/crdb"
 	"github.com/idemcoord/idemcoord/fencing"
@@ -168,5 +169,32 @@ func TestStateCheckAcceptsCancelledOnly(t *testing.T) {
 		if (err == nil) != ok {
 			t.Errorf("state %s: %v, want accepted %v", state, err, ok)
 		}
+	}
+}
+
+// TestCleanupDeletesExpiredCancelledRecords: CANCELLED is a resting
+// state: once past its TTL, cleanup deletes it like any finished record.
+func TestCleanupDeletesExpiredCancelledRecords(t *testing.T) {
+	ctx := context.Background()
+	clock := newClock()
+	s, _ := openStore(t, clock)
+	req := request(t, "tenant/alice", "k", `{}`)
+	c, err := s.Begin(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := s.Lookup(ctx, req.Scope.Actor, c.Lease.OperationID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Cancel(ctx, rec, req.Token, cancelled()); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.Cleanup(ctx, 10); err != nil || n != 0 {
+		t.Fatalf("cleanup before the TTL: %d, %v; want 0", n, err)
+	}
+	clock.Advance(req.TTL + req.Lease + time.Hour)
+	if n, err := s.Cleanup(ctx, 10); err != nil || n != 1 {
+		t.Fatalf("cleanup after the TTL: %d, %v; want 1", n, err)
 	}
 }

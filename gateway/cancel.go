@@ -161,6 +161,7 @@ func (g *Gateway) cancelOperation(w http.ResponseWriter, r *http.Request) {
 		g.cancelStoreDown(ctx, w, "", id, err)
 		return
 	}
+	advertiseRetention(w, rec)
 	ep := g.endpoint(rec.Scope.Endpoint)
 	canceller, _ := g.cfg.Next.(Canceller)
 	cs, _ := g.cfg.Store.(cancelStore)
