@@ -101,17 +101,19 @@ func (s *Server) gate(ctx context.Context, w http.ResponseWriter, op uuid.UUID, 
 	if report {
 		interim(w, StageReserved+";reversible")
 	}
-	// A cancel that wins the row in this process ends the hold at once
-	// (see cancel); one won elsewhere is found at the capture.
-	hctx, wake := context.WithCancel(ctx)
-	h := &heldExecution{wake: wake}
-	s.holds.Store(op, h)
-	clock.Sleep(hctx, s.clock, hold)
-	s.holds.CompareAndDelete(op, h)
-	wake()
-	if ctx.Err() != nil {
-		storeUnavailable(w, op)
-		return false
+	if hold > 0 {
+		// A cancel that wins the row in this process ends the hold at
+		// once (see cancel); one won elsewhere is found at the capture.
+		hctx, wake := context.WithCancel(ctx)
+		h := &heldExecution{wake: wake}
+		s.holds.Store(op, h)
+		clock.Sleep(hctx, s.clock, hold)
+		s.holds.CompareAndDelete(op, h)
+		wake()
+		if ctx.Err() != nil {
+			storeUnavailable(w, op)
+			return false
+		}
 	}
 	tag, err := s.pool.Exec(ctx, `UPDATE payment_stages SET stage = 'captured', updated_at = $2
 		WHERE operation_id = $1 AND stage = 'reserved'`, op, s.now().UTC())
@@ -130,8 +132,8 @@ func (s *Server) gate(ctx context.Context, w http.ResponseWriter, op uuid.UUID, 
 	}
 	if report {
 		interim(w, StageCaptured)
+		w.Header().Set(HeaderStage, StageCaptured) // on the final answer too
 	}
-	w.Header().Set(HeaderStage, StageCaptured)
 	return true
 }
 
