@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -52,7 +53,10 @@ type cancelEnv struct {
 	upstreamURL string
 	// endpoint is the gateway's one endpoint, as configured.
 	endpoint config.Endpoint
+	// logs holds everything the gateway logged.
+	logs *lockedBuffer
 }
+
 
 const cancelEndpoint = `
   - name: create-payment
@@ -122,9 +126,11 @@ endpoints:` + cancelEndpoint))
 		t.Fatal(err)
 	}
 	e.endpoint = cfg.Endpoints[0]
+	e.logs = &lockedBuffer{}
 	u, _ := url.Parse(payTS.URL)
 	e.g, err = gateway.New(gateway.Config{Region: "test", Worker: "w", Store: e.store, Auth: verifier(t),
-		Endpoints: cfg.Endpoints, Next: gateway.NewProxy(u, nil), Recovery: gateway.RecoveryConfig{Disabled: true}})
+		Endpoints: cfg.Endpoints, Next: gateway.NewProxy(u, nil), Recovery: gateway.RecoveryConfig{Disabled: true},
+		Logger: slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if err != nil {
 		t.Fatal(err)
 	}

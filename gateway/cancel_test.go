@@ -48,6 +48,15 @@ func TestCancelBeforeTheIrreversibleStageNeverTakesEffect(t *testing.T) {
 	if again.status != http.StatusOK || again.body["result"] != "cancelled" || again.header.Get(gateway.HeaderReplayed) != "true" {
 		t.Fatalf("second DELETE: %d %v, want the same cancelled, replayed", again.status, again.body)
 	}
+	logs := e.logs.String()
+	if !strings.Contains(logs, `"outcome":"cancelled"`) {
+		t.Errorf("no cancel decision logged:\n%s", logs)
+	}
+	for _, secret := range []string{"pay-1", "order-1", "12.50"} {
+		if strings.Contains(logs, secret) {
+			t.Errorf("the logs carry %q (a key or a body):\n%s", secret, logs)
+		}
+	}
 }
 
 // TestCancelAfterTheIrreversibleStageIsRefusedAndRunsOnce: once the demo
