@@ -57,7 +57,6 @@ type cancelEnv struct {
 	logs *lockedBuffer
 }
 
-
 const cancelEndpoint = `
   - name: create-payment
     method: POST
