@@ -28,14 +28,17 @@ func TestCancelRacingTheCaptureNeverBothCancelsAndCharges(t *testing.T) {
 	}
 	e.hold.BlockUntil(ops)
 	answers := make([]reply, ops)
+	first := make(chan struct{}, ops)
 	var wg sync.WaitGroup
 	for i, op := range ids {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			answers[i] = e.cancel("alice", op)
+			first <- struct{}{}
 		}()
 	}
+	<-first // one cancel has been decided; the others race the captures
 	e.hold.Advance(cancelHold)
 	wg.Wait()
 	e.g.Close()
