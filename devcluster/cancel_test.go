@@ -33,8 +33,12 @@ func TestHeldPaymentIsCancellableThroughTheGateway(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var sendTo func(base, method, path, key string, body []byte, auth bool) (int, http.Header, map[string]any)
 	send := func(method, path, key string, body []byte, auth bool) (int, http.Header, map[string]any) {
-		req, _ := http.NewRequestWithContext(ctx, method, c.Regions[0].URL+path, bytes.NewReader(body))
+		return sendTo(c.Regions[0].URL, method, path, key, body, auth)
+	}
+	sendTo = func(base, method, path, key string, body []byte, auth bool) (int, http.Header, map[string]any) {
+		req, _ := http.NewRequestWithContext(ctx, method, base+path, bytes.NewReader(body))
 		if auth {
 			req.Header.Set("Authorization", "Bearer "+tok)
 		}
@@ -65,5 +69,13 @@ func TestHeldPaymentIsCancellableThroughTheGateway(t *testing.T) {
 	}
 	if code, _, body := send("GET", "/v1/operations/"+op, "", nil, true); code != http.StatusOK || body["state"] != "CANCELLED" {
 		t.Fatalf("GET = %d %v, want CANCELLED", code, body)
+	}
+	// Every region answers a retried DELETE the same (the non-owners
+	// forward it to the owner): cancelled, replayed.
+	for _, r := range c.Regions {
+		code, h, body := sendTo(r.URL, "DELETE", "/v1/operations/"+op, "", nil, true)
+		if code != http.StatusOK || body["result"] != "cancelled" || h.Get("Idempotent-Replayed") != "true" {
+			t.Errorf("DELETE in %s = %d %v, want cancelled, replayed", r.Name, code, body)
+		}
 	}
 }
