@@ -197,6 +197,13 @@ func (g *Gateway) cancelOperation(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		stale = nil
+		if rec.State == idempotency.Cancelled && confirmed {
+			// This DELETE's cancel; the worker, handed the upstream's
+			// cancellation, recorded it first.
+			g.cancelled(ctx, ep.Name, "cancelled", id, "")
+			writeCancelled(w, id, false)
+			return
+		}
 		if rec.State == idempotency.Cancelled {
 			g.cancelled(ctx, ep.Name, "already_cancelled", id, "")
 			writeCancelled(w, id, true)

@@ -20,8 +20,9 @@ func TestCancelBeforeTheIrreversibleStageNeverTakesEffect(t *testing.T) {
 	op := e.accepted("alice", "pay-1", "order-1")
 	e.hold.BlockUntil(1) // the demo holds the payment reserved
 	r := e.cancel("alice", op)
-	if r.status != http.StatusOK || r.body["result"] != "cancelled" || r.body["state"] != "CANCELLED" {
-		t.Fatalf("DELETE: %d %v, want 200 cancelled", r.status, r.body)
+	if r.status != http.StatusOK || r.body["result"] != "cancelled" || r.body["state"] != "CANCELLED" ||
+		r.header.Get(gateway.HeaderReplayed) != "" {
+		t.Fatalf("DELETE: %d %v %v, want 200 cancelled, not a replay", r.status, r.header, r.body)
 	}
 	e.hold.Advance(cancelHold) // the task goes on to its capture, and loses
 	e.g.Close()                // waits for the background run to end
@@ -50,7 +51,7 @@ func TestCancelBeforeTheIrreversibleStageNeverTakesEffect(t *testing.T) {
 	}
 	logs := e.logs.String()
 	if !strings.Contains(logs, `"outcome":"cancelled"`) {
-		t.Errorf("no cancel decision logged:\n%s", logs)
+		t.Errorf("no cancel decision logged (%d bytes):\n%s", len(logs), logs)
 	}
 	for _, secret := range []string{"pay-1", "order-1", "12.50"} {
 		if strings.Contains(logs, secret) {
