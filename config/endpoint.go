@@ -39,8 +39,8 @@ const (
 	BodyAny BodyType = "any"
 )
 
-// OperationIDParam is the placeholder of Endpoint.ResolvePath that is
-// replaced by the operation id.
+// OperationIDParam is the placeholder of Endpoint.ResolvePath and
+// Endpoint.CancelPath that is replaced by the operation id.
 const OperationIDParam = "{operation_id}"
 
 // Endpoint is the idempotency policy of one upstream route. Zero durations
@@ -103,6 +103,14 @@ type Endpoint struct {
 	// outcome is unknown; it must contain {operation_id}. Empty means the
 	// outcome cannot be queried: such operations wait for an operator.
 	ResolvePath string `yaml:"resolve_path"`
+	// CancelPath is the upstream path the gateway POSTs to when the owning
+	// actor cancels an async operation (DELETE /v1/operations/{id}); it
+	// must contain {operation_id}, and needs async and resolve_path (a
+	// takeover learns through the resolve path whether a cancel took).
+	// The upstream decides: 200 with X-Idempotency-Stage: cancelled, or
+	// 409 naming the irreversible stage it reached. Empty means the
+	// endpoint's operations cannot be cancelled.
+	CancelPath string `yaml:"cancel_path"`
 	// Mode is "enforce" (default) or "shadow"; see contract.go.
 	Mode Mode `yaml:"mode"`
 	// Limit caps replays and in-progress hits per actor; see contract.go.

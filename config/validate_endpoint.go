@@ -107,6 +107,16 @@ func (e Endpoint) check(p *problems, at string, d Defaults) ([]segment, error) {
 			p.add(at+".resolve_path", "%v", err)
 		}
 	}
+	if e.CancelPath != "" {
+		switch err := checkResolvePath(e.CancelPath); {
+		case err != nil:
+			p.add(at+".cancel_path", "%v", err)
+		case !e.Async:
+			p.add(at+".cancel_path", "needs async: true (only async operations outlive their request)")
+		case e.ResolvePath == "":
+			p.add(at+".cancel_path", "needs resolve_path (a takeover asks it whether a cancel took)")
+		}
+	}
 	if len(*p) == before {
 		// Belt and braces: whatever the protocol itself refuses that the
 		// checks above missed is still reported, under the endpoint.
@@ -137,7 +147,8 @@ func checkStatuses(p *problems, at string, ss []string) {
 	}
 }
 
-// checkResolvePath reports why rp cannot be a resolve path.
+// checkResolvePath reports why rp cannot be a resolve path (or a cancel
+// path: the same rules).
 func checkResolvePath(rp string) error {
 	rest := strings.ReplaceAll(rp, OperationIDParam, "x")
 	switch {

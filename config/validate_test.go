@@ -125,6 +125,21 @@ func TestValidate(t *testing.T) {
 		{"max response bytes", func(c *Config) { c.Endpoints[1].MaxResponseBytes = 0 }, []string{"endpoints[1].max_response_bytes"}},
 		{"resolve path without id", func(c *Config) { c.Endpoints[0].ResolvePath = "/internal/ops" }, []string{"endpoints[0].resolve_path"}},
 		{"resolve path other param", func(c *Config) { c.Endpoints[0].ResolvePath = "/internal/{x}/{operation_id}" }, []string{"endpoints[0].resolve_path"}},
+		{"cancel path", func(c *Config) {
+			c.Endpoints[0].Async, c.Endpoints[0].ResolvePath = true, "/internal/operations/{operation_id}"
+			c.Endpoints[0].CancelPath = "/internal/operations/{operation_id}/cancel"
+		}, nil},
+		{"cancel path without id", func(c *Config) {
+			c.Endpoints[0].Async, c.Endpoints[0].ResolvePath = true, "/internal/operations/{operation_id}"
+			c.Endpoints[0].CancelPath = "/internal/cancel"
+		}, []string{"endpoints[0].cancel_path"}},
+		{"cancel path on a sync endpoint", func(c *Config) {
+			c.Endpoints[0].ResolvePath = "/internal/operations/{operation_id}"
+			c.Endpoints[0].CancelPath = "/internal/operations/{operation_id}/cancel"
+		}, []string{"endpoints[0].cancel_path"}},
+		{"cancel path without resolve path", func(c *Config) {
+			c.Endpoints[0].Async, c.Endpoints[0].CancelPath = true, "/internal/operations/{operation_id}/cancel"
+		}, []string{"endpoints[0].cancel_path"}},
 		{"several at once", func(c *Config) {
 			c.Region = ""
 			c.Auth.HS256SecretEnv = ""

@@ -16,7 +16,7 @@ const cleanupSQL = `DELETE FROM idempotency_records
 	WHERE (shard, actor_scope, endpoint, key_hash) IN (
 		SELECT shard, actor_scope, endpoint, key_hash FROM idempotency_records
 		WHERE expires_at <= COALESCE($1::TIMESTAMPTZ, now())
-			AND state IN ('COMPLETED', 'TERMINAL_FAILURE', 'RETRYABLE_FAILURE')
+			AND state IN ('COMPLETED', 'TERMINAL_FAILURE', 'RETRYABLE_FAILURE', 'CANCELLED')
 		ORDER BY expires_at LIMIT $2)`
 
 // AuditedCleanup is Cleanup run by an operator: the delete of one batch

@@ -25,7 +25,7 @@ const (
 	// TakenOver: a lease expired or a retryable failure was recorded; the
 	// caller owns the operation again and must resume from Lease.LastStage.
 	TakenOver
-	// Replayed: the operation is COMPLETED or TERMINAL_FAILURE; answer with
+	// Replayed: the operation is COMPLETED, TERMINAL_FAILURE or CANCELLED; answer with
 	// Record.Snapshot.
 	Replayed
 	// Mismatch: the key was used with a different request. Nothing changed.
@@ -303,7 +303,7 @@ func classify(req ClaimRequest, rec Record, now time.Time) (c Claim, takeover bo
 		return c, false, nil
 	}
 	switch rec.State {
-	case idempotency.Completed, idempotency.TerminalFailure:
+	case idempotency.Completed, idempotency.TerminalFailure, idempotency.Cancelled:
 		c.Outcome = Replayed
 		return c, false, nil
 	case idempotency.OutcomeUnknown:

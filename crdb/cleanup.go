@@ -16,7 +16,7 @@ import (
 // locks and WAL stay short, large enough to keep up with a busy endpoint.
 const DefaultCleanupBatch = 500
 
-// Cleanup deletes up to batch expired records in resting states (COMPLETED,
+// Cleanup deletes up to batch expired records in resting states (COMPLETED, CANCELLED,
 // TERMINAL_FAILURE, RETRYABLE_FAILURE), oldest expiry first, by primary key.
 // It never deletes PENDING, IN_PROGRESS or OUTCOME_UNKNOWN records: their
 // effect may be under way or may have happened, and forgetting them would

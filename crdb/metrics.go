@@ -19,7 +19,7 @@ const (
 // metricOps are the op labels the fence, lost-ownership and retry counters
 // are exported with at zero from the start, so a rate() over them exists
 // before the first event.
-var metricOps = []string{"claim", "finish", "heartbeat", "stage", "takeover", "tx"}
+var metricOps = []string{"cancel", "claim", "finish", "heartbeat", "stage", "takeover", "tx"}
 
 // metrics are the store's OpenTelemetry instruments. Names follow the
 // idemcoord_ prefix every component uses, so one Prometheus scrape shows the

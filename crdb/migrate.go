@@ -34,7 +34,51 @@ func checkSchema(ctx context.Context, pool *pgxpool.Pool) error {
 			return fmt.Errorf("crdb: schema check: %w", err)
 		}
 	}
+	ok, err := hasStateCheck(ctx, pool)
+	if err != nil {
+		return fmt.Errorf("crdb: schema check: %w", err)
+	}
+	if !ok {
+		return fmt.Errorf("%w (constraint %s)", ErrSchemaMissing, stateCheckName)
+	}
 	return nil
+}
+
+// stateCheckName is the check constraint that lists the states a record
+// may be in (0006 replaced 0001's, which lacked CANCELLED).
+const stateCheckName = "idempotency_records_states"
+
+// stateCheckSQL adds stateCheckName.
+const stateCheckSQL = `ALTER TABLE idempotency_records ADD CONSTRAINT ` + stateCheckName + ` CHECK (state IN
+	('PENDING', 'IN_PROGRESS', 'COMPLETED', 'RETRYABLE_FAILURE', 'TERMINAL_FAILURE', 'OUTCOME_UNKNOWN', 'CANCELLED'))`
+
+// hasStateCheck reports whether stateCheckName exists.
+func hasStateCheck(ctx context.Context, pool *pgxpool.Pool) (bool, error) {
+	var n int
+	err := pool.QueryRow(ctx, `SELECT count(*) FROM information_schema.table_constraints
+		WHERE table_schema = current_schema() AND table_name = 'idempotency_records' AND constraint_name = $1`,
+		stateCheckName).Scan(&n)
+	return n > 0, err
+}
+
+// ensureStateCheck adds stateCheckName unless it exists. Instances that
+// start together may both try: the loser's duplicate_object (42710), or
+// the catalog conflict a concurrent ALTER can raise, is settled by
+// looking again.
+func ensureStateCheck(ctx context.Context, pool *pgxpool.Pool) error {
+	var err error
+	for attempt := 0; attempt < 4; attempt++ {
+		var ok bool
+		if ok, err = hasStateCheck(ctx, pool); err == nil && ok {
+			return nil
+		}
+		if err == nil {
+			if _, err = pool.Exec(ctx, stateCheckSQL); err == nil {
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("crdb: migration: add %s: %w", stateCheckName, err)
 }
 
 //go:embed migrations/portable/*.sql
@@ -64,7 +108,7 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
 			return err
 		}
 	}
-	return nil
+	return ensureStateCheck(ctx, pool)
 }
 
 // migrationAttempts bounds how often one migration is run again after a

@@ -27,6 +27,9 @@ var (
 	// ErrNotUnknown means a resolution was attempted on an operation that is
 	// not in OUTCOME_UNKNOWN.
 	ErrNotUnknown = errors.New("crdb: operation is not in OUTCOME_UNKNOWN")
+	// ErrNotCancellable means a cancel was attempted on an operation that
+	// is terminal, or whose last stage is irreversible.
+	ErrNotCancellable = errors.New("crdb: operation cannot be cancelled")
 )
 
 // Scope identifies one key: the actor scope (tenant and subject from the
@@ -54,10 +57,11 @@ type Snapshot struct {
 
 // Result is what a worker reports when it finishes an operation.
 type Result struct {
-	// State is COMPLETED, RETRYABLE_FAILURE, TERMINAL_FAILURE or
-	// OUTCOME_UNKNOWN.
+	// State is COMPLETED, RETRYABLE_FAILURE, TERMINAL_FAILURE,
+	// OUTCOME_UNKNOWN or CANCELLED.
 	State idempotency.State
-	// Snapshot is stored for COMPLETED and TERMINAL_FAILURE.
+	// Snapshot is stored for COMPLETED, TERMINAL_FAILURE and CANCELLED
+	// (the cancellation's answer).
 	Snapshot Snapshot
 	// ErrorSummary is a short, non-sensitive description of a failure.
 	ErrorSummary string
@@ -137,9 +141,13 @@ func scanRecord(row pgx.Row, r *Record, extra ...any) error {
 	return nil
 }
 
+// stored reports whether a result in state st keeps a response snapshot:
+// the states whose answer is replayed.
+func stored(st idempotency.State) bool { return st.Terminal() }
+
 // snapshotArgs returns the values stored for a result's snapshot.
 func snapshotArgs(res Result) (status *int32, headers []byte, body []byte, resourceID, errSummary *string, err error) {
-	if res.State == idempotency.Completed || res.State == idempotency.TerminalFailure {
+	if stored(res.State) {
 		st := int32(res.Snapshot.Status)
 		status = &st
 		if len(res.Snapshot.Header) > 0 {

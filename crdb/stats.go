@@ -33,7 +33,7 @@ func (s *Store) Stats(ctx context.Context, limit int, stuckAfter time.Duration) 
 		limit = DefaultStatsLimit
 	}
 	st := Stats{ByState: map[string]int64{}}
-	for _, name := range []string{"PENDING", "IN_PROGRESS", "COMPLETED", "RETRYABLE_FAILURE", "TERMINAL_FAILURE", "OUTCOME_UNKNOWN"} {
+	for _, name := range []string{"PENDING", "IN_PROGRESS", "COMPLETED", "RETRYABLE_FAILURE", "TERMINAL_FAILURE", "OUTCOME_UNKNOWN", "CANCELLED"} {
 		st.ByState[name] = 0
 	}
 	now := s.now()
@@ -61,7 +61,7 @@ func (s *Store) Stats(ctx context.Context, limit int, stuckAfter time.Duration) 
 	}
 	err = s.pool.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM idempotency_records
 		WHERE expires_at <= COALESCE($1::TIMESTAMPTZ, now())
-			AND state IN ('COMPLETED', 'TERMINAL_FAILURE', 'RETRYABLE_FAILURE') LIMIT $2) r`,
+			AND state IN ('COMPLETED', 'TERMINAL_FAILURE', 'RETRYABLE_FAILURE', 'CANCELLED') LIMIT $2) r`,
 		now, limit).Scan(&st.CleanupBacklog)
 	if err != nil {
 		return st, fmt.Errorf("crdb: stats: %w", err)

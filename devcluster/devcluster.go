@@ -58,6 +58,11 @@ type Options struct {
 	UpstreamTimeout time.Duration
 	// BankTimeout bounds each payments-to-bank call. Default 10s.
 	BankTimeout time.Duration
+	// Hold is how long a held payment (POST /v1/held-payments, the
+	// create-held-payment endpoint) stays reserved, and so cancellable
+	// with DELETE /v1/operations/{id}, before it is captured. Default
+	// payments.DefaultHold; keep it under UpstreamTimeout.
+	Hold time.Duration
 	// Logger receives every component's logs. Default slog.Default().
 	Logger *slog.Logger
 	// Transport, if set, carries the gateways' upstream calls.
@@ -251,7 +256,7 @@ func (c *Cluster) startDemo(ctx context.Context, opts Options) error {
 	if c.BankURL, err = c.serve(bankAddr, c.Bank); err != nil {
 		return err
 	}
-	pay := payments.New(c.Pool, c.BankURL, payments.Options{BankTimeout: opts.BankTimeout,
+	pay := payments.New(c.Pool, c.BankURL, payments.Options{BankTimeout: opts.BankTimeout, Hold: opts.Hold,
 		Logger: opts.Logger.With("service", "payments")})
 	c.PaymentsURL, err = c.serve(paymentsAddr, pay)
 	return err
@@ -305,6 +310,21 @@ endpoints:
     response_headers: [Content-Type, Location]
     failover: {{.Failover}}
     resolve_path: /internal/operations/{operation_id}
+  # the same payment, held (reserved, reversible) before its capture
+  # (irreversible): answered 202, cancellable with DELETE /v1/operations/{id}
+  # until the capture
+  - name: create-held-payment
+    method: POST
+    path: /v1/held-payments
+    key: required
+    async: true
+    fingerprint:
+      exclude: [/client_timestamp]
+    retry_statuses: [408, 409, 425, 429, 500, 502-504]
+    response_headers: [Content-Type, Location]
+    failover: {{.Failover}}
+    resolve_path: /internal/operations/{operation_id}
+    cancel_path: /internal/operations/{operation_id}/cancel
 `))
 
 // writeRegionConfig writes region's idemd.yaml into the cluster's directory

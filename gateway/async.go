@@ -65,7 +65,11 @@ func (g *Gateway) runAsync(ctx context.Context, c *call, claim crdb.Claim, in In
 	if a.Err != nil {
 		g.log.WarnContext(ctx, "async execution failed", "operation_id", in.OperationID, "err", redact(a.Err))
 	}
-	if err != nil {
+	switch {
+	case errors.Is(err, crdb.ErrLostOwnership):
+		// Taken over, or cancelled (cancel.go): the record holds the
+		// answer that counts, and perform said so.
+	case err != nil:
 		g.log.ErrorContext(ctx, "async run not recorded", "operation_id", in.OperationID, "err", err)
 	}
 	g.metrics.upstreamResult(ctx, c.ep.Name, string(res.State))

@@ -176,6 +176,12 @@ func (g *Gateway) decide(ctx context.Context, c *call, req crdb.ClaimRequest, cl
 	if (claim.Outcome == crdb.Replayed || claim.Outcome == crdb.InFlight) && g.limited(c) {
 		return false
 	}
+	if c.policy.Async && claim.Outcome == crdb.Replayed && rec.State == idempotency.Cancelled {
+		// The cancellation is the answer: replayed, never a second task.
+		g.metrics.request(ctx, c.ep.Name, "replay", c.start)
+		writeSnapshot(c.w, rec, true)
+		return false
+	}
 	if c.policy.Async && (claim.Outcome == crdb.Replayed || claim.Outcome == crdb.InFlight || claim.Outcome == crdb.Unresolved) {
 		// A retry of an async request gets the same task, whatever its state.
 		g.metrics.request(ctx, c.ep.Name, "async_accepted", c.start)
@@ -236,6 +242,9 @@ func (g *Gateway) result(c *call, a Answer) crdb.Result {
 		return crdb.Result{State: idempotency.OutcomeUnknown, ErrorSummary: "upstream did not answer after the request was sent"}
 	case a.Err != nil:
 		return crdb.Result{State: idempotency.RetryableFailure, ErrorSummary: "upstream unreachable"}
+	}
+	if st, ok := stageOf(a.Header); ok && st.Cancelled() && c.ep.CancelPath != "" {
+		return cancelledResult // the upstream's word: it cancelled, nothing took effect
 	}
 	state := c.policy.Classify(a.Status)
 	res := crdb.Result{State: state}

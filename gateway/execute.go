@@ -17,6 +17,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/idemcoord/idemcoord/config"
+	"github.com/idemcoord/idemcoord/idempotency"
 )
 
 // errInvalidStatus marks an answer whose status is not a final HTTP
@@ -50,6 +51,10 @@ type Invocation struct {
 	Actor string
 	// Endpoint is the matched endpoint.
 	Endpoint *config.Endpoint
+	// Stage, if set, is called with each stage the upstream reports while
+	// it runs the intent (an informational 1xx answer carrying
+	// HeaderStage), in order, before the final answer arrives.
+	Stage func(idempotency.Stage)
 }
 
 // Answer is what an execution produced.
@@ -151,7 +156,7 @@ func (p *Proxy) Execute(ctx context.Context, in Invocation) Answer {
 		req.Header.Del(h)
 	}
 	setIdentity(req.Header, in)
-	return p.do(req)
+	return p.do(req, in.Stage)
 }
 
 // Resolve asks the upstream's resolve path about the operation.
@@ -168,7 +173,7 @@ func (p *Proxy) Resolve(ctx context.Context, in Invocation) (Verdict, Answer) {
 		return Undetermined, Answer{Err: err}
 	}
 	setIdentity(req.Header, in)
-	return verdict(p.do(req))
+	return verdict(p.do(req, nil))
 }
 
 // Pass proxies an uncoordinated request.
@@ -179,9 +184,12 @@ func (p *Proxy) Pass(w http.ResponseWriter, r *http.Request) { p.rp.ServeHTTP(w,
 // is written (httptrace WroteHeaders) the upstream may act on it, and the
 // outcome is unknown. Before that no complete request can have reached
 // it (a server cannot act on a head it has not received whole).
-func (p *Proxy) do(req *http.Request) Answer {
+//
+// onStage, if set, sees the stages the upstream reports in informational
+// answers before the final one (see stagesOf).
+func (p *Proxy) do(req *http.Request, onStage func(idempotency.Stage)) Answer {
 	var wrote atomic.Bool
-	trace := &httptrace.ClientTrace{WroteHeaders: func() { wrote.Store(true) }}
+	trace := &httptrace.ClientTrace{WroteHeaders: func() { wrote.Store(true) }, Got1xxResponse: stagesOf(onStage)}
 	req = req.WithContext(httptrace.WithClientTrace(req.Context(), trace))
 	resp, err := p.client.Do(req)
 	if err != nil {

@@ -137,7 +137,8 @@ type Gateway struct {
 	closing   bool
 	bg        sync.WaitGroup
 	recovery  *recovery
-	// internal are the static prefixes of the endpoints' resolve paths:
+	// internal are the static prefixes of the endpoints' resolve and
+	// cancel paths:
 	// the upstream answers them for the gateway only, so they are never
 	// proxied for a client.
 	internal []string
@@ -201,14 +202,17 @@ func New(cfg Config) (*Gateway, error) {
 	for _, ep := range cfg.Endpoints {
 		g.policies[ep.Name] = ep.Policy()
 		g.durations[ep.Name] = &durationEstimate{}
-		if prefix, _, ok := strings.Cut(ep.ResolvePath, "{"); ok && prefix != "" {
-			g.internal = append(g.internal, prefix)
+		for _, path := range []string{ep.ResolvePath, ep.CancelPath} {
+			if prefix, _, ok := strings.Cut(path, "{"); ok && prefix != "" {
+				g.internal = append(g.internal, prefix)
+			}
 		}
 	}
 	g.mux = http.NewServeMux()
 	g.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok\n")) })
 	g.mux.HandleFunc("GET /readyz", g.readyz)
 	g.mux.HandleFunc("GET /v1/operations/{id}", g.operation)
+	g.mux.HandleFunc("DELETE /v1/operations/{id}", g.cancelOperation)
 	if cfg.Metrics != nil {
 		g.mux.Handle("GET /metrics", cfg.Metrics)
 	}

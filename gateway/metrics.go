@@ -36,6 +36,7 @@ var upstreamStates = []idempotency.State{idempotency.Completed, idempotency.Retr
 // (idemcoord.decisions, idemcoord.fenced_writes_rejected, ...) they count
 // every outcome of the protocol.
 type metrics struct {
+	cancels  metric.Int64Counter
 	requests metric.Int64Counter
 	upstream metric.Int64Counter
 	latency  metric.Float64Histogram
@@ -46,6 +47,10 @@ func newMetrics(m metric.Meter, endpoints []string) (*metrics, error) {
 	var err error
 	if mt.requests, err = m.Int64Counter("idemcoord.http.requests",
 		metric.WithDescription("Requests by endpoint and result: the claim decision (first_run, replay, fingerprint_conflict, in_progress, takeover, outcome_unknown), or passthrough (endpoint (unmatched) when no endpoint matched), async_accepted, forwarded, redirected, or the refusal (store_unavailable, unauthorized, ...).")); err != nil {
+		return nil, err
+	}
+	if mt.cancels, err = m.Int64Counter("idemcoord.cancels",
+		metric.WithDescription("DELETE /v1/operations/{id} decisions by endpoint and outcome: cancelled, already_cancelled, irreversible (the record's stage or state prevents it), refused_upstream (the upstream named an irreversible stage), undetermined, unsupported, routed (sent to the owner region, or refused while ownership moves), region_unavailable, store_unavailable, contention.")); err != nil {
 		return nil, err
 	}
 	if mt.upstream, err = m.Int64Counter("idemcoord.upstream.results",
@@ -61,6 +66,9 @@ func newMetrics(m metric.Meter, endpoints []string) (*metrics, error) {
 	for _, ep := range endpoints {
 		for _, r := range requestResults {
 			mt.requests.Add(ctx, 0, metric.WithAttributes(attribute.String("endpoint", ep), attribute.String("result", r)))
+		}
+		for _, o := range cancelOutcomes {
+			mt.cancels.Add(ctx, 0, metric.WithAttributes(attribute.String("endpoint", ep), attribute.String("outcome", o)))
 		}
 		for _, s := range upstreamStates {
 			mt.upstream.Add(ctx, 0, metric.WithAttributes(attribute.String("endpoint", ep), attribute.String("state", string(s))))
@@ -80,6 +88,15 @@ func (m *metrics) request(ctx context.Context, endpoint, result string, start ti
 	attrs := metric.WithAttributes(attribute.String("endpoint", endpoint), attribute.String("result", result))
 	m.requests.Add(ctx, 1, attrs)
 	m.latency.Record(ctx, time.Since(start).Seconds(), attrs)
+}
+
+// cancelOutcomes are the outcomes idemcoord_cancels_total is exported
+// with at zero, per endpoint.
+var cancelOutcomes = []string{"cancelled", "already_cancelled", "irreversible", "refused_upstream", "undetermined"}
+
+// cancel counts one cancel decision.
+func (m *metrics) cancel(ctx context.Context, endpoint, outcome string) {
+	m.cancels.Add(ctx, 1, metric.WithAttributes(attribute.String("endpoint", endpoint), attribute.String("outcome", outcome)))
 }
 
 func (m *metrics) upstreamResult(ctx context.Context, endpoint, state string) {

@@ -18,6 +18,8 @@ type problem struct {
 	Detail         string `json:"detail,omitempty"`
 	OperationID    string `json:"operation_id,omitempty"`
 	OperationState string `json:"operation_state,omitempty"`
+	// Stage names the stage that prevents a cancel (not-cancellable).
+	Stage string `json:"stage,omitempty"`
 	// NewKeySafe says whether the client may start the intent over under a
 	// new key without risking a double effect.
 	NewKeySafe bool `json:"new_key_safe"`

@@ -120,8 +120,8 @@ func (g *Gateway) perform(ctx context.Context, c *call, claim crdb.Claim, in Inv
 	switch {
 	case errors.Is(err, crdb.ErrLostOwnership):
 		// Expected after a takeover (this worker was paused or slow past
-		// its lease): the taker's result stands.
-		g.log.WarnContext(ctx, "result not recorded: operation taken over", "operation_id", in.OperationID, "key", c.key)
+		// its lease) or a cancel: the record's answer stands.
+		g.log.WarnContext(ctx, "result not recorded: operation taken over or cancelled", "operation_id", in.OperationID, "key", c.key)
 	case err != nil:
 		a.Sent = true
 	}
@@ -166,7 +166,7 @@ func (g *Gateway) execute(ctx context.Context, c *call, claim crdb.Claim, in Inv
 		switch v, a := g.cfg.Next.Resolve(ctx, in); v {
 		case Ran:
 			res := g.result(c, a)
-			final := res.State == idempotency.Completed || res.State == idempotency.TerminalFailure
+			final := res.State.Terminal()
 			return checkStatus(a), res, final, nil
 		case Undetermined:
 			return unknown("taken over; upstream state undetermined")
@@ -176,6 +176,9 @@ func (g *Gateway) execute(ctx context.Context, c *call, claim crdb.Claim, in Inv
 	}
 	if err := guard.ensure(ctx); err != nil {
 		return Answer{}, crdb.Result{}, false, err
+	}
+	if c.ep.CancelPath != "" {
+		in.Stage = func(st idempotency.Stage) { g.recordStage(ctx, c, guard, st) }
 	}
 	start := g.clock.Now()
 	a := checkStatus(g.traceExecute(ctx, in))

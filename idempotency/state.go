@@ -26,6 +26,10 @@ const (
 	// must be resolved (downstream queried by operation id, or reconciled by
 	// an operator) before anything re-runs it.
 	OutcomeUnknown State = "OUTCOME_UNKNOWN"
+	// Cancelled: the owning actor cancelled the operation and the upstream
+	// confirmed it never takes effect (it had not entered an irreversible
+	// stage). Terminal: retries replay the stored cancellation.
+	Cancelled State = "CANCELLED"
 )
 
 // ErrIllegalTransition is returned by Transition for a move the state
@@ -34,15 +38,16 @@ var ErrIllegalTransition = errors.New("idempotency: illegal state transition")
 
 // legal lists, for each state, the states it may move to.
 var legal = map[State][]State{
-	Pending:          {InProgress, Completed, RetryableFailure, TerminalFailure, OutcomeUnknown},
-	InProgress:       {InProgress, Completed, RetryableFailure, TerminalFailure, OutcomeUnknown},
-	RetryableFailure: {InProgress},
-	OutcomeUnknown:   {InProgress, Completed, TerminalFailure, RetryableFailure},
+	Pending:          {InProgress, Completed, RetryableFailure, TerminalFailure, OutcomeUnknown, Cancelled},
+	InProgress:       {InProgress, Completed, RetryableFailure, TerminalFailure, OutcomeUnknown, Cancelled},
+	RetryableFailure: {InProgress, Cancelled},
+	OutcomeUnknown:   {InProgress, Completed, TerminalFailure, RetryableFailure, Cancelled},
 	Completed:        nil,
 	TerminalFailure:  nil,
+	Cancelled:        nil,
 }
 
-// Valid reports whether s is one of the six states.
+// Valid reports whether s is one of the seven states.
 func (s State) Valid() bool {
 	_, ok := legal[s]
 	return ok
@@ -50,7 +55,7 @@ func (s State) Valid() bool {
 
 // Terminal reports whether s is final: its result is replayed for the rest
 // of the key's life and no worker will ever run the intent again.
-func (s State) Terminal() bool { return s == Completed || s == TerminalFailure }
+func (s State) Terminal() bool { return s == Completed || s == TerminalFailure || s == Cancelled }
 
 // Resting reports whether no worker is executing in state s, so TTL cleanup
 // may delete it once expired. OutcomeUnknown is not resting: the effect may
@@ -61,7 +66,8 @@ func (s State) Resting() bool { return s.Terminal() || s == RetryableFailure }
 // InProgress to InProgress is a lease takeover or heartbeat. OutcomeUnknown
 // leaves only by resolution: Completed or TerminalFailure if the downstream
 // says it ran, RetryableFailure or InProgress (a re-run) if the downstream
-// proves it did not.
+// proves it did not. Cancelled is reached from any state that is not
+// terminal, and only once the upstream confirmed the cancel (see Stage).
 func Transition(from, to State) error {
 	next, ok := legal[from]
 	if !ok {

@@ -111,7 +111,7 @@ func opCleanupCmd() *cobra.Command {
 		Use:   "cleanup --reason TEXT",
 		Short: "Delete expired finished records in bounded batches until none is left (a repair, audited)",
 		Long: `cleanup deletes expired records in resting states (COMPLETED, TERMINAL_FAILURE,
-RETRYABLE_FAILURE) in batches of --batch rows; each batch and its repair_audit
+CANCELLED, RETRYABLE_FAILURE) in batches of --batch rows; each batch and its repair_audit
 row (operator, reason, number deleted) commit in one transaction. Records that
 are in progress or whose outcome is unknown are never deleted.`,
 		Args: cobra.NoArgs,

@@ -38,7 +38,11 @@ type createRequest struct {
 }
 
 // create handles POST /v1/payments; see the package doc for the steps.
-func (s *Server) create(w http.ResponseWriter, r *http.Request) {
+func (s *Server) create(w http.ResponseWriter, r *http.Request) { s.createHeld(w, r, 0, false) }
+
+// createHeld handles POST /v1/held-payments: a payment reserved for
+// Options.Hold before it is captured, reporting its stages (hold.go).
+func (s *Server) createHeld(w http.ResponseWriter, r *http.Request, hold time.Duration, report bool) {
 	actor, ok := actorOf(w, r)
 	if !ok {
 		return
@@ -53,8 +57,11 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// From here on the payment runs to its end even if the caller leaves.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 2*s.timeout+dbBudget)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 2*s.timeout+dbBudget+hold)
 	defer cancel()
+	if !s.gate(ctx, w, op, actor, hold, report) {
+		return
+	}
 	now := s.now().UTC().Truncate(time.Microsecond) // what the database keeps
 	id, err := uuid.NewV7()
 	if err != nil {

@@ -4,9 +4,19 @@
 // Routes:
 //
 //	POST /v1/payments                      create and charge a payment
+//	POST /v1/held-payments                 the same, held (reserved) for Options.Hold first
 //	GET  /v1/payments                      the calling actor's payments, newest first
 //	GET  /v1/payments/{id}                 one of the calling actor's payments
 //	GET  /internal/operations/{operation_id}  the gateway's resolve URL
+//	POST /internal/operations/{operation_id}/cancel  the gateway's cancel URL
+//
+// Every execution first passes a gate (hold.go): the operation is
+// reserved (stage "reserved", reversible), then captured ("captured",
+// irreversible: one conditional update on its payment_stages row) before
+// the steps below; a cancel that wins the row first ("cancelled") stops
+// it there, and nothing is ever charged. A held payment stays reserved for
+// Options.Hold and reports its stages to the gateway in 102 answers
+// (X-Idempotency-Stage); POST /v1/payments captures at once.
 //
 // The gateway sets X-Idempotency-Operation-Id and X-Idempotency-Actor on
 // every request. A payment is executed in three steps, each its own

@@ -8,11 +8,14 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemcoord/idemcoord/clock"
 )
 
 // DefaultBankTimeout bounds one call to the bank. Past it the payment's
@@ -63,7 +66,7 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
 	// Concurrent CREATE ... IF NOT EXISTS can still collide on the catalog
 	// on PostgreSQL; a re-run settles it.
 	for attempt := 0; attempt < 4; attempt++ {
-		if _, err = pool.Exec(ctx, schema); err == nil {
+		if _, err = pool.Exec(ctx, schema+stagesSchema); err == nil {
 			return nil
 		}
 	}
@@ -106,6 +109,12 @@ type Options struct {
 	Logger *slog.Logger
 	// Now stamps created_at and updated_at. Default time.Now.
 	Now func() time.Time
+	// Hold is how long POST /v1/held-payments keeps a payment reserved
+	// (cancellable) before it captures. Default DefaultHold.
+	Hold time.Duration
+	// Clock times the hold. Default clock.Real(); tests pass a
+	// *clock.Fake and advance it.
+	Clock clock.Clock
 }
 
 // Server is the payments http.Handler.
@@ -115,7 +124,12 @@ type Server struct {
 	log     *slog.Logger
 	now     func() time.Time
 	timeout time.Duration
+	hold    time.Duration
+	clock   clock.Clock
 	mux     *http.ServeMux
+	// holds maps an operation held in this process to the function that
+	// ends its hold early (a cancel won it).
+	holds sync.Map
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -129,7 +143,11 @@ func New(pool *pgxpool.Pool, bankURL string, opts Options) *Server {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		panic(fmt.Sprintf("payments: bank URL %q is not an absolute http(s) URL", bankURL))
 	}
-	s := &Server{pool: pool, log: opts.Logger, now: opts.Now, timeout: opts.BankTimeout, mux: http.NewServeMux()}
+	s := &Server{pool: pool, log: opts.Logger, now: opts.Now, timeout: opts.BankTimeout, hold: opts.Hold,
+		clock: clock.Or(opts.Clock), mux: http.NewServeMux()}
+	if s.hold <= 0 {
+		s.hold = DefaultHold
+	}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -141,6 +159,8 @@ func New(pool *pgxpool.Pool, bankURL string, opts Options) *Server {
 	}
 	s.bank = newBankClient(strings.TrimRight(bankURL, "/"), s.timeout)
 	s.mux.HandleFunc("POST /v1/payments", s.create)
+	s.mux.HandleFunc("POST /v1/held-payments", func(w http.ResponseWriter, r *http.Request) { s.createHeld(w, r, s.hold, true) })
+	s.mux.HandleFunc("POST /internal/operations/{operation_id}/cancel", s.cancel)
 	s.mux.HandleFunc("GET /v1/payments", s.list)
 	s.mux.HandleFunc("GET /v1/payments/{id}", s.get)
 	s.mux.HandleFunc("GET /internal/operations/{operation_id}", s.resolve)

@@ -81,6 +81,8 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 // resolve is the gateway's resolve URL for an operation whose outcome is
 // unknown:
 //
+//	cancelled before its capture       200 Resolution of the cancellation (409,
+//	                                   X-Idempotency-Stage: cancelled)
 //	no payment row                     404: it never ran, a re-run is safe
 //	succeeded                          200 Resolution
 //	pending, the bank has a charge     settle to succeeded, 200 Resolution
@@ -102,6 +104,14 @@ func (s *Server) resolve(w http.ResponseWriter, r *http.Request) {
 	actor := r.Header.Get(HeaderActor)
 	if actor == "" {
 		problem.Invalid(w, HeaderActor, "the resolve endpoint answers the coordinating gateway, which names the actor")
+		return
+	}
+	if row, err := s.readStage(r.Context(), op); err == nil && row.actor == actor && row.stage == StageCancelled {
+		problem.JSON(w, http.StatusOK, cancelledResolution(op))
+		return
+	} else if err != nil && !isNoRows(err) {
+		s.log.Error("payments: resolve", "operation_id", op, "err", err)
+		storeUnavailable(w, op)
 		return
 	}
 	p, err := find(r.Context(), s.pool, op)
