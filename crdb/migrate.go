@@ -54,11 +54,27 @@ const stateCheckSQL = `ALTER TABLE idempotency_records ADD CONSTRAINT ` + stateC
 
 // hasStateCheck reports whether stateCheckName exists.
 func hasStateCheck(ctx context.Context, pool *pgxpool.Pool) (bool, error) {
+	return hasConstraint(ctx, pool, stateCheckName)
+}
+
+// hasConstraint reports whether idempotency_records has the constraint
+// name.
+func hasConstraint(ctx context.Context, pool *pgxpool.Pool, name string) (bool, error) {
 	var n int
 	err := pool.QueryRow(ctx, `SELECT count(*) FROM information_schema.table_constraints
 		WHERE table_schema = current_schema() AND table_name = 'idempotency_records' AND constraint_name = $1`,
-		stateCheckName).Scan(&n)
+		name).Scan(&n)
 	return n > 0, err
+}
+
+// onlyIf lists migrations that run only while the schema still needs
+// them: an ALTER TABLE takes the table's strongest lock even when it
+// finds nothing to do, and every instance runs Migrate at each start,
+// into a live store.
+var onlyIf = map[string]func(context.Context, *pgxpool.Pool) (bool, error){
+	"migrations/portable/0006_cancelled_state.sql": func(ctx context.Context, pool *pgxpool.Pool) (bool, error) {
+		return hasConstraint(ctx, pool, "idempotency_records_state_valid")
+	},
 }
 
 // ensureStateCheck adds stateCheckName unless it exists. Instances that
@@ -103,6 +119,15 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
 	for _, name := range names {
 		if superseded[name] {
 			continue
+		}
+		if needed, ok := onlyIf[name]; ok {
+			run, err := needed(ctx, pool)
+			if err != nil {
+				return fmt.Errorf("crdb: migration %s: %w", name, err)
+			}
+			if !run {
+				continue
+			}
 		}
 		if err := applyMigration(ctx, pool, name); err != nil {
 			return err
