@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -201,16 +200,6 @@ func (p *Process) startStores(ctx context.Context) (err error) {
 	return err
 }
 
-// freeAddr returns a loopback address nothing listens on now.
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
-}
-
 // writeConfigs picks each region's addresses, starts every proxy and
 // writes each region's idemd.yaml and the shared secret.
 func (p *Process) writeConfigs() error {
@@ -221,12 +210,13 @@ func (p *Process) writeConfigs() error {
 	if err := os.WriteFile(secretFile, []byte(p.secret), 0o600); err != nil {
 		return err
 	}
+	ports := newFixedPorts()
 	for _, name := range devcluster.Regions {
-		listen, err := freeAddr()
+		listen, err := ports.next()
 		if err != nil {
 			return err
 		}
-		control, err := freeAddr()
+		control, err := ports.next()
 		if err != nil {
 			return err
 		}
