@@ -51,13 +51,32 @@ func (p *Process) Restart(ctx context.Context, region string) error {
 	return p.failback(ctx, region)
 }
 
+// pauseHold is how long a paused region's upstream answers are held
+// back: longer than crashInFlight, so no answer of the calls in flight
+// at SIGSTOP arrives before it.
+const pauseHold = 10 * time.Second
+
 // Pause implements Processes: SIGSTOP. The process cannot tell: no
 // keepalive, no timer runs; past its liveness lease it is a zombie that
-// still believes it owns its shards.
+// still believes it owns its shards. Its upstream's answers are held back
+// first (crashInFlight), so it stops with calls in flight that the
+// upstream already ran: their operations are taken over once their leases
+// lapse and their shards moved, and the zombie's own late finish must be
+// fenced when it wakes.
 func (p *Process) Pause(ctx context.Context, region string) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.procs.Pause(ctx, region)
+	if _, err := p.region(region); err != nil {
+		return err
+	}
+	if err := p.toxics.Slow(ctx, region, failpoint.LinkUpstream, pauseHold, 0); err != nil {
+		return err
+	}
+	err := clock.Sleep(ctx, clock.Real(), crashInFlight)
+	if err == nil {
+		err = p.procs.Pause(ctx, region)
+	}
+	return errors.Join(err, p.toxics.Restore(context.WithoutCancel(ctx), region, failpoint.LinkUpstream))
 }
 
 // Resume implements Processes: SIGCONT, then, once it is ready again
