@@ -11,6 +11,7 @@ import (
 
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/idempotency"
+	"github.com/idemcoord/idemcoord/internal/drillpoint"
 )
 
 // updateSQL is the shape of every write after the claim: lock the shard's
@@ -224,8 +225,14 @@ func (s *Store) Finish(ctx context.Context, l *Lease, res Result) error {
 	if err != nil {
 		return err
 	}
+	drillpoint.Hit(drillpoint.BeforeFinish)
 	ok, err := s.runUpdate(ctx, s.prepareOwn(l, "finish", finishSet,
 		string(res.State), status, headers, body, res.Snapshot.BodyOmitted, resourceID, errSummary, l.ttl.Milliseconds()))
+	if err == nil && ok {
+		// The finish committed and its reply is here: a drill may die now,
+		// the result recorded and nobody told.
+		drillpoint.Hit(drillpoint.DuringCommit)
+	}
 	if err = s.owned(ctx, l, "finish", ok, err); err != nil {
 		return err
 	}

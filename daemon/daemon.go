@@ -64,7 +64,12 @@ type Options struct {
 	// in-memory one). Default: OTLP when OTEL_EXPORTER_OTLP_ENDPOINT or
 	// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set, otherwise no tracing.
 	SpanExporter sdktrace.SpanExporter
-	// Clock drives the cleanup and gauge loops. Default clock.Real().
+	// Clock is the instance's wall clock: what the gateway's lease checks
+	// and heartbeats, the liveness key's validity and keepalives, the
+	// ownership directory's moves, the failover controller's timings
+	// (unless Failover.Clock is set) and the cleanup and gauge loops read.
+	// Default clock.Real(). Lease expiry itself is the store's time. The
+	// drill build of idemd passes a skewable clock here (clock skew).
 	Clock clock.Clock
 	// UnsafeDrillStore, if set, wraps the store the gateway uses. Drills
 	// only; never in production: chaos drills set it to break the
@@ -160,6 +165,7 @@ func Start(ctx context.Context, cfg *config.Config, opts Options) (d *Daemon, er
 		Region: cfg.Region, Worker: cfg.WorkerName(), Shards: cfg.Shards, Store: gwStore, Auth: verifier,
 		Endpoints: cfg.Endpoints, Next: gateway.NewProxy(upstream, transport),
 		Logger: log, Meter: meter, Metrics: d.tel.handler, TracerProvider: d.tel.tracerProvider(),
+		Clock: opts.Clock,
 	}
 	if len(cfg.Etcd.Endpoints) > 0 {
 		// Multi-region: ownership comes from the etcd directory, and

@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 
+	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/config"
 	"github.com/idemcoord/idemcoord/failover"
 	"github.com/idemcoord/idemcoord/gateway"
@@ -42,15 +43,16 @@ func (d *Daemon) joinEtcd(ctx context.Context, cfg *config.Config, meter metric.
 	}
 	bctx, cancel := context.WithTimeout(ctx, max(minBootstrapTimeout, 4*cfg.Etcd.DialTimeout))
 	defer cancel()
-	d.dir = ownership.NewDirectory(d.etcd, d.store, ownership.WithLogger(log))
+	clk := clock.Or(d.opts.Clock)
+	d.dir = ownership.NewDirectory(d.etcd, d.store, ownership.WithLogger(log), ownership.WithClock(clk))
 	if err := d.dir.Bootstrap(bctx, d.topo, cfg.Shards); err != nil {
 		return fmt.Errorf("ownership directory: %w", err)
 	}
-	if d.cache, err = ownership.OpenCache(bctx, d.etcd, ownership.WithLogger(log)); err != nil {
+	if d.cache, err = ownership.OpenCache(bctx, d.etcd, ownership.WithLogger(log), ownership.WithClock(clk)); err != nil {
 		return fmt.Errorf("ownership cache: %w", err)
 	}
 	d.live, err = ownership.StartLiveness(ctx, ownership.LivenessConfig{Client: d.etcd, Region: cfg.Region,
-		Instance: cfg.WorkerName(), RegisterTimeout: cfg.Etcd.DialTimeout, TTL: cfg.Etcd.LivenessTTL, Logger: log})
+		Instance: cfg.WorkerName(), RegisterTimeout: cfg.Etcd.DialTimeout, TTL: cfg.Etcd.LivenessTTL, Logger: log, Clock: clk})
 	if err != nil {
 		return fmt.Errorf("etcd liveness: %w", err)
 	}
@@ -71,6 +73,9 @@ func (d *Daemon) startFailover(cfg *config.Config, meter metric.Meter, log *slog
 	}
 	fc.Client, fc.Directory, fc.Topology, fc.Audit = d.etcd, d.dir, d.topo, d.store
 	fc.Name, fc.Meter, fc.Logger = cfg.Region+"/"+cfg.WorkerName(), meter, log
+	if fc.Clock == nil {
+		fc.Clock = d.opts.Clock // nil too: the failover package's default, the system clock
+	}
 	ctl, err := failover.NewController(fc)
 	if err != nil {
 		return fmt.Errorf("failover controller: %w", err)

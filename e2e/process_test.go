@@ -178,15 +178,23 @@ func startIdemd(t *testing.T, c *devcluster.Cluster, worker string) *idemdProc {
 
 // procOptions change a process's configuration: its listen address
 // (default a free port) and the endpoint's failover policy (default
-// reject, as the dev cluster's).
+// reject, as the dev cluster's); and how it runs: the binary (default
+// idemdBinary's), environment added to the test's, and an edit of the
+// rendered configuration.
 type procOptions struct {
 	listen, failover string
+	bin              string
+	env              []string
+	editConfig       func([]byte) []byte
 }
 
 // startIdemdWith is startIdemd with options.
 func startIdemdWith(t *testing.T, c *devcluster.Cluster, worker string, po procOptions) *idemdProc {
 	t.Helper()
-	bin := idemdBinary(t)
+	bin := po.bin
+	if bin == "" {
+		bin = idemdBinary(t)
+	}
 	dir := t.TempDir()
 	secretFile := filepath.Join(dir, "hs256.secret")
 	// The dev cluster's HS256 secret is the hex text itself.
@@ -194,13 +202,20 @@ func startIdemdWith(t *testing.T, c *devcluster.Cluster, worker string, po procO
 		t.Fatal(err)
 	}
 	cfgFile := filepath.Join(dir, "idemd.yaml")
-	if err := os.WriteFile(cfgFile, procConfig(c, worker, secretFile, po), 0o600); err != nil {
+	cfgText := procConfig(c, worker, secretFile, po)
+	if po.editConfig != nil {
+		cfgText = po.editConfig(cfgText)
+	}
+	if err := os.WriteFile(cfgFile, cfgText, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &idemdProc{t: t, worker: worker, logs: &syncBuffer{}, exited: make(chan struct{})}
 	p.cmd = exec.CommandContext(ctx, bin, "run", "--config", cfgFile, "--log-format", "json")
 	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
+	if po.env != nil {
+		p.cmd.Env = append(os.Environ(), po.env...)
+	}
 	p.cmd.WaitDelay = 5 * time.Second
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	start := time.Now()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/idemcoord/idemcoord/crdb"
 	"github.com/idemcoord/idemcoord/idempotency"
+	"github.com/idemcoord/idemcoord/internal/drillpoint"
 )
 
 // stageSending is the recovery point recorded before an upstream call on
@@ -69,6 +70,7 @@ func (g *Gateway) run(ctx context.Context, c *call, claim crdb.Claim, result str
 // operation was taken over before this worker's send: it sent nothing.
 func (g *Gateway) perform(ctx context.Context, c *call, claim crdb.Claim, in Invocation) (a Answer, res crdb.Result, replayed bool, err error) {
 	lease := claim.Lease
+	drillpoint.Hit(drillpoint.AfterClaim)
 	if c.ep.ResolvePath == "" && lease.LastStage == "" {
 		// No way to ask the upstream later: leave a mark before sending.
 		sctx, cancel := context.WithTimeout(ctx, storeCallTimeout)
@@ -86,6 +88,7 @@ func (g *Gateway) perform(ctx context.Context, c *call, claim crdb.Claim, in Inv
 		g.unsent(ctx, c, lease, err)
 		return Answer{}, crdb.Result{}, false, err
 	}
+	drillpoint.Hit(drillpoint.AfterUpstream)
 	err = g.record(ctx, c, lease, res)
 	switch {
 	case errors.Is(err, crdb.ErrLostOwnership):

@@ -40,9 +40,15 @@ start instead, for a first deployment.`,
 			if err != nil {
 				return err
 			}
+			opts := daemon.Options{Logger: log, Migrate: migrate}
+			stopDrill, err := startDrill(cfg, &opts, log) // refused outside the drill build
+			if err != nil {
+				return err
+			}
+			defer stopDrill()
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			d, err := daemon.Start(ctx, cfg, daemon.Options{Logger: log, Migrate: migrate})
+			d, err := daemon.Start(ctx, cfg, opts)
 			if err != nil {
 				return err
 			}
