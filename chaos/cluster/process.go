@@ -162,6 +162,9 @@ func drillBinary(ctx context.Context, pc ProcessConfig) (string, error) {
 		return pc.Binary, nil
 	}
 	src := pc.Source
+	if src != "" && modulePath(filepath.Join(src, "go.mod")) != ModulePath {
+		return "", fmt.Errorf("%w: %s is not its directory", ErrNoSource, src)
+	}
 	if src == "" {
 		wd, err := os.Getwd()
 		if err != nil {

@@ -56,8 +56,9 @@ func (p *Process) spec(r *procRegion) ProcSpec {
 		Stdout: r.log, Stderr: r.log, Ready: func(ctx context.Context) error { return p.ready(ctx, r) }}
 }
 
-// ready waits until r's gateway answers /readyz 200, failing at once if
-// its process exited (with the tail of its log).
+// ready waits until r's gateway answers /readyz 200 and its drill control
+// API /healthz 200, failing at once if its process exited (with the tail
+// of its log).
 func (p *Process) ready(ctx context.Context, r *procRegion) error {
 	ctx, cancel := context.WithTimeout(ctx, procReadyTimeout)
 	defer cancel()
@@ -65,7 +66,7 @@ func (p *Process) ready(ctx context.Context, r *procRegion) error {
 		if _, err := p.procs.PID(r.name); err != nil {
 			return fmt.Errorf("%w\n%s", err, p.logTail(r.name, 20))
 		}
-		if p.get(ctx, "http://"+r.listen+"/readyz") == nil {
+		if p.get(ctx, "http://"+r.listen+"/readyz") == nil && p.get(ctx, "http://"+r.control+"/healthz") == nil {
 			return nil
 		}
 		if err := clock.Sleep(ctx, clock.Real(), procPoll); err != nil {
