@@ -27,6 +27,8 @@ func (p *Process) Arm(ctx context.Context, region, point string) error {
 // (a restarted process starts disarmed): it is started again and fails
 // back, as after Restart. A region still running is disarmed.
 func (p *Process) Disarm(ctx context.Context, region, point string) error {
+	ctx, cancel := healing(ctx)
+	defer cancel()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if _, err := p.procs.PID(region); err != nil {

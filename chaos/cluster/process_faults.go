@@ -18,6 +18,17 @@ import (
 // the move under load should take about as long.
 const failbackMovers = 8
 
+// healTimeout bounds a heal (a restart, a resume, a restored link, and
+// the failback after it). A heal runs to its end even when the drill's
+// main phase ends under it: a region left half-restarted, or shards left
+// FENCING, would fail the settle phase for the wrong reason.
+const healTimeout = 2 * time.Minute
+
+// healing returns the context a heal runs under.
+func healing(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), healTimeout)
+}
+
 // Kill implements Processes: the region's idemd dies by SIGKILL in the
 // middle of its work. Its upstream link hangs first (crashInFlight), so
 // requests are in flight inside it when it dies: their claims stay in
@@ -43,6 +54,8 @@ func (p *Process) Kill(ctx context.Context, region string) error {
 // region took over are moved back to it, fenced and drained (a move
 // under load).
 func (p *Process) Restart(ctx context.Context, region string) error {
+	ctx, cancel := healing(ctx)
+	defer cancel()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if err := p.procs.Restart(ctx, region); err != nil {
@@ -83,6 +96,8 @@ func (p *Process) Pause(ctx context.Context, region string) error {
 // (registered anew), the fenced failback of whatever home shards moved
 // while it was stopped.
 func (p *Process) Resume(ctx context.Context, region string) error {
+	ctx, cancel := healing(ctx)
+	defer cancel()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if err := p.procs.Resume(ctx, region); err != nil {
@@ -167,6 +182,8 @@ func (p *Process) Reset(ctx context.Context, region string, link failpoint.Link)
 // lease and, past the confirmation delay, its shards: once the link is
 // back, the region fails back as after a restart.
 func (p *Process) Restore(ctx context.Context, region string, link failpoint.Link) error {
+	ctx, cancel := healing(ctx)
+	defer cancel()
 	if err := p.toxics.Restore(ctx, region, link); err != nil {
 		return err
 	}
