@@ -24,9 +24,9 @@ type drillCase struct {
 	scenario string
 	seed     uint64
 	duration time.Duration
-	// bug, when set, names a known product bug the run hits (see
-	// zombieUnrecordedAck): the run must break only what that bug
-	// breaks, and must be green once it is fixed.
+	// bug, when set, names a known product bug the run may hit (see
+	// zombieUnrecordedAck), depending on timing: the run must be green,
+	// or break only what that bug breaks and still be covered.
 	bug func(t *testing.T, res chaos.Result)
 }
 
@@ -41,14 +41,18 @@ func TestShippedScenariosAreGreenOnTheProcessCluster(t *testing.T) {
 		t.Skip("builds idemd and starts a process cluster per scenario")
 	}
 	tests := []drillCase{
+		// Seeds and lengths are chosen so each run's schedule holds the
+		// scenario's main fault and, where the scenario pairs it with a
+		// region loss (sql-partition, etcd-partition), that loss too: a
+		// 20 s run has room for one fault, a 30 s run for two.
 		{"region-loss-transfer", 1, 20 * time.Second, nil},
 		{"region-loss-reject", 1, 20 * time.Second, nil},
-		{"sql-partition", 4, 20 * time.Second, nil},
-		{"etcd-leader-kill", 4, 20 * time.Second, nil},
-		{"etcd-partition", 1, 20 * time.Second, nil},
+		{"sql-partition", 4, 30 * time.Second, nil},    // cut_sql, kill_region
+		{"etcd-leader-kill", 4, 20 * time.Second, nil}, // kill_etcd_leader
+		{"etcd-partition", 1, 30 * time.Second, nil},   // cut_etcd, kill_region
 		{"zombie-pause", 1, 20 * time.Second, zombieUnrecordedAck},
-		{"crash-points", 1, 20 * time.Second, nil},
-		{"mixed", 6, 25 * time.Second, nil},
+		{"crash-points", 6, 20 * time.Second, nil}, // after_upstream
+		{"mixed", 6, 30 * time.Second, nil},        // reset_peer sql, then a region fault
 	}
 	if os.Getenv(drillLong) == "1" {
 		tests = []drillCase{{"mixed", 6, 10 * time.Minute, nil}}
@@ -57,9 +61,7 @@ func TestShippedScenariosAreGreenOnTheProcessCluster(t *testing.T) {
 		t.Run(tt.scenario, func(t *testing.T) {
 			res, err := drill(t, tt, cluster.StartProcesses)
 			switch {
-			case tt.bug != nil && err == nil:
-				t.Errorf("Drill(%s, seed %d) is green: the known bug is fixed, expect green here", tt.scenario, tt.seed)
-			case tt.bug != nil:
+			case tt.bug != nil && err != nil:
 				tt.bug(t, res)
 			case err != nil:
 				t.Errorf("Drill(%s, seed %d) = %v, want green", tt.scenario, tt.seed, err)
@@ -68,8 +70,8 @@ func TestShippedScenariosAreGreenOnTheProcessCluster(t *testing.T) {
 	}
 }
 
-// zombieUnrecordedAck is the known bug zombie-pause seed 1 hits (see
-// docs/drills.md): a region paused past its lease while its upstream
+// zombieUnrecordedAck is the known bug zombie-pause seed 1 hits in most
+// runs (see docs/drills.md): a region paused past its lease while its upstream
 // call was in flight wakes up after its shard moved; its finish is
 // refused by the fence (stale epoch), as it must be, but the gateway
 // still answers its client the upstream's 201 and only retries the
@@ -91,6 +93,9 @@ func zombieUnrecordedAck(t *testing.T, res chaos.Result) {
 		default:
 			t.Errorf("violation beyond the known bug: %s %s", v.Invariant, v.Message)
 		}
+	}
+	if missing := res.Verdict.Coverage.Missing(); len(missing) > 0 {
+		t.Errorf("coverage incomplete: %v", missing)
 	}
 	t.Logf("known bug (zombie's fenced finish leaves its acknowledged success IN_PROGRESS): %d I7, %d liveness violations",
 		len(res.Verdict.Of(validate.I7)), len(res.Verdict.Of(validate.Liveness)))
