@@ -140,7 +140,7 @@ func drill(t *testing.T, tt drillCase, start cluster.Starter) (chaos.Result, err
 
 // logFigures logs a run's figures: requests, acknowledged successes,
 // duplicates, stale writes rejected, takeovers, failover time and
-// availability.
+// availability, over the run and during each fault window.
 func logFigures(t *testing.T, r report.Report) {
 	t.Helper()
 	avail := 0.0
@@ -152,4 +152,12 @@ func logFigures(t *testing.T, r report.Report) {
 		r.Scenario, r.Seed, r.Requests, r.Acked, r.Duplicates, r.Coverage.StaleEpochRejected, r.Coverage.Takeovers,
 		r.Coverage.Retries40001, r.Coverage.AmbiguousResolved, r.Coverage.MovesUnderLoad,
 		r.Failover.N, r.Failover.P50, r.Failover.P99, avail)
+	for _, f := range r.Faults {
+		during := 0.0
+		if f.Requests > 0 {
+			during = float64(f.Acked) / float64(f.Requests)
+		}
+		t.Logf("figures %s fault %s [%.1fs, %.1fs]: requests=%d acked=%d rejected_503=%d (without Retry-After %d) availability=%.3f",
+			r.Scenario, f.What, f.From, f.To, f.Requests, f.Acked, f.Rejected, f.RejectedNoRetryAfter, during)
+	}
 }
