@@ -179,15 +179,18 @@ func (p *Process) Reset(ctx context.Context, region string, link failpoint.Link)
 }
 
 // Restore implements Links. A region cut from etcd lost its liveness
-// lease and, past the confirmation delay, its shards: once the link is
-// back, the region fails back as after a restart.
+// lease and, past the confirmation delay, its shards: once its etcd and
+// SQL links are both back (a cut of both heals one link after the other,
+// and the region is not ready while its store is cut), the region fails
+// back as after a restart.
 func (p *Process) Restore(ctx context.Context, region string, link failpoint.Link) error {
 	ctx, cancel := healing(ctx)
 	defer cancel()
 	if err := p.toxics.Restore(ctx, region, link); err != nil {
 		return err
 	}
-	if link != failpoint.LinkEtcd {
+	if (link != failpoint.LinkEtcd && link != failpoint.LinkSQL) ||
+		!p.toxics.Clean(region, failpoint.LinkEtcd) || !p.toxics.Clean(region, failpoint.LinkSQL) {
 		return nil
 	}
 	p.mu.Lock()

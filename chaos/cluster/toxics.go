@@ -174,6 +174,18 @@ func (t *Toxics) Reset(_ context.Context, region string, link failpoint.Link) er
 	return t.add(names, `{"name":"reset","type":"reset_peer","stream":"downstream","toxicity":1.0,"attributes":{"timeout":0}}`)
 }
 
+// Clean reports whether no proxy of region's link carries a toxic.
+func (t *Toxics) Clean(region string, link failpoint.Link) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, name := range t.links[proxyName(region, link)] {
+		if len(t.toxics[name]) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // Restore removes every toxic from every proxy of the link.
 func (t *Toxics) Restore(ctx context.Context, region string, link failpoint.Link) error {
 	names, err := t.of(region, link)

@@ -139,3 +139,33 @@ func TestToxicsLinkWithAProxyPerTargetIsCutWholeOrOneTargetAlone(t *testing.T) {
 		t.Error("CutTo a target without a proxy succeeded")
 	}
 }
+
+// TestToxicsCleanSaysWhetherALinkStillCarriesAFault: a region cut from
+// etcd and SQL together heals one link after the other, and only once
+// both are clean may it be waited on to serve again.
+func TestToxicsCleanSaysWhetherALinkStillCarriesAFault(t *testing.T) {
+	ctx := context.Background()
+	tx := NewToxics()
+	defer tx.Close()
+	if _, err := tx.AddTo("us-east", failpoint.LinkEtcd, "m1", echo(t)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.AddTo("us-east", failpoint.LinkEtcd, "m2", echo(t)); err != nil {
+		t.Fatal(err)
+	}
+	if !tx.Clean("us-east", failpoint.LinkEtcd) {
+		t.Error("a link without toxics is not clean")
+	}
+	if err := tx.CutTo(ctx, "us-east", failpoint.LinkEtcd, "m2"); err != nil {
+		t.Fatal(err)
+	}
+	if tx.Clean("us-east", failpoint.LinkEtcd) {
+		t.Error("a link with one proxy cut is clean")
+	}
+	if err := tx.Restore(ctx, "us-east", failpoint.LinkEtcd); err != nil {
+		t.Fatal(err)
+	}
+	if !tx.Clean("us-east", failpoint.LinkEtcd) {
+		t.Error("a restored link is not clean")
+	}
+}
