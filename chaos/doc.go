@@ -11,7 +11,7 @@
 //	res, err := chaos.Drill(ctx, chaos.DrillConfig{
 //		Scenario: "mixed", Seed: 42, Duration: 10 * time.Minute,
 //		ReportPath: "drill.html", HistoryPath: "drill.jsonl",
-//		Start: cluster.StartRegional, // the in-process multi-region cluster
+//		Start: cluster.StartProcesses, // an idemd process per region (or StartRegional)
 //		Out: os.Stdout, Terminal: chaos.IsTerminal(os.Stdout),
 //	})
 //	// err is non-nil (errors.Is ErrViolations or ErrNotCovered) unless green.

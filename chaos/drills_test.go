@@ -12,70 +12,135 @@ import (
 	"github.com/idemcoord/idemcoord/chaos"
 	"github.com/idemcoord/idemcoord/chaos/cluster"
 	"github.com/idemcoord/idemcoord/chaos/report"
+	"github.com/idemcoord/idemcoord/chaos/validate"
 )
 
-// drillLong, when set to 1, makes TestShippedScenariosHoldOnTheRegionalCluster
+// drillLong, when set to 1, makes TestShippedScenariosAreGreenOnTheProcessCluster
 // run mixed for ten minutes instead of the short seeded set.
 const drillLong = "IDEMCOORD_DRILL_LONG"
 
-// TestShippedScenariosHoldOnTheRegionalCluster runs every shipped scenario
-// briefly, seeded, on the in-process multi-region cluster: those whose
-// faults the cluster supports must be green (every invariant held and
-// the coverage saw a stale-epoch write rejected, a takeover, a 40001
-// retry, an ambiguous outcome resolved and a move under load); the others
-// (a zombie pause, etcd partitions, crash points, which need the
-// process-level cluster) must at least be safe.
-func TestShippedScenariosHoldOnTheRegionalCluster(t *testing.T) {
+// drillCase is one seeded drill of a shipped scenario.
+type drillCase struct {
+	scenario string
+	seed     uint64
+	duration time.Duration
+	// bug, when set, names a known product bug the run may hit (see
+	// zombieUnrecordedAck), depending on timing: the run must be green,
+	// or break only what that bug breaks and still be covered.
+	bug func(t *testing.T, res chaos.Result)
+}
+
+// TestShippedScenariosAreGreenOnTheProcessCluster runs every shipped
+// scenario briefly, seeded, on the process-level cluster (an idemd
+// process per region built with -tags drill, every link through its own
+// proxy): each must be green, every invariant held and the coverage saw
+// a stale-epoch write rejected, a takeover, a 40001 retry, an ambiguous
+// outcome resolved and a move under load.
+func TestShippedScenariosAreGreenOnTheProcessCluster(t *testing.T) {
 	if testing.Short() {
-		t.Skip("starts a dev cluster per scenario")
+		t.Skip("builds idemd and starts a process cluster per scenario")
 	}
-	tests := []struct {
-		scenario string
-		seed     uint64
-		duration time.Duration
-		green    bool
-	}{
-		{"region-loss-transfer", 1, 25 * time.Second, true},
-		{"region-loss-reject", 1, 25 * time.Second, true},
-		{"sql-partition", 4, 30 * time.Second, true},
-		{"etcd-leader-kill", 4, 30 * time.Second, true},
-		{"mixed", 6, 30 * time.Second, true},
-		{"zombie-pause", 1, 20 * time.Second, false},
-		{"etcd-partition", 1, 20 * time.Second, false},
-		{"crash-points", 1, 20 * time.Second, false},
+	tests := []drillCase{
+		// Seeds and lengths are chosen so each run's schedule holds the
+		// scenario's main fault and, where the scenario pairs it with a
+		// region loss (sql-partition, etcd-partition), that loss too: a
+		// 20 s run has room for one fault, a 30 s run for two.
+		{"region-loss-transfer", 1, 20 * time.Second, nil},
+		{"region-loss-reject", 1, 20 * time.Second, nil},
+		{"sql-partition", 4, 30 * time.Second, nil},    // cut_sql, kill_region
+		{"etcd-leader-kill", 4, 20 * time.Second, nil}, // kill_etcd_leader
+		{"etcd-partition", 1, 30 * time.Second, nil},   // cut_etcd, kill_region
+		{"zombie-pause", 1, 20 * time.Second, zombieUnrecordedAck},
+		{"crash-points", 6, 20 * time.Second, nil}, // after_upstream
+		{"mixed", 6, 30 * time.Second, nil},        // reset_peer sql, then a region fault
 	}
 	if os.Getenv(drillLong) == "1" {
-		tests = tests[4:5]
-		tests[0].duration = 10 * time.Minute
+		tests = []drillCase{{"mixed", 6, 10 * time.Minute, nil}}
 	}
 	for _, tt := range tests {
 		t.Run(tt.scenario, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), tt.duration+3*time.Minute)
-			defer cancel()
-			res, err := chaos.Drill(ctx, chaos.DrillConfig{Scenario: tt.scenario, Seed: tt.seed, Duration: tt.duration,
-				Start: cluster.StartRegional, Out: io.Discard})
-			logFigures(t, res.Report)
-			for _, e := range res.StageErrors {
-				t.Logf("stage error: %v", e)
-			}
+			res, err := drill(t, tt, cluster.StartProcesses)
 			switch {
-			case tt.green && err != nil:
+			case tt.bug != nil && err != nil:
+				tt.bug(t, res)
+			case err != nil:
 				t.Errorf("Drill(%s, seed %d) = %v, want green", tt.scenario, tt.seed, err)
-			case !tt.green && (errors.Is(err, chaos.ErrViolations) || (err != nil && !errors.Is(err, chaos.ErrNotCovered))):
-				t.Errorf("Drill(%s, seed %d) = %v, want safe", tt.scenario, tt.seed, err)
-			}
-			if err != nil {
-				var b strings.Builder
-				res.Report.WriteText(&b)
-				t.Logf("summary:\n%.4000s", b.String())
 			}
 		})
 	}
 }
 
+// zombieUnrecordedAck is the known bug zombie-pause seed 1 hits in most
+// runs (see docs/drills.md): a region paused past its lease while its upstream
+// call was in flight wakes up after its shard moved; its finish is
+// refused by the fence (stale epoch), as it must be, but the gateway
+// still answers its client the upstream's 201 and only retries the
+// refused finish in the background, under the same stale token, until it
+// gives up. The client holds an acknowledged success whose record stays
+// IN_PROGRESS past its lease, and nobody settles it (a synchronous
+// endpoint has no recovery loop; the acknowledged client never retries):
+// I7 and liveness break. Nothing runs twice. The run must break nothing
+// else.
+func zombieUnrecordedAck(t *testing.T, res chaos.Result) {
+	t.Helper()
+	if res.Report.Duplicates != 0 {
+		t.Errorf("%d duplicates: the zombie ran something twice", res.Report.Duplicates)
+	}
+	for _, v := range res.Verdict.Violations {
+		switch {
+		case v.Invariant == validate.I7 && strings.Contains(v.Message, "IN_PROGRESS"):
+		case v.Invariant == validate.Liveness && strings.Contains(v.Message, "IN_PROGRESS"):
+		default:
+			t.Errorf("violation beyond the known bug: %s %s", v.Invariant, v.Message)
+		}
+	}
+	if missing := res.Verdict.Coverage.Missing(); len(missing) > 0 {
+		t.Errorf("coverage incomplete: %v", missing)
+	}
+	t.Logf("known bug (zombie's fenced finish leaves its acknowledged success IN_PROGRESS): %d I7, %d liveness violations",
+		len(res.Verdict.Of(validate.I7)), len(res.Verdict.Of(validate.Liveness)))
+}
+
+// TestShippedScenariosHoldOnTheRegionalCluster runs, on the in-process
+// multi-region cluster (cluster.StartRegional), the scenario the unsafe
+// test is measured against: it must be green there too. The others run
+// on the process cluster, which supports every fault family.
+func TestShippedScenariosHoldOnTheRegionalCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a dev cluster")
+	}
+	tt := drillCase{"region-loss-transfer", 1, 25 * time.Second, nil}
+	if _, err := drill(t, tt, cluster.StartRegional); err != nil {
+		t.Errorf("Drill(%s, seed %d) = %v, want green", tt.scenario, tt.seed, err)
+	}
+}
+
+// drill runs tt on a cluster start starts and logs its figures and, when
+// it is not green, its summary.
+func drill(t *testing.T, tt drillCase, start cluster.Starter) (chaos.Result, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), tt.duration+4*time.Minute)
+	defer cancel()
+	res, err := chaos.Drill(ctx, chaos.DrillConfig{Scenario: tt.scenario, Seed: tt.seed, Duration: tt.duration,
+		Start: start, Out: io.Discard})
+	logFigures(t, res.Report)
+	for _, e := range res.StageErrors {
+		t.Logf("stage error: %v", e)
+	}
+	if err != nil && !errors.Is(err, chaos.ErrViolations) && !errors.Is(err, chaos.ErrNotCovered) {
+		t.Fatalf("Drill(%s, seed %d) could not run: %v", tt.scenario, tt.seed, err)
+	}
+	if err != nil {
+		var b strings.Builder
+		res.Report.WriteText(&b)
+		t.Logf("summary:\n%.4000s", b.String())
+	}
+	return res, err
+}
+
 // logFigures logs a run's figures: requests, acknowledged successes,
 // duplicates, stale writes rejected, takeovers, failover time and
-// availability.
+// availability, over the run and during each fault window.
 func logFigures(t *testing.T, r report.Report) {
 	t.Helper()
 	avail := 0.0
@@ -87,4 +152,12 @@ func logFigures(t *testing.T, r report.Report) {
 		r.Scenario, r.Seed, r.Requests, r.Acked, r.Duplicates, r.Coverage.StaleEpochRejected, r.Coverage.Takeovers,
 		r.Coverage.Retries40001, r.Coverage.AmbiguousResolved, r.Coverage.MovesUnderLoad,
 		r.Failover.N, r.Failover.P50, r.Failover.P99, avail)
+	for _, f := range r.Faults {
+		during := 0.0
+		if f.Requests > 0 {
+			during = float64(f.Acked) / float64(f.Requests)
+		}
+		t.Logf("figures %s fault %s [%.1fs, %.1fs]: requests=%d acked=%d rejected_503=%d (without Retry-After %d) availability=%.3f",
+			r.Scenario, f.What, f.From, f.To, f.Requests, f.Acked, f.Rejected, f.RejectedNoRetryAfter, during)
+	}
 }

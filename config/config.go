@@ -24,6 +24,11 @@ const (
 	// path, so this only decides how soon a bad endpoint list fails startup
 	// or a controller gives up on one member.
 	DefaultDialTimeout = 5 * time.Second
+	// MinEtcdLeaseTTL is the shortest liveness or election lease TTL:
+	// etcd refuses leases shorter than 1.5 election timeouts (2 s with its
+	// default 1 s), and a liveness lease must outlast its keepalive
+	// interval (TTL/3) plus the pause and drift budgets (1.25 s).
+	MinEtcdLeaseTTL = 2 * time.Second
 )
 
 // Config is the whole idemd file. Parse fills in defaults; the zero value is
@@ -93,6 +98,23 @@ type Etcd struct {
 	Endpoints []string `yaml:"endpoints"`
 	// DialTimeout bounds connecting to etcd. Default DefaultDialTimeout.
 	DialTimeout time.Duration `yaml:"dial_timeout"`
+	// LivenessTTL is the TTL of this instance's liveness lease, whole
+	// seconds, at least MinEtcdLeaseTTL. Default 0:
+	// ownership.DefaultLivenessTTL (5s). Shorter detects a lost region
+	// sooner (its shards move about one TTL after it stopped answering)
+	// but lets a shorter etcd hiccup or process stall look like a dead
+	// region. Chaos drills shorten it so a failover fits a fault window.
+	LivenessTTL time.Duration `yaml:"liveness_ttl"`
+	// ElectionTTL is the TTL of the failover controller's election lease,
+	// whole seconds, at least MinEtcdLeaseTTL: a controller that died
+	// with its region is replaced within it. Default 0:
+	// failover.DefaultElectionTTL (5s).
+	ElectionTTL time.Duration `yaml:"election_ttl"`
+	// ConfirmDelay is how long a region must have no liveness key before
+	// the controller fails it over. Default 0:
+	// failover.DefaultConfirmDelay (2s). Shorter adds less to every
+	// failover; longer rides out a region's restart.
+	ConfirmDelay time.Duration `yaml:"confirm_delay"`
 	// TLS is the client TLS to etcd (production.go).
 	TLS EtcdTLS `yaml:"tls"`
 }

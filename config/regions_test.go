@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"testing"
+	"time"
 )
 
 func TestRegionsListErrorsNameTheFieldAndWhy(t *testing.T) {
@@ -47,5 +48,37 @@ routing: redirect
 	c = mustParse(t, three)
 	if len(c.Regions) != 3 || c.Routing != RoutingRedirect {
 		t.Fatalf("parsed regions=%v routing=%q", c.Regions, c.Routing)
+	}
+}
+
+// TestEtcdTimingsTuneFailureDetection: etcd.liveness_ttl, election_ttl
+// and confirm_delay parse (a drill shortens them so a failover fits its
+// fault window), and a TTL etcd would refuse or round is an error naming
+// the field.
+func TestEtcdTimingsTuneFailureDetection(t *testing.T) {
+	c := mustParse(t, minimal+"etcd: {endpoints: [\"http://127.0.0.1:2379\"], liveness_ttl: 3s, election_ttl: 2s, confirm_delay: 500ms}\n")
+	if c.Etcd.LivenessTTL != 3*time.Second || c.Etcd.ElectionTTL != 2*time.Second || c.Etcd.ConfirmDelay != 500*time.Millisecond {
+		t.Fatalf("parsed etcd timings %+v", c.Etcd)
+	}
+	tests := []struct {
+		name string
+		etcd Etcd
+		path string
+	}{
+		{"liveness below etcd's minimum", Etcd{LivenessTTL: time.Second}, "etcd.liveness_ttl"},
+		{"liveness not whole seconds", Etcd{LivenessTTL: 2500 * time.Millisecond}, "etcd.liveness_ttl"},
+		{"election below etcd's minimum", Etcd{ElectionTTL: 1500 * time.Millisecond}, "etcd.election_ttl"},
+		{"negative confirm delay", Etcd{ConfirmDelay: -time.Second}, "etcd.confirm_delay"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := mustParse(t, minimal)
+			tt.etcd.DialTimeout = time.Second
+			c.Etcd = tt.etcd
+			var ve *ValidationError
+			if err := c.Validate(); !errors.As(err, &ve) || len(ve.Errors) != 1 || ve.Errors[0].Path != tt.path {
+				t.Errorf("Validate(%+v) = %v, want one error at %s", tt.etcd, err, tt.path)
+			}
+		})
 	}
 }

@@ -89,6 +89,7 @@ func (c *Config) Validate() error {
 		checkURL(&p, fmt.Sprintf("etcd.endpoints[%d]", i), ep, false)
 	}
 	positive(&p, "etcd.dial_timeout", c.Etcd.DialTimeout)
+	checkEtcdTimings(&p, c.Etcd)
 	c.Auth.check(&p)
 	positive(&p, "defaults.ttl", c.Defaults.TTL)
 	positive(&p, "defaults.lease", c.Defaults.Lease)
@@ -143,6 +144,26 @@ func checkLease(p *problems, prefix string, ttl, lease, upstream time.Duration) 
 	}
 	if ttl > 0 && lease > ttl {
 		p.add(prefix+".ttl", "%s is shorter than lease %s; a record could expire while its worker runs", ttl, lease)
+	}
+}
+
+// checkEtcdTimings reports a lease TTL etcd would refuse or round, or a
+// negative confirmation delay (zero means each one's default).
+func checkEtcdTimings(p *problems, e Etcd) {
+	for _, ttl := range []struct {
+		path string
+		d    time.Duration
+	}{{"etcd.liveness_ttl", e.LivenessTTL}, {"etcd.election_ttl", e.ElectionTTL}} {
+		switch {
+		case ttl.d == 0:
+		case ttl.d < MinEtcdLeaseTTL:
+			p.add(ttl.path, "must be at least %s (or unset for the default), got %s", MinEtcdLeaseTTL, ttl.d)
+		case ttl.d%time.Second != 0:
+			p.add(ttl.path, "must be whole seconds (etcd leases are), got %s", ttl.d)
+		}
+	}
+	if e.ConfirmDelay < 0 {
+		p.add("etcd.confirm_delay", "must not be negative, got %s", e.ConfirmDelay)
 	}
 }
 

@@ -52,7 +52,7 @@ func (d *Daemon) joinEtcd(ctx context.Context, cfg *config.Config, meter metric.
 		return fmt.Errorf("ownership cache: %w", err)
 	}
 	d.live, err = ownership.StartLiveness(ctx, ownership.LivenessConfig{Client: d.etcd, Region: cfg.Region,
-		Instance: cfg.WorkerName(), RegisterTimeout: cfg.Etcd.DialTimeout, Logger: log, Clock: clk})
+		Instance: cfg.WorkerName(), RegisterTimeout: cfg.Etcd.DialTimeout, TTL: cfg.Etcd.LivenessTTL, Logger: log, Clock: clk})
 	if err != nil {
 		return fmt.Errorf("etcd liveness: %w", err)
 	}
@@ -65,6 +65,12 @@ func (d *Daemon) joinEtcd(ctx context.Context, cfg *config.Config, meter metric.
 // every write guarded by its election key.
 func (d *Daemon) startFailover(cfg *config.Config, meter metric.Meter, log *slog.Logger) error {
 	fc := d.opts.Failover
+	if fc.ElectionTTL == 0 {
+		fc.ElectionTTL = cfg.Etcd.ElectionTTL
+	}
+	if fc.ConfirmDelay == 0 {
+		fc.ConfirmDelay = cfg.Etcd.ConfirmDelay
+	}
 	fc.Client, fc.Directory, fc.Topology, fc.Audit = d.etcd, d.dir, d.topo, d.store
 	fc.Name, fc.Meter, fc.Logger = cfg.Region+"/"+cfg.WorkerName(), meter, log
 	if fc.Clock == nil {

@@ -18,30 +18,31 @@
 // points and clocks are ErrUnsupported. Options.Unsafe
 // UnsafeRegionLocalClaims breaks its coordinator on purpose (drills only).
 //
-// # The process-level cluster (to be built on these interfaces)
+// # The process-level cluster
 //
-// Topology: per region an `idemd run` process and a demo payments process
-// (each its own exec.Cmd, so SIGKILL/SIGSTOP/SIGCONT hit one region only);
-// a 3-member etcd, one member per region, each separately killable; one
-// PostgreSQL; the bank. Every link goes through its own toxiproxy proxy, in
-// the drill's process (toxiproxy v2 in-process, see FACTS.md), named
-// "<region>-<link>":
+// Process (StartProcesses, ProcessStarter) implements every interface:
+// per region an `idemd run` process built with -tags drill (DrillIdemd,
+// once per test binary or drill run, from the module source FindSource
+// finds) with its own control API (CrashPoints, Clocks), so SIGKILL,
+// SIGSTOP and SIGCONT hit one region only; a 3-member etcd, one member per
+// region, each separately killable (in the drill's process); one
+// PostgreSQL; the bank and a demo payments server per region (in the
+// drill's process). Every link goes through its own toxiproxy proxy, in
+// the drill's process:
 //
-//	<region>-etcd      idemd -> its etcd member     (Links, failpoint.LinkEtcd)
-//	<region>-sql       idemd -> PostgreSQL          (failpoint.LinkSQL)
-//	<region>-peer      idemd -> other regions' idemd (failpoint.LinkPeer)
-//	<region>-upstream  idemd -> its payments        (failpoint.LinkUpstream)
+//	<region>-etcd-<member>   idemd -> each etcd member (Links, failpoint.LinkEtcd)
+//	<region>-sql             idemd -> PostgreSQL       (failpoint.LinkSQL)
+//	<region>-peer-<region>   idemd -> each other region (failpoint.LinkPeer; CutTo one)
+//	<region>-upstream        idemd -> its payments     (failpoint.LinkUpstream)
 //
 // Cut is a "timeout" toxic with timeout 0 (blackhole) on both directions;
 // Slow is "latency" with jitter; Reset is "reset_peer" (which hits
 // connections mid-COMMIT on the sql link); Restore removes the link's
-// toxics. Processes keep each region's listen address across Restart, so
-// clients and peers reconnect to the same URL. Etcd.Leader asks each
-// member's Status and returns the one whose Leader is itself. CrashPoints
-// and Clocks talk to a drills-only admin endpoint of idemd (compiled in
-// with a build tag), which the coordinator's crash points and injected
-// clock read. Shards and Homes report the bootstrap shard count and the
-// topology's home function, so traffic hashes like the gateway and the
-// checker knows the epoch-1 owners. Directory snapshots the etcd
-// directory (shard -> owner, epoch, state) after healing for I4.
+// toxics. Regions keep their listen addresses across Restart, so clients
+// and peers reconnect to the same URL; after a restart, a resume, a
+// restored etcd link or a fired crash point the region's home shards are
+// failed back to it (fenced, drained). Etcd.Leader asks each member's
+// Status. Homes reports the topology's home function and Directory
+// snapshots the etcd directory after healing for I4. docs/drills.md has
+// the whole picture.
 package cluster

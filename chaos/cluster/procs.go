@@ -69,6 +69,7 @@ func (p *Procs) Restart(ctx context.Context, region string) error {
 	}
 	cmd := exec.Command(spec.Path, spec.Args...)
 	cmd.Env, cmd.Dir, cmd.Stdout, cmd.Stderr = spec.Env, spec.Dir, spec.Stdout, spec.Stderr
+	cmd.SysProcAttr = childAttr()
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("cluster: start %s: %w", region, err)
 	}

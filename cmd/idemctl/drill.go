@@ -18,9 +18,29 @@ import (
 	"github.com/idemcoord/idemcoord/chaos/scenario"
 )
 
-// drillStart starts the cluster a drill runs against: the in-process
-// multi-region dev cluster with its fault families.
-var drillStart cluster.Starter = cluster.StartRegional
+// Values of `idemctl drill run --cluster`.
+const (
+	// drillProcess is the process-level cluster (the default): an idemd
+	// process per region, built with -tags drill, every fault family.
+	drillProcess = "process"
+	// drillInProcess is the in-process multi-region dev cluster: no build
+	// needed, but no pauses, etcd or peer link cuts, crash points or skew.
+	drillInProcess = "inprocess"
+)
+
+// drillStarter returns the Starter --cluster names.
+func drillStarter(kind, source, binary string) (cluster.Starter, error) {
+	switch kind {
+	case drillProcess:
+		return cluster.ProcessStarter(cluster.ProcessConfig{Source: source, Binary: binary}), nil
+	case drillInProcess:
+		if source != "" || binary != "" {
+			return nil, fmt.Errorf("--source and --idemd are for --cluster %s", drillProcess)
+		}
+		return cluster.StartRegional, nil
+	}
+	return nil, fmt.Errorf("--cluster must be %s or %s, got %q", drillProcess, drillInProcess, kind)
+}
 
 // drillSummary is `idemctl drill run --output json`: the figures of a run.
 type drillSummary struct {
@@ -49,20 +69,30 @@ func drillCmd() *cobra.Command {
 	drill := &cobra.Command{Use: "drill", Short: "Run chaos drills against a throwaway cluster"}
 	var (
 		name, reportPath, historyPath, format string
-		unsafe                                string
+		unsafe, kind, source, binary          string
 		seed                                  uint64
 		duration                              time.Duration
 	)
 	run := &cobra.Command{
 		Use:   "run --scenario NAME --seed N",
 		Short: "Run one seeded drill and check every invariant",
-		Long: `run starts a throwaway multi-region dev cluster (in this process, with a
-throwaway PostgreSQL and embedded etcd), drives seeded traffic against it
-while the scenario's faults (region loss, link cuts, etcd leader kills,
-moves under load...) are injected, heals, then checks the invariants
+		Long: `run starts a throwaway three-region cluster, drives seeded traffic against
+it while the scenario's faults (region kills and pauses, link cuts, etcd
+leader kills, crash points, clock skew, moves under load...) are injected,
+heals, then checks the invariants
 (at most one upstream effect per key, replays identical, fencing, ...) and
 the coverage (a stale-epoch write rejected, a takeover, a 40001 retry, an
 ambiguous outcome resolved, a move under load).
+
+--cluster process (the default) runs each region as its own idemd process,
+built with -tags drill from the idemcoord module source (found at or above
+the working directory, or --source DIR; --idemd BIN uses a drill build
+already made), with a 3-member etcd, a throwaway PostgreSQL, the demo bank
+and payments servers in this process, and every link (to each etcd member,
+to SQL, to each other region, to its upstream) through its own toxiproxy.
+--cluster inprocess runs the regions in this process instead: nothing to
+build, but pauses, etcd and peer link cuts, crash points and clock skew are
+unsupported there (a scenario using them is checked safe, not green).
 
 The same --seed replays the same faults and workload. The exit status is
 non-zero when an invariant broke (the summary prints the seed, each broken
@@ -79,6 +109,11 @@ Scenarios: ` + strings.Join(scenario.Names(), ", ") + `.`,
 			if _, err := scenario.Load(name); err != nil {
 				return err
 			}
+			start, err := drillStarter(kind, source, binary)
+			if err != nil {
+				return err
+			}
+			defer cluster.RemoveDrillBuilds()
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			// With --output json the progress and the text summary go to
@@ -88,7 +123,7 @@ Scenarios: ` + strings.Join(scenario.Names(), ", ") + `.`,
 				out, term = cmd.ErrOrStderr(), false
 			}
 			res, err := chaos.Drill(ctx, chaos.DrillConfig{Scenario: name, Seed: seed, Duration: duration,
-				ReportPath: reportPath, HistoryPath: historyPath, Start: drillStart, Out: out, Terminal: term,
+				ReportPath: reportPath, HistoryPath: historyPath, Start: start, Out: out, Terminal: term,
 				Unsafe: unsafe})
 			if format == outputJSON {
 				if rerr := render(cmd.OutOrStdout(), format, table{v: summarize(name, seed, res.Report, err)}); rerr != nil {
@@ -108,6 +143,10 @@ Scenarios: ` + strings.Join(scenario.Names(), ", ") + `.`,
 	run.Flags().StringVar(&historyPath, "history", "", "write the history as JSON lines to `FILE` (for a recheck)")
 	run.Flags().StringVar(&unsafe, "unsafe-drill-mode", "", "break the coordinator on purpose so the checker must report violations, one of "+
 		strings.Join(cluster.UnsafeModes(), ", ")+" (docs/drills.md says what each breaks); drills only")
+	run.Flags().StringVar(&kind, "cluster", drillProcess, "cluster to drill: "+drillProcess+" (an idemd process per region) or "+
+		drillInProcess+" (regions in this process; fewer fault families)")
+	run.Flags().StringVar(&source, "source", "", "idemcoord module `DIR` to build the drill idemd from (default: found at or above the working directory)")
+	run.Flags().StringVar(&binary, "idemd", "", "an idemd `BIN` built with -tags drill, instead of building one")
 	run.MarkFlagRequired("scenario")
 	addOutputFlag(run, &format)
 	drill.AddCommand(run)

@@ -54,3 +54,26 @@ func TestDrillRunRefusesAnUnknownScenario(t *testing.T) {
 		t.Errorf("drill run --scenario no-such-drill = %v, want an error naming it", err)
 	}
 }
+
+// TestDrillRunNamesWhatItCannotStart: an unknown --cluster, and a
+// process cluster with no idemcoord source to build idemd from, fail
+// before anything runs, each saying why.
+func TestDrillRunNamesWhatItCannotStart(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--cluster", "docker"}, `--cluster must be process or inprocess, got "docker"`},
+		{[]string{"--cluster", "process", "--source", t.TempDir()}, "module source"},
+		{[]string{"--cluster", "inprocess", "--idemd", "/bin/true"}, "--source and --idemd are for --cluster process"},
+	}
+	for _, tt := range tests {
+		cmd := rootCmd()
+		cmd.SetOut(new(bytes.Buffer))
+		cmd.SetErr(new(bytes.Buffer))
+		cmd.SetArgs(append([]string{"drill", "run", "--scenario", "mixed", "--duration", "1s"}, tt.args...))
+		if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("drill run %v = %v, want an error containing %q", tt.args, err, tt.want)
+		}
+	}
+}

@@ -1,0 +1,99 @@
+package cluster
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/idemcoord/idemcoord/devcluster"
+)
+
+// Process cluster defaults.
+const (
+	// procDefaultLease is the endpoint's lease when Options.Lease is zero:
+	// the shipped scenarios' 3 s, short enough that a takeover of a dead
+	// or paused worker's operation falls inside a fault window.
+	procDefaultLease = 3 * time.Second
+	// procMaxConns is each idemd's SQL pool: three processes and the
+	// drill's own pools share one throwaway PostgreSQL.
+	procMaxConns = 16
+	// procLivenessTTL, procElectionTTL and procConfirmDelay time failure
+	// detection (etcd.liveness_ttl, election_ttl, confirm_delay): a region
+	// that stops answering (killed, paused, cut from etcd) loses its
+	// shards about 4-5 s later instead of the defaults' 8-10 s, so a
+	// scenario's 4-15 s fault outlasts the failover and the zombie, the
+	// takeovers and the moves happen inside the fault window.
+	procLivenessTTL  = 3 * time.Second
+	procElectionTTL  = 3 * time.Second
+	procConfirmDelay = time.Second
+)
+
+// regionFile is what one region's idemd.yaml says: its own addresses and
+// the proxied ones of everything it talks to.
+type regionFile struct {
+	Region, Listen, Upstream, DSN, SecretFile, Policy string
+	// Etcd are the region's proxies to each etcd member.
+	Etcd []string
+	// Peers are the regions list in the topology's order: this region's
+	// real URL, the others' through this region's peer proxies.
+	Peers []peer
+	// Lease and UpstreamTimeout are the endpoint's.
+	Lease, UpstreamTimeout time.Duration
+}
+
+type peer struct {
+	Name string `json:"name"`
+	URL  string `json:"url"`
+}
+
+// upstreamTimeout is the endpoint's upstream timeout under lease: half of
+// it, so a worker whose call times out still finishes well inside its
+// lease (the configuration refuses a lease that is not longer).
+func upstreamTimeout(lease time.Duration) time.Duration { return lease / 2 }
+
+// render returns the region's idemd.yaml: the dev cluster's create-payment
+// endpoint (same fingerprint, retry statuses and resolve path) under the
+// drill's policy and lease. Values are JSON, which YAML reads as
+// flow scalars and sequences.
+func (f regionFile) render() []byte {
+	q := func(v any) string {
+		b, _ := json.Marshal(v)
+		return string(b)
+	}
+	return fmt.Appendf(nil, `region: %s
+listen: %s
+upstream: %s
+store:
+  dsn: %s
+  max_conns: %d
+etcd:
+  endpoints: %s
+  liveness_ttl: %s
+  election_ttl: %s
+  confirm_delay: %s
+# every region lists the same regions in the same order (the order decides
+# each shard's home); the others' URLs are this region's proxies to them
+regions: %s
+routing: forward
+auth:
+  issuer: %s
+  audience: %s
+  hs256_secret_file: %s
+defaults:
+  ttl: 24h
+  lease: %s
+  upstream_timeout: %s
+endpoints:
+  - name: create-payment
+    method: POST
+    path: /v1/payments
+    key: required
+    fingerprint:
+      exclude: [/client_timestamp]
+    retry_statuses: [408, 409, 425, 429, 500, 502-504]
+    response_headers: [Content-Type, Location]
+    failover: %s
+    resolve_path: /internal/operations/{operation_id}
+`, q(f.Region), q(f.Listen), q(f.Upstream), q(f.DSN), procMaxConns, q(f.Etcd), procLivenessTTL, procElectionTTL, procConfirmDelay, q(f.Peers),
+		q(devcluster.Issuer), q(devcluster.Audience), q(f.SecretFile), f.Lease, f.UpstreamTimeout, q(f.Policy))
+}
