@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
@@ -34,8 +35,22 @@ type Options struct {
 	Fast bool
 }
 
+// startAttempts bounds how often Start picks new ports: a free port can
+// be taken by another process between the pick and the member's listen.
+const startAttempts = 3
+
 // Start starts one member per name and waits until all are ready.
 func Start(ctx context.Context, names []string, opts Options) (*Cluster, error) {
+	for attempt := 1; ; attempt++ {
+		c, err := start(ctx, names, opts)
+		if err == nil || attempt == startAttempts || !errors.Is(err, syscall.EADDRINUSE) || ctx.Err() != nil {
+			return c, err
+		}
+	}
+}
+
+// start is one attempt of Start, on newly picked ports.
+func start(ctx context.Context, names []string, opts Options) (*Cluster, error) {
 	dir, err := os.MkdirTemp("", "idemetcd")
 	if err != nil {
 		return nil, err
@@ -43,18 +58,15 @@ func Start(ctx context.Context, names []string, opts Options) (*Cluster, error) 
 	c := &Cluster{dir: dir}
 	peers := make([]string, len(names))
 	clientURLs := make([]string, len(names))
+	ports, err := freePorts(2 * len(names))
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
 	var initial []string
 	for i, n := range names {
-		pp, err := freePort()
-		if err != nil {
-			return nil, err
-		}
-		cp, err := freePort()
-		if err != nil {
-			return nil, err
-		}
-		peers[i] = fmt.Sprintf("http://127.0.0.1:%d", pp)
-		clientURLs[i] = fmt.Sprintf("http://127.0.0.1:%d", cp)
+		peers[i] = fmt.Sprintf("http://127.0.0.1:%d", ports[2*i])
+		clientURLs[i] = fmt.Sprintf("http://127.0.0.1:%d", ports[2*i+1])
 		initial = append(initial, n+"="+peers[i])
 	}
 	type result struct {
@@ -178,11 +190,19 @@ func (c *Cluster) Close() {
 	os.RemoveAll(c.dir)
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+// freePorts returns n distinct free loopback ports. It holds every
+// listener until it has all n: a port closed at once may be handed out
+// again by the next listen, and two members given one port fail to start
+// ("has duplicate url").
+func freePorts(n int) ([]int, error) {
+	ports := make([]int, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return ports, nil
 }
