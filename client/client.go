@@ -99,7 +99,7 @@ func (c *Client) PostJSON(ctx context.Context, path, key string, v any) (*Respon
 // twice. The price is that an intent whose first attempt is stuck
 // OUTCOME_UNKNOWN on the server gets 409s until the server resolves it.
 func (c *Client) Do(ctx context.Context, in Intent) (*Response, error) {
-	target, header, err := c.prepare(in)
+	target, header, err := c.prepare(in, in.Method != http.MethodGet && in.Method != http.MethodHead)
 	if err != nil {
 		return nil, err
 	}
@@ -168,12 +168,13 @@ func ambiguousEnd(attempts int, err error) error {
 }
 
 // prepare checks in and builds what every attempt shares: the URL and the
-// headers other than Authorization.
-func (c *Client) prepare(in Intent) (string, http.Header, error) {
+// headers other than Authorization. keyed says the request must carry a
+// key; a key given anyway is checked either way.
+func (c *Client) prepare(in Intent, keyed bool) (string, http.Header, error) {
 	if in.Method == "" {
 		return "", nil, fmt.Errorf("%w: Method is empty", ErrInvalidIntent)
 	}
-	if in.Key != "" || (in.Method != http.MethodGet && in.Method != http.MethodHead) {
+	if in.Key != "" || keyed {
 		if err := checkKey(in.Key); err != nil {
 			return "", nil, err
 		}

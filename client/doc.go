@@ -41,6 +41,15 @@
 // ErrGaveUp): the intent may or may not have taken effect. Retry later with
 // the same key to learn which; do not switch keys.
 //
+// # Cancelling async work
+//
+// Cancel(ctx, operationID) asks the gateway to cancel an async operation
+// (DELETE /v1/operations/{id}) before its irreversible stage. It needs no
+// key (cancelling is idempotent by itself), retries 429, 502 (the
+// upstream gave no verdict), 503, 504 and transport failures, and stops at
+// a 409 refusal. Giving up on a request, or dropping its connection, never
+// cancels anything: only Cancel does.
+//
 // Redirects are not followed by the default HTTPClient: a 303 would turn
 // the request into a GET without its body.
 package client
