@@ -14,63 +14,14 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/idemcoord/idemcoord/internal/drillpoint"
 )
-
-// drillBin is the drill build of idemd, built once for every test using
-// it at the same time and removed when the last one ends.
-var drillBin struct {
-	mu    sync.Mutex
-	users int
-	dir   string
-	path  string
-}
-
-// idemdDrillBinary builds cmd/idemd with -tags drill on first use and
-// returns its path, valid until the test ends.
-func idemdDrillBinary(t *testing.T) string {
-	t.Helper()
-	drillBin.mu.Lock()
-	defer drillBin.mu.Unlock()
-	if drillBin.users == 0 {
-		dir, err := os.MkdirTemp("", "idemcoord-e2e-drillbin")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), procBuildTimeout)
-		defer cancel()
-		path := filepath.Join(dir, "idemd-drill")
-		start := time.Now()
-		cmd := exec.CommandContext(ctx, "go", "build", "-tags", "drill", "-o", path, "./cmd/idemd")
-		cmd.Dir = ".."
-		if out, err := cmd.CombinedOutput(); err != nil {
-			os.RemoveAll(dir)
-			t.Fatalf("go build -tags drill ./cmd/idemd: %v\n%s", err, out)
-		}
-		t.Logf("built the drill idemd in %v", time.Since(start).Round(time.Millisecond))
-		drillBin.dir, drillBin.path = dir, path
-	}
-	drillBin.users++
-	path := drillBin.path
-	t.Cleanup(func() {
-		drillBin.mu.Lock()
-		defer drillBin.mu.Unlock()
-		if drillBin.users--; drillBin.users == 0 {
-			os.RemoveAll(drillBin.dir)
-			drillBin.dir, drillBin.path = "", ""
-		}
-	})
-	return path
-}
 
 // startDrillIdemd starts the drill build as one more us-east instance,
 // with its control API on a free loopback port, and returns the process

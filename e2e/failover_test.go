@@ -216,8 +216,9 @@ func TestRegionKilledRejectEndpointsRefuseUntilAccepted(t *testing.T) {
 	}
 	// Past the dead worker's lease too (by the database's clock): still
 	// refused, still untouched.
-	for readRecord(t, c, opID).LeaseLeft > 0 {
-		time.Sleep(100 * time.Millisecond)
+	expireLease(t, c, opID)
+	if left := readRecord(t, c, opID).LeaseLeft; left > 0 {
+		t.Fatalf("the dead worker's lease still has %v", left)
 	}
 	if r := mustPost(t, eu.URL, tok, key, body); r.Status != http.StatusServiceUnavailable {
 		t.Errorf("retry of the in-flight intent on a failed-over reject endpoint: %v; want 503", r)

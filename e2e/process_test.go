@@ -48,47 +48,70 @@ const (
 	procBuildTimeout = 3 * time.Minute
 )
 
-// idemdBin is the idemd binary the process drills run, built once for
-// every test using it at the same time and removed when the last one ends.
-var idemdBin struct {
+// sharedBinary is a build of cmd/idemd (from the module root, "..")
+// made on first use, shared by every test using it at the same time and
+// removed when the last one ends.
+type sharedBinary struct {
+	name string // the binary's file name
+	tags string // go build -tags; "" for the normal build
+
 	mu    sync.Mutex
 	users int
 	dir   string
 	path  string
 }
 
-// idemdBinary builds cmd/idemd (from the module root, "..") on first use
-// and returns its path, valid until the test ends.
-func idemdBinary(t *testing.T) string {
+var (
+	// idemdBin is the idemd the process tests run.
+	idemdBin = &sharedBinary{name: "idemd"}
+	// drillBin is the drill build of idemd (-tags drill).
+	drillBin = &sharedBinary{name: "idemd-drill", tags: "drill"}
+)
+
+// idemdBinary returns the path of the normal build, valid until the test
+// ends.
+func idemdBinary(t *testing.T) string { return idemdBin.get(t) }
+
+// idemdDrillBinary returns the path of the drill build, valid until the
+// test ends.
+func idemdDrillBinary(t *testing.T) string { return drillBin.get(t) }
+
+// get builds b on first use and returns its path, valid until the test
+// ends.
+func (b *sharedBinary) get(t *testing.T) string {
 	t.Helper()
-	idemdBin.mu.Lock()
-	defer idemdBin.mu.Unlock()
-	if idemdBin.users == 0 {
-		dir, err := os.MkdirTemp("", "idemcoord-e2e-bin")
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.users == 0 {
+		dir, err := os.MkdirTemp("", "idemcoord-e2e-"+b.name)
 		if err != nil {
 			t.Fatal(err)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), procBuildTimeout)
 		defer cancel()
-		path := filepath.Join(dir, "idemd")
+		path := filepath.Join(dir, b.name)
+		args := []string{"build", "-o", path}
+		if b.tags != "" {
+			args = append(args, "-tags", b.tags)
+		}
 		start := time.Now()
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", path, "./cmd/idemd")
+		cmd := exec.CommandContext(ctx, "go", append(args, "./cmd/idemd")...)
 		cmd.Dir = ".."
 		if out, err := cmd.CombinedOutput(); err != nil {
 			os.RemoveAll(dir)
-			t.Fatalf("go build ./cmd/idemd: %v\n%s", err, out)
+			t.Fatalf("go %s: %v\n%s", strings.Join(cmd.Args[1:], " "), err, out)
 		}
-		t.Logf("built idemd in %v", time.Since(start).Round(time.Millisecond))
-		idemdBin.dir, idemdBin.path = dir, path
+		t.Logf("built %s in %v", b.name, time.Since(start).Round(time.Millisecond))
+		b.dir, b.path = dir, path
 	}
-	idemdBin.users++
-	path := idemdBin.path
+	b.users++
+	path := b.path
 	t.Cleanup(func() {
-		idemdBin.mu.Lock()
-		defer idemdBin.mu.Unlock()
-		if idemdBin.users--; idemdBin.users == 0 {
-			os.RemoveAll(idemdBin.dir)
-			idemdBin.dir, idemdBin.path = "", ""
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if b.users--; b.users == 0 {
+			os.RemoveAll(b.dir)
+			b.dir, b.path = "", ""
 		}
 	})
 	return path
@@ -405,6 +428,21 @@ func readRecord(t *testing.T, c *devcluster.Cluster, opID string) storedRecord {
 	}
 	rec.LeaseLeft = time.Duration(leftMs * float64(time.Millisecond))
 	return rec
+}
+
+// expireLease ends operation opID's lease now, by the database's clock:
+// what waiting out the lease of a worker that is dead (and so writes
+// nothing more) would do, without the wait.
+func expireLease(t *testing.T, c *devcluster.Cluster, opID string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	tag, err := c.Pool.Exec(ctx, `UPDATE idempotency_records SET lease_expires_at = now()
+		WHERE operation_id = $1::UUID AND lease_expires_at > now()`, opID)
+	if err != nil {
+		t.Fatalf("expiring the lease of operation %s: %v", opID, err)
+	}
+	t.Logf("lease of %s expired by the test (%d row)", opID, tag.RowsAffected())
 }
 
 // takeoverRetries retries key+body through base until it answers 201,
