@@ -5,9 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"time"
-
-	"github.com/idemcoord/idemcoord/clock"
 )
 
 // Cancel asks the gateway to cancel the async operation operationID
@@ -33,40 +30,12 @@ func (c *Client) Cancel(ctx context.Context, operationID string) (*Response, err
 		return nil, fmt.Errorf("%w: operation id is empty", ErrInvalidIntent)
 	}
 	in := Intent{Method: http.MethodDelete, Path: "/v1/operations/" + url.PathEscape(operationID)}
-	target, header, err := c.prepare(in, false) // a cancel is idempotent by itself
-	if err != nil {
-		return nil, err
-	}
-	for attempt := 1; ; attempt++ {
-		if err := ctx.Err(); err != nil {
-			return nil, &GaveUpError{Attempts: attempt - 1, Err: err}
-		}
-		token, err := c.token(ctx)
-		if err != nil {
-			return nil, err
-		}
-		resp, err := c.send(ctx, target, in, header, token, attempt)
-		if err == nil {
-			return resp, nil
-		}
-		var retryAfter time.Duration
-		switch {
-		case resp != nil && (resp.Status == http.StatusConflict || !retryableStatus(resp)):
-			return resp, err // a refusal (409) or another final answer
-		case resp != nil:
-			retryAfter, _ = parseRetryAfter(resp.Header.Get("Retry-After"), c.cfg.Clock.Now())
-		case ctx.Err() != nil:
-			return nil, &GaveUpError{Attempts: attempt, Err: err}
-		case !retryableTransport(err):
-			return nil, err
-		}
-		if attempt >= c.cfg.MaxAttempts {
-			return resp, &GaveUpError{Attempts: attempt, Err: err}
-		}
-		wait := c.wait(attempt, retryAfter)
-		c.logRetry(ctx, attempt, resp, err, wait)
-		if serr := clock.Sleep(ctx, c.cfg.Clock, wait); serr != nil {
-			return resp, &GaveUpError{Attempts: attempt, Err: fmt.Errorf("%w while waiting to retry; last attempt: %w", serr, err)}
-		}
-	}
+	return c.retry(ctx, in, false, retryableCancel, false)
+}
+
+// retryableCancel reports whether a cancel's answer may change on
+// another try: as retryableStatus, except 409, which is a refusal (the
+// operation passed its irreversible stage) and final.
+func retryableCancel(r *Response) bool {
+	return r.Status != http.StatusConflict && retryableStatus(r)
 }

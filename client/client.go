@@ -99,7 +99,16 @@ func (c *Client) PostJSON(ctx context.Context, path, key string, v any) (*Respon
 // twice. The price is that an intent whose first attempt is stuck
 // OUTCOME_UNKNOWN on the server gets 409s until the server resolves it.
 func (c *Client) Do(ctx context.Context, in Intent) (*Response, error) {
-	target, header, err := c.prepare(in, in.Method != http.MethodGet && in.Method != http.MethodHead)
+	keyed := in.Method != http.MethodGet && in.Method != http.MethodHead
+	return c.retry(ctx, in, keyed, retryableStatus, true)
+}
+
+// retry sends in until a final answer, as Do describes: retryable says
+// which answers may change on another try; ambiguous says whether an
+// attempt that may have run the intent makes a later final answer
+// ambiguous (a keyed intent; not a cancel, which is idempotent by itself).
+func (c *Client) retry(ctx context.Context, in Intent, keyed bool, retryable func(*Response) bool, ambiguous bool) (*Response, error) {
+	target, header, err := c.prepare(in, keyed)
 	if err != nil {
 		return nil, err
 	}
@@ -124,7 +133,7 @@ func (c *Client) Do(ctx context.Context, in Intent) (*Response, error) {
 		}
 		var retryAfter time.Duration
 		switch {
-		case resp != nil && !retryableStatus(resp):
+		case resp != nil && !retryable(resp):
 			// A replay is the one run's own answer: final. Anything else
 			// after an attempt that may have run leaves the outcome open.
 			if mayHaveRun && !resp.Replayed {
@@ -133,7 +142,7 @@ func (c *Client) Do(ctx context.Context, in Intent) (*Response, error) {
 			return resp, err
 		case resp != nil:
 			retryAfter, _ = parseRetryAfter(resp.Header.Get("Retry-After"), c.cfg.Clock.Now())
-			mayHaveRun = mayHaveRun || resp.Status == http.StatusConflict || resp.Status >= 500
+			mayHaveRun = ambiguous && (mayHaveRun || resp.Status == http.StatusConflict || resp.Status >= 500)
 		case ctx.Err() != nil:
 			return nil, &GaveUpError{Attempts: attempt, Err: err}
 		case !retryableTransport(err):
@@ -142,7 +151,7 @@ func (c *Client) Do(ctx context.Context, in Intent) (*Response, error) {
 			}
 			return nil, err
 		default:
-			mayHaveRun = true // the request may have been sent
+			mayHaveRun = ambiguous // the request may have been sent
 		}
 		if attempt >= c.cfg.MaxAttempts {
 			return resp, &GaveUpError{Attempts: attempt, Err: err}
