@@ -34,7 +34,7 @@ func checkSchema(ctx context.Context, pool *pgxpool.Pool) error {
 			return fmt.Errorf("crdb: schema check: %w", err)
 		}
 	}
-	ok, err := hasStateCheck(ctx, pool)
+	ok, err := hasConstraint(ctx, pool, stateCheckName)
 	if err != nil {
 		return fmt.Errorf("crdb: schema check: %w", err)
 	}
@@ -51,11 +51,6 @@ const stateCheckName = "idempotency_records_states"
 // stateCheckSQL adds stateCheckName.
 const stateCheckSQL = `ALTER TABLE idempotency_records ADD CONSTRAINT ` + stateCheckName + ` CHECK (state IN
 	('PENDING', 'IN_PROGRESS', 'COMPLETED', 'RETRYABLE_FAILURE', 'TERMINAL_FAILURE', 'OUTCOME_UNKNOWN', 'CANCELLED'))`
-
-// hasStateCheck reports whether stateCheckName exists.
-func hasStateCheck(ctx context.Context, pool *pgxpool.Pool) (bool, error) {
-	return hasConstraint(ctx, pool, stateCheckName)
-}
 
 // hasConstraint reports whether idempotency_records has the constraint
 // name.
@@ -80,21 +75,16 @@ var onlyIf = map[string]func(context.Context, *pgxpool.Pool) (bool, error){
 // ensureStateCheck adds stateCheckName unless it exists. Instances that
 // start together may both try: the loser's duplicate_object (42710), or
 // the catalog conflict a concurrent ALTER can raise, is settled by
-// looking again.
+// looking again (schemaRetry).
 func ensureStateCheck(ctx context.Context, pool *pgxpool.Pool) error {
-	var err error
-	for attempt := 0; attempt < 4; attempt++ {
-		var ok bool
-		if ok, err = hasStateCheck(ctx, pool); err == nil && ok {
-			return nil
+	return schemaRetry(ctx, "add "+stateCheckName, func() error {
+		ok, err := hasConstraint(ctx, pool, stateCheckName)
+		if err != nil || ok {
+			return err
 		}
-		if err == nil {
-			if _, err = pool.Exec(ctx, stateCheckSQL); err == nil {
-				return nil
-			}
-		}
-	}
-	return fmt.Errorf("crdb: migration: add %s: %w", stateCheckName, err)
+		_, err = pool.Exec(ctx, stateCheckSQL)
+		return err
+	})
 }
 
 //go:embed migrations/portable/*.sql
@@ -136,35 +126,43 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
 	return ensureStateCheck(ctx, pool)
 }
 
-// migrationAttempts bounds how often one migration is run again after a
-// retryable failure. Instances restart into a live store: a statement
-// can meet a concurrent catalog change (several instances starting
-// together) or, at SERIALIZABLE, a serialization failure against the
-// traffic (40001, 40P01), and running it again settles both.
-const migrationAttempts = 10
+// schemaAttempts bounds how often one schema step is run again after a
+// failure. Instances restart into a live store: a statement can meet a
+// concurrent catalog change (several instances starting together) or, at
+// SERIALIZABLE, a serialization failure against the traffic (40001,
+// 40P01), and running it again settles both.
+const schemaAttempts = 10
 
-// applyMigration runs migration name, again after a failure with a
-// growing pause (10 ms doubling, capped at 1 s), until it succeeds,
-// migrationAttempts ran or ctx ends.
+// applyMigration runs migration name (schemaRetry).
 func applyMigration(ctx context.Context, pool *pgxpool.Pool, name string) error {
 	b, err := migrations.ReadFile(name)
 	if err != nil {
 		return err
 	}
+	return schemaRetry(ctx, "migration "+name, func() error {
+		_, err := pool.Exec(ctx, string(b))
+		return err
+	})
+}
+
+// schemaRetry runs step, again after a failure with a growing pause
+// (10 ms doubling, capped at 1 s), until it succeeds, schemaAttempts ran
+// or ctx ends.
+func schemaRetry(ctx context.Context, what string, step func() error) error {
 	pause := 10 * time.Millisecond
 	for attempt := 1; ; attempt++ {
-		_, err = pool.Exec(ctx, string(b))
+		err := step()
 		if err == nil {
 			return nil
 		}
-		if attempt == migrationAttempts || ctx.Err() != nil {
-			return fmt.Errorf("crdb: migration %s (attempt %d): %w", name, attempt, err)
+		if attempt == schemaAttempts || ctx.Err() != nil {
+			return fmt.Errorf("crdb: %s (attempt %d): %w", what, attempt, err)
 		}
 		t := time.NewTimer(pause)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return fmt.Errorf("crdb: migration %s: %w", name, ctx.Err())
+			return fmt.Errorf("crdb: %s: %w", what, ctx.Err())
 		case <-t.C:
 		}
 		pause = min(2*pause, time.Second)
