@@ -23,12 +23,6 @@ type drillCase struct {
 	scenario string
 	seed     uint64
 	duration time.Duration
-	// bug, when set, names a known product bug the run may hit,
-	// depending on timing: the run must be green, or break only what
-	// that bug breaks and still be covered. None is known today (the
-	// zombie's unrecorded acknowledgement, the last, is fixed: see
-	// docs/drills.md).
-	bug func(t *testing.T, res chaos.Result)
 }
 
 // TestShippedScenariosAreGreenOnTheProcessCluster runs every shipped
@@ -46,25 +40,21 @@ func TestShippedScenariosAreGreenOnTheProcessCluster(t *testing.T) {
 		// scenario's main fault and, where the scenario pairs it with a
 		// region loss (sql-partition, etcd-partition), that loss too: a
 		// 20 s run has room for one fault, a 30 s run for two.
-		{"region-loss-transfer", 1, 20 * time.Second, nil},
-		{"region-loss-reject", 1, 20 * time.Second, nil},
-		{"sql-partition", 4, 30 * time.Second, nil},    // cut_sql, kill_region
-		{"etcd-leader-kill", 4, 20 * time.Second, nil}, // kill_etcd_leader
-		{"etcd-partition", 1, 30 * time.Second, nil},   // cut_etcd, kill_region
-		{"zombie-pause", 1, 20 * time.Second, nil},
-		{"crash-points", 6, 20 * time.Second, nil}, // after_upstream
-		{"mixed", 6, 30 * time.Second, nil},        // reset_peer sql, then a region fault
+		{"region-loss-transfer", 1, 20 * time.Second},
+		{"region-loss-reject", 1, 20 * time.Second},
+		{"sql-partition", 4, 30 * time.Second},    // cut_sql, kill_region
+		{"etcd-leader-kill", 4, 20 * time.Second}, // kill_etcd_leader
+		{"etcd-partition", 1, 30 * time.Second},   // cut_etcd, kill_region
+		{"zombie-pause", 1, 20 * time.Second},
+		{"crash-points", 6, 20 * time.Second}, // after_upstream
+		{"mixed", 6, 30 * time.Second},        // reset_peer sql, then a region fault
 	}
 	if os.Getenv(drillLong) == "1" {
-		tests = []drillCase{{"mixed", 6, 10 * time.Minute, nil}}
+		tests = []drillCase{{"mixed", 6, 10 * time.Minute}}
 	}
 	for _, tt := range tests {
 		t.Run(tt.scenario, func(t *testing.T) {
-			res, err := drill(t, tt, cluster.StartProcesses)
-			switch {
-			case tt.bug != nil && err != nil:
-				tt.bug(t, res)
-			case err != nil:
+			if _, err := drill(t, tt, cluster.StartProcesses); err != nil {
 				t.Errorf("Drill(%s, seed %d) = %v, want green", tt.scenario, tt.seed, err)
 			}
 		})
@@ -79,7 +69,7 @@ func TestShippedScenariosHoldOnTheRegionalCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a dev cluster")
 	}
-	tt := drillCase{"region-loss-transfer", 1, 25 * time.Second, nil}
+	tt := drillCase{"region-loss-transfer", 1, 25 * time.Second}
 	if _, err := drill(t, tt, cluster.StartRegional); err != nil {
 		t.Errorf("Drill(%s, seed %d) = %v, want green", tt.scenario, tt.seed, err)
 	}
