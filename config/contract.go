@@ -111,7 +111,8 @@ func (e Endpoint) checkContract(p *problems, at string) {
 // multipart/form-data with a boundary), fingerprinted part by part: parts
 // in field-name order, each field by its name and value, each file by its
 // field name, file name, declared Content-Type and the SHA-256 of its
-// content. A non-empty body of another media type is refused with 415.
+// content, and any part by its other headers (Content-Transfer-Encoding
+// changes what the upstream reads). A non-empty body of another media type is refused with 415.
 const BodyMultipart BodyType = "multipart"
 
 // IsMultipartForm reports whether contentType is multipart/form-data with
