@@ -169,7 +169,7 @@ func (g *Gateway) regionUnavailable(c *call, err error) {
 func (g *Gateway) decide(ctx context.Context, c *call, req crdb.ClaimRequest, claim crdb.Claim) (again bool) {
 	rec := claim.Record
 	opID := rec.OperationID.String()
-	advertiseRetention(c.w, rec)
+	advertiseClaim(c.w, claim)
 	if c.policy.Async && claim.Outcome == crdb.Unresolved && g.resolve(ctx, c, req.Token, rec) {
 		return true
 	}
