@@ -249,7 +249,7 @@ func (g *Gateway) result(c *call, a Answer) crdb.Result {
 	state := c.policy.Classify(a.Status)
 	res := crdb.Result{State: state}
 	if state == idempotency.Completed || state == idempotency.TerminalFailure {
-		res.Snapshot = g.storedSnapshot(c, a)
+		res.Snapshot = g.storedSnapshot(c, a, state)
 	} else {
 		res.ErrorSummary = http.StatusText(a.Status)
 	}
