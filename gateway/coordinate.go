@@ -110,8 +110,7 @@ func (g *Gateway) coordinateCall(c *call) {
 		req.Token, err = g.claimToken(sctx, c, stale)
 		cancel()
 		if errors.Is(err, errRouted) {
-			c.shadow.markRelay()
-			return
+			return // forwarded, redirected or refused (see shadowRun.relay)
 		}
 		if errors.Is(err, errNotOwner) {
 			g.regionUnavailable(c, err)
