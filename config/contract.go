@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"math"
 	"mime"
 	"strconv"
 	"strings"
@@ -52,8 +53,11 @@ func (l Limit) PerSecond() (float64, error) {
 		return 0, fmt.Errorf("%q: want N/unit, such as 10/s or 600/m", l.Rate)
 	}
 	count, err := strconv.ParseFloat(n, 64)
-	if err != nil || count <= 0 {
-		return 0, fmt.Errorf("%q: the count must be a positive number", l.Rate)
+	// NaN compares false with everything, so "NaN/s" would pass a plain
+	// count <= 0 check and give a bucket that never refills or never
+	// empties; Inf would be no limit at all.
+	if err != nil || count <= 0 || math.IsNaN(count) || math.IsInf(count, 0) {
+		return 0, fmt.Errorf("%q: the count must be a finite positive number", l.Rate)
 	}
 	if unit != "" && (unit[0] < '0' || unit[0] > '9') {
 		unit = "1" + unit
@@ -62,7 +66,11 @@ func (l Limit) PerSecond() (float64, error) {
 	if err != nil || per <= 0 {
 		return 0, fmt.Errorf("%q: the unit must be a positive duration (s, m, 30s)", l.Rate)
 	}
-	return count / per.Seconds(), nil
+	rate := count / per.Seconds()
+	if rate <= 0 || math.IsInf(rate, 0) {
+		return 0, fmt.Errorf("%q: the rate in tokens per second is out of range", l.Rate)
+	}
+	return rate, nil
 }
 
 // BurstOrDefault returns Burst, or DefaultLimitBurst when it is unset.
@@ -103,7 +111,8 @@ func (e Endpoint) checkContract(p *problems, at string) {
 // multipart/form-data with a boundary), fingerprinted part by part: parts
 // in field-name order, each field by its name and value, each file by its
 // field name, file name, declared Content-Type and the SHA-256 of its
-// content. A non-empty body of another media type is refused with 415.
+// content, and any part by its other headers (Content-Transfer-Encoding
+// changes what the upstream reads). A non-empty body of another media type is refused with 415.
 const BodyMultipart BodyType = "multipart"
 
 // IsMultipartForm reports whether contentType is multipart/form-data with

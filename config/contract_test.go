@@ -21,7 +21,7 @@ func TestContractFieldsAreValidatedByName(t *testing.T) {
 		{"rate without unit", "limit: {rate: \"10\"}",
 			[]string{`endpoints[0].limit.rate: "10": want N/unit, such as 10/s or 600/m`}},
 		{"zero rate", "limit: {rate: 0/s}",
-			[]string{`endpoints[0].limit.rate: "0/s": the count must be a positive number`}},
+			[]string{`endpoints[0].limit.rate: "0/s": the count must be a finite positive number`}},
 		{"bad unit", "limit: {rate: 10/week}",
 			[]string{`endpoints[0].limit.rate: "10/week": the unit must be a positive duration (s, m, 30s)`}},
 		{"burst alone", "limit: {burst: 5}", []string{"endpoints[0].limit.rate: required with limit.burst"}},
@@ -40,6 +40,19 @@ func TestContractFieldsAreValidatedByName(t *testing.T) {
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("errors mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestLimitRateMustBeAFinitePositiveNumber(t *testing.T) {
+	for _, rate := range []string{"NaN/s", "nan/s", "Inf/s", "+Inf/m", "1e308/1ns", "5e-324/h"} {
+		t.Run(rate, func(t *testing.T) {
+			data := strings.Replace(minimal, "path: /v1/payments}", "path: /v1/payments, limit: {rate: \""+rate+"\"}}", 1)
+			_, err := Parse([]byte(data))
+			fes := fieldErrors(t, err)
+			if len(fes) != 1 || fes[0].Path != "endpoints[0].limit.rate" || !strings.Contains(fes[0].Reason, rate) {
+				t.Fatalf("rate %q: errors %v; want one naming endpoints[0].limit.rate and the value", rate, fes)
 			}
 		})
 	}

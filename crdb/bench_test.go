@@ -196,9 +196,10 @@ func firstRunPair(b testing.TB, e *benchEnv) pair {
 		return rawRetry(func() error {
 			var v int64
 			var exp *time.Time
+			var expires time.Time
 			return e.s.Pool().QueryRow(ctx, crdb.FinishSQL, nil, r.Token.Shard, r.Token.Epoch, r.Scope.Actor,
 				r.Scope.Endpoint, h[:], rec.Version, owner, r.Token.Region, "COMPLETED", int32(201), headers, body,
-				false, "pay_1", nil, int64(86400000)).Scan(&v, &exp)
+				false, "pay_1", nil, int64(86400000)).Scan(&v, &exp, &expires)
 		})
 	}
 	coord := func() error {

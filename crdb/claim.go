@@ -90,6 +90,12 @@ type Lease struct {
 	Version     int64
 	Token       fencing.Token
 	ExpiresAt   time.Time
+	// RecordExpiresAt is the record's expires_at as this lease's claim,
+	// takeover or last write left it: until when the key is honoured at
+	// least. A takeover extends it (to now + lease + TTL at least), so
+	// the Record a Claim carries, read before the takeover, may hold an
+	// earlier one.
+	RecordExpiresAt time.Time
 	// LastStage is the recovery point recorded before this lease (empty on
 	// a first run). A takeover resumes from it.
 	LastStage string
@@ -363,17 +369,18 @@ func (s *Store) decide(ctx context.Context, req ClaimRequest, rec Record, now ti
 
 func newLease(rec Record, req ClaimRequest) *Lease {
 	return &Lease{
-		Scope:       req.Scope,
-		keyHash:     rec.KeyHash,
-		OperationID: rec.OperationID,
-		Owner:       rec.LeaseOwner,
-		Version:     rec.Version,
-		Token:       req.Token,
-		ExpiresAt:   rec.LeaseExpiresAt,
-		LastStage:   rec.LastStage,
-		Attempts:    rec.Attempts,
-		lease:       req.Lease,
-		ttl:         req.TTL,
+		Scope:           req.Scope,
+		keyHash:         rec.KeyHash,
+		OperationID:     rec.OperationID,
+		Owner:           rec.LeaseOwner,
+		Version:         rec.Version,
+		Token:           req.Token,
+		ExpiresAt:       rec.LeaseExpiresAt,
+		RecordExpiresAt: rec.ExpiresAt,
+		LastStage:       rec.LastStage,
+		Attempts:        rec.Attempts,
+		lease:           req.Lease,
+		ttl:             req.TTL,
 	}
 }
 

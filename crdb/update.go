@@ -23,7 +23,7 @@ const updateSQL = `UPDATE idempotency_records SET version = version + 1, updated
 FROM (SELECT epoch AS fence_epoch, owner_region AS fence_owner FROM shard_fences WHERE shard = $2 FOR SHARE) AS f
 WHERE shard = $2 AND actor_scope = $4 AND endpoint = $5 AND key_hash = $6 AND version = $7 AND lease_owner = $8
 	AND f.fence_epoch = $3 AND f.fence_owner = $9 AND f.fence_owner <> '' AND {cond}
-RETURNING version, lease_expires_at`
+RETURNING version, lease_expires_at, expires_at`
 
 // argVersion is the index in fencedUpdate.args of the version the update
 // is conditioned on ($7).
@@ -65,8 +65,9 @@ func (u fencedUpdate) run(ctx context.Context, s *Store, q querier) (ok bool, er
 	var (
 		version  int64
 		leaseExp *time.Time
+		expires  time.Time
 	)
-	err = q.QueryRow(ctx, u.sql, u.args...).Scan(&version, &leaseExp)
+	err = q.QueryRow(ctx, u.sql, u.args...).Scan(&version, &leaseExp, &expires)
 	if errors.Is(err, pgx.ErrNoRows) {
 		// No row: the fence refused, or the record moved on.
 		if err := s.checkFence(ctx, q, u.l.Token); err != nil {
@@ -80,7 +81,7 @@ func (u fencedUpdate) run(ctx context.Context, s *Store, q querier) (ok bool, er
 	if err != nil {
 		return false, err
 	}
-	u.l.Version, u.l.Owner, u.l.ExpiresAt = version, u.owner, time.Time{}
+	u.l.Version, u.l.Owner, u.l.ExpiresAt, u.l.RecordExpiresAt = version, u.owner, time.Time{}, expires
 	if leaseExp != nil {
 		u.l.ExpiresAt = *leaseExp
 	}

@@ -110,8 +110,7 @@ func (g *Gateway) coordinateCall(c *call) {
 		req.Token, err = g.claimToken(sctx, c, stale)
 		cancel()
 		if errors.Is(err, errRouted) {
-			c.shadow.markRelay()
-			return
+			return // forwarded, redirected or refused (see shadowRun.relay)
 		}
 		if errors.Is(err, errNotOwner) {
 			g.regionUnavailable(c, err)
@@ -169,7 +168,7 @@ func (g *Gateway) regionUnavailable(c *call, err error) {
 func (g *Gateway) decide(ctx context.Context, c *call, req crdb.ClaimRequest, claim crdb.Claim) (again bool) {
 	rec := claim.Record
 	opID := rec.OperationID.String()
-	advertiseRetention(c.w, rec)
+	advertiseClaim(c.w, claim)
 	if c.policy.Async && claim.Outcome == crdb.Unresolved && g.resolve(ctx, c, req.Token, rec) {
 		return true
 	}
@@ -249,7 +248,7 @@ func (g *Gateway) result(c *call, a Answer) crdb.Result {
 	state := c.policy.Classify(a.Status)
 	res := crdb.Result{State: state}
 	if state == idempotency.Completed || state == idempotency.TerminalFailure {
-		res.Snapshot = g.storedSnapshot(c, a)
+		res.Snapshot = g.storedSnapshot(c, a, state)
 	} else {
 		res.ErrorSummary = http.StatusText(a.Status)
 	}

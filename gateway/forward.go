@@ -82,7 +82,9 @@ func (rt *routing) forward(ctx context.Context, g *Gateway, c *call, owner, targ
 	defer resp.Body.Close()
 	rt.count(ctx, owner, "answered")
 	g.metrics.request(ctx, c.ep.Name, "forwarded", c.start)
-	h := c.w.Header()
+	// Streamed to the client as it comes, on a shadow endpoint too.
+	w := c.shadow.direct(c.w)
+	h := w.Header()
 	h.Del(HeaderRegion) // the owner's answer names the region that served it
 	for name, vs := range resp.Header {
 		h[name] = vs
@@ -90,8 +92,11 @@ func (rt *routing) forward(ctx context.Context, g *Gateway, c *call, owner, targ
 	for _, name := range hopHeaders {
 		h.Del(name)
 	}
-	c.w.WriteHeader(resp.StatusCode)
-	if _, err := io.Copy(c.w, resp.Body); err != nil {
+	if c.shadow != nil {
+		h.Del(HeaderKeyExpires) // a shadow endpoint honours no key
+	}
+	w.WriteHeader(resp.StatusCode)
+	if _, err := io.Copy(w, resp.Body); err != nil {
 		// The status is out; cut the connection so the client sees a
 		// broken answer rather than a short one it could take as whole.
 		g.log.WarnContext(ctx, "forwarded answer cut short", "to", owner, "endpoint", c.ep.Name, "err", redact(err))
@@ -112,6 +117,9 @@ func (rt *routing) unreachable(ctx context.Context, g *Gateway, c *call, owner s
 // finds it in progress.
 func (rt *routing) lost(ctx context.Context, g *Gateway, c *call, owner string, err error) {
 	rt.count(ctx, owner, "answer_lost")
+	// Passing it upstream here could run it a second time: a shadow
+	// client gets the 504 too.
+	c.shadow.markRelay()
 	g.log.WarnContext(ctx, "owner region's answer lost", "to", owner, "endpoint", c.ep.Name, "key", c.key, "err", redact(err))
 	g.refuseWait(c, "forward_answer_lost", problem{Type: "forward-answer-lost", Title: "the owner region's answer was lost",
 		Detail: "the owner region may have run the request; retry with the same key to get its answer",

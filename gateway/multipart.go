@@ -9,7 +9,9 @@ import (
 	"io"
 	"mime"
 	"mime/multipart"
+	"net/textproto"
 	"sort"
+	"strings"
 )
 
 // multipartMediaType is the media type the canonical form of a multipart
@@ -29,14 +31,18 @@ type formPart struct {
 	fileName string
 	// contentType is the part's declared Content-Type, normalised.
 	contentType string
-	sum         [sha256.Size]byte
+	// headers frames the part's other headers (partHeaders), empty when
+	// it has none.
+	headers []byte
+	sum     [sha256.Size]byte
 }
 
 // canonicalMultipart returns the canonical form of a multipart/form-data
 // body: its parts ordered by field name (parts of one name keep the order
 // they were sent in, which may carry meaning: tags[]=a, tags[]=b), each
 // written as its kind, field name, file name and declared Content-Type (for
-// a file), and the SHA-256 of its bytes as sent. Two bodies with the same
+// a file), its other headers (partHeaders) when it has any, and the
+// SHA-256 of its bytes as sent. Two bodies with the same
 // parts in another order, or another boundary, have the same form; one
 // changed byte in any part changes it. body is already within the
 // endpoint's cap; each part is hashed as it is read, never copied.
@@ -67,11 +73,18 @@ func canonicalMultipart(contentType string, body []byte) ([]byte, error) {
 	sort.SliceStable(parts, func(i, j int) bool { return parts[i].name < parts[j].name })
 	var out bytes.Buffer
 	for _, p := range parts {
-		kind := []byte("field")
+		kind := "field"
 		if p.file {
-			kind = []byte("file")
+			kind = "file"
 		}
-		frame(&out, kind, []byte(p.name), []byte(p.fileName), []byte(p.contentType), p.sum[:])
+		if len(p.headers) == 0 {
+			frame(&out, []byte(kind), []byte(p.name), []byte(p.fileName), []byte(p.contentType), p.sum[:])
+			continue
+		}
+		// Another kind, so a part with headers has one more field and
+		// the form of a part without any (every form stored before the
+		// headers counted) stays what it was.
+		frame(&out, []byte(kind+"+headers"), []byte(p.name), []byte(p.fileName), []byte(p.contentType), p.headers, p.sum[:])
 	}
 	return out.Bytes(), nil
 }
@@ -92,12 +105,45 @@ func readPart(p *multipart.Part) (formPart, error) {
 		}
 		fp.contentType = mime.FormatMediaType(mt, params)
 	}
+	fp.headers = partHeaders(p.Header)
 	h := sha256.New()
 	if _, err := io.Copy(h, p); err != nil {
 		return formPart{}, fmt.Errorf("%w: %v", errMultipartMalformed, err)
 	}
 	h.Sum(fp.sum[:0])
 	return fp, nil
+}
+
+// partHeaders frames every header of a part but Content-Disposition and
+// Content-Type (compared parsed), in name order, each value as sent (but
+// Content-Transfer-Encoding, a case-insensitive token). Such a header may
+// change what the upstream reads from the same bytes: a part declared
+// quoted-printable holding "1=30" is read as "10" by a server that
+// decodes it (Go's multipart.Reader does), as "1=30" without the
+// declaration. So every one of them is part of the request; a client
+// retrying sends the same headers.
+func partHeaders(h textproto.MIMEHeader) []byte {
+	names := make([]string, 0, len(h))
+	for name := range h {
+		if name != "Content-Disposition" && name != "Content-Type" {
+			names = append(names, name)
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	sort.Strings(names)
+	var out bytes.Buffer
+	for _, name := range names {
+		for _, v := range h[name] {
+			v = strings.TrimSpace(v)
+			if name == "Content-Transfer-Encoding" {
+				v = strings.ToLower(v)
+			}
+			frame(&out, []byte(name), []byte(v))
+		}
+	}
+	return out.Bytes()
 }
 
 // frame appends each field preceded by its length, so no bytes can move

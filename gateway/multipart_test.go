@@ -5,8 +5,11 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/textproto"
+	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/idemcoord/idemcoord/gateway"
 )
 
 // formPart is one part of a test upload.
@@ -100,5 +103,82 @@ func TestMultipartUploadsAreFingerprintedByTheirParts(t *testing.T) {
 	}
 	if runs.Load() != 1 {
 		t.Fatalf("upstream ran %d times, want 1", runs.Load())
+	}
+}
+
+// rawUpload is a multipart/form-data request whose single part "amount"
+// carries headers as given (Content-Disposition added) and value as raw
+// bytes.
+func rawUpload(t *testing.T, url, auth, key string, header textproto.MIMEHeader, value string) *http.Request {
+	t.Helper()
+	var b bytes.Buffer
+	mw := multipart.NewWriter(&b)
+	h := textproto.MIMEHeader{"Content-Disposition": {`form-data; name="amount"`}}
+	for name, vs := range header {
+		h[name] = vs
+	}
+	w, err := mw.CreatePart(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write([]byte(value))
+	mw.Close()
+	r, err := http.NewRequest(http.MethodPost, url, &b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Header.Set("Authorization", auth)
+	r.Header.Set("Content-Type", mw.FormDataContentType())
+	r.Header.Set("Idempotency-Key", key)
+	return r
+}
+
+func TestAPartHeaderThatChangesWhatTheUpstreamReadsIsPartOfTheRequest(t *testing.T) {
+	s := store(t, 8)
+	var read []string
+	var mu sync.Mutex
+	upstream := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Go's reader decodes a quoted-printable part, as many servers do.
+		if err := r.ParseMultipartForm(1 << 20); err != nil {
+			http.Error(w, "bad upload", http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		read = append(read, r.FormValue("amount"))
+		mu.Unlock()
+		w.WriteHeader(http.StatusCreated)
+		w.Write([]byte(`{"amount":"` + r.FormValue("amount") + `"}`))
+	})
+	srv := serveWrapped(t, s, "    body: multipart\n", upstream)
+	alice := token(t, "alice")
+	url := srv.URL + "/v1/things"
+	qp := textproto.MIMEHeader{"Content-Transfer-Encoding": {"quoted-printable"}}
+
+	tests := []struct {
+		name     string
+		header   textproto.MIMEHeader
+		status   int
+		replayed string
+	}{
+		{"quoted-printable: the upstream reads 10", qp, http.StatusCreated, ""},
+		{"the same, Content-Transfer-Encoding in other case", textproto.MIMEHeader{"Content-Transfer-Encoding": {"Quoted-Printable"}},
+			http.StatusCreated, "true"},
+		{"the same raw bytes without the encoding: the upstream would read 1=30", nil, http.StatusUnprocessableEntity, ""},
+		{"the same raw bytes under another header", textproto.MIMEHeader{"Content-Language": {"de"}}, http.StatusUnprocessableEntity, ""},
+	}
+	for _, tt := range tests {
+		status, h, body := do(t, rawUpload(t, url, alice, "upload-cte-key-1", tt.header, "1=30"))
+		if status != tt.status || h.Get(gateway.HeaderReplayed) != tt.replayed {
+			t.Fatalf("%s: status %d replayed %q, want %d %q (%s)", tt.name, status, h.Get(gateway.HeaderReplayed),
+				tt.status, tt.replayed, body)
+		}
+	}
+	if len(read) != 1 || read[0] != "10" {
+		t.Fatalf("upstream read %q, want one run that read 10", read)
+	}
+	// Without the encoding it is another request: under a new key it runs.
+	if status, _, body := do(t, rawUpload(t, url, alice, "upload-cte-key-2", nil, "1=30")); status != http.StatusCreated ||
+		body != `{"amount":"1=30"}` {
+		t.Fatalf("new key, no encoding: %d %s", status, body)
 	}
 }

@@ -1,24 +1,24 @@
 package gateway
 
 import (
-	"context"
 	"encoding/json"
-	"net/http"
-	"net/url"
-	"strings"
-	"time"
 
 	"github.com/idemcoord/idemcoord/config"
 	"github.com/idemcoord/idemcoord/crdb"
+	"github.com/idemcoord/idemcoord/idempotency"
 )
 
-// storedSnapshot is what is stored of an answer: the snapshot, reduced to
-// the replay's Keep fields when the body is not stored whole (reference
-// mode, or a body over the cap), with the endpoint's secrets sealed.
-func (g *Gateway) storedSnapshot(c *call, a Answer) crdb.Snapshot {
+// storedSnapshot is what is stored of an answer classified as state: the
+// snapshot, reduced to the replay's Keep fields when the body is not
+// stored whole (a completed operation on a reference endpoint, whose
+// replay re-reads the resource; or a body over the cap), with the
+// endpoint's secrets sealed. A terminal failure on a reference endpoint
+// is replayed from its snapshot (there is no resource to re-read), so its
+// error body is kept whole.
+func (g *Gateway) storedSnapshot(c *call, a Answer, state idempotency.State) crdb.Snapshot {
 	s := snapshot(c.policy, a)
 	r := c.ep.Replay
-	if r.Reference() || s.BodyOmitted {
+	if (r.Reference() && state == idempotency.Completed) || s.BodyOmitted {
 		s.Body, s.BodyOmitted = nil, true
 		if kept, ok := keepFields(a.Body, r.Keep); ok && int64(len(kept)) <= c.policy.MaxResponseBytes {
 			s.Body = kept
@@ -59,56 +59,4 @@ func keepFields(body []byte, keep []string) ([]byte, bool) {
 	}
 	out, err := json.Marshal(root)
 	return out, err == nil
-}
-
-// replayReference answers a replay on a reference endpoint: the resource
-// the operation created, read from the upstream now (GET of the
-// endpoint's resource_path) under the replaying caller's own
-// authorization, with the stored status and Idempotent-Replayed. A
-// resource the upstream no longer has is resource-gone: the operation is
-// never run again to re-create it.
-func (g *Gateway) replayReference(ctx context.Context, c *call, rec crdb.Record) {
-	path := strings.Replace(c.ep.Replay.ResourcePath, config.ResourceIDParam, url.PathEscape(rec.Snapshot.ResourceID), 1)
-	ctx, cancel := context.WithTimeout(ctx, c.ep.UpstreamTimeout)
-	defer cancel()
-	req := c.r.Clone(ctx)
-	req.Method, req.URL, req.RequestURI = http.MethodGet, &url.URL{Path: path}, ""
-	req.Body, req.ContentLength = http.NoBody, 0
-	for _, h := range []string{HeaderKey, "Content-Type", "Content-Length", "Content-Encoding"} {
-		req.Header.Del(h)
-	}
-	req.Header.Set(HeaderActor, c.actor)
-	req.Header.Set(HeaderOperationID, rec.OperationID.String())
-	got := &recorder{header: http.Header{}}
-	g.cfg.Next.Pass(got, req)
-	opID := rec.OperationID.String()
-	switch {
-	case got.status == http.StatusNotFound || got.status == http.StatusGone:
-		g.refuse(c, "resource_gone", problem{Type: "resource-gone", Title: "the operation completed; its resource no longer exists",
-			Detail: "the resource this key created was deleted; it is not created again", Status: http.StatusGone,
-			OperationID: opID, OperationState: string(rec.State)})
-		return
-	case got.status < 200 || got.status > 299:
-		g.refuseWait(c, "upstream_unavailable", problem{Type: "upstream-unavailable", Title: "the resource could not be read",
-			Detail: "the operation completed; retry with the same key to read its resource", Status: http.StatusBadGateway,
-			OperationID: opID, OperationState: string(rec.State)}, time.Second)
-		return
-	}
-	g.metrics.request(ctx, c.ep.Name, "replay", c.start)
-	h := c.w.Header()
-	for name, vs := range rec.Snapshot.Header {
-		h[name] = vs
-	}
-	if ct := got.header.Get("Content-Type"); ct != "" {
-		h.Set("Content-Type", ct)
-	}
-	for _, name := range []string{"ETag", "Last-Modified"} {
-		if v := got.header.Get(name); v != "" {
-			h.Set(name, v)
-		}
-	}
-	h.Set(HeaderOperationID, opID)
-	h.Set(HeaderReplayed, "true")
-	c.w.WriteHeader(rec.Snapshot.Status)
-	c.w.Write(got.body.Bytes())
 }

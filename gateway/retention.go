@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/idemcoord/idemcoord/crdb"
 )
@@ -19,8 +20,25 @@ const HeaderKeyExpires = "Idempotency-Key-Expires"
 // recording the result only ever moves expires_at later (GREATEST in the
 // store's finish), so the date is a promise the gateway keeps.
 func advertiseRetention(w http.ResponseWriter, rec crdb.Record) {
-	if rec.ExpiresAt.IsZero() {
+	advertiseExpiry(w, rec.ExpiresAt)
+}
+
+// advertiseClaim sets HeaderKeyExpires for the answer to a claim: the
+// expires_at the claim's own write set when it holds a lease (a first run,
+// or a takeover, which extends the record it read: a RETRYABLE_FAILURE
+// retried after its expires_at would otherwise advertise a date already
+// past), else the record's as the claim saw it.
+func advertiseClaim(w http.ResponseWriter, claim crdb.Claim) {
+	if claim.Lease != nil && !claim.Lease.RecordExpiresAt.IsZero() {
+		advertiseExpiry(w, claim.Lease.RecordExpiresAt)
 		return
 	}
-	w.Header().Set(HeaderKeyExpires, rec.ExpiresAt.UTC().Format(http.TimeFormat))
+	advertiseRetention(w, claim.Record)
+}
+
+func advertiseExpiry(w http.ResponseWriter, at time.Time) {
+	if at.IsZero() {
+		return
+	}
+	w.Header().Set(HeaderKeyExpires, at.UTC().Format(http.TimeFormat))
 }

@@ -3,12 +3,15 @@ package gateway_test
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/gateway"
 )
 
@@ -79,5 +82,53 @@ func TestEveryCoordinatedAnswerSaysUntilWhenTheKeyIsHonoured(t *testing.T) {
 	}
 	if runs.Load() != 1 {
 		t.Fatalf("upstream ran %d times, want 1", runs.Load())
+	}
+}
+
+func TestATakeoverAdvertisesTheExpiryItSet(t *testing.T) {
+	var runs atomic.Int64
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if runs.Add(1) == 1 {
+			w.WriteHeader(http.StatusServiceUnavailable) // retryable: RETRYABLE_FAILURE
+			return
+		}
+		w.WriteHeader(http.StatusCreated)
+	}))
+	t.Cleanup(up.Close)
+	u, _ := url.Parse(up.URL)
+	now := clock.NewFake(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
+	s := storeOnClock(t, now, 8)
+	g, err := gateway.New(gateway.Config{Region: "test", Worker: "w", Store: s, Auth: verifier(t), Clock: now,
+		Endpoints: endpoints(t, "    lease: 10s\n    ttl: 1h\n"), Next: gateway.NewProxy(u, nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(g.Close)
+	srv := httptest.NewServer(g)
+	t.Cleanup(srv.Close)
+	alice := token(t, "alice")
+	const key = "takeover-expiry-1"
+
+	if status, h, b := do(t, post(t, srv.URL+"/v1/things", alice, key, `{}`)); status != http.StatusServiceUnavailable {
+		t.Fatalf("first run: %s, want the upstream's retryable 503", describe(status, h, b))
+	}
+	// Retried after the record's expires_at (claim + lease + ttl), before
+	// any sweep: the takeover extends it to now + lease + ttl.
+	now.Advance(2 * time.Hour)
+	retriedAt := now.Now()
+	status, h, b := do(t, post(t, srv.URL+"/v1/things", alice, key, `{}`))
+	if status != http.StatusCreated || runs.Load() != 2 {
+		t.Fatalf("retry: %s, upstream runs %d; want the takeover's 201", describe(status, h, b), runs.Load())
+	}
+	got := expires(t, h)
+	if want := retriedAt.Add(time.Hour); got.Before(want) {
+		t.Fatalf("the takeover advertises %v; want at least the retry's time + ttl (%v): the key is honoured until then", got, want)
+	}
+	rec, err := s.Read(context.Background(), reviewScope(t, "alice", key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.After(rec.ExpiresAt) {
+		t.Fatalf("the takeover promises %v, past the record's expires_at %v", got, rec.ExpiresAt)
 	}
 }

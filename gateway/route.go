@@ -145,6 +145,7 @@ func (rt *routing) elsewhere(ctx context.Context, g *Gateway, c *call, shard int
 	}
 	target := strings.TrimSuffix(base, "/") + c.r.URL.RequestURI()
 	if rt.redirect {
+		c.shadow.markRelay() // the client follows it to the owner, which serves it
 		rt.count(ctx, owner, "redirected")
 		g.metrics.request(ctx, c.ep.Name, "redirected", c.start)
 		h := c.w.Header()

@@ -77,6 +77,14 @@ type regionsOptions struct {
 	// meter and logger, if set, are given to both gateways.
 	meter  metric.Meter
 	logger *slog.Logger
+	// endpoint, if set, is added to the endpoint's config (lines indented
+	// by 4 spaces).
+	endpoint string
+	// health, if set, is the region liveness view of region name's gateway.
+	health func(name string) gateway.RegionHealth
+	// upstream, if set, serves region name's upstream after it counted
+	// the request (default: a 201 echoing the body).
+	upstream func(name string) http.Handler
 }
 
 // actorShard is the shard of the test actor t/alice.
@@ -117,9 +125,17 @@ func startRegions(t testing.TB, s *crdb.Store, owner string, o regionsOptions) (
 		if o.owners != nil {
 			owners = o.owners(r.name, r.owners)
 		}
+		var health gateway.RegionHealth
+		if o.health != nil {
+			health = o.health(r.name)
+		}
+		var serve http.Handler
+		if o.upstream != nil {
+			serve = o.upstream(r.name)
+		}
 		g, err := gateway.New(gateway.Config{Region: r.name, Worker: r.name + "-w", Store: s, Auth: verifier(t),
-			Endpoints: endpoints(t, benchEndpoint), Next: gateway.NewProxy(r.startUpstream(t), nil),
-			Owners: owners, Topology: topo, Routing: o.routing, Meter: o.meter, Logger: o.logger})
+			Endpoints: endpoints(t, benchEndpoint+o.endpoint), Next: gateway.NewProxy(r.startUpstream(t, serve), nil),
+			Owners: owners, Topology: topo, Routing: o.routing, Meter: o.meter, Logger: o.logger, Health: health})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -135,13 +151,18 @@ func startRegions(t testing.TB, s *crdb.Store, owner string, o regionsOptions) (
 	return east, west
 }
 
-// startUpstream serves the region's copy of the API: 201 with a body that
-// depends only on the request, so two regions answer one request alike.
-func (r *regionGW) startUpstream(t testing.TB) *url.URL {
+// startUpstream serves the region's copy of the API: serve if set, else
+// 201 with a body that depends only on the request, so two regions answer
+// one request alike.
+func (r *regionGW) startUpstream(t testing.TB, serve http.Handler) *url.URL {
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		r.upstream.Add(1)
 		if req.Header.Get(gateway.HeaderForwardedFrom) != "" {
 			r.forwarded.Add(1)
+		}
+		if serve != nil {
+			serve.ServeHTTP(w, req)
+			return
 		}
 		body, _ := io.ReadAll(req.Body)
 		w.Header().Set("Content-Type", "application/json")

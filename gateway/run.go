@@ -33,7 +33,9 @@ func (g *Gateway) run(ctx context.Context, c *call, claim crdb.Claim, result str
 			g.storeDown(c, err) // nothing was sent upstream
 			return false
 		}
-		if errors.Is(err, fencing.ErrStaleEpoch) && c.ep.ResolvePath != "" {
+		// A shadow endpoint honours no key, so its client gets the
+		// upstream's answer whatever the store kept.
+		if errors.Is(err, fencing.ErrStaleEpoch) && c.ep.ResolvePath != "" && c.shadow == nil {
 			g.metrics.upstreamResult(ctx, c.ep.Name, string(res.State))
 			g.ranWhileMoved(c, in)
 			return false

@@ -17,16 +17,36 @@ import (
 // shadowRun is what a shadow-mode request learnt from the protocol.
 type shadowRun struct {
 	rec recorder
-	// relay is set when the recorded answer is the upstream's own (the
-	// protocol executed the request, or forwarded it to the owner region,
-	// which passed it upstream): it goes to the client as it is.
+	// relay is set when the recorded answer is one the client gets as it
+	// is: the upstream's own (the protocol executed the request), a
+	// redirect to the owner region, or a forward whose answer was lost
+	// (504: the owner may have run it, so it is not passed on again).
+	// Routing's refusals (a shard moving or failed over, an owner suspect
+	// or unreachable) are not: those requests go upstream uncoordinated,
+	// so a move or a failover is never an outage on a shadow endpoint.
 	relay bool
+	// client is the request's own writer, and sent is set once an answer
+	// went to it directly: the owner region's answer to a forward is
+	// streamed to the client (see direct), never held whole.
+	client http.ResponseWriter
+	sent   bool
 }
 
 func (s *shadowRun) markRelay() {
 	if s != nil {
 		s.relay = true
 	}
+}
+
+// direct returns where an answer the client gets as it comes goes: w
+// outside shadow mode; in shadow mode the client's own writer (the
+// protocol's recorder would hold the whole answer), marked sent.
+func (s *shadowRun) direct(w http.ResponseWriter) http.ResponseWriter {
+	if s == nil {
+		return w
+	}
+	s.sent = true
+	return s.client
 }
 
 // shadowMetrics counts, per endpoint, what enforcement would have done
@@ -74,9 +94,12 @@ func (g *Gateway) shadow(w http.ResponseWriter, r *http.Request, ep *config.Endp
 		g.passthrough(w, r, actor, ep.Name, start)
 		return
 	}
-	run := &shadowRun{rec: recorder{header: http.Header{}}}
+	run := &shadowRun{rec: recorder{header: http.Header{}}, client: w}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	g.coordinateCall(&call{w: &run.rec, r: r, ep: ep, policy: g.policies[ep.Name], actor: actor, start: start, shadow: run})
+	if run.sent {
+		return
+	}
 	if run.relay {
 		h := w.Header()
 		for name, vs := range run.rec.header {

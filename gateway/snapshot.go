@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"net/http"
+	"net/url"
 	"path"
 	"strconv"
 
@@ -10,8 +11,8 @@ import (
 )
 
 // snapshot keeps what a replay needs: status, allow-listed headers, the
-// body within the endpoint's cap, and the created resource's id (last
-// segment of Location).
+// body within the endpoint's cap, and the created resource's id (see
+// resourceID).
 func snapshot(p idempotency.Policy, a Answer) crdb.Snapshot {
 	s := crdb.Snapshot{Status: a.Status, Header: http.Header{}}
 	for name, vs := range a.Header {
@@ -25,9 +26,31 @@ func snapshot(p idempotency.Policy, a Answer) crdb.Snapshot {
 		s.BodyOmitted = true
 	}
 	if loc := a.Header.Get("Location"); loc != "" {
-		s.ResourceID = path.Base(loc)
+		s.ResourceID = resourceID(loc)
 	}
 	return s
+}
+
+// resourceID is the created resource's id as a Location names it: the last
+// segment of its path, escaped as sent, followed by "?" and its query
+// string when it has one (/v1/things/t1?x=y is "t1?x=y"): the re-read of a
+// reference replay asks for that same resource (referenceURL). A
+// fragment is no part of it; a Location without a path segment names no
+// id. A Location that does not parse as a URL
+// reference keeps its last segment as it is.
+func resourceID(loc string) string {
+	u, err := url.Parse(loc)
+	if err != nil {
+		return path.Base(loc)
+	}
+	id := path.Base(u.EscapedPath())
+	if id == "." || id == "/" {
+		return "" // no segment: nothing to re-read
+	}
+	if u.RawQuery != "" {
+		id += "?" + u.RawQuery
+	}
+	return id
 }
 
 // writeSnapshot replays a stored response.
