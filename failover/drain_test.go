@@ -3,7 +3,9 @@ package failover_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -138,4 +140,50 @@ func TestARegionFailoverLeavesAPlannedMoveToItsDrain(t *testing.T) {
 		t.Fatalf("planned move after its drain: %s, %v; want ap-south epoch 2 ACTIVE", r.en, r.err)
 	}
 	agree(t, e)
+}
+
+// TestADrainTheStuckTransferRepairWouldCutIsRefused: a planned move's
+// drain that lasts as long as the controller's StuckAfter would be cut
+// by the controller finishing the transfer under it. A Repair with such a
+// DrainTimeout is refused, naming both fields, before it moves anything;
+// a shorter drain, or a longer StuckAfter, is accepted.
+func TestADrainTheStuckTransferRepairWouldCutIsRefused(t *testing.T) {
+	for _, tc := range []struct {
+		drain, stuckAfter time.Duration
+		ok                bool
+	}{
+		{10 * time.Second, 0, true},
+		{59 * time.Second, 0, true},
+		{failover.DefaultStuckAfter, 0, false},
+		{2 * time.Minute, 0, false},
+		{2 * time.Minute, 5 * time.Minute, true},
+		{-time.Second, 0, false},
+	} {
+		err := failover.CheckDrain("DrainTimeout", tc.drain, tc.stuckAfter)
+		if (err == nil) != tc.ok {
+			t.Errorf("CheckDrain(%s, StuckAfter %s) = %v, want ok %v", tc.drain, tc.stuckAfter, err, tc.ok)
+		}
+	}
+
+	ctx := ctxT(t)
+	e := setup(t)
+	before := agree(t, e)
+	r := failover.Repair{Client: e.cli, Directory: e.dir, Topology: e.topo, Audit: e.store, DrainTimeout: 2 * time.Minute}
+	for name, call := range map[string]func() ([]failover.Moved, error){
+		"drain":    func() ([]failover.Moved, error) { return r.Drain(ctx, "us-east", "alice", "maintenance") },
+		"failback": func() ([]failover.Moved, error) { return r.Failback(ctx, "us-east", "alice", "maintenance") },
+	} {
+		moved, err := call()
+		if !errors.Is(err, failover.ErrBadConfig) || !strings.Contains(err.Error(), "DrainTimeout") ||
+			!strings.Contains(err.Error(), "StuckAfter") || len(moved) != 0 {
+			t.Errorf("%s with DrainTimeout 2m: %d moved, %v; want ErrBadConfig naming DrainTimeout and StuckAfter, nothing moved",
+				name, len(moved), err)
+		}
+	}
+	after := agree(t, e)
+	for i := range before {
+		if before[i].Epoch != after[i].Epoch || before[i].Owner != after[i].Owner {
+			t.Errorf("shard %d moved by a refused repair: %s -> %s", i, before[i], after[i])
+		}
+	}
 }
