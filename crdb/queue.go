@@ -58,34 +58,6 @@ func (s *Store) DropRequest(ctx context.Context, opID uuid.UUID) error {
 	return nil
 }
 
-// Stranded returns up to limit queued operations whose lease has expired,
-// the longest expired first. It only reads: a caller takes each over with
-// TakeOver, which lets only one instance win.
-func (s *Store) Stranded(ctx context.Context, limit int) ([]Queued, error) {
-	rows, err := s.pool.Query(ctx, `SELECT (SELECT q.request FROM async_requests q WHERE q.operation_id = r.operation_id),
-			`+recordCols+`
-		FROM idempotency_records r
-		WHERE r.operation_id IN (SELECT operation_id FROM async_requests)
-			AND r.state IN ('PENDING', 'IN_PROGRESS') AND r.lease_expires_at <= COALESCE($1::TIMESTAMPTZ, now())
-		ORDER BY r.lease_expires_at LIMIT $2`, s.now(), limit)
-	if err != nil {
-		return nil, fmt.Errorf("crdb: stranded: %w", giveUp(err))
-	}
-	defer rows.Close()
-	var out []Queued
-	for rows.Next() {
-		var q Queued
-		if err := scanRecord(rows, &q.Record, &q.Request); err != nil {
-			return nil, fmt.Errorf("crdb: stranded: %w", err)
-		}
-		out = append(out, q)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("crdb: stranded: %w", giveUp(err))
-	}
-	return out, nil
-}
-
 // TakeOver takes over an operation found by Stranded, for req's worker,
 // token, lease and TTL (req.Scope and req.Fingerprint are not used: the
 // record is the request's own). It is the same fenced, version-conditioned

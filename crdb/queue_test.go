@@ -34,11 +34,11 @@ func TestStrandedAsyncOperationIsTakenOverByOneInstance(t *testing.T) {
 	bare.Pending = true
 	mustBegin(t, s, bare, crdb.FirstRun)
 
-	if got, err := s.Stranded(ctx, 10); err != nil || len(got) != 0 {
+	if got, err := s.Stranded(ctx, anyStranded); err != nil || len(got) != 0 {
 		t.Fatalf("before the lease expired: %d stranded (%v), want 0", len(got), err)
 	}
 	clock.Advance(31 * time.Second)
-	got, err := s.Stranded(ctx, 10)
+	got, err := s.Stranded(ctx, anyStranded)
 	if err != nil || len(got) != 1 {
 		t.Fatalf("after the lease expired: %d stranded (%v), want 1", len(got), err)
 	}
@@ -55,7 +55,7 @@ func TestStrandedAsyncOperationIsTakenOverByOneInstance(t *testing.T) {
 	if _, err := s.TakeOver(ctx, q.Record, takeReq); !errors.Is(err, crdb.ErrLostOwnership) {
 		t.Errorf("second TakeOver = %v, want ErrLostOwnership", err)
 	}
-	if got, _ := s.Stranded(ctx, 10); len(got) != 0 {
+	if got, _ := s.Stranded(ctx, anyStranded); len(got) != 0 {
 		t.Errorf("after the takeover: %d stranded, want 0 (its lease runs)", len(got))
 	}
 	if err := other.Finish(ctx, won.Lease, completed(`{"export":"done"}`)); err != nil {

@@ -57,9 +57,9 @@ const (
 	DefaultMoveConcurrency = 64
 	// DefaultStuckAfter is how long a transfer may sit in FENCING,
 	// unchanged, before the leading controller finishes it: longer than
-	// any planned move's drain (idemctl move drains 10 s by default,
-	// production configs 30 s), so it only finishes a transfer whose
-	// mover died or gave up.
+	// any planned move's drain (idemctl move drains 10 s by default, and
+	// CheckDrain refuses a drain this long), so it only finishes a
+	// transfer whose mover died or gave up.
 	DefaultStuckAfter = time.Minute
 	// DefaultRetryBackoff is the wait after a failed campaign or pass.
 	DefaultRetryBackoff = 500 * time.Millisecond
@@ -193,4 +193,25 @@ func (c Config) Validate() error {
 		return nil
 	}
 	return fmt.Errorf("%w: %s", ErrBadConfig, strings.Join(bad, "; "))
+}
+
+// CheckDrain returns an error naming field unless drain, how long a
+// planned move (idemctl move, drain, failback) lets the old owner finish
+// what it started, ends before the leading controller's repair of stuck
+// transfers could finish that move under it: stuckAfter, the controllers'
+// Config.StuckAfter (0: DefaultStuckAfter). A longer drain would be cut
+// at stuckAfter, bumping the fence under the very operations it waits
+// for, whose results are then refused after their clients had them.
+func CheckDrain(field string, drain, stuckAfter time.Duration) error {
+	if stuckAfter == 0 {
+		stuckAfter = DefaultStuckAfter
+	}
+	switch {
+	case drain < 0:
+		return fmt.Errorf("%s must not be negative, got %s", field, drain)
+	case drain >= stuckAfter:
+		return fmt.Errorf("%s (%s) must be shorter than the failover controller's StuckAfter (%s): the controller "+
+			"finishes a transfer left FENCING that long and would cut the drain", field, drain, stuckAfter)
+	}
+	return nil
 }

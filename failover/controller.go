@@ -214,8 +214,9 @@ func (c *Controller) pass(ctx context.Context, guard clientv3.Cmp) error {
 	return errors.Join(errs...)
 }
 
-// failRegion moves every shard region owns (and finishes every interrupted
-// transfer) under guard, and audits the region's failover.
+// failRegion moves every shard region owns (and finishes the interrupted
+// transfers that are the failover's to finish: failoverFinishes) under
+// guard, and audits the region's failover.
 func (c *Controller) failRegion(ctx context.Context, guard clientv3.Cmp, region string, states map[string]RegionState) ([]Moved, error) {
 	entries, _, err := c.cfg.Directory.List(ctx)
 	if err != nil {
@@ -227,7 +228,9 @@ func (c *Controller) failRegion(ctx context.Context, guard clientv3.Cmp, region 
 	for _, e := range entries {
 		switch {
 		case e.State == ownership.Fencing:
-			plans = append(plans, finishPlan(e))
+			if failoverFinishes(e, region) {
+				plans = append(plans, finishPlan(e))
+			}
 		case e.Owner == region:
 			to, err := target(c.cfg.Topology, e.Shard, region, healthy)
 			if err != nil {
@@ -253,4 +256,20 @@ func (c *Controller) failRegion(ctx context.Context, guard clientv3.Cmp, region 
 		c.cfg.Logger.Warn("region failed over", "failed_region", region, "shards", n, "of", len(plans))
 	}
 	return moved, errors.Join(errs...)
+}
+
+// failoverFinishes reports whether failing region over finishes e, a
+// shard in FENCING: a transfer away from region (its old owner is gone, so
+// no drain protects anything and only finishing it lets the shard be
+// served again), or one a controller started (a failover's own moves never
+// drain). Any other transfer is a planned move (idemctl move, drain,
+// failback) between regions that are alive, whose mover may be draining an
+// operation still in flight at the retiring epoch: bumping the fence under
+// it would refuse that operation's result after its client got its answer,
+// so it is left to its mover. If that mover died, finishStuck finishes the
+// transfer once it has sat unchanged for StuckAfter, longer than any drain
+// may last (CheckDrain).
+func failoverFinishes(e ownership.Entry, region string) bool {
+	t := e.Transfer
+	return t != nil && (t.FromOwner == region || t.Operator == ControllerOperator)
 }

@@ -39,8 +39,13 @@ type Repair struct {
 	// the old owner, which is alive, finish the operations it already
 	// started before the fence moves (ownership.DrainFor). A failover
 	// never drains: the old owner cannot finish anything. Default 0: no
-	// waiting.
+	// waiting. It must be shorter than StuckAfter (CheckDrain).
 	DrainTimeout time.Duration
+	// StuckAfter is the failover controllers' Config.StuckAfter: after it
+	// a controller finishes a transfer left FENCING, so a longer
+	// DrainTimeout would be cut and is refused. Default
+	// DefaultStuckAfter.
+	StuckAfter time.Duration
 }
 
 // check validates the call's common arguments.
@@ -50,6 +55,9 @@ func (r Repair) check(region, operator, reason string) error {
 	}
 	if r.Directory == nil || r.Topology == nil || r.Audit == nil {
 		return fmt.Errorf("%w: Repair needs Directory, Topology and Audit", ErrBadConfig)
+	}
+	if err := CheckDrain("DrainTimeout", r.DrainTimeout, r.StuckAfter); err != nil {
+		return fmt.Errorf("%w: Repair: %w", ErrBadConfig, err)
 	}
 	if region != "" && !slices.Contains(r.Topology.Names(), region) {
 		return fmt.Errorf("%w: %q (regions: %s)", ErrUnknownRegion, region, strings.Join(r.Topology.Names(), ", "))

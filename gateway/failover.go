@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/idemcoord/idemcoord/crdb"
 	"github.com/idemcoord/idemcoord/failover"
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/ownership"
@@ -64,14 +65,59 @@ func (g *Gateway) mayRecover(actor string, p failover.Policy) bool {
 	if g.routes == nil {
 		return true
 	}
-	shard := fencing.ShardOf(actor, g.cfg.Shards)
+	return g.mayRecoverShard(fencing.ShardOf(actor, g.cfg.Shards), p, g.localHealth())
+}
+
+// mayRecoverShard is mayRecover for a shard, with this region's liveness
+// state as the tracker holds it.
+func (g *Gateway) mayRecoverShard(shard int, p failover.Policy, health failover.RegionState) bool {
 	owner, _, state, ok := g.routes.owners.Owner(shard)
 	if !ok || owner != g.routes.local {
 		return false
 	}
-	var health failover.RegionState = failover.Healthy
-	if g.cfg.Health != nil {
-		health = g.cfg.Health.State(owner)
-	}
 	return failover.Decide(p, ownership.State(state), health) == failover.Serve
+}
+
+// localHealth returns this region's liveness state (Healthy without a
+// tracker).
+func (g *Gateway) localHealth() failover.RegionState {
+	if g.cfg.Health == nil {
+		return failover.Healthy
+	}
+	return g.cfg.Health.State(g.routes.local)
+}
+
+// runnable returns the stranded async work this instance may run now, for
+// the recovery scan to filter by: its async endpoints, grouped by failover
+// policy, each on the shards where mayRecover lets it run (every shard in
+// single-region mode). It reads only the directory cache, once per shard
+// and policy, so the scan's answer is decided by the same rule as each
+// takeover, not by whatever is oldest in the store.
+func (g *Gateway) runnable() []crdb.Runnable {
+	byPolicy := map[failover.Policy][]string{}
+	var order []failover.Policy
+	for _, ep := range g.cfg.Endpoints {
+		if !ep.Async {
+			continue
+		}
+		p := g.policies[ep.Name].Failover
+		if _, ok := byPolicy[p]; !ok {
+			order = append(order, p)
+		}
+		byPolicy[p] = append(byPolicy[p], ep.Name)
+	}
+	out := make([]crdb.Runnable, 0, len(order))
+	for _, p := range order {
+		r := crdb.Runnable{Endpoints: byPolicy[p], AllShards: g.routes == nil}
+		if g.routes != nil {
+			health := g.localHealth()
+			for shard := range g.cfg.Shards {
+				if g.mayRecoverShard(shard, p, health) {
+					r.Shards = append(r.Shards, shard)
+				}
+			}
+		}
+		out = append(out, r)
+	}
+	return out
 }

@@ -43,7 +43,7 @@ type RecoveryConfig struct {
 
 // recoveryStore finds and takes over stranded async work (*crdb.Store).
 type recoveryStore interface {
-	Stranded(ctx context.Context, limit int) ([]crdb.Queued, error)
+	Stranded(ctx context.Context, scan crdb.StrandedScan) ([]crdb.Queued, error)
 	TakeOver(ctx context.Context, rec crdb.Record, req crdb.ClaimRequest) (crdb.Claim, error)
 }
 
@@ -76,12 +76,13 @@ func (g *Gateway) startRecovery() *recovery {
 	go func() {
 		defer close(r.done)
 		defer t.Stop()
+		var after crdb.Cursor // only this goroutine pages
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case <-t.C():
-				g.recoverBatch(ctx, rs, cfg.Batch)
+				after = g.recoverBatch(ctx, rs, cfg.Batch, after)
 			}
 		}
 	}()
@@ -122,15 +123,29 @@ func (g *Gateway) endpoint(name string) *config.Endpoint {
 // every run records its result before the next scan, or before Close
 // returns. A run resumes like a retry's takeover (perform), through the
 // resolve rules when the dead attempt may have sent.
-func (g *Gateway) recoverBatch(ctx context.Context, rs recoveryStore, batch int) {
+//
+// The scan asks only for work this instance may run (g.runnable): work
+// held elsewhere (another region's shard, a FAILED_OVER shard of a reject
+// endpoint, another configuration's endpoint) never fills the batch, so
+// it never stands in front of runnable work, however long it is held.
+// What the scan still returns and this instance skips (a request it
+// cannot decode, a shard that moved since) is paged past: a full batch
+// returns the cursor after its last operation, where the next scan
+// resumes; a short one reached the end, and the next scan starts over,
+// trying again what was skipped.
+func (g *Gateway) recoverBatch(ctx context.Context, rs recoveryStore, batch int, after crdb.Cursor) crdb.Cursor {
 	sctx, cancel := context.WithTimeout(ctx, storeCallTimeout)
-	stranded, err := rs.Stranded(sctx, batch)
+	stranded, err := rs.Stranded(sctx, crdb.StrandedScan{Runnable: g.runnable(), After: after, Limit: batch})
 	cancel()
 	if err != nil {
 		if ctx.Err() == nil {
 			g.log.WarnContext(ctx, "async recovery scan failed", "err", err)
 		}
-		return
+		return crdb.Cursor{}
+	}
+	next := crdb.Cursor{}
+	if len(stranded) == batch {
+		next = stranded[len(stranded)-1].Cursor()
 	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -177,6 +192,7 @@ func (g *Gateway) recoverBatch(ctx context.Context, rs recoveryStore, batch int)
 			g.log.WarnContext(ctx, "async recovery takeover failed", "operation_id", rec.OperationID, "err", err)
 		}
 	}
+	return next
 }
 
 // discard is the ResponseWriter of a recovered run: its client got its 202

@@ -152,3 +152,20 @@ func TestFailoverAcceptFailbackAndAuditFromTheCommandLine(t *testing.T) {
 		t.Errorf("audit table: %v\n%s", err, table)
 	}
 }
+
+// TestMoveRefusesADrainTimeoutTheStuckTransferRepairWouldCut: the failover
+// controller finishes a transfer left FENCING for StuckAfter (1m), so a
+// move draining that long would be cut under the operations it waits for:
+// idemctl move refuses it before connecting, naming the flag and StuckAfter.
+func TestMoveRefusesADrainTimeoutTheStuckTransferRepairWouldCut(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir()) // no dev cluster
+	t.Setenv("IDEMCOORD_CONFIG", "")
+	_, err := idemctl(t, "move", "--shard", "1", "--to", "eu-west", "--drain-timeout", "2m", "--operator", "me", "--reason", "x")
+	if err == nil || !strings.Contains(err.Error(), "--drain-timeout") || !strings.Contains(err.Error(), "StuckAfter") {
+		t.Fatalf("move --drain-timeout 2m: %v, want a refusal naming --drain-timeout and StuckAfter", err)
+	}
+	_, err = idemctl(t, "move", "--shard", "1", "--to", "eu-west", "--drain-timeout", "30s", "--operator", "me", "--reason", "x")
+	if err == nil || strings.Contains(err.Error(), "--drain-timeout") {
+		t.Fatalf("move --drain-timeout 30s: %v, want only the missing --config", err)
+	}
+}

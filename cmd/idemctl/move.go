@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/idemcoord/idemcoord/failover"
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/ownership"
 )
@@ -31,7 +32,9 @@ func moveCmd() *cobra.Command {
 		Use:   "move (--shard N | --actor TENANT/SUBJECT) --to REGION --reason TEXT",
 		Short: "Move a shard to another region: a planned, fenced transfer (audited)",
 		Long: `move runs the transfer protocol for one shard: etcd compare-and-swap to
-FENCING with epoch+1 -> the old owner's operations in flight finish (at most --drain-timeout)
+FENCING with epoch+1 -> the old owner's operations in flight finish (at most --drain-timeout,
+which must be shorter than the failover controller's StuckAfter, 1m: a transfer left
+FENCING that long is finished by the controller)
 -> SQL fence bump (audited with --operator and --reason)
 -> etcd ACTIVE. From the first step on nobody writes the shard; the old owner's
 late writes are refused by the fence; the new owner serves once the move
@@ -41,7 +44,8 @@ commits. An interrupted move is finished by the next one. A repair: it needs
 		RunE: func(cmd *cobra.Command, args []string) error {
 			byShard, byActor := cmd.Flags().Changed("shard"), actor != ""
 			var errs []error
-			errs = append(errs, checkOutput(format), af.checkRepair())
+			errs = append(errs, checkOutput(format), af.checkRepair(),
+				failover.CheckDrain("--drain-timeout", drain, failover.DefaultStuckAfter))
 			switch {
 			case byShard == byActor:
 				errs = append(errs, errors.New("give exactly one of --shard N and --actor TENANT/SUBJECT"))
@@ -95,7 +99,8 @@ commits. An interrupted move is finished by the next one. A repair: it needs
 	cmd.Flags().StringVar(&actor, "actor", "", "move the shard of this actor scope TENANT/SUBJECT")
 	cmd.Flags().StringVar(&to, "to", "", "region that will own the shard (required)")
 	cmd.Flags().DurationVar(&drain, "drain-timeout", defaultDrain,
-		"how long to let the old owner finish what it already started before fencing it")
+		fmt.Sprintf("how long to let the old owner finish what it already started before fencing it; "+
+			"shorter than the failover controller's StuckAfter (%s), which would cut it", failover.DefaultStuckAfter))
 	addOutputFlag(cmd, &format)
 	return cmd
 }
