@@ -55,6 +55,7 @@ func TestSDKRegionKilledMidRequestIntentAcknowledgedOnceFromAnother(t *testing.T
 	}()
 	opID := waitOperationOf(t, c, "bank charge", `SELECT operation_id FROM bank_charges WHERE actor = $1`, scope(actor), 10*time.Second)
 	kill(t, us) // mid-request: eu-west is waiting on the bank
+	killed := time.Now()
 	if err := c.Bank.SetFaults(bank.Faults{}); err != nil {
 		t.Fatal(err)
 	}
@@ -70,6 +71,8 @@ func TestSDKRegionKilledMidRequestIntentAcknowledgedOnceFromAnother(t *testing.T
 	if got := r.resp.Header.Get("X-Idempotency-Region"); got != "eu-west" || r.resp.Attempts < 2 {
 		t.Fatalf("answered by %q on attempt %d; want eu-west after the failed attempt in us-east", got, r.resp.Attempts)
 	}
+	t.Logf("acknowledged by eu-west %v after the kill, on attempt %d (replayed: %v)",
+		time.Since(killed).Round(time.Millisecond), r.resp.Attempts, r.resp.Replayed)
 	l := ledger{t, c}
 	l.exactlyOnce("the intent whose region was killed", opID)
 	if rows, charges := l.byActor(scope(actor)); rows != 1 || charges != 1 {
