@@ -1,6 +1,7 @@
 package client_test
 
 import (
+	"errors"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -208,5 +209,23 @@ func TestSwitchesBeyondTheBudgetWaitTheBackoff(t *testing.T) {
 		if w := rec.waits(); len(w) != want {
 			t.Fatalf("intent %d: waits %v; want %d", i+1, w, want)
 		}
+	}
+}
+
+// TestAttemptThatSentNothingLeavesTheFinalAnswerUnambiguous: a refused
+// connection proves the intent did not run there, so the next region's
+// final 401 with new_key_safe stays a plain final answer (the caller may
+// start over under a new key), not the "outcome unknown" of an attempt
+// that may have run.
+func TestAttemptThatSentNothingLeavesTheFinalAnswerUnambiguous(t *testing.T) {
+	unauthorized := func(w http.ResponseWriter) {
+		problem(w, http.StatusUnauthorized, "unauthorized", "", "", true)
+	}
+	b := &scripted{answers: []func(http.ResponseWriter){unauthorized}}
+	c, _ := multiRegion(t, client.Region{URL: deadURL(t)}, client.Region{URL: serve(t, b)})
+	_, err := c.PostJSON(t.Context(), "/v1/payments", client.NewKey(), payment{})
+	var pe *client.ProblemError
+	if !errors.As(err, &pe) || !pe.NewKeySafe || errors.Is(err, client.ErrGaveUp) {
+		t.Fatalf("PostJSON = %v; want the 401 with NewKeySafe, not ErrGaveUp", err)
 	}
 }
