@@ -1,13 +1,10 @@
 package client
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -21,7 +18,8 @@ import (
 // Client sends intents to an idemcoord-fronted API. It is safe for
 // concurrent use.
 type Client struct {
-	cfg Config
+	cfg     Config
+	regions *regions
 
 	mu  sync.Mutex // guards rng
 	rng *rand.Rand
@@ -38,12 +36,15 @@ func New(cfg Config) (*Client, error) {
 	if seed == 0 {
 		seed = rand.Uint64()
 	}
-	return &Client{
-		cfg: cfg,
+	c := &Client{
+		cfg:     cfg,
+		regions: newRegions(cfg),
 		// PCG wants two words; the second is a fixed odd constant so that
 		// Seed alone decides the sequence.
 		rng: rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15)),
-	}, nil
+	}
+	c.regions.probeFn = c.probe
+	return c, nil
 }
 
 // Intent is one business intent: the request to send and the key that makes
@@ -51,7 +52,8 @@ func New(cfg Config) (*Client, error) {
 type Intent struct {
 	// Method is the HTTP method, such as "POST". Required.
 	Method string
-	// Path is appended to Config.BaseURL and may carry a query, such as
+	// Path is appended to Config.BaseURL (or the URL of the region an
+	// attempt goes to) and may carry a query, such as
 	// "/v1/payments?expand=fees". Not a full URL.
 	Path string
 	// Key is the idempotency key from NewKey, the same on every retry of
@@ -108,13 +110,14 @@ func (c *Client) Do(ctx context.Context, in Intent) (*Response, error) {
 // attempt that may have run the intent makes a later final answer
 // ambiguous (a keyed intent; not a cancel, which is idempotent by itself).
 func (c *Client) retry(ctx context.Context, in Intent, keyed bool, retryable func(*Response) bool, ambiguous bool) (*Response, error) {
-	target, header, err := c.prepare(in, keyed)
+	path, header, err := c.prepare(in, keyed)
 	if err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("client: %w", err)
 	}
+	route := c.regions.route(c.cfg.Clock.Now())
 	// mayHaveRun records that an earlier attempt may have reached the
 	// intent (its answer was lost, or it was in progress): from then on no
 	// final answer may tell the caller a new key is safe.
@@ -127,11 +130,27 @@ func (c *Client) retry(ctx context.Context, in Intent, keyed bool, retryable fun
 			}
 			return nil, err
 		}
-		resp, err := c.send(ctx, target, in, header, token, attempt)
+		reg := route.region()
+		resp, sent, err := c.send(ctx, reg.base+path, in, header, token, attempt)
+		switch {
+		case resp != nil && regionDown(resp):
+			reg.br.failed(c.cfg.Clock.Now())
+		case resp != nil:
+			reg.br.answered()
+			if !refusedUnrun(resp) {
+				c.regions.budget.refill()
+			}
+			c.regions.learn(resp)
+		case err != nil && ctx.Err() == nil:
+			reg.br.failed(c.cfg.Clock.Now())
+		}
 		if err == nil {
 			return resp, nil
 		}
 		var retryAfter time.Duration
+		// elsewhere: the attempt proved that nothing ran and that another
+		// region may well answer, so the retry goes there at once.
+		elsewhere := false
 		switch {
 		case resp != nil && !retryable(resp):
 			// A replay is the one run's own answer: final. Anything else
@@ -142,6 +161,7 @@ func (c *Client) retry(ctx context.Context, in Intent, keyed bool, retryable fun
 			return resp, err
 		case resp != nil:
 			retryAfter, _ = parseRetryAfter(resp.Header.Get("Retry-After"), c.cfg.Clock.Now())
+			elsewhere = refusedUnrun(resp)
 			mayHaveRun = ambiguous && (mayHaveRun || resp.Status == http.StatusConflict || resp.Status >= 500)
 		case ctx.Err() != nil:
 			return nil, &GaveUpError{Attempts: attempt, Err: err}
@@ -150,17 +170,27 @@ func (c *Client) retry(ctx context.Context, in Intent, keyed bool, retryable fun
 				return nil, ambiguousEnd(attempt, err)
 			}
 			return nil, err
+		case sent:
+			mayHaveRun = ambiguous // the request may have been read
 		default:
-			mayHaveRun = ambiguous // the request may have been sent
+			elsewhere = true // refused, DNS, TLS handshake: nothing was sent
 		}
 		if attempt >= c.cfg.MaxAttempts {
 			return resp, &GaveUpError{Attempts: attempt, Err: err}
+		}
+		now := c.cfg.Clock.Now()
+		if elsewhere && route.switchNow(now) {
+			c.logSwitch(ctx, attempt, reg, route.region(), resp, err)
+			continue
 		}
 		wait := c.wait(attempt, retryAfter)
 		c.logRetry(ctx, attempt, resp, err, wait)
 		if serr := clock.Sleep(ctx, c.cfg.Clock, wait); serr != nil {
 			return resp, &GaveUpError{Attempts: attempt, Err: fmt.Errorf("%w while waiting to retry; last attempt: %w", serr, err)}
 		}
+		// After a transport failure or a refusal the wait was the
+		// budget's price: the retry still leaves the region.
+		route.waited(c.cfg.Clock.Now(), resp == nil || elsewhere)
 	}
 }
 
@@ -176,8 +206,8 @@ func ambiguousEnd(attempts int, err error) error {
 	return &GaveUpError{Attempts: attempts, Err: err}
 }
 
-// prepare checks in and builds what every attempt shares: the URL and the
-// headers other than Authorization. keyed says the request must carry a
+// prepare checks in and builds what every attempt shares: the path to
+// append to a region's URL and the headers other than Authorization. keyed says the request must carry a
 // key; a key given anyway is checked either way.
 func (c *Client) prepare(in Intent, keyed bool) (string, http.Header, error) {
 	if in.Method == "" {
@@ -197,8 +227,8 @@ func (c *Client) prepare(in Intent, keyed bool) (string, http.Header, error) {
 	if err != nil || ref.Scheme != "" || ref.Host != "" {
 		return "", nil, fmt.Errorf("%w: Path must be a path relative to BaseURL", ErrInvalidIntent)
 	}
-	target := strings.TrimSuffix(c.cfg.BaseURL, "/") + "/" + strings.TrimPrefix(in.Path, "/")
-	if _, err := url.Parse(target); err != nil {
+	path := "/" + strings.TrimPrefix(in.Path, "/")
+	if _, err := url.Parse(c.regions.list[0].base + path); err != nil {
 		return "", nil, fmt.Errorf("%w: Path: %w", ErrInvalidIntent, err)
 	}
 	header := in.Header.Clone()
@@ -211,7 +241,7 @@ func (c *Client) prepare(in Intent, keyed bool) (string, http.Header, error) {
 	if len(in.Body) > 0 && header.Get("Content-Type") == "" {
 		header.Set("Content-Type", "application/json")
 	}
-	return target, header, nil
+	return path, header, nil
 }
 
 // token returns the bearer token for the next attempt, "" for none.
@@ -224,51 +254,4 @@ func (c *Client) token(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("client: TokenSource: %w", err)
 	}
 	return t, nil
-}
-
-// send makes one attempt. A status other than 2xx/3xx returns both the
-// Response and its *ProblemError; a transport failure, including one while
-// reading the body, returns only the error.
-func (c *Client) send(ctx context.Context, target string, in Intent, header http.Header, token string, attempt int) (*Response, error) {
-	// A fresh reader over the same bytes for every attempt.
-	// NewRequestWithContext sets ContentLength and GetBody for a
-	// *bytes.Reader, so the transport can also rewind it on its own
-	// internal retry.
-	var body io.Reader
-	if len(in.Body) > 0 {
-		body = bytes.NewReader(in.Body)
-	}
-	req, err := http.NewRequestWithContext(ctx, in.Method, target, body)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidIntent, err)
-	}
-	req.Header = header.Clone()
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	res, err := c.cfg.HTTPClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	if err != nil {
-		return nil, fmt.Errorf("client: reading %d response: %w", res.StatusCode, err)
-	}
-	resp := newResponse(res, b, attempt)
-	if resp.Status >= 200 && resp.Status < 400 {
-		return resp, nil
-	}
-	return resp, newProblem(resp)
-}
-
-// logRetry records one retry without the key, the token or a body.
-func (c *Client) logRetry(ctx context.Context, attempt int, resp *Response, err error, wait time.Duration) {
-	attrs := []slog.Attr{slog.Int("attempt", attempt), slog.Duration("wait", wait)}
-	if resp != nil {
-		attrs = append(attrs, slog.Int("status", resp.Status), slog.String("operation_id", resp.OperationID))
-	} else {
-		attrs = append(attrs, slog.String("error", err.Error()))
-	}
-	c.cfg.Logger.LogAttrs(ctx, slog.LevelDebug, "idemcoord client: retrying", attrs...)
 }

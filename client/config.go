@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
-	"net/url"
 	"time"
 
 	"github.com/idemcoord/idemcoord/clock"
@@ -33,6 +33,13 @@ const (
 	// knows whether the upstream ran, answers first.
 	DefaultTimeout = 30 * time.Second
 
+	// DefaultDialTimeout bounds opening a connection with the default
+	// HTTPClient. 3 s covers a lost SYN's first retransmission (1 s) on a
+	// far link; a region that does not accept within it is treated as
+	// unreachable (nothing was sent), so a client with several regions
+	// moves on instead of spending the whole attempt's DefaultTimeout.
+	DefaultDialTimeout = 3 * time.Second
+
 	// MaxRetryWait caps any single wait, Retry-After included. A server that
 	// asks for more than a minute is misconfigured or overloaded, and a
 	// client blocked that long holds its caller hostage; retrying sooner is
@@ -42,12 +49,19 @@ const (
 )
 
 // Config configures a Client. The zero value of every field but BaseURL
-// means its default; DefaultConfig spells the defaults out.
+// (or Regions) means its default; DefaultConfig spells the defaults out.
 type Config struct {
 	// BaseURL is the API root, such as "https://api.example.com/v2";
-	// Intent.Path is appended to it. Required: http or https, with a host
-	// and no query or fragment.
+	// Intent.Path is appended to it: http or https, with a host and no
+	// query or fragment. It is the one-region form of Regions: set exactly
+	// one of the two.
 	BaseURL string
+
+	// Regions are every region of a multi-region deployment, in the order
+	// to try them (nearest first): see the package documentation, "Several
+	// regions". ParseRegions reads the list `idemd dev` prints. Set
+	// exactly one of BaseURL and Regions.
+	Regions []Region
 
 	// HTTPClient sends each attempt. Its Timeout bounds one attempt; the
 	// ctx given to Do bounds them all. Default: a client with
@@ -104,8 +118,11 @@ func DefaultConfig(baseURL string) Config {
 // withDefaults returns c with its zero fields set to their defaults.
 func (c Config) withDefaults() Config {
 	if c.HTTPClient == nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.DialContext = (&net.Dialer{Timeout: DefaultDialTimeout, KeepAlive: 30 * time.Second}).DialContext
 		c.HTTPClient = &http.Client{
-			Timeout: DefaultTimeout,
+			Transport: t,
+			Timeout:   DefaultTimeout,
 			CheckRedirect: func(*http.Request, []*http.Request) error {
 				return http.ErrUseLastResponse
 			},
@@ -134,23 +151,19 @@ func (c Config) Validate() error {
 	bad := func(field, format string, args ...any) error {
 		return fmt.Errorf("%w: %s: %s", ErrInvalidConfig, field, fmt.Sprintf(format, args...))
 	}
-	if c.BaseURL == "" {
-		return bad("BaseURL", "required")
-	}
-	u, err := url.Parse(c.BaseURL)
 	switch {
-	case err != nil:
-		// The url.Error would repeat the URL, userinfo and all.
-		if ue, ok := err.(*url.Error); ok {
-			err = ue.Err
+	case c.BaseURL == "" && len(c.Regions) == 0:
+		return bad("BaseURL", "required (or Regions, for several regions)")
+	case c.BaseURL != "" && len(c.Regions) > 0:
+		return bad("BaseURL", "set BaseURL (one region) or Regions (several), not both")
+	case c.BaseURL != "":
+		if err := checkBaseURL(c.BaseURL); err != nil {
+			return bad("BaseURL", "%v", err)
 		}
-		return bad("BaseURL", "not a URL: %v", err)
-	case u.Scheme != "http" && u.Scheme != "https":
-		return bad("BaseURL", "scheme %q is not http or https", u.Scheme)
-	case u.Host == "":
-		return bad("BaseURL", "no host")
-	case u.RawQuery != "" || u.Fragment != "":
-		return bad("BaseURL", "has a query or fragment; put those in Intent.Path")
+	default:
+		if err := checkRegions(c.Regions); err != nil {
+			return err
+		}
 	}
 	if c.Token != "" && c.TokenSource != nil {
 		return bad("Token", "set Token or TokenSource, not both")

@@ -32,6 +32,13 @@ func TestConfigValidate(t *testing.T) {
 		{"negative base delay", client.Config{BaseURL: "https://api.example", BaseDelay: -time.Second}, "BaseDelay"},
 		{"max below base", client.Config{BaseURL: "https://api.example", BaseDelay: time.Second, MaxDelay: time.Millisecond}, "MaxDelay"},
 		{"max over the wait cap", client.Config{BaseURL: "https://api.example", MaxDelay: 2 * time.Minute}, "MaxDelay"},
+		{"regions", client.Config{Regions: []client.Region{{Name: "us-east", URL: "https://us.api.example"}, {URL: "https://eu.api.example/"}}}, ""},
+		{"base URL and regions", client.Config{BaseURL: "https://api.example", Regions: []client.Region{{URL: "https://eu.api.example"}}}, "BaseURL"},
+		{"region without URL", client.Config{Regions: []client.Region{{Name: "us-east"}}}, "Regions[0].URL"},
+		{"region URL with query", client.Config{Regions: []client.Region{{URL: "https://a.example"}, {URL: "https://b.example?x=1"}}}, "Regions[1].URL"},
+		{"same URL twice", client.Config{Regions: []client.Region{{URL: "https://a.example"}, {URL: "https://a.example/"}}}, "Regions[1].URL"},
+		{"bad region name", client.Config{Regions: []client.Region{{Name: "US East", URL: "https://a.example"}}}, "Regions[0].Name"},
+		{"same name twice", client.Config{Regions: []client.Region{{Name: "us", URL: "https://a.example"}, {Name: "us", URL: "https://b.example"}}}, "Regions[1].Name"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -52,6 +59,28 @@ func TestConfigValidate(t *testing.T) {
 				t.Errorf("New = %v; want ErrInvalidConfig", nerr)
 			}
 		})
+	}
+}
+
+// TestParseRegionsReadsTheListIdemdDevPrints: "name=URL" entries and bare
+// URLs, comma-separated, in order; a bad entry is named.
+func TestParseRegionsReadsTheListIdemdDevPrints(t *testing.T) {
+	got, err := client.ParseRegions("us-east=http://127.0.0.1:7101, eu-west=http://127.0.0.1:7102,https://ap.example/v1")
+	want := []client.Region{{Name: "us-east", URL: "http://127.0.0.1:7101"}, {Name: "eu-west", URL: "http://127.0.0.1:7102"},
+		{URL: "https://ap.example/v1"}}
+	if err != nil || len(got) != len(want) {
+		t.Fatalf("ParseRegions = %+v, %v; want %+v", got, err, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("ParseRegions = %+v; want %+v", got, want)
+		}
+	}
+	for in, field := range map[string]string{"": "entry 0", "a=http://x,,b=http://y": "entry 1",
+		"us=ftp://x": "Regions[0].URL", "US=http://x": "Regions[0].Name"} {
+		if _, err := client.ParseRegions(in); !errors.Is(err, client.ErrInvalidConfig) || !strings.Contains(err.Error(), field) {
+			t.Errorf("ParseRegions(%q) = %v; want ErrInvalidConfig naming %s", in, err, field)
+		}
 	}
 }
 

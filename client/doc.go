@@ -30,6 +30,46 @@
 // the later attempts. Nothing else is retried: 400, 401, 404, 413, 422 and
 // every other status are final.
 //
+// # Several regions
+//
+// Config.Regions lists every region's gateway (ParseRegions reads
+// "us-east=https://...,eu-west=https://..."; `idemd dev` prints such a
+// line); BaseURL is the one-region form. Every region forwards a request
+// to the region that owns the caller's actor, and the key makes a retry
+// safe, so any region may take any attempt, and switching regions never
+// runs an intent twice. The client:
+//
+//   - sends an intent first to the region the last answer named as the
+//     owner (X-Idempotency-Region on an answer that carries an operation
+//     id), saving the forwarding hop; else to the first usable region in
+//     list order (list the nearest first). The owner is remembered per
+//     Client: give each actor (token) its own Client.
+//   - retries in the next region at once, without the contention backoff,
+//     after an attempt that proved nothing ran: the connection or its TLS
+//     handshake failed or the name did not resolve (the request was never
+//     written), or a 503 that names no operation (region-unreachable,
+//     ownership moving, a store down: the region refused before claiming
+//     the key). A 503 region-failover is the endpoint's policy about the
+//     actor's region, the same everywhere, and waits its Retry-After. Any
+//     other failure is retried after the backoff; a transport failure
+//     after the request was written also moves the retry to the next
+//     region, with the same key, so the owner answers it from its record.
+//   - keeps a circuit breaker per region: a transport failure, or a 503
+//     saying the region itself cannot serve, opens it for 1 s; then the
+//     region's GET /readyz is probed in the background, and only a 200
+//     brings it back (each failed probe doubles the wait, up to 30 s).
+//     Open regions are skipped while any other is usable.
+//   - spends immediate switches from a budget (gRPC-style retry
+//     throttling): a bucket of 10 tokens, a switch takes one while 5 would
+//     be left, every answer that is not a refusal returns a tenth. Past it
+//     the client still moves on, after the backoff, so a dead or refusing
+//     region cannot multiply the load on the live ones.
+//
+// Every attempt counts against MaxAttempts, and every wait and breaker
+// time runs on Config.Clock. The default HTTPClient gives up connecting
+// after DefaultDialTimeout, so an unreachable region costs seconds, not
+// the whole DefaultTimeout.
+//
 // # Results
 //
 // A 2xx or 3xx answer is a *Response and a nil error. Any other final

@@ -86,3 +86,26 @@ func ExampleClient_Do() {
 	// Output:
 	// key reused for a different request; new key safe: true
 }
+
+// ExampleParseRegions gives the client every region of a deployment, as
+// `idemd dev` prints them (IDEMCOORD_REGIONS): an attempt that proves
+// nothing ran in one region is retried in the next at once, and the
+// region the last answer named as the owner is tried first.
+func ExampleParseRegions() {
+	regions, err := client.ParseRegions("us-east=http://127.0.0.1:7101,eu-west=http://127.0.0.1:7102,ap-south=http://127.0.0.1:7103")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if _, err := client.New(client.Config{Regions: regions, Token: "example-token"}); err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, r := range regions {
+		fmt.Println(r.Name, r.URL)
+	}
+	// Output:
+	// us-east http://127.0.0.1:7101
+	// eu-west http://127.0.0.1:7102
+	// ap-south http://127.0.0.1:7103
+}

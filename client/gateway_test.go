@@ -25,6 +25,7 @@ type gateway struct {
 	// Faults, set before use.
 	failFirst  int    // answer the first failFirst requests of each key with failStatus
 	failStatus int    // 409, 429 or 503
+	kind       string // the problem type of those answers; default in-progress
 	retryAfter string // Retry-After on those answers; none if empty
 	loseFirst  bool   // run the first request of each key, then drop the connection
 	token      string // if set, require "Bearer "+token
@@ -110,7 +111,11 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if g.retryAfter != "" {
 			w.Header().Set("Retry-After", g.retryAfter)
 		}
-		problem(w, g.failStatus, "in-progress", "", "IN_PROGRESS", false)
+		kind := g.kind
+		if kind == "" {
+			kind = "in-progress"
+		}
+		problem(w, g.failStatus, kind, "", "IN_PROGRESS", false)
 		return
 	case op != nil && op.fingerprint != fp:
 		g.mu.Unlock()

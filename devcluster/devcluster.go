@@ -28,6 +28,7 @@ import (
 	"github.com/idemcoord/idemcoord/daemon"
 	"github.com/idemcoord/idemcoord/demo/bank"
 	"github.com/idemcoord/idemcoord/demo/payments"
+	"github.com/idemcoord/idemcoord/deploy/haproxy"
 	"github.com/idemcoord/idemcoord/failover"
 	"github.com/idemcoord/idemcoord/gateway"
 	"github.com/idemcoord/idemcoord/internal/etcdlocal"
@@ -127,6 +128,10 @@ type Cluster struct {
 	// names in order (the order decides each shard's home) and gateway
 	// URLs.
 	Topology []config.Region
+	// Entry is the global entry in front of the regions, once StartEntry
+	// started it (nil otherwise); EntryURL is its URL.
+	Entry    *haproxy.Entry
+	EntryURL string
 	// Dir holds the cluster's temporary files (region configs, the secret
 	// file); Close removes it.
 	Dir string
@@ -363,6 +368,9 @@ func Token(hexSecret, actor string, ttl time.Duration) (string, error) {
 // Close stops everything and removes the cluster's temporary data.
 func (c *Cluster) Close(ctx context.Context) error {
 	var errs []error
+	if c.Entry != nil {
+		errs = append(errs, c.Entry.Close())
+	}
 	for _, r := range c.Regions {
 		if r.Daemon != nil {
 			errs = append(errs, r.Daemon.Close(ctx))

@@ -31,8 +31,11 @@ type State struct {
 	PaymentsURL string            `json:"payments_url"`
 	BankURL     string            `json:"bank_url"`
 	ControlURL  string            `json:"control_url"`
-	DSN         string            `json:"dsn"`
-	Etcd        []string          `json:"etcd"`
+	// EntryURL is the global entry (HAProxy) in front of the regions;
+	// empty when haproxy is not installed.
+	EntryURL string   `json:"entry_url,omitempty"`
+	DSN      string   `json:"dsn"`
+	Etcd     []string `json:"etcd"`
 	// DataDir holds the cluster's temporary files: the region configs,
 	// the secret file; PostgresDir the throwaway PostgreSQL's data and log
 	// (empty with --database-url). Both are removed when it stops.
@@ -71,7 +74,7 @@ func StatePath(portBase int) string {
 // State returns the cluster's state.
 func (c *Cluster) State() State {
 	st := State{PortBase: c.portBase, PID: os.Getpid(), Regions: map[string]string{}, Configs: map[string]string{},
-		PaymentsURL: c.PaymentsURL, BankURL: c.BankURL, ControlURL: c.ControlURL, DSN: c.DSN, Etcd: c.Etcd.Endpoints(),
+		PaymentsURL: c.PaymentsURL, BankURL: c.BankURL, ControlURL: c.ControlURL, EntryURL: c.EntryURL, DSN: c.DSN, Etcd: c.Etcd.Endpoints(),
 		DataDir: c.Dir, Secret: hex.EncodeToString(c.secret), Demo: c.Owner("demo")}
 	if c.Postgres != nil {
 		st.PostgresDir = c.Postgres.Dir()

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/url"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/idemcoord/idemcoord/deploy/haproxy"
 	"github.com/idemcoord/idemcoord/devcluster"
 )
 
@@ -52,6 +54,11 @@ anything starts.`,
 			c, err := devcluster.Start(ctx, devcluster.Options{PortBase: portBase, DatabaseURL: dbURL, Logger: log})
 			if err != nil {
 				return err
+			}
+			// The global entry needs haproxy; without it the cluster is
+			// the same, and says how to get one.
+			if err := c.StartEntry(ctx, nil); err != nil && !errors.Is(err, haproxy.ErrNotInstalled) {
+				fmt.Fprintf(cmd.ErrOrStderr(), "global entry not started: %v\n", err)
 			}
 			statePath := devcluster.StatePath(portBase)
 			defer func() {
@@ -96,7 +103,17 @@ func printCluster(w io.Writer, st devcluster.State, statePath, token string) {
 		fmt.Fprintf(tw, "etcd member %d\t%s\n", i+1, e)
 	}
 	fmt.Fprintf(tw, "metrics\t%s/metrics\n", st.Regions[devcluster.Regions[0]])
+	if st.EntryURL != "" {
+		fmt.Fprintf(tw, "global entry (HAProxy)\t%s\n", st.EntryURL)
+	}
 	tw.Flush()
+	fmt.Fprintf(w, "\nRegions for the Go SDK (client.ParseRegions(os.Getenv(\"IDEMCOORD_REGIONS\"))):\n\n  export IDEMCOORD_REGIONS=%s\n", devcluster.SDKRegions(st))
+	if st.EntryURL != "" {
+		fmt.Fprintf(w, "\nGlobal entry: %s sends each request to a region whose /readyz answers,\n"+
+			"and never resends one a region may have received (deploy/haproxy/README.md).\n", st.EntryURL)
+	} else {
+		fmt.Fprintln(w, "\nGlobal entry: not started; install haproxy (apt-get install -y haproxy) to get one in front of the regions.")
+	}
 	fmt.Fprintf(w, "\nStore (DSN):     %s\n", redactDSN(st.DSN))
 	fmt.Fprintf(w, "Data directory:  %s\n", st.DataDir)
 	if st.PostgresDir != "" {

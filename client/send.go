@@ -1,0 +1,100 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"sync/atomic"
+	"time"
+)
+
+// send makes one attempt. A status other than 2xx/3xx returns both the
+// Response and its *ProblemError; a transport failure, including one while
+// reading the body, returns only the error. sent reports whether the
+// request's head was written: until it is, the server cannot have acted
+// on the request.
+func (c *Client) send(ctx context.Context, target string, in Intent, header http.Header, token string, attempt int) (resp *Response, sent bool, err error) {
+	// A fresh reader over the same bytes for every attempt.
+	// NewRequestWithContext sets ContentLength and GetBody for a
+	// *bytes.Reader, so the transport can also rewind it on its own
+	// internal retry.
+	var body io.Reader
+	if len(in.Body) > 0 {
+		body = bytes.NewReader(in.Body)
+	}
+	var wrote atomic.Bool
+	trace := &httptrace.ClientTrace{WroteHeaders: func() { wrote.Store(true) }}
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), in.Method, target, body)
+	if err != nil {
+		return nil, false, fmt.Errorf("%w: %w", ErrInvalidIntent, err)
+	}
+	req.Header = header.Clone()
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	res, err := c.cfg.HTTPClient.Do(req)
+	if err != nil {
+		return nil, wrote.Load() || !unsent(err), err
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		return nil, true, fmt.Errorf("client: reading %d response: %w", res.StatusCode, err)
+	}
+	resp = newResponse(res, b, attempt)
+	if resp.Status >= 200 && resp.Status < 400 {
+		return resp, true, nil
+	}
+	return resp, true, newProblem(resp)
+}
+
+// logSwitch records a retry sent to another region at once, without the
+// key, the token or a body.
+func (c *Client) logSwitch(ctx context.Context, attempt int, from, to *region, resp *Response, err error) {
+	attrs := []slog.Attr{slog.Int("attempt", attempt), slog.String("from", from.shown), slog.String("to", to.shown)}
+	if resp != nil {
+		attrs = append(attrs, slog.Int("status", resp.Status))
+	} else {
+		attrs = append(attrs, slog.String("error", err.Error()))
+	}
+	c.cfg.Logger.LogAttrs(ctx, slog.LevelDebug, "idemcoord client: retrying in another region", attrs...)
+}
+
+// logRetry records one retry without the key, the token or a body.
+func (c *Client) logRetry(ctx context.Context, attempt int, resp *Response, err error, wait time.Duration) {
+	attrs := []slog.Attr{slog.Int("attempt", attempt), slog.Duration("wait", wait)}
+	if resp != nil {
+		attrs = append(attrs, slog.Int("status", resp.Status), slog.String("operation_id", resp.OperationID))
+	} else {
+		attrs = append(attrs, slog.String("error", err.Error()))
+	}
+	c.cfg.Logger.LogAttrs(ctx, slog.LevelDebug, "idemcoord client: retrying", attrs...)
+}
+
+// unsent reports whether a transport error shows that the request never
+// left: the connection or its TLS handshake failed, or the host name did
+// not resolve. Only such errors count as "nothing was sent", together
+// with the transport never having written the request's head; anything
+// else (a reset, an EOF, a timeout) may have come after the server read
+// the request.
+func unsent(err error) bool {
+	var (
+		op    *net.OpError
+		dns   *net.DNSError
+		alert tls.AlertError
+	)
+	switch {
+	case errors.As(err, &dns), errors.As(err, &alert):
+		return true
+	case errors.As(err, &op):
+		return op.Op == "dial"
+	}
+	return false
+}

@@ -1,0 +1,155 @@
+// Package haproxy renders the idemcoord global entry, an HAProxy
+// configuration that puts one address in front of every region's gateway,
+// and runs HAProxy with it as a process (for the dev cluster, drills and
+// tests). The configuration health-checks each region's /readyz, sends
+// each request to a healthy region, and never resends a request that may
+// have reached a region: see README.md beside this file.
+package haproxy
+
+import (
+	"bytes"
+	_ "embed"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"regexp"
+	"strconv"
+	"text/template"
+	"time"
+)
+
+// Defaults of Config's zero fields.
+const (
+	// DefaultConnectTimeout bounds connecting to a region; a region that
+	// does not accept within it is skipped for this request.
+	DefaultConnectTimeout = time.Second
+	// DefaultServerTimeout bounds waiting for a region's answer: longer
+	// than a gateway's longest (the dev cluster's upstream timeout, 10 s,
+	// plus its forwarding slack, 5 s, with room).
+	DefaultServerTimeout = 60 * time.Second
+	// DefaultClientTimeout bounds a client's silence.
+	DefaultClientTimeout = 65 * time.Second
+	// DefaultCheckInterval is the /readyz check period of a healthy
+	// region; a failing one is checked twice as often.
+	DefaultCheckInterval = 500 * time.Millisecond
+	// DefaultMaxConn caps concurrent client connections.
+	DefaultMaxConn = 4096
+)
+
+// Region is one region's gateway as the entry reaches it.
+type Region struct {
+	// Name is the region's name (the server name in HAProxy's logs and
+	// stats): 1 to 32 of [a-z0-9-].
+	Name string
+	// Addr is the gateway's host:port.
+	Addr string
+}
+
+// Config is what the rendered configuration depends on.
+type Config struct {
+	// Listen is the entry's bind address, such as "127.0.0.1:8080" or
+	// ":80". Required.
+	Listen string
+	// Regions are the gateways behind the entry. At least one.
+	Regions []Region
+	// AdminSocket, if set, is the path of HAProxy's admin socket (server
+	// states, draining a region by hand).
+	AdminSocket string
+	// ConnectTimeout, ServerTimeout, ClientTimeout and CheckInterval
+	// default to the Default constants.
+	ConnectTimeout, ServerTimeout, ClientTimeout, CheckInterval time.Duration
+	// MaxConn defaults to DefaultMaxConn.
+	MaxConn int
+}
+
+// RegionFromURL returns the Region for a gateway's base URL (http only:
+// the rendered configuration speaks plain HTTP to the regions).
+func RegionFromURL(name, base string) (Region, error) {
+	u, err := url.Parse(base)
+	if err != nil || u.Scheme != "http" || u.Host == "" {
+		return Region{}, fmt.Errorf("haproxy: region %q: URL %q is not an http:// URL with a host", name, base)
+	}
+	host := u.Host
+	if u.Port() == "" {
+		host = net.JoinHostPort(u.Hostname(), "80")
+	}
+	return Region{Name: name, Addr: host}, nil
+}
+
+//go:embed haproxy.cfg.tmpl
+var cfgTemplate string
+
+var tmpl = template.Must(template.New("haproxy.cfg").Funcs(template.FuncMap{
+	"ms": func(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) + "ms" },
+}).Parse(cfgTemplate))
+
+var nameRE = regexp.MustCompile(`^[a-z0-9-]{1,32}$`)
+
+// withDefaults fills c's zero fields.
+func (c Config) withDefaults() Config {
+	if c.ConnectTimeout == 0 {
+		c.ConnectTimeout = DefaultConnectTimeout
+	}
+	if c.ServerTimeout == 0 {
+		c.ServerTimeout = DefaultServerTimeout
+	}
+	if c.ClientTimeout == 0 {
+		c.ClientTimeout = DefaultClientTimeout
+	}
+	if c.CheckInterval == 0 {
+		c.CheckInterval = DefaultCheckInterval
+	}
+	if c.MaxConn == 0 {
+		c.MaxConn = DefaultMaxConn
+	}
+	return c
+}
+
+// Validate names the first unusable field of c and says why.
+func (c Config) Validate() error {
+	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+		return fmt.Errorf("haproxy: Listen %q: want host:port: %v", c.Listen, err)
+	}
+	if len(c.Regions) == 0 {
+		return errors.New("haproxy: Regions: at least one region is required")
+	}
+	seen := map[string]bool{}
+	for i, r := range c.Regions {
+		if !nameRE.MatchString(r.Name) {
+			return fmt.Errorf("haproxy: Regions[%d].Name: must be 1 to 32 of [a-z0-9-], got %q", i, r.Name)
+		}
+		if seen[r.Name] {
+			return fmt.Errorf("haproxy: Regions[%d].Name: %q is listed twice", i, r.Name)
+		}
+		seen[r.Name] = true
+		if host, port, err := net.SplitHostPort(r.Addr); err != nil || host == "" || port == "" {
+			return fmt.Errorf("haproxy: Regions[%d].Addr: want host:port, got %q", i, r.Addr)
+		}
+	}
+	d := c.withDefaults()
+	for name, v := range map[string]time.Duration{"ConnectTimeout": d.ConnectTimeout, "ServerTimeout": d.ServerTimeout,
+		"ClientTimeout": d.ClientTimeout, "CheckInterval": d.CheckInterval} {
+		if v < time.Millisecond {
+			return fmt.Errorf("haproxy: %s: %v is below 1ms", name, v)
+		}
+	}
+	if d.MaxConn < 1 {
+		return fmt.Errorf("haproxy: MaxConn: %d is not positive", c.MaxConn)
+	}
+	return nil
+}
+
+// Render returns the HAProxy configuration for c.
+func Render(c Config) ([]byte, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	d := c.withDefaults()
+	var buf bytes.Buffer
+	err := tmpl.Execute(&buf, struct {
+		Config
+		FastInterval, CheckTimeout time.Duration
+	}{d, d.CheckInterval / 2, 2 * d.CheckInterval})
+	return buf.Bytes(), err
+}

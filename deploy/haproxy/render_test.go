@@ -1,0 +1,115 @@
+package haproxy
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite haproxy.cfg from the template")
+
+// example is what haproxy.cfg, the file beside this one, is rendered
+// from: three regions behind one entry on port 8080.
+var example = Config{
+	Listen: ":8080",
+	Regions: []Region{
+		{Name: "us-east", Addr: "idemd.us-east.internal:8080"},
+		{Name: "eu-west", Addr: "idemd.eu-west.internal:8080"},
+		{Name: "ap-south", Addr: "idemd.ap-south.internal:8080"},
+	},
+	AdminSocket: "/run/haproxy/admin.sock",
+}
+
+// TestShippedConfigIsTheTemplatesRendering: deploy/haproxy/haproxy.cfg is
+// exactly what Render makes of the example regions, so the file an
+// operator copies and the one the dev cluster runs never drift apart; and
+// haproxy itself accepts it (when installed).
+func TestShippedConfigIsTheTemplatesRendering(t *testing.T) {
+	got, err := Render(example)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *update {
+		if err := os.WriteFile("haproxy.cfg", got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile("haproxy.cfg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatal("haproxy.cfg differs from the template's rendering; run go test ./deploy/haproxy -run Shipped -args -update")
+	}
+	checkLoads(t, got)
+}
+
+// checkLoads runs `haproxy -c` on a configuration.
+func checkLoads(t *testing.T, cfg []byte) {
+	t.Helper()
+	bin, err := Binary()
+	if err != nil {
+		t.Skip(err)
+	}
+	path := filepath.Join(t.TempDir(), "haproxy.cfg")
+	// The admin socket's directory may not exist here; the check is of
+	// the rest.
+	cfg = bytes.ReplaceAll(cfg, []byte("/run/haproxy/admin.sock"), []byte(filepath.Join(t.TempDir(), "a.sock")))
+	if err := os.WriteFile(path, cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(bin, "-c", "-f", path).CombinedOutput(); err != nil {
+		t.Fatalf("haproxy -c: %v\n%s", err, out)
+	}
+}
+
+// TestConfigNeverResendsAWrittenRequest: the rendered backend retries only
+// on conn-failure (the request could not be sent) and has no L7 retry
+// keyword, and nothing shuts down a region's sessions when it is marked
+// down (which would cut requests that are running there).
+func TestConfigNeverResendsAWrittenRequest(t *testing.T) {
+	got, err := Render(example)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var retryOn []string
+	for _, line := range strings.Split(string(got), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 0 && f[0] == "retry-on" {
+			retryOn = append(retryOn, strings.Join(f[1:], " "))
+		}
+	}
+	if len(retryOn) != 1 || retryOn[0] != "conn-failure" {
+		t.Fatalf("retry-on lines %q; want exactly one, conn-failure", retryOn)
+	}
+	for _, bad := range []string{"empty-response", "junk-response", "response-timeout", "all-retryable-errors", "shutdown-sessions", "http-request-retry"} {
+		for _, line := range strings.Split(string(got), "\n") {
+			if l := strings.TrimSpace(line); !strings.HasPrefix(l, "#") && strings.Contains(l, bad) {
+				t.Fatalf("the configuration uses %q: %s", bad, l)
+			}
+		}
+	}
+}
+
+// TestConfigRefusesBadInputNamingTheField: Render names what is wrong.
+func TestConfigRefusesBadInputNamingTheField(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Regions: example.Regions}, "Listen"},
+		{Config{Listen: ":80"}, "Regions"},
+		{Config{Listen: ":80", Regions: []Region{{Name: "US", Addr: "a:1"}}}, "Regions[0].Name"},
+		{Config{Listen: ":80", Regions: []Region{{Name: "us", Addr: "a:1"}, {Name: "us", Addr: "b:1"}}}, "Regions[1].Name"},
+		{Config{Listen: ":80", Regions: []Region{{Name: "us", Addr: "nohost"}}}, "Regions[0].Addr"},
+		{Config{Listen: ":80", Regions: example.Regions, CheckInterval: -1}, "CheckInterval"},
+	} {
+		if _, err := Render(tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Render(%+v) = %v; want an error naming %s", tc.cfg, err, tc.want)
+		}
+	}
+}
