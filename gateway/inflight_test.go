@@ -21,13 +21,16 @@ import (
 // unique constraint: a repeat of an operation id answers the first
 // execution's answer and charges nothing. Its resolve path answers what
 // it charged. East's first execution hangs after the charge, as a region
-// that died mid-call leaves it, until release is closed.
+// that died mid-call leaves it, until release is closed; with
+// lateEast it hangs before the charge instead (a zombie's call that lands
+// late).
 type dedupBank struct {
-	mu      sync.Mutex
-	charges map[string]int // operation id -> charges
-	charged chan string    // each new charge's operation id
-	release chan struct{}
-	once    sync.Once
+	mu       sync.Mutex
+	charges  map[string]int // operation id -> charges
+	reached  chan string    // the operation id of east's call once it hangs
+	release  chan struct{}
+	once     sync.Once
+	lateEast bool
 }
 
 // unblock lets east's hanging call answer (once; a test's cleanup calls
@@ -35,7 +38,7 @@ type dedupBank struct {
 func (b *dedupBank) unblock() { b.once.Do(func() { close(b.release) }) }
 
 func newDedupBank() *dedupBank {
-	return &dedupBank{charges: map[string]int{}, charged: make(chan string, 16), release: make(chan struct{})}
+	return &dedupBank{charges: map[string]int{}, reached: make(chan string, 1), release: make(chan struct{})}
 }
 
 func (b *dedupBank) total() int {
@@ -57,17 +60,21 @@ func (b *dedupBank) handler(region string) http.Handler {
 	}
 	mux.HandleFunc("POST /v1/things", func(w http.ResponseWriter, r *http.Request) {
 		op := r.Header.Get(gateway.HeaderOperationID)
+		hang := func() {
+			b.reached <- op
+			<-b.release
+		}
+		if region == "east" && b.lateEast {
+			hang()
+		}
 		b.mu.Lock()
 		first := b.charges[op] == 0
 		if first {
 			b.charges[op] = 1
 		}
 		b.mu.Unlock()
-		if first {
-			b.charged <- op
-			if region == "east" {
-				<-b.release
-			}
+		if first && region == "east" && !b.lateEast {
+			hang()
 		}
 		answer(w, op)
 	})
@@ -85,7 +92,8 @@ func (b *dedupBank) handler(region string) http.Handler {
 }
 
 // inFlightInEast starts a payment in east (the owner at epoch 1), waits
-// until the bank charged it while east's call still hangs, then fails the
+// until east's call hangs at the bank (charged, or with lateEast not
+// yet), then fails the
 // shard over to west at epoch 2: the SQL fence, then both regions'
 // directory caches. It returns the operation id and east's answer, once
 // the bank is released.
@@ -105,7 +113,7 @@ func inFlightInEast(t *testing.T, s *crdb.Store, bank *dedupBank, east, west *re
 	}()
 	var op string
 	select {
-	case op = <-bank.charged:
+	case op = <-bank.reached:
 	case <-time.After(10 * time.Second):
 		t.Fatal("east's payment never reached the bank")
 	}
@@ -224,5 +232,44 @@ func TestANewOwnerSettlesAMovedShardsInFlightIntentWithoutARetry(t *testing.T) {
 	<-eastAnswer
 	if n := bank.total(); n != 1 {
 		t.Errorf("bank charged %d times; want 1", n)
+	}
+}
+
+// TestAZombiesLateUpstreamCallAfterAnEarlyTakeoverTakesNoEffect: the
+// case the declaration exists for. East's call has reached the upstream
+// but not taken effect when east's shard fails over (east is a zombie:
+// paused or cut off, its lease live). West's retry takes the operation
+// over at once; the resolve path says it never ran, so west runs it
+// (same operation id) and answers the charge. Then the zombie's call
+// lands: the upstream deduplicates it by operation id and charges
+// nothing, and the fence refuses the zombie's result. One charge, and
+// the record keeps west's answer.
+func TestAZombiesLateUpstreamCallAfterAnEarlyTakeoverTakesNoEffect(t *testing.T) {
+	s := store(t, 16)
+	bank := newDedupBank()
+	bank.lateEast = true
+	idle := gateway.RecoveryConfig{Clock: clock.NewFake(time.Now())}
+	east, west := startRegions(t, s, "east", regionsOptions{
+		endpoint: "    failover: transfer\n    upstream_dedup: operation_id\n", upstream: bank.handler, recovery: idle})
+	const body = `{"amount":"7.00"}`
+	op, eastAnswer := inFlightInEast(t, s, bank, east, west, "zombie-lands-late", body)
+
+	st, hd, b := do(t, post(t, west.url+"/v1/things", token(t, "alice"), "zombie-lands-late", body))
+	if st != http.StatusCreated || hd.Get(gateway.HeaderOperationID) != op || hd.Get("Idempotent-Replayed") == "true" {
+		t.Fatalf("retry at the new owner: %s; want a fresh 201 of %s", describe(st, hd, b), op)
+	}
+	if n := bank.total(); n != 1 {
+		t.Fatalf("bank charged %d times after the new owner ran it; want 1", n)
+	}
+	bank.unblock() // the zombie's call lands now
+	if got := <-eastAnswer; got != http.StatusServiceUnavailable {
+		t.Errorf("the zombie's own answer: %d; want 503 (its result refused by the fence)", got)
+	}
+	if n := bank.total(); n != 1 {
+		t.Errorf("bank charged %d times after the zombie's call landed; want 1", n)
+	}
+	st, hd, b = do(t, post(t, west.url+"/v1/things", token(t, "alice"), "zombie-lands-late", body))
+	if st != http.StatusCreated || hd.Get("Idempotent-Replayed") != "true" || hd.Get(gateway.HeaderOperationID) != op {
+		t.Errorf("retry after the zombie's call: %s; want the replayed 201 of %s", describe(st, hd, b), op)
 	}
 }
