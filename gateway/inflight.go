@@ -136,7 +136,8 @@ type moveWatch struct {
 
 // observe reads the cache: a shard seen before at a lower epoch and now
 // owned here was just received. A shard seen for the first time (the
-// cache just loaded) only sets the baseline.
+// cache just loaded) only sets the baseline; one owned elsewhere now is
+// no longer this region's to sweep.
 func (w *moveWatch) observe(g *Gateway, groups map[failover.Policy][]string) {
 	for shard := range g.cfg.Shards {
 		owner, epoch, _, ok := g.routes.owners.Owner(shard)
@@ -145,7 +146,11 @@ func (w *moveWatch) observe(g *Gateway, groups map[failover.Policy][]string) {
 		}
 		prev, known := w.seen[shard]
 		w.seen[shard] = epoch
-		if !known || epoch <= prev || owner != g.routes.local {
+		if owner != g.routes.local {
+			delete(w.pending, shard) // moved on before its sweep: the new owner's business
+			continue
+		}
+		if !known || epoch <= prev {
 			continue
 		}
 		todo := map[failover.Policy]bool{}
