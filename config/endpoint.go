@@ -103,6 +103,11 @@ type Endpoint struct {
 	// outcome is unknown; it must contain {operation_id}. Empty means the
 	// outcome cannot be queried: such operations wait for an operator.
 	ResolvePath string `yaml:"resolve_path"`
+	// UpstreamDedup declares what the upstream deduplicates executions by:
+	// "none" (default) or "operation_id" (UpstreamDedupOperationID; needs
+	// resolve_path). See UpstreamDedupOperationID for what it promises
+	// and what it changes.
+	UpstreamDedup UpstreamDedup `yaml:"upstream_dedup"`
 	// CancelPath is the upstream path the gateway POSTs to when the owning
 	// actor cancels an async operation (DELETE /v1/operations/{id}); it
 	// must contain {operation_id}, and needs async and resolve_path (a

@@ -125,6 +125,15 @@ func TestValidate(t *testing.T) {
 		{"max response bytes", func(c *Config) { c.Endpoints[1].MaxResponseBytes = 0 }, []string{"endpoints[1].max_response_bytes"}},
 		{"resolve path without id", func(c *Config) { c.Endpoints[0].ResolvePath = "/internal/ops" }, []string{"endpoints[0].resolve_path"}},
 		{"resolve path other param", func(c *Config) { c.Endpoints[0].ResolvePath = "/internal/{x}/{operation_id}" }, []string{"endpoints[0].resolve_path"}},
+		{"upstream dedup by operation id", func(c *Config) {
+			c.Endpoints[0].ResolvePath, c.Endpoints[0].UpstreamDedup = "/internal/operations/{operation_id}", UpstreamDedupOperationID
+		}, nil},
+		{"upstream dedup none", func(c *Config) { c.Endpoints[0].UpstreamDedup = UpstreamDedupNone }, nil},
+		{"upstream dedup without resolve path", func(c *Config) { c.Endpoints[0].UpstreamDedup = UpstreamDedupOperationID },
+			[]string{"endpoints[0].upstream_dedup"}},
+		{"upstream dedup misspelt", func(c *Config) {
+			c.Endpoints[0].ResolvePath, c.Endpoints[0].UpstreamDedup = "/internal/operations/{operation_id}", "operation-id"
+		}, []string{"endpoints[0].upstream_dedup"}},
 		{"cancel path", func(c *Config) {
 			c.Endpoints[0].Async, c.Endpoints[0].ResolvePath = true, "/internal/operations/{operation_id}"
 			c.Endpoints[0].CancelPath = "/internal/operations/{operation_id}/cancel"

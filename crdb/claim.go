@@ -68,6 +68,17 @@ type ClaimRequest struct {
 	// Pending starts the operation in PENDING (queued async work) instead
 	// of IN_PROGRESS.
 	Pending bool
+	// TakeOverFenced lets the claim take over a running (PENDING or
+	// IN_PROGRESS) record before its lease ends when the record was last
+	// written under an older epoch than the shard's: its holder is fenced
+	// out (every heartbeat, stage and finish it tries is refused) and can
+	// never record a result, so its lease protects nothing the store can
+	// see. Only an upstream call the holder already sent may still land:
+	// set it only for an endpoint whose upstream deduplicates by operation
+	// id and that has a resolve path (config.Endpoint.TakesOverFenced),
+	// whose takeover resolves before it runs anything. See
+	// docs/failover.md, "In-flight intents of a moved shard".
+	TakeOverFenced bool
 }
 
 // Claim is the decision on one key.
@@ -79,6 +90,10 @@ type Claim struct {
 	Lease *Lease
 	// RetryAfter is how long an InFlight caller should wait.
 	RetryAfter time.Duration
+	// Fenced is set on a TakenOver claim whose lease was still live: its
+	// holder wrote last under an older epoch and was fenced out
+	// (ClaimRequest.TakeOverFenced).
+	Fenced bool
 }
 
 // Lease is a worker's ownership of an operation. Every update through it is
@@ -316,7 +331,9 @@ func classify(req ClaimRequest, rec Record, now time.Time) (c Claim, takeover bo
 		c.Outcome = Unresolved
 		return c, false, nil
 	case idempotency.Pending, idempotency.InProgress:
-		if rec.LeaseExpiresAt.After(now) {
+		if rec.LeaseExpiresAt.After(now) && fencedOut(req, rec) {
+			c.Fenced = true
+		} else if rec.LeaseExpiresAt.After(now) {
 			c.Outcome = InFlight
 			c.RetryAfter = rec.LeaseExpiresAt.Sub(now)
 			return c, false, nil
@@ -345,8 +362,9 @@ func (s *Store) takeover(req ClaimRequest, rec Record, newOwner string) (*Lease,
 		lease_expires_at = {now} + $11::INT8 * INTERVAL '1 millisecond', attempts = attempts + 1,
 		last_stage = CASE WHEN state = 'RETRYABLE_FAILURE' THEN '' ELSE last_stage END,
 		expires_at = GREATEST(expires_at, {now} + ($11::INT8 + $12::INT8) * INTERVAL '1 millisecond')`,
-		`(state = 'RETRYABLE_FAILURE' OR (state IN ('PENDING', 'IN_PROGRESS') AND lease_expires_at <= {now}))`,
-		newOwner, req.Lease.Milliseconds(), req.TTL.Milliseconds())
+		`(state = 'RETRYABLE_FAILURE' OR (state IN ('PENDING', 'IN_PROGRESS') AND (lease_expires_at <= {now} OR `+
+			fencedCond+`)))`,
+		newOwner, req.Lease.Milliseconds(), req.TTL.Milliseconds(), req.TakeOverFenced)
 }
 
 // decide classifies an existing record and, where allowed, takes it over.
@@ -364,6 +382,9 @@ func (s *Store) decide(ctx context.Context, req ClaimRequest, rec Record, now ti
 	lease.Attempts++
 	c.Outcome = TakenOver
 	c.Lease = lease
+	if c.Fenced {
+		s.metrics.outcome(ctx, req.Scope.Endpoint, eventFencedTakeover)
+	}
 	return c, false, nil
 }
 

@@ -14,6 +14,9 @@ const (
 	eventUnknownRecorded  = "outcome_unknown_recorded"
 	eventUnknownResolved  = "outcome_unknown_resolved"
 	eventRecoveryTakeover = "recovery_takeover"
+	// eventFencedTakeover counts takeovers of a live lease whose holder
+	// was fenced out (ClaimRequest.TakeOverFenced).
+	eventFencedTakeover = "fenced_takeover"
 )
 
 // metricOps are the op labels the fence, lost-ownership and retry counters
@@ -74,7 +77,7 @@ func newMetrics(m metric.Meter) (*metrics, error) {
 // isEvent reports whether name is an event rather than a claim decision.
 func isEvent(name string) bool {
 	switch name {
-	case eventUnknownRecorded, eventUnknownResolved, eventRecoveryTakeover:
+	case eventUnknownRecorded, eventUnknownResolved, eventRecoveryTakeover, eventFencedTakeover:
 		return true
 	}
 	return false
@@ -98,7 +101,7 @@ func (s *Store) InitMetrics(ctx context.Context, endpoints []string) {
 		for _, o := range outcomeNames[1:] {
 			s.metrics.decisions.Add(ctx, 0, metric.WithAttributes(attribute.String("endpoint", ep), attribute.String("decision", o)))
 		}
-		for _, e := range []string{eventUnknownRecorded, eventUnknownResolved, eventRecoveryTakeover} {
+		for _, e := range []string{eventUnknownRecorded, eventUnknownResolved, eventRecoveryTakeover, eventFencedTakeover} {
 			s.metrics.events.Add(ctx, 0, metric.WithAttributes(attribute.String("endpoint", ep), attribute.String("event", e)))
 		}
 	}

@@ -10,8 +10,10 @@ import (
 	"github.com/idemcoord/idemcoord/idempotency"
 )
 
-// Queued is an async operation whose worker stopped heartbeating: its lease
-// expired while it was PENDING or IN_PROGRESS, and its request is stored.
+// Queued is an operation a scan found without a live worker: an async one
+// whose lease expired while it was PENDING or IN_PROGRESS, with its stored
+// request (Stranded), or one whose holder was fenced out by a move
+// (Fenced; Request is nil for a synchronous endpoint's).
 type Queued struct {
 	// Record is the operation as the scan read it; a takeover is
 	// conditioned on its version. Record.Scope.Key is empty (only the
@@ -58,7 +60,8 @@ func (s *Store) DropRequest(ctx context.Context, opID uuid.UUID) error {
 	return nil
 }
 
-// TakeOver takes over an operation found by Stranded, for req's worker,
+// TakeOver takes over an operation found by Stranded or Fenced (with
+// req.TakeOverFenced), for req's worker,
 // token, lease and TTL (req.Scope and req.Fingerprint are not used: the
 // record is the request's own). It is the same fenced, version-conditioned
 // takeover Begin makes, so of several instances only one wins; the others
@@ -80,5 +83,9 @@ func (s *Store) TakeOver(ctx context.Context, rec Record, req ClaimRequest) (Cla
 	}
 	lease.Attempts++
 	s.metrics.outcome(ctx, rec.Scope.Endpoint, eventRecoveryTakeover) // not a client request
-	return Claim{Outcome: TakenOver, Record: rec, Lease: lease}, nil
+	c := Claim{Outcome: TakenOver, Record: rec, Lease: lease, Fenced: fencedOut(req, rec)}
+	if c.Fenced {
+		s.metrics.outcome(ctx, rec.Scope.Endpoint, eventFencedTakeover)
+	}
+	return c, nil
 }

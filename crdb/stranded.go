@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 )
 
 // Runnable is a share of the stranded work a caller may run: the
@@ -59,11 +60,29 @@ func (s *Store) Stranded(ctx context.Context, scan StrandedScan) ([]Queued, erro
 		return nil, fmt.Errorf("crdb: stranded: Limit must be positive, got %d", scan.Limit)
 	}
 	args := []any{s.now(), scan.Limit}
-	arg := func(v any) string {
-		args = append(args, v)
-		return fmt.Sprintf("$%d", len(args))
+	shares, after := scan.where(&args)
+	if shares == "" {
+		return nil, nil
 	}
-	var shares []string
+	rows, err := s.pool.Query(ctx, `SELECT (SELECT q.request FROM async_requests q WHERE q.operation_id = r.operation_id),
+			`+recordCols+`
+		FROM idempotency_records r
+		WHERE r.operation_id IN (SELECT operation_id FROM async_requests)
+			AND r.state IN ('PENDING', 'IN_PROGRESS') AND r.lease_expires_at <= COALESCE($1::TIMESTAMPTZ, now())
+			AND `+shares+after+`
+		ORDER BY r.lease_expires_at, r.operation_id LIMIT $2`, args...)
+	return scanQueued(rows, err, "stranded")
+}
+
+// where returns the scan's conditions on r (the records): the Runnable
+// shares, parenthesised and OR-ed ("" when none matches anything), and
+// the cursor's (" AND ..." or ""), appending their parameters to args.
+func (scan StrandedScan) where(args *[]any) (shares, after string) {
+	arg := func(v any) string {
+		*args = append(*args, v)
+		return fmt.Sprintf("$%d", len(*args))
+	}
+	var ors []string
 	for _, r := range scan.Runnable {
 		if len(r.Endpoints) == 0 || (!r.AllShards && len(r.Shards) == 0) {
 			continue
@@ -76,37 +95,35 @@ func (s *Store) Stranded(ctx context.Context, scan StrandedScan) ([]Queued, erro
 			}
 			cond += " AND r.shard = ANY(" + arg(shards) + "::INT4[])"
 		}
-		shares = append(shares, "("+cond+")")
+		ors = append(ors, "("+cond+")")
 	}
-	if len(shares) == 0 {
-		return nil, nil
+	if len(ors) == 0 {
+		return "", ""
 	}
-	after := ""
 	if scan.After != (Cursor{}) {
 		after = " AND (r.lease_expires_at, r.operation_id) > (" + arg(scan.After.LeaseExpiresAt) + "::TIMESTAMPTZ, " +
 			arg(scan.After.OperationID) + "::UUID)"
 	}
-	rows, err := s.pool.Query(ctx, `SELECT (SELECT q.request FROM async_requests q WHERE q.operation_id = r.operation_id),
-			`+recordCols+`
-		FROM idempotency_records r
-		WHERE r.operation_id IN (SELECT operation_id FROM async_requests)
-			AND r.state IN ('PENDING', 'IN_PROGRESS') AND r.lease_expires_at <= COALESCE($1::TIMESTAMPTZ, now())
-			AND (`+strings.Join(shares, " OR ")+`)`+after+`
-		ORDER BY r.lease_expires_at, r.operation_id LIMIT $2`, args...)
+	return "(" + strings.Join(ors, " OR ") + ")", after
+}
+
+// scanQueued reads a scan's rows: the stored request (NULL when none),
+// then recordCols.
+func scanQueued(rows pgx.Rows, err error, op string) ([]Queued, error) {
 	if err != nil {
-		return nil, fmt.Errorf("crdb: stranded: %w", giveUp(err))
+		return nil, fmt.Errorf("crdb: %s: %w", op, giveUp(err))
 	}
 	defer rows.Close()
 	var out []Queued
 	for rows.Next() {
 		var q Queued
 		if err := scanRecord(rows, &q.Record, &q.Request); err != nil {
-			return nil, fmt.Errorf("crdb: stranded: %w", err)
+			return nil, fmt.Errorf("crdb: %s: %w", op, err)
 		}
 		out = append(out, q)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("crdb: stranded: %w", giveUp(err))
+		return nil, fmt.Errorf("crdb: %s: %w", op, giveUp(err))
 	}
 	return out, nil
 }

@@ -71,6 +71,12 @@ type Options struct {
 	// Failover is the create-payment endpoint's failover policy: "reject"
 	// (default: a payment is a high-risk write) or "transfer".
 	Failover string
+	// UpstreamDedup is the payment endpoints' upstream_dedup: "none"
+	// (default) or "operation_id", which the demo payments service honours
+	// (payments.operation_id is unique): an intent left in flight by a
+	// region that lost its shard is then resolved by the new owner at once
+	// instead of after its lease (docs/failover.md).
+	UpstreamDedup string
 	// FailoverTimings overrides the failover controllers' timings (tests
 	// shorten the hold time of a recovering region); zero fields take the
 	// defaults.
@@ -156,6 +162,9 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	}
 	if opts.Failover == "" {
 		opts.Failover = "reject"
+	}
+	if opts.UpstreamDedup == "" {
+		opts.UpstreamDedup = "none"
 	}
 	// A busy port found after PostgreSQL and etcd started would cost
 	// seconds and leave the user a bind error without the way out.
@@ -315,6 +324,7 @@ endpoints:
     response_headers: [Content-Type, Location]
     failover: {{.Failover}}
     resolve_path: /internal/operations/{operation_id}
+    upstream_dedup: {{.UpstreamDedup}}
   # the same payment, held (reserved, reversible) before its capture
   # (irreversible): answered 202, cancellable with DELETE /v1/operations/{id}
   # until the capture
@@ -329,6 +339,7 @@ endpoints:
     response_headers: [Content-Type, Location]
     failover: {{.Failover}}
     resolve_path: /internal/operations/{operation_id}
+    upstream_dedup: {{.UpstreamDedup}}
     cancel_path: /internal/operations/{operation_id}/cancel
 `))
 
@@ -346,7 +357,8 @@ func (c *Cluster) writeRegionConfig(region, listen, secretFile string, ro Region
 	var b bytes.Buffer
 	err := regionTemplate.Execute(&b, map[string]any{"Region": region, "Listen": listen, "Upstream": c.PaymentsURL,
 		"DSN": dsn, "Etcd": strings.Join(endpoints, ", "), "SecretFile": secretFile,
-		"UpstreamTimeout": opts.UpstreamTimeout.String(), "Regions": c.Topology, "Failover": opts.Failover})
+		"UpstreamTimeout": opts.UpstreamTimeout.String(), "Regions": c.Topology, "Failover": opts.Failover,
+		"UpstreamDedup": opts.UpstreamDedup})
 	if err != nil {
 		return "", err
 	}

@@ -101,6 +101,9 @@ func (g *Gateway) coordinateCall(c *call) {
 		Lease:         c.policy.Lease,
 		TTL:           c.policy.TTL,
 		Pending:       c.policy.Async,
+		// A holder fenced out by a move is taken over at once where the
+		// upstream deduplicates (inflight.go).
+		TakeOverFenced: ep.TakesOverFenced(),
 	}
 	// A few rounds: a stale fence is re-read once, and resolving an unknown
 	// outcome is followed by claiming again.

@@ -137,6 +137,7 @@ type Gateway struct {
 	closing   bool
 	bg        sync.WaitGroup
 	recovery  *recovery
+	moves     *moveSweep
 	// internal are the static prefixes of the endpoints' resolve and
 	// cancel paths:
 	// the upstream answers them for the gateway only, so they are never
@@ -218,14 +219,15 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	g.mux.Handle("/", g.traceRequests(http.HandlerFunc(g.serve)))
 	g.recovery = g.startRecovery()
+	g.moves = g.startMoveSweep()
 	return g, nil
 }
 
 // ServeHTTP implements http.Handler.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) { g.mux.ServeHTTP(w, r) }
 
-// Close stops accepting async work, stops the async recovery loop, and
-// waits for background executions to finish and record their results
+// Close stops accepting async work, stops the async recovery loop and the
+// move sweep, and waits for background executions to finish and record their results
 // (each is bounded by its endpoint's upstream timeout), and for results
 // whose recording is being retried after a store error (bounded by
 // finishRetryFor). Call it after the HTTP server has shut down.
@@ -234,6 +236,7 @@ func (g *Gateway) Close() {
 	g.closing = true
 	g.closeMu.Unlock()
 	g.recovery.stop()
+	g.moves.stop()
 	g.bg.Wait()
 }
 

@@ -37,8 +37,15 @@ type RecoveryConfig struct {
 	// Clock drives the interval. Default clock.Real(); tests pass a
 	// *clock.Fake and advance it. (Lease expiry is the store's time.)
 	Clock clock.Clock
-	// Disabled turns the loop off; the instance still serves retries.
+	// Disabled turns the loop off, and the move sweep (inflight.go); the
+	// instance still serves retries.
 	Disabled bool
+	// MoveSweepInterval is how often the directory cache is looked at for
+	// shards this region has just received, whose operations left in
+	// flight by the old owner are settled at once on endpoints that take
+	// over fenced operations (inflight.go). Default
+	// DefaultMoveSweepInterval. Driven by Clock.
+	MoveSweepInterval time.Duration
 }
 
 // recoveryStore finds and takes over stranded async work (*crdb.Store).

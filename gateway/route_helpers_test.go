@@ -85,6 +85,8 @@ type regionsOptions struct {
 	// upstream, if set, serves region name's upstream after it counted
 	// the request (default: a 201 echoing the body).
 	upstream func(name string) http.Handler
+	// recovery, if set, is both gateways' recovery configuration.
+	recovery gateway.RecoveryConfig
 }
 
 // actorShard is the shard of the test actor t/alice.
@@ -135,7 +137,8 @@ func startRegions(t testing.TB, s *crdb.Store, owner string, o regionsOptions) (
 		}
 		g, err := gateway.New(gateway.Config{Region: r.name, Worker: r.name + "-w", Store: s, Auth: verifier(t),
 			Endpoints: endpoints(t, benchEndpoint+o.endpoint), Next: gateway.NewProxy(r.startUpstream(t, serve), nil),
-			Owners: owners, Topology: topo, Routing: o.routing, Meter: o.meter, Logger: o.logger, Health: health})
+			Owners: owners, Topology: topo, Routing: o.routing, Meter: o.meter, Logger: o.logger, Health: health,
+			Recovery: o.recovery})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,0 +1,299 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/idemcoord/idemcoord/clock"
+	"github.com/idemcoord/idemcoord/crdb"
+	"github.com/idemcoord/idemcoord/failover"
+	"github.com/idemcoord/idemcoord/fencing"
+	"github.com/idemcoord/idemcoord/idempotency"
+)
+
+// In-flight intents of a region that lost their shard.
+//
+// After a move (a failover, a drain, a failback) the fence refuses every
+// write of the old owner: its workers can no longer heartbeat, record a
+// stage or record a result. On an endpoint whose upstream deduplicates by
+// operation id and that has a resolve path (config.Endpoint.TakesOverFenced)
+// the new owner therefore does not wait out their leases:
+//
+//   - a retry that finds the operation running under an older epoch takes
+//     it over at once (crdb.ClaimRequest.TakeOverFenced, set by
+//     coordinate) and resumes through the resolve path, as any takeover
+//     of a crashed worker does (execute);
+//   - the move sweep below notices, in the directory cache, the shards this
+//     region has just received, finds their operations still running under
+//     an older epoch (crdb.Store.Fenced) and settles them without waiting
+//     for a retry: an async one is run as recovery runs it (resolve first);
+//     a synchronous one, whose request the store does not keep, is asked
+//     of the resolve path and its answer recorded (NotRun: recorded
+//     RETRYABLE_FAILURE, so the next retry runs it again at once;
+//     undetermined: OUTCOME_UNKNOWN, resolved again by the next retry).
+//
+// The old owner may still have an upstream call on the wire, or send one
+// late (a zombie paused past the move). That call carries the same
+// operation id as anything the new owner runs, and the upstream takes
+// effect at most once per operation id: that promise, which the endpoint
+// declares, is what makes not waiting safe. Elsewhere the lease rules.
+// docs/failover.md has the whole argument.
+
+// DefaultMoveSweepInterval is how often an instance looks at its
+// directory cache for shards it has just received. It reads only the
+// in-memory cache (no I/O) unless a shard changed hands, so it can be
+// short: an intent left in flight by the old owner is settled within
+// about this long after the move is visible here.
+const DefaultMoveSweepInterval = 500 * time.Millisecond
+
+// fencedStore finds and takes over operations whose holder was fenced out
+// (*crdb.Store).
+type fencedStore interface {
+	Fenced(ctx context.Context, scan crdb.StrandedScan) ([]crdb.Queued, error)
+	TakeOver(ctx context.Context, rec crdb.Record, req crdb.ClaimRequest) (crdb.Claim, error)
+}
+
+var _ fencedStore = (*crdb.Store)(nil)
+
+// moveSweep is the running sweep; its owner (the Gateway) stops it in
+// Close.
+type moveSweep struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// startMoveSweep starts the sweep in multi-region mode when an endpoint
+// takes over fenced operations, unless recovery is disabled or the store
+// cannot scan for them. It returns nil then.
+func (g *Gateway) startMoveSweep() *moveSweep {
+	fs, ok := g.cfg.Store.(fencedStore)
+	groups := g.fencedEndpoints()
+	if g.cfg.Recovery.Disabled || !ok || g.routes == nil || len(groups) == 0 {
+		return nil
+	}
+	every := g.cfg.Recovery.MoveSweepInterval
+	if every <= 0 {
+		every = DefaultMoveSweepInterval
+	}
+	batch := g.cfg.Recovery.Batch
+	if batch <= 0 {
+		batch = DefaultRecoveryBatch
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	m := &moveSweep{cancel: cancel, done: make(chan struct{})}
+	t := clock.Or(g.cfg.Recovery.Clock).NewTicker(every)
+	w := &moveWatch{seen: map[int]int64{}, pending: map[int]map[failover.Policy]bool{}}
+	w.observe(g, groups) // what is owned now was not just received
+	clear(w.pending)
+	go func() {
+		defer close(m.done)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C():
+				w.observe(g, groups)
+				g.sweepMoved(ctx, fs, w, groups, batch)
+			}
+		}
+	}()
+	return m
+}
+
+// stop ends the sweep and waits for it, and for the runs it started.
+func (m *moveSweep) stop() {
+	if m == nil {
+		return
+	}
+	m.cancel()
+	<-m.done
+}
+
+// fencedEndpoints returns the endpoints that take over fenced operations,
+// grouped by failover policy (which decides where they may run).
+func (g *Gateway) fencedEndpoints() map[failover.Policy][]string {
+	out := map[failover.Policy][]string{}
+	for _, ep := range g.cfg.Endpoints {
+		if ep.TakesOverFenced() {
+			p := g.policies[ep.Name].Failover
+			out[p] = append(out[p], ep.Name)
+		}
+	}
+	return out
+}
+
+// moveWatch remembers, per shard, the epoch last seen in the directory
+// cache, and which shards this region received since and still has to
+// sweep, per failover policy. Only the sweep's goroutine uses it.
+type moveWatch struct {
+	seen    map[int]int64
+	pending map[int]map[failover.Policy]bool
+}
+
+// observe reads the cache: a shard seen before at a lower epoch and now
+// owned here was just received. A shard seen for the first time (the
+// cache just loaded) only sets the baseline; one owned elsewhere now is
+// no longer this region's to sweep.
+func (w *moveWatch) observe(g *Gateway, groups map[failover.Policy][]string) {
+	for shard := range g.cfg.Shards {
+		owner, epoch, _, ok := g.routes.owners.Owner(shard)
+		if !ok {
+			continue
+		}
+		prev, known := w.seen[shard]
+		w.seen[shard] = epoch
+		if owner != g.routes.local {
+			delete(w.pending, shard) // moved on before its sweep: the new owner's business
+			continue
+		}
+		if !known || epoch <= prev {
+			continue
+		}
+		todo := map[failover.Policy]bool{}
+		for p := range groups {
+			todo[p] = true
+		}
+		w.pending[shard] = todo
+	}
+}
+
+// sweepMoved settles, for each failover policy, the fenced operations on
+// the received shards where that policy lets this region run them now. A
+// shard stays pending for a policy until a sweep of it went through to
+// the end without an error (a reject endpoint's shard held FAILED_OVER
+// waits for an operator's accept).
+func (g *Gateway) sweepMoved(ctx context.Context, fs fencedStore, w *moveWatch, groups map[failover.Policy][]string, batch int) {
+	if len(w.pending) == 0 {
+		return
+	}
+	health := g.localHealth()
+	for p, names := range groups {
+		var shards []int
+		for shard, todo := range w.pending {
+			if todo[p] && g.mayRecoverShard(shard, p, health) {
+				shards = append(shards, shard)
+			}
+		}
+		if len(shards) == 0 {
+			continue
+		}
+		if !g.sweepShards(ctx, fs, crdb.Runnable{Endpoints: names, Shards: shards}, batch) {
+			continue
+		}
+		for _, shard := range shards {
+			delete(w.pending[shard], p)
+			if len(w.pending[shard]) == 0 {
+				delete(w.pending, shard)
+			}
+		}
+	}
+}
+
+// sweepShards pages through r's fenced operations, settling each page
+// before reading the next. It reports whether it reached the end.
+func (g *Gateway) sweepShards(ctx context.Context, fs fencedStore, r crdb.Runnable, batch int) bool {
+	var after crdb.Cursor
+	for ctx.Err() == nil {
+		sctx, cancel := context.WithTimeout(ctx, storeCallTimeout)
+		page, err := fs.Fenced(sctx, crdb.StrandedScan{Runnable: []crdb.Runnable{r}, After: after, Limit: batch})
+		cancel()
+		if err != nil {
+			if ctx.Err() == nil {
+				g.log.WarnContext(ctx, "scan for operations fenced out by a move failed", "err", err)
+			}
+			return false
+		}
+		var wg sync.WaitGroup
+		for _, q := range page {
+			g.settleFenced(ctx, fs, q, &wg)
+		}
+		wg.Wait()
+		if len(page) < batch {
+			return true
+		}
+		after = page[len(page)-1].Cursor()
+	}
+	return false
+}
+
+// settleFenced takes one fenced operation over (of all the instances
+// sweeping, one wins) and settles it in a goroutine counted by wg.
+func (g *Gateway) settleFenced(ctx context.Context, fs fencedStore, q crdb.Queued, wg *sync.WaitGroup) {
+	rec := q.Record
+	ep := g.endpoint(rec.Scope.Endpoint)
+	if ep == nil || !ep.TakesOverFenced() {
+		return // another configuration's endpoint
+	}
+	policy := g.policies[ep.Name]
+	var (
+		r     *http.Request
+		body  []byte
+		err   error
+		async = ep.Async && q.Request != nil
+	)
+	if async {
+		if r, body, err = decodeQueued(context.Background(), q.Request); err != nil {
+			g.log.ErrorContext(ctx, "stored async request unreadable; left for a retry", "operation_id", rec.OperationID, "err", err)
+			return
+		}
+	} else if r, err = http.NewRequestWithContext(context.Background(), ep.Method, "/", nil); err != nil {
+		return
+	}
+	sctx, cancel := context.WithTimeout(ctx, storeCallTimeout)
+	defer cancel()
+	tok, err := g.fences.token(sctx, rec.Scope.Actor)
+	var claim crdb.Claim
+	if err == nil {
+		claim, err = fs.TakeOver(sctx, rec, crdb.ClaimRequest{Token: tok, Worker: g.cfg.Worker,
+			Lease: policy.Lease, TTL: policy.TTL, TakeOverFenced: true})
+	}
+	switch {
+	case errors.Is(err, fencing.ErrStaleEpoch):
+		g.fences.invalidate(tok.Shard)
+		return
+	case errors.Is(err, errNotOwner), errors.Is(err, crdb.ErrLostOwnership):
+		return // moved on, or another instance (or a retry) won it
+	case err != nil:
+		g.log.WarnContext(ctx, "takeover of an operation fenced out by a move failed", "operation_id", rec.OperationID, "err", err)
+		return
+	}
+	c := &call{w: discard{}, r: r, ep: ep, policy: policy, actor: rec.Scope.Actor, body: body, start: time.Now()}
+	in := Invocation{Request: r, Body: body, OperationID: rec.OperationID, Actor: rec.Scope.Actor, Endpoint: ep}
+	g.log.InfoContext(ctx, "operation left in flight by a region that lost its shard taken over", "operation_id", rec.OperationID,
+		"endpoint", ep.Name, "state", rec.State, "from_epoch", rec.Token.Epoch, "epoch", tok.Epoch)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if async {
+			g.runAsync(context.Background(), c, claim, in)
+			return
+		}
+		g.resolveTaken(context.Background(), c, claim.Lease, in)
+	}()
+}
+
+// resolveTaken settles a synchronous operation taken over from a fenced
+// holder without its request: from the resolve path's verdict alone. It
+// never runs the intent (the store did not keep the request); a retry
+// does, once the verdict says it never ran.
+func (g *Gateway) resolveTaken(ctx context.Context, c *call, lease *crdb.Lease, in Invocation) {
+	var res crdb.Result
+	switch v, a := g.cfg.Next.Resolve(ctx, in); v {
+	case Ran:
+		res = g.result(c, a)
+	case NotRun:
+		res = crdb.Result{State: idempotency.RetryableFailure, ErrorSummary: "upstream confirmed it never ran"}
+	default:
+		res = crdb.Result{State: idempotency.OutcomeUnknown,
+			ErrorSummary: "taken over from a region that lost the shard; upstream state undetermined"}
+	}
+	if err := g.record(ctx, c, lease, res); err != nil && !errors.Is(err, crdb.ErrLostOwnership) {
+		g.log.WarnContext(ctx, "fenced operation's verdict not recorded", "operation_id", in.OperationID, "err", err)
+		return
+	}
+	g.metrics.upstreamResult(ctx, c.ep.Name, string(res.State))
+}

@@ -1,0 +1,275 @@
+package gateway_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/idemcoord/idemcoord/clock"
+	"github.com/idemcoord/idemcoord/crdb"
+	"github.com/idemcoord/idemcoord/fencing"
+	"github.com/idemcoord/idemcoord/gateway"
+	"github.com/idemcoord/idemcoord/idempotency"
+)
+
+// dedupBank is an upstream shared by every region that takes effect at
+// most once per operation id, as the demo payments service does by its
+// unique constraint: a repeat of an operation id answers the first
+// execution's answer and charges nothing. Its resolve path answers what
+// it charged. East's first execution hangs after the charge, as a region
+// that died mid-call leaves it, until release is closed; with
+// lateEast it hangs before the charge instead (a zombie's call that lands
+// late).
+type dedupBank struct {
+	mu       sync.Mutex
+	charges  map[string]int // operation id -> charges
+	reached  chan string    // the operation id of east's call once it hangs
+	release  chan struct{}
+	once     sync.Once
+	lateEast bool
+}
+
+// unblock lets east's hanging call answer (once; a test's cleanup calls
+// it too, so a failed test never leaves a server waiting on it).
+func (b *dedupBank) unblock() { b.once.Do(func() { close(b.release) }) }
+
+func newDedupBank() *dedupBank {
+	return &dedupBank{charges: map[string]int{}, reached: make(chan string, 1), release: make(chan struct{})}
+}
+
+func (b *dedupBank) total() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := 0
+	for _, c := range b.charges {
+		n += c
+	}
+	return n
+}
+
+func (b *dedupBank) handler(region string) http.Handler {
+	mux := http.NewServeMux()
+	answer := func(w http.ResponseWriter, op string) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		io.WriteString(w, `{"charge":"`+op+`"}`)
+	}
+	mux.HandleFunc("POST /v1/things", func(w http.ResponseWriter, r *http.Request) {
+		op := r.Header.Get(gateway.HeaderOperationID)
+		hang := func() {
+			b.reached <- op
+			<-b.release
+		}
+		if region == "east" && b.lateEast {
+			hang()
+		}
+		b.mu.Lock()
+		first := b.charges[op] == 0
+		if first {
+			b.charges[op] = 1
+		}
+		b.mu.Unlock()
+		if first && region == "east" && !b.lateEast {
+			hang()
+		}
+		answer(w, op)
+	})
+	mux.HandleFunc("GET /internal/operations/{id}", func(w http.ResponseWriter, r *http.Request) {
+		b.mu.Lock()
+		n := b.charges[r.PathValue("id")]
+		b.mu.Unlock()
+		if n == 0 {
+			http.NotFound(w, r)
+			return
+		}
+		io.WriteString(w, resolutionBody(http.StatusCreated, `{"charge":"`+r.PathValue("id")+`"}`))
+	})
+	return mux
+}
+
+// inFlightInEast starts a payment in east (the owner at epoch 1), waits
+// until east's call hangs at the bank (charged, or with lateEast not
+// yet), then fails the
+// shard over to west at epoch 2: the SQL fence, then both regions'
+// directory caches. It returns the operation id and east's answer, once
+// the bank is released.
+func inFlightInEast(t *testing.T, s *crdb.Store, bank *dedupBank, east, west *regionGW, key, body string) (string, <-chan int) {
+	t.Helper()
+	t.Cleanup(bank.unblock) // before the servers close
+	answered := make(chan int, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(post(t, east.url+"/v1/things", token(t, "alice"), key, body))
+		if err != nil {
+			t.Error(err)
+			answered <- 0
+			return
+		}
+		resp.Body.Close()
+		answered <- resp.StatusCode
+	}()
+	var op string
+	select {
+	case op = <-bank.reached:
+	case <-time.After(10 * time.Second):
+		t.Fatal("east's payment never reached the bank")
+	}
+	if err := s.MoveFence(context.Background(), fencing.Move{Shard: actorShard, From: 1, To: "west",
+		Operator: "test", Reason: "east failed"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []*regionGW{east, west} {
+		r.owners.set(actorShard, "west", 2, gateway.ShardFailedOver)
+	}
+	return op, answered
+}
+
+// TestAnInFlightIntentOfAMovedShardIsAnsweredToItsRetryAtOnce: a payment
+// in flight in east (the bank charged it; east's call hangs, as in a
+// region that died mid-call) when east's shard fails over to west under
+// a new epoch. On an endpoint whose upstream deduplicates by operation id
+// (upstream_dedup: operation_id, with a resolve path) the retry at west
+// takes the operation over at once (no clock moves: the dead holder's
+// 30 s lease is live), asks the resolve path and answers the one charge,
+// same operation id. Without the declaration the retry gets 409
+// in-progress with Retry-After for the rest of the lease, as before:
+// a late upstream call could still land there. Either way east's late
+// result is refused by the fence, and the bank charged once.
+func TestAnInFlightIntentOfAMovedShardIsAnsweredToItsRetryAtOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		dedup  string
+		status int
+	}{
+		{"upstream dedups by operation id", "    upstream_dedup: operation_id\n", http.StatusCreated},
+		{"no declaration", "", http.StatusConflict},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := store(t, 16)
+			bank := newDedupBank()
+			// The sweep never ticks: only the retry may take over here.
+			idle := gateway.RecoveryConfig{Clock: clock.NewFake(time.Now())}
+			east, west := startRegions(t, s, "east", regionsOptions{endpoint: "    failover: transfer\n" + tc.dedup,
+				upstream: bank.handler, recovery: idle})
+			const body = `{"amount":"7.00"}`
+			op, eastAnswer := inFlightInEast(t, s, bank, east, west, "moved-in-flight", body)
+
+			st, hd, b := do(t, post(t, west.url+"/v1/things", token(t, "alice"), "moved-in-flight", body))
+			if st != tc.status {
+				t.Fatalf("retry at the new owner: %s; want %d", describe(st, hd, b), tc.status)
+			}
+			if got := hd.Get(gateway.HeaderOperationID); got != op {
+				t.Errorf("retry answered operation %q; want the in-flight %q", got, op)
+			}
+			switch st {
+			case http.StatusCreated:
+				if !strings.Contains(b, op) {
+					t.Errorf("retry answer %s; want the charge of %s", describe(st, hd, b), op)
+				}
+				if state := waitState(t, s, reviewScope(t, "alice", "moved-in-flight"), idempotency.Completed, time.Second); state != idempotency.Completed {
+					t.Errorf("record %s after the answer; want COMPLETED", state)
+				}
+			case http.StatusConflict:
+				if !strings.Contains(b, "in-progress") || hd.Get("Retry-After") == "" {
+					t.Errorf("refusal %s: want in-progress with Retry-After", describe(st, hd, b))
+				}
+			}
+
+			bank.unblock()
+			if got := <-eastAnswer; got != http.StatusServiceUnavailable {
+				t.Errorf("east's own answer after the move: %d; want 503 (its result refused by the fence)", got)
+			}
+			if n := bank.total(); n != 1 {
+				t.Errorf("bank charged %d times; want 1", n)
+			}
+		})
+	}
+}
+
+// TestANewOwnerSettlesAMovedShardsInFlightIntentWithoutARetry: the same
+// payment left in flight by east; nobody retries. West's move sweep sees
+// in its directory cache that it received the shard (its clock moved by
+// one sweep interval: no lease is waited out), takes the operation over,
+// learns from the resolve path that it ran, and records it: COMPLETED
+// with the bank's answer. The client's retry, whenever it comes, is a
+// replay; the bank charged once.
+func TestANewOwnerSettlesAMovedShardsInFlightIntentWithoutARetry(t *testing.T) {
+	s := store(t, 16)
+	bank := newDedupBank()
+	clk := clock.NewFake(time.Now())
+	east, west := startRegions(t, s, "east", regionsOptions{
+		endpoint: "    failover: transfer\n    upstream_dedup: operation_id\n",
+		upstream: bank.handler, recovery: gateway.RecoveryConfig{Clock: clk}})
+	const body = `{"amount":"7.00"}`
+	op, eastAnswer := inFlightInEast(t, s, bank, east, west, "settled-by-sweep", body)
+	sc := reviewScope(t, "alice", "settled-by-sweep")
+	if rec, err := s.Read(context.Background(), sc); err != nil || rec.State != idempotency.InProgress {
+		t.Fatalf("record before the sweep: %+v, %v; want IN_PROGRESS", rec.State, err)
+	}
+
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		clk.Advance(gateway.DefaultMoveSweepInterval)
+		if rec, err := s.Read(context.Background(), sc); err == nil && rec.State == idempotency.Completed {
+			if !strings.Contains(string(rec.Snapshot.Body), op) || rec.Snapshot.Status != http.StatusCreated {
+				t.Errorf("recorded %d %s; want the bank's 201 for %s", rec.Snapshot.Status, rec.Snapshot.Body, op)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the new owner did not settle the moved shard's in-flight intent")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	st, hd, b := do(t, post(t, west.url+"/v1/things", token(t, "alice"), "settled-by-sweep", body))
+	if st != http.StatusCreated || hd.Get("Idempotent-Replayed") != "true" || hd.Get(gateway.HeaderOperationID) != op {
+		t.Errorf("retry after the sweep: %s; want the replayed 201 of %s", describe(st, hd, b), op)
+	}
+	bank.unblock()
+	<-eastAnswer
+	if n := bank.total(); n != 1 {
+		t.Errorf("bank charged %d times; want 1", n)
+	}
+}
+
+// TestAZombiesLateUpstreamCallAfterAnEarlyTakeoverTakesNoEffect: the
+// case the declaration exists for. East's call has reached the upstream
+// but not taken effect when east's shard fails over (east is a zombie:
+// paused or cut off, its lease live). West's retry takes the operation
+// over at once; the resolve path says it never ran, so west runs it
+// (same operation id) and answers the charge. Then the zombie's call
+// lands: the upstream deduplicates it by operation id and charges
+// nothing, and the fence refuses the zombie's result. One charge, and
+// the record keeps west's answer.
+func TestAZombiesLateUpstreamCallAfterAnEarlyTakeoverTakesNoEffect(t *testing.T) {
+	s := store(t, 16)
+	bank := newDedupBank()
+	bank.lateEast = true
+	idle := gateway.RecoveryConfig{Clock: clock.NewFake(time.Now())}
+	east, west := startRegions(t, s, "east", regionsOptions{
+		endpoint: "    failover: transfer\n    upstream_dedup: operation_id\n", upstream: bank.handler, recovery: idle})
+	const body = `{"amount":"7.00"}`
+	op, eastAnswer := inFlightInEast(t, s, bank, east, west, "zombie-lands-late", body)
+
+	st, hd, b := do(t, post(t, west.url+"/v1/things", token(t, "alice"), "zombie-lands-late", body))
+	if st != http.StatusCreated || hd.Get(gateway.HeaderOperationID) != op || hd.Get("Idempotent-Replayed") == "true" {
+		t.Fatalf("retry at the new owner: %s; want a fresh 201 of %s", describe(st, hd, b), op)
+	}
+	if n := bank.total(); n != 1 {
+		t.Fatalf("bank charged %d times after the new owner ran it; want 1", n)
+	}
+	bank.unblock() // the zombie's call lands now
+	if got := <-eastAnswer; got != http.StatusServiceUnavailable {
+		t.Errorf("the zombie's own answer: %d; want 503 (its result refused by the fence)", got)
+	}
+	if n := bank.total(); n != 1 {
+		t.Errorf("bank charged %d times after the zombie's call landed; want 1", n)
+	}
+	st, hd, b = do(t, post(t, west.url+"/v1/things", token(t, "alice"), "zombie-lands-late", body))
+	if st != http.StatusCreated || hd.Get("Idempotent-Replayed") != "true" || hd.Get(gateway.HeaderOperationID) != op {
+		t.Errorf("retry after the zombie's call: %s; want the replayed 201 of %s", describe(st, hd, b), op)
+	}
+}
