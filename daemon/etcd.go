@@ -32,7 +32,7 @@ var _ gateway.Owners = (*ownership.Cache)(nil)
 // instance's liveness key. It fails within bounded time when etcd does not
 // answer.
 func (d *Daemon) joinEtcd(ctx context.Context, cfg *config.Config, meter metric.Meter, log *slog.Logger) error {
-	tc, err := etcdTLS(cfg.Etcd.TLS)
+	tc, err := cfg.Etcd.TLS.Client()
 	if err != nil {
 		return err
 	}

@@ -31,7 +31,7 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 }
 
 func auditCmd() *cobra.Command {
-	var sf storeFlags
+	var sf connFlags
 	var since, actor, operation, output string
 	var shard, limit int
 	cmd := &cobra.Command{
@@ -94,7 +94,7 @@ repairs; --operation one operation's.`,
 			return render(cmd.OutOrStdout(), output, t)
 		},
 	}
-	sf.add(cmd)
+	sf.addStore(cmd)
 	cmd.Flags().StringVar(&since, "since", "", "keep rows of the last DURATION (90m) or from an RFC 3339 TIME")
 	cmd.Flags().IntVar(&shard, "shard", 0, "keep rows about this shard")
 	cmd.Flags().StringVar(&actor, "actor", "", "keep rows about this actor scope (tenant/subject)")

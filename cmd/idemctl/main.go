@@ -46,6 +46,8 @@ func rootCmd() *cobra.Command {
 	}
 	root.PersistentFlags().IntVar(&devPortBase, "port-base", 0,
 		"which running dev cluster to use, by its `idemd dev --port-base` (default: the only one running)")
+	root.PersistentFlags().BoolVarP(&verbose, "verbose", "v", false,
+		"print the connection steps and the libraries' own log lines on stderr")
 	root.AddCommand(devCmd(), opCmd(), regionsCmd(), ownerCmd(), shardsCmd(), moveCmd(), deployCmd(),
 		failoverCmd(), failbackCmd(), drainCmd(), auditCmd(), migrateCmd(), versionCmd(), drillCmd())
 	return root

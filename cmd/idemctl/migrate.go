@@ -8,7 +8,7 @@ import (
 )
 
 func migrateCmd() *cobra.Command {
-	var sf storeFlags
+	var sf connFlags
 	var format string
 	cmd := &cobra.Command{
 		Use:   "migrate [--dsn URL]",
@@ -36,7 +36,7 @@ migrate". The CockroachDB multi-region layout is separate
 				v: map[string]any{"migrated": true, "cockroach": s.Cockroach()}})
 		},
 	}
-	sf.add(cmd)
+	sf.addStore(cmd)
 	addOutputFlag(cmd, &format)
 	return cmd
 }

@@ -18,8 +18,7 @@ const defaultDrain = 10 * time.Second
 
 func moveCmd() *cobra.Command {
 	var (
-		f      clusterFlags
-		sf     storeFlags
+		f      connFlags
 		af     auditFlags
 		shard  int
 		actor  string
@@ -67,12 +66,12 @@ commits. An interrupted move is finished by the next one. A repair: it needs
 			if shard < 0 || shard >= cfg.Shards {
 				return fmt.Errorf("--shard: must be within 0 and %d, got %d", cfg.Shards-1, shard)
 			}
-			store, err := sf.open(cmd.Context())
+			store, err := f.open(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer store.Close()
-			cli, err := f.client()
+			cli, err := f.client(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -88,8 +87,8 @@ commits. An interrupted move is finished by the next one. A repair: it needs
 			return render(cmd.OutOrStdout(), format, table{header: shardHeader, rows: [][]string{v.row()}, v: v})
 		},
 	}
-	f.add(cmd)
-	sf.add(cmd)
+	f.addCluster(cmd)
+	f.addStore(cmd)
 	af.add(cmd, "why the shard moves, recorded in the audit (required)")
 	cmd.Flags().IntVar(&shard, "shard", 0, "shard to move")
 	cmd.Flags().StringVar(&actor, "actor", "", "move the shard of this actor scope TENANT/SUBJECT")

@@ -24,7 +24,7 @@ row in the same transaction as its change.`,
 }
 
 func opGetCmd() *cobra.Command {
-	var sf storeFlags
+	var sf connFlags
 	var af auditFlags
 	var format string
 	cmd := &cobra.Command{
@@ -52,14 +52,14 @@ func opGetCmd() *cobra.Command {
 			return render(cmd.OutOrStdout(), format, recordTable(rec))
 		},
 	}
-	sf.add(cmd)
+	sf.addStore(cmd)
 	af.add(cmd, "why you are looking (optional; logged with the access)")
 	addOutputFlag(cmd, &format)
 	return cmd
 }
 
 func opReconcileCmd() *cobra.Command {
-	var sf storeFlags
+	var sf connFlags
 	var af auditFlags
 	var ran, notRun bool
 	var status int
@@ -107,7 +107,7 @@ runs it). The change and its audit row commit together.`,
 				v:    map[string]any{"operation_id": id, "state": res.State, "operator": af.operator, "reason": af.reason}})
 		},
 	}
-	sf.add(cmd)
+	sf.addStore(cmd)
 	af.add(cmd, "why, e.g. a ticket (required; recorded in repair_audit)")
 	cmd.Flags().BoolVar(&ran, "ran", false, "the downstream ran it")
 	cmd.Flags().BoolVar(&notRun, "not-run", false, "the downstream provably did not run it")

@@ -52,7 +52,7 @@ func checkActorScope(actor string) error {
 
 func ownerCmd() *cobra.Command {
 	var (
-		f      clusterFlags
+		f      connFlags
 		actor  string
 		format string
 	)
@@ -68,7 +68,7 @@ home. A read: it needs no reason and changes nothing.`,
 			if err := errors.Join(checkOutput(format), checkActorScope(actor)); err != nil {
 				return err
 			}
-			top, cfg, cli, err := f.connect()
+			top, cfg, cli, err := f.connect(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -89,7 +89,7 @@ home. A read: it needs no reason and changes nothing.`,
 				}{actor, v}})
 		},
 	}
-	f.add(cmd)
+	f.addCluster(cmd)
 	cmd.Flags().StringVar(&actor, "actor", "", "actor scope TENANT/SUBJECT (required)")
 	cmd.MarkFlagRequired("actor")
 	addOutputFlag(cmd, &format)
@@ -98,7 +98,7 @@ home. A read: it needs no reason and changes nothing.`,
 
 func shardsCmd() *cobra.Command {
 	var (
-		f      clusterFlags
+		f      connFlags
 		format string
 	)
 	cmd := &cobra.Command{
@@ -112,7 +112,7 @@ region owns in each state. A read: it needs no reason and changes nothing.`,
 			if err := checkOutput(format); err != nil {
 				return err
 			}
-			top, _, cli, err := f.connect()
+			top, _, cli, err := f.connect(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -160,7 +160,7 @@ region owns in each state. A read: it needs no reason and changes nothing.`,
 			return render(cmd.OutOrStdout(), format, table{header: shardHeader, rows: rows})
 		},
 	}
-	f.add(cmd)
+	f.addCluster(cmd)
 	addOutputFlag(cmd, &format)
 	return cmd
 }
