@@ -25,20 +25,25 @@ const binTimeout = 60 * time.Second
 // code.
 var ctlBin struct {
 	once sync.Once
+	dir  string
 	path string
 	err  error
 }
+
+// tempRoot is the temporary directory at start, before any test moves
+// TMPDIR (to hide or plant dev cluster state): the binary outlives those.
+var tempRoot = os.TempDir()
 
 // idemctlBinary builds idemctl (once per test binary) and returns its path.
 func idemctlBinary(t *testing.T) string {
 	t.Helper()
 	ctlBin.once.Do(func() {
-		dir, err := os.MkdirTemp("", "idemctl-bin")
+		dir, err := os.MkdirTemp(tempRoot, "idemctl-bin")
 		if err != nil {
 			ctlBin.err = err
 			return
 		}
-		ctlBin.path = filepath.Join(dir, "idemctl")
+		ctlBin.dir, ctlBin.path = dir, filepath.Join(dir, "idemctl")
 		out, err := exec.Command("go", "build", "-o", ctlBin.path, ".").CombinedOutput()
 		if err != nil {
 			ctlBin.err = errors.New(string(out))

@@ -10,7 +10,13 @@ import (
 	"github.com/idemcoord/idemcoord/internal/pgtest"
 )
 
-func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+func TestMain(m *testing.M) {
+	code := pgtest.Main(m)
+	if ctlBin.dir != "" {
+		os.RemoveAll(ctlBin.dir)
+	}
+	os.Exit(code)
+}
 
 // `idemctl op cleanup --batch 0` (or a negative batch) must end: Cleanup
 // takes batch <= 0 as its default, but the loop's stop condition n < batch

@@ -23,11 +23,7 @@ migrate". The CockroachDB multi-region layout is separate
 			if err := checkOutput(format); err != nil {
 				return err
 			}
-			dsn, err := sf.resolve()
-			if err != nil {
-				return err
-			}
-			s, err := crdb.Open(cmd.Context(), crdb.Config{DSN: dsn, MaxConns: 2, Migrate: true})
+			s, err := sf.openWith(cmd.Context(), crdb.Config{MaxConns: 2, Migrate: true})
 			if err != nil {
 				return err
 			}

@@ -137,24 +137,21 @@ func (f *connFlags) openWith(ctx context.Context, cfg crdb.Config) (*crdb.Store,
 	if err != nil {
 		return nil, err
 	}
-	addrs, db, err := reach.StoreAddrs(dsn)
-	if err != nil {
+	verbosef("connecting to store %s", strings.Join(reach.StoreDisplay(dsn), ","))
+	// The connection first, bounded and named; then the store's own
+	// opening (its schema check, or migrations, which may take longer).
+	if err := reach.Store(ctx, dsn, f.timeoutOr()); err != nil {
 		return nil, err
 	}
-	if db != "" {
-		addrs[0] += "/" + db
-	}
-	verbosef("connecting to store %s", strings.Join(addrs, ","))
 	cfg.DSN = dsn
 	if cfg.Logger == nil {
 		cfg.Logger = libraryLogger()
 	}
-	var s *crdb.Store
-	err = reach.Step(ctx, "store", addrs, f.timeout, func(ctx context.Context) error {
-		s, err = crdb.Open(ctx, cfg)
-		return err
-	})
-	return s, err
+	s, err := crdb.Open(ctx, cfg)
+	if err != nil {
+		return nil, &reach.Error{Part: "store", Addrs: reach.StoreDisplay(dsn), Err: err}
+	}
+	return s, nil
 }
 
 // etcdConfig returns the etcd endpoints and TLS: flags, else --config,
@@ -207,7 +204,7 @@ func (f *connFlags) client(ctx context.Context) (*clientv3.Client, error) {
 	if err != nil {
 		return nil, &reach.Error{Part: "etcd", Addrs: endpoints, Err: err}
 	}
-	err = reach.Step(ctx, "etcd", endpoints, f.timeoutOr(), func(ctx context.Context) error {
+	err = reach.Step(ctx, "etcd", reach.EtcdAddrs(endpoints), f.timeoutOr(), func(ctx context.Context) error {
 		_, err := cli.Get(ctx, ownership.DefaultPrefix, clientv3.WithCountOnly())
 		return err
 	})

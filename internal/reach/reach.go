@@ -44,7 +44,8 @@ type Error struct {
 func (e *Error) Error() string {
 	msg := fmt.Sprintf("%s %s: ", e.Part, strings.Join(e.Addrs, ","))
 	if e.Cause != "" {
-		msg += e.Cause + ": "
+		// The cause says it better than "context deadline exceeded".
+		return msg + e.Cause
 	}
 	return msg + e.Err.Error()
 }
@@ -80,6 +81,7 @@ func probe(ctx context.Context, addrs []string) string {
 		if strings.HasPrefix(a, "/") {
 			continue // a unix socket directory
 		}
+		a, _, _ = strings.Cut(a, "/") // host:port/database
 		d := net.Dialer{Timeout: probeTimeout}
 		c, err := d.DialContext(ctx, "tcp", a)
 		if err != nil {
@@ -104,7 +106,12 @@ func probe(ctx context.Context, addrs []string) string {
 func StoreAddrs(dsn string) (addrs []string, database string, err error) {
 	cfg, err := pgconn.ParseConfig(dsn)
 	if err != nil {
-		// pgconn's message may quote the DSN, password included.
+		// The message of a *pgconn.ParseConfigError quotes the whole
+		// DSN: say only why.
+		var pe *pgconn.ParseConfigError
+		if errors.As(err, &pe) && pe.Unwrap() != nil {
+			return nil, "", fmt.Errorf("store dsn: %w", pe.Unwrap())
+		}
 		return nil, "", errors.New("store dsn: not a valid PostgreSQL connection string (postgres://USER@HOST:PORT/DB?...)")
 	}
 	addrs = append(addrs, net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port))))
@@ -128,4 +135,49 @@ func EtcdAddrs(endpoints []string) []string {
 		out = append(out, ep)
 	}
 	return out
+}
+
+// Store checks, within timeout, that the store at dsn accepts a
+// connection (TLS and authentication included), and names its address
+// when it does not. It holds no connection afterwards.
+func Store(ctx context.Context, dsn string, timeout time.Duration) error {
+	addrs, db, err := StoreAddrs(dsn)
+	if err != nil {
+		return err
+	}
+	return Step(ctx, "store", display(addrs, db), timeout, func(ctx context.Context) error {
+		c, err := pgconn.Connect(ctx, dsn)
+		if err != nil {
+			return connectCause(err)
+		}
+		return c.Close(ctx)
+	})
+}
+
+// StoreDisplay returns the store's addresses as errors and logs show
+// them: host:port/database, no credentials.
+func StoreDisplay(dsn string) []string {
+	addrs, db, err := StoreAddrs(dsn)
+	if err != nil {
+		return []string{"(invalid dsn)"}
+	}
+	return display(addrs, db)
+}
+
+func display(addrs []string, db string) []string {
+	out := append([]string(nil), addrs...)
+	if db != "" && len(out) > 0 {
+		out[0] += "/" + db
+	}
+	return out
+}
+
+// connectCause returns the innermost cause of a pgconn connect error: its
+// own message repeats the user and database once per address tried.
+func connectCause(err error) error {
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) && ce.Unwrap() != nil {
+		return ce.Unwrap()
+	}
+	return err
 }
