@@ -89,10 +89,17 @@ func runCtl(t *testing.T, env []string, args ...string) result {
 // configuration files it is given.
 func devCluster(t *testing.T) *devcluster.Cluster {
 	t.Helper()
+	return devClusterWith(t, devcluster.Options{})
+}
+
+// devClusterWith is devCluster with opts (its logger and hold time are
+// set here).
+func devClusterWith(t *testing.T, opts devcluster.Options) *devcluster.Cluster {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c, err := devcluster.Start(ctx, devcluster.Options{Logger: slog.New(slog.DiscardHandler),
-		FailoverTimings: failover.Config{HoldTime: time.Hour}})
+	opts.Logger, opts.FailoverTimings = slog.New(slog.DiscardHandler), failover.Config{HoldTime: time.Hour}
+	c, err := devcluster.Start(ctx, opts)
 	if err != nil {
 		t.Fatalf("starting a dev cluster: %v", err)
 	}
