@@ -168,8 +168,9 @@ func acceptCmd() *cobra.Command {
 		Use:   "accept (--shard N | --region R) --operator NAME --reason TEXT",
 		Short: "Accept the new owner of FAILED_OVER shards: mark them ACTIVE (audited)",
 		Long: `accept tells the deployment that an operator has reconciled what the failed
-region left in flight (operations IN_PROGRESS or OUTCOME_UNKNOWN there, see
-"idemctl op") and accepts the new owner: the selected FAILED_OVER shards become
+region left in flight (operations IN_PROGRESS or OUTCOME_UNKNOWN there: list
+them with "idemctl op list --region R", settle each with "idemctl op reconcile")
+and accepts the new owner: the selected FAILED_OVER shards become
 ACTIVE with the same owner and epoch, so endpoints with the reject policy serve
 them again. --shard N selects one shard; --region R every FAILED_OVER shard
 whose home region is R (the shards that failed over away from R).

@@ -19,7 +19,7 @@ op reconcile, purge and cleanup are repairs:
 each needs --operator (default $USER) and --reason, and writes a repair_audit
 row in the same transaction as its change.`,
 	}
-	op.AddCommand(opGetCmd(), opFindCmd(), opReconcileCmd(), opPurgeCmd(), opCleanupCmd())
+	op.AddCommand(opGetCmd(), opFindCmd(), opListCmd(), opReconcileCmd(), opPurgeCmd(), opCleanupCmd())
 	return op
 }
 
