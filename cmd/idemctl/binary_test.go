@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/idemcoord/idemcoord/devcluster"
-	"github.com/idemcoord/idemcoord/failover"
 )
 
 // binTimeout bounds one run of the idemctl binary.
@@ -98,7 +97,10 @@ func devClusterWith(t *testing.T, opts devcluster.Options) *devcluster.Cluster {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	opts.Logger, opts.FailoverTimings = slog.New(slog.DiscardHandler), failover.Config{HoldTime: time.Hour}
+	opts.Logger = slog.New(slog.DiscardHandler)
+	if opts.FailoverTimings.HoldTime == 0 {
+		opts.FailoverTimings.HoldTime = time.Hour
+	}
 	c, err := devcluster.Start(ctx, opts)
 	if err != nil {
 		t.Fatalf("starting a dev cluster: %v", err)
