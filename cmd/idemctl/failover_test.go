@@ -143,12 +143,15 @@ func TestFailoverAcceptFailbackAndAuditFromTheCommandLine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rows []crdb.AuditRow
-	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+	var page struct {
+		Rows  []crdb.AuditRow `json:"rows"`
+		Total int             `json:"total"`
+	}
+	if err := json.Unmarshal([]byte(out), &page); err != nil || page.Total != len(page.Rows) {
 		t.Fatalf("audit output %q: %v", out, err)
 	}
 	var actions []string
-	for _, r := range rows {
+	for _, r := range page.Rows {
 		actions = append(actions, r.Action+"/"+r.Operator+"/"+r.Reason)
 	}
 	want := []string{"move_fence/alice/INC-42", "failover_accept/alice/INC-42", "move_fence/alice/INC-42"}
