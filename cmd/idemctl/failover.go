@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -33,6 +34,9 @@ func (m *moveCommand) run(cmd *cobra.Command, action, reg string,
 		return err
 	}
 	defer c.Close()
+	if !strings.HasPrefix(reg, "shard ") && !c.topo.Has(reg) {
+		return fmt.Errorf("%s: %q is not a region of the topology (%s)", action, reg, strings.Join(c.topo.Names(), ", "))
+	}
 	sts, _, _, err := failover.Current(ctx, c.cli, c.dir.Prefix(), c.topo)
 	if err != nil {
 		return err
@@ -48,6 +52,9 @@ func (m *moveCommand) run(cmd *cobra.Command, action, reg string,
 	var nh *failover.RegionNotHealthyError
 	if errors.As(err, &nh) {
 		return fmt.Errorf("%w (--force, audited as forced)", err)
+	}
+	if err != nil && len(moved) == 0 {
+		return err // nothing was tried: no table
 	}
 	if rerr := printMoves(cmd, m.flags.output, action, reg, moved); rerr != nil {
 		return rerr

@@ -34,8 +34,10 @@ import (
 )
 
 func main() {
-	if err := rootCmd().Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "idemctl:", err)
+	root := rootCmd()
+	cmd, err := root.ExecuteC()
+	if err != nil {
+		printError(os.Stderr, cmd, err)
 		os.Exit(1)
 	}
 }
@@ -47,8 +49,9 @@ func rootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.SetFlagErrorFunc(suggestFlag)
 	root.PersistentFlags().IntVar(&devPortBase, "port-base", 0,
-		"which running dev cluster to use, by its `idemd dev --port-base` (default: the only one running)")
+		"which running dev cluster to use: the N it was started with (idemd dev --port-base N); default the only one running")
 	root.PersistentFlags().BoolVarP(&verbose, "verbose", "v", false,
 		"print the connection steps and the libraries' own log lines on stderr")
 	root.AddCommand(devCmd(), opCmd(), regionsCmd(), ownerCmd(), shardsCmd(), moveCmd(), deployCmd(),

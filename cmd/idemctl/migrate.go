@@ -1,6 +1,8 @@
 package main
 
 import (
+	"errors"
+
 	"github.com/spf13/cobra"
 
 	"github.com/idemcoord/idemcoord/crdb"
@@ -23,13 +25,25 @@ migrate". The CockroachDB multi-region layout is separate
 			if err := checkOutput(format); err != nil {
 				return err
 			}
-			s, err := sf.openWith(cmd.Context(), crdb.Config{MaxConns: 2, Migrate: true})
-			if err != nil {
+			// Open without migrating first: whether the schema was
+			// already there is what the operator wants to know.
+			s, err := sf.open(cmd.Context())
+			applied := errors.Is(err, crdb.ErrSchemaMissing)
+			switch {
+			case applied:
+				if s, err = sf.openWith(cmd.Context(), crdb.Config{MaxConns: 2, Migrate: true}); err != nil {
+					return err
+				}
+			case err != nil:
 				return err
 			}
 			defer s.Close()
-			return render(cmd.OutOrStdout(), format, table{header: []string{"SCHEMA"}, rows: [][]string{{"up to date"}},
-				v: map[string]any{"migrated": true, "cockroach": s.Cockroach()}})
+			state := "already up to date: nothing applied"
+			if applied {
+				state = "migrations applied: the schema is up to date"
+			}
+			return render(cmd.OutOrStdout(), format, table{header: []string{"SCHEMA"}, rows: [][]string{{state}},
+				v: map[string]any{"migrated": true, "applied": applied, "cockroach": s.Cockroach()}})
 		},
 	}
 	sf.addStore(cmd)

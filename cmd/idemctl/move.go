@@ -78,8 +78,21 @@ commits. An interrupted move is finished by the next one. A repair: it needs
 			defer cli.Close()
 			ctx, cancel := etcdContext(cmd)
 			defer cancel()
-			e, err := ownership.NewDirectory(cli, store, quiet()).Move(ctx, shard, to, ownership.Active, af.operator, af.reason,
-				ownership.DrainFor(drain))
+			dir := ownership.NewDirectory(cli, store, quiet())
+			cur, err := dir.Get(ctx, shard)
+			if err != nil {
+				return err
+			}
+			if cur.Owner == to && cur.State == ownership.Active {
+				v := viewOf(cur, top.Home(shard))
+				if format == outputJSON {
+					return render(cmd.OutOrStdout(), format, table{v: map[string]any{"moved": false, "shard": v}})
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "shard %d is already owned by %s (epoch %d, ACTIVE): nothing moved, nothing audited\n",
+					shard, to, cur.Epoch)
+				return nil
+			}
+			e, err := dir.Move(ctx, shard, to, ownership.Active, af.operator, af.reason, ownership.DrainFor(drain))
 			if err != nil {
 				return err
 			}

@@ -102,6 +102,11 @@ func withKnownScopes(ctx context.Context, sf connFlags, actor string, err error)
 	return fmt.Errorf("%w; records of subject %q exist under --actor %s", err, actor, strings.Join(scopes, ", --actor "))
 }
 
+// maxCleanupBatch is the largest --batch: the configuration's
+// cleanup.batch_size bound, for the same reason (one delete statement's
+// transaction stays small).
+const maxCleanupBatch = 10000
+
 func opCleanupCmd() *cobra.Command {
 	var sf connFlags
 	var af auditFlags
@@ -122,8 +127,8 @@ are in progress or whose outcome is unknown are never deleted.`,
 			if err := af.checkRepair(); err != nil {
 				return err
 			}
-			if batch <= 0 {
-				batch = crdb.DefaultCleanupBatch
+			if batch < 1 || batch > maxCleanupBatch {
+				return fmt.Errorf("--batch: must be within 1 and %d rows, got %d", maxCleanupBatch, batch)
 			}
 			s, err := sf.open(cmd.Context())
 			if err != nil {
@@ -155,7 +160,7 @@ are in progress or whose outcome is unknown are never deleted.`,
 	}
 	sf.addStore(cmd)
 	af.add(cmd, "why, e.g. a ticket or \"nightly\" (required; recorded in repair_audit)")
-	cmd.Flags().IntVar(&batch, "batch", crdb.DefaultCleanupBatch, "rows per delete transaction")
+	cmd.Flags().IntVar(&batch, "batch", crdb.DefaultCleanupBatch, "rows per delete transaction (1 to 10000)")
 	addOutputFlag(cmd, &format)
 	return cmd
 }
