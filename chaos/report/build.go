@@ -65,7 +65,9 @@ type Row struct {
 	Invariant   validate.Invariant
 	Description string
 	Checked     int
-	Violations  []validate.Violation
+	// Unit is what Checked counts (keys, shards, records).
+	Unit       string
+	Violations []validate.Violation
 }
 
 // Pass reports whether the invariant held.
@@ -95,6 +97,8 @@ type Report struct {
 	Missing  []string
 	// Safe and Green are the verdict.
 	Safe, Green bool
+	// Meta identifies the run: when, by which command and build.
+	Meta Meta
 }
 
 // Build computes the report of in.
@@ -104,6 +108,14 @@ func Build(in Input) Report {
 	r := Report{Scenario: in.Scenario, Seed: in.Seed, Errors: map[string]int{}, Coverage: in.Result.Coverage,
 		Missing: in.Result.Coverage.Missing(), Safe: in.Result.Safe(), Green: in.Result.Green()}
 	var lat []time.Duration
+	var first, last int64 = -1, 0
+	for _, op := range h.Ops {
+		if first < 0 || op.Call < first {
+			first = op.Call
+		}
+		last = max(last, op.Return)
+	}
+	r.Meta = meta(time.Duration(last - max(first, 0)))
 	for _, op := range h.Ops {
 		if op.Kind != history.KindRequest {
 			continue
@@ -140,7 +152,8 @@ func Build(in Input) Report {
 	}
 	r.Failover = percentiles(failover)
 	for _, inv := range validate.Invariants {
-		row := Row{Invariant: inv, Description: inv.Describe(), Checked: in.Result.Checked[inv], Violations: in.Result.Of(inv)}
+		row := Row{Invariant: inv, Description: inv.Describe(), Checked: in.Result.Checked[inv], Unit: units[inv],
+			Violations: in.Result.Of(inv)}
 		r.Table = append(r.Table, row)
 		if inv == validate.I1 || inv == validate.I2 {
 			r.Duplicates += len(row.Violations)
