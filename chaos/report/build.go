@@ -49,6 +49,9 @@ type Window struct {
 	Failover []time.Duration
 }
 
+// Length is the window's length in seconds.
+func (w Window) Length() float64 { return w.To - w.From }
+
 // RegionLoss lists the fault kinds that take a region out of service, the
 // ones failover times are measured for.
 var RegionLoss = map[string]bool{"kill_region": true, "pause_region": true, "cut_etcd": true, "cut_sql": true,

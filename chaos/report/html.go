@@ -24,6 +24,7 @@ type chart struct {
 	Left, Bottom  float64
 	Right, Top    float64
 	PlotH         float64
+	MidX, MidY    float64 // the axis titles' centres
 }
 
 type faultRect struct {
@@ -39,7 +40,7 @@ type tick struct {
 
 func (r Report) chart() chart {
 	c := chart{W: chartW, H: chartH, Left: padL, Bottom: chartH - padB, Right: chartW - padR, Top: padT,
-		PlotH: chartH - padB - padT}
+		PlotH: chartH - padB - padT, MidX: (padL + chartW - padR) / 2, MidY: (chartH - padB + padT) / 2}
 	secs := max(len(r.Timeline), 1)
 	for _, f := range r.Faults {
 		secs = max(secs, int(f.To)+1)

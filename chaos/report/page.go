@@ -38,8 +38,8 @@ dl.meta{display:grid;grid-template-columns:max-content auto;gap:2px 12px;font-si
 <line x1="{{.Chart.Left}}" y1="{{.Chart.Top}}" x2="{{.Chart.Left}}" y2="{{.Chart.Bottom}}" stroke="#888"/>
 {{range .Chart.XTicks}}<text x="{{.X}}" y="{{.Y}}" font-size="10" text-anchor="middle">{{.Label}}</text>
 {{end}}{{range .Chart.YTicks}}<text x="{{.X}}" y="{{.Y}}" font-size="10" text-anchor="end">{{.Label}}</text>
-{{end}}<text id="x-title" x="{{.Chart.Left}}" dx="{{.Chart.PlotH}}" y="{{.Chart.H}}" dy="-4" font-size="11" fill="#444">time since the drill started (seconds)</text>
-<text id="y-title" transform="translate(14 {{.Chart.Bottom}}) rotate(-90)" font-size="11" fill="#444">requests per second</text>
+{{end}}<text id="x-title" x="{{.Chart.MidX}}" y="{{.Chart.H}}" dy="-4" font-size="11" fill="#444" text-anchor="middle">time since the drill started (seconds)</text>
+<text id="y-title" transform="translate(14 {{.Chart.MidY}}) rotate(-90)" font-size="11" fill="#444" text-anchor="middle">requests per second</text>
 <polyline id="acked" fill="none" stroke="#11772d" stroke-width="1.5" points="{{.Chart.Acked}}"/>
 <polyline id="errors" fill="none" stroke="#b00020" stroke-width="1.5" points="{{.Chart.Errors}}"/>
 </svg>
@@ -55,10 +55,10 @@ dl.meta{display:grid;grid-template-columns:max-content auto;gap:2px 12px;font-si
 <tr><td>acknowledged requests (call to answer)</td><td class="n">{{.Latency.N}}</td><td class="n">{{dur .Latency.P50}}</td><td class="n">{{dur .Latency.P90}}</td><td class="n">{{dur .Latency.P99}}</td><td class="n">{{dur .Latency.Max}}</td></tr>
 <tr><td>failover (fault start to a moved actor's first success in its new owner)</td><td class="n">{{.Failover.N}}</td><td class="n">{{dur .Failover.P50}}</td><td class="n">{{dur .Failover.P90}}</td><td class="n">{{dur .Failover.P99}}</td><td class="n">{{dur .Failover.Max}}</td></tr>
 </table>
-<table id="faults"><tr><th>window</th><th>from</th><th>to</th><th>fault</th><th>requests</th><th>acknowledged</th><th>503 (of which without Retry-After)</th><th>moved actors</th></tr>
-{{range $i, $f := .Faults}}<tr><td>{{fault $i}}</td><td class="n">{{printf "%.1fs" .From}}</td><td class="n">{{printf "%.1fs" .To}}</td><td>{{.What}}</td><td class="n">{{.Requests}}</td><td class="n">{{.Acked}}</td><td class="n">{{.Rejected}} ({{.RejectedNoRetryAfter}})</td><td class="n">{{len .Failover}}</td></tr>
-{{else}}<tr><td colspan="8">no faults</td></tr>{{end}}</table>
-<p class="note">Requests, acknowledged and 503 count the attempts whose answer came back inside the window.</p>
+<table id="faults"><tr><th>window</th><th>from</th><th>to</th><th>length</th><th>fault (as injected)</th><th>requests</th><th>acknowledged</th><th>503 (of which without Retry-After)</th><th>moved actors</th></tr>
+{{range $i, $f := .Faults}}<tr><td>{{fault $i}}</td><td class="n">{{printf "%.1fs" .From}}</td><td class="n">{{printf "%.1fs" .To}}</td><td class="n">{{printf "%.1fs" (.Length)}}</td><td>{{.What}}</td><td class="n">{{.Requests}}</td><td class="n">{{.Acked}}</td><td class="n">{{.Rejected}} ({{.RejectedNoRetryAfter}})</td><td class="n">{{len .Failover}}</td></tr>
+{{else}}<tr><td colspan="9">no faults</td></tr>{{end}}</table>
+<p class="note">A window (the shaded band of the same name in the chart) runs from the fault's injection until its heal completed: it includes the heal (restarting a killed region, waiting for it to register again), so it is longer than the duration the fault's description gives. Requests, acknowledged and 503 count the attempts whose answer came back inside the window.</p>
 
 <h2>Coverage</h2>
 <table id="coverage"><tr><th>stale-epoch write rejected &dagger;</th><th>takeover</th><th>40001 retry &dagger;</th><th>ambiguous outcome resolved</th><th>move under load</th></tr>
