@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -14,15 +15,21 @@ import (
 // under -o json a JSON object {"error": "..."} that scripts can parse as
 // they parse the command's output.
 func printError(w io.Writer, cmd *cobra.Command, err error) {
+	msg := packagePrefix.ReplaceAllString(err.Error(), "")
 	if cmd != nil {
 		if f := cmd.Flags().Lookup("output"); f != nil && f.Value.String() == outputJSON {
-			b, _ := json.Marshal(map[string]string{"error": err.Error()})
+			b, _ := json.Marshal(map[string]string{"error": msg})
 			fmt.Fprintln(w, string(b))
 			return
 		}
 	}
-	fmt.Fprintln(w, "idemctl:", err)
+	fmt.Fprintln(w, "idemctl:", msg)
 }
+
+// packagePrefix matches the Go package prefixes of library errors
+// ("crdb: ", "failover: "): the operator reads idemctl's words, not the
+// packages' names (the errors keep them for errors.Is and for logs).
+var packagePrefix = regexp.MustCompile(`\b(crdb|failover|ownership|idempotency|fencing): `)
 
 // suggestFlag adds to an unknown flag's error the command's closest flag
 // name, as cobra does for commands.

@@ -2,9 +2,11 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/idemcoord/idemcoord/crdb"
 	"github.com/idemcoord/idemcoord/internal/pgtest"
 )
 
@@ -43,5 +45,15 @@ func TestMessagesSayWhatHappenedInTheCommandsOwnTerms(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(r.stderr), &e); r.code != 1 || err != nil || !strings.Contains(e.Error, "is not a UUID") {
 		t.Errorf("error under -o json: exit %d, stderr %q (%v); want a JSON object with the error", r.code, r.stderr, err)
+	}
+}
+
+// TestCLIErrorsCarryNoPackagePrefixes: a library error printed by idemctl
+// reads in idemctl's words, without "crdb: " or "failover: ".
+func TestCLIErrorsCarryNoPackagePrefixes(t *testing.T) {
+	var b strings.Builder
+	printError(&b, nil, fmt.Errorf("no record: %w", crdb.ErrNotFound))
+	if got := b.String(); got != "idemctl: no record: operation not found\n" {
+		t.Errorf("printError = %q", got)
 	}
 }
