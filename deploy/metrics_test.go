@@ -28,7 +28,7 @@ var notYetExported = map[string]string{}
 // scrapedElsewhere are names a rule uses that this single-region scrape
 // cannot show, and where they come from.
 var scrapedElsewhere = map[string]string{
-	"up": "Prometheus' own series for each scrape target",
+	"up":                              "Prometheus' own series for each scrape target",
 	"idemcoord_failover_region_state": "the failover tracker's gauge (failover/metrics.go), exported in multi-region mode only",
 }
 
