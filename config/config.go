@@ -24,6 +24,12 @@ const (
 	// path, so this only decides how soon a bad endpoint list fails startup
 	// or a controller gives up on one member.
 	DefaultDialTimeout = 5 * time.Second
+	// DefaultConnectTimeout bounds connecting to the store at start (the
+	// TCP connect, TLS and authentication; not the migrations). A store
+	// that is up answers in milliseconds, even across regions; one that
+	// accepts TCP and never answers must fail the start in seconds, with
+	// its address, not after minutes of silence.
+	DefaultConnectTimeout = 5 * time.Second
 	// MinEtcdLeaseTTL is the shortest liveness or election lease TTL:
 	// etcd refuses leases shorter than 1.5 election timeouts (2 s with its
 	// default 1 s), and a liveness lease must outlast its keepalive
@@ -89,6 +95,10 @@ type Store struct {
 	// allows more concurrent claims but costs server memory and adds
 	// contention on hot keys.
 	MaxConns int `yaml:"max_conns"`
+	// ConnectTimeout bounds connecting to the store at start. Default
+	// DefaultConnectTimeout (5s). Longer tolerates a slow TLS handshake;
+	// shorter fails a hung store sooner.
+	ConnectTimeout time.Duration `yaml:"connect_timeout"`
 }
 
 // Etcd configures the etcd cluster that holds shard ownership.
@@ -96,7 +106,8 @@ type Etcd struct {
 	// Endpoints are the etcd client URLs (http:// or https://). Empty means
 	// no etcd: single-region mode.
 	Endpoints []string `yaml:"endpoints"`
-	// DialTimeout bounds connecting to etcd. Default DefaultDialTimeout.
+	// DialTimeout bounds connecting to etcd, and its first read at start.
+	// Default DefaultDialTimeout.
 	DialTimeout time.Duration `yaml:"dial_timeout"`
 	// LivenessTTL is the TTL of this instance's liveness lease, whole
 	// seconds, at least MinEtcdLeaseTTL. Default 0:

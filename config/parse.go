@@ -158,6 +158,7 @@ func under(path, parent string) bool {
 // inherit Defaults, which are filled first.
 func (c *Config) fillDefaults() {
 	setDuration(&c.Etcd.DialTimeout, DefaultDialTimeout)
+	setDuration(&c.Store.ConnectTimeout, DefaultConnectTimeout)
 	c.fillProduction()
 	if c.Shards == 0 {
 		c.Shards = fencing.DefaultShards

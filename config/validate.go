@@ -89,6 +89,7 @@ func (c *Config) Validate() error {
 		checkURL(&p, fmt.Sprintf("etcd.endpoints[%d]", i), ep, false)
 	}
 	positive(&p, "etcd.dial_timeout", c.Etcd.DialTimeout)
+	positive(&p, "store.connect_timeout", c.Store.ConnectTimeout)
 	checkEtcdTimings(&p, c.Etcd)
 	c.Auth.check(&p)
 	positive(&p, "defaults.ttl", c.Defaults.TTL)

@@ -36,8 +36,51 @@ type AuditFilter struct {
 	Actor string
 	// Operation keeps rows about that operation.
 	Operation *uuid.UUID
+	// Action keeps rows of that action (move_fence, failback, ...).
+	Action string
 	// Limit caps the rows returned. Default 100.
 	Limit int
+	// Offset skips that many rows of the selection first (paging).
+	Offset int
+}
+
+// auditWhere is the condition of an AuditFilter, over the arguments
+// auditArgs returns.
+const auditWhere = `WHERE ($1::TIMESTAMPTZ IS NULL OR at >= $1)
+		  AND ($2::TEXT IS NULL OR detail LIKE $2)
+		  AND ($3::TEXT IS NULL OR actor_scope = $3)
+		  AND ($4::UUID IS NULL OR operation_id = $4)
+		  AND ($5::TEXT IS NULL OR action = $5)`
+
+// auditArgs returns the arguments of auditWhere.
+func (f AuditFilter) auditArgs() []any {
+	var since *time.Time
+	if !f.Since.IsZero() {
+		since = &f.Since
+	}
+	var shard *string
+	if f.Shard != nil {
+		p := "shard=" + strconv.Itoa(*f.Shard) + " %"
+		shard = &p
+	}
+	var actor, action *string
+	if f.Actor != "" {
+		actor = &f.Actor
+	}
+	if f.Action != "" {
+		action = &f.Action
+	}
+	return []any{since, shard, actor, f.Operation, action}
+}
+
+// CountAudit returns how many audit rows f selects (Limit and Offset
+// aside): what a page of QueryAudit is "N of".
+func (s *Store) CountAudit(ctx context.Context, f AuditFilter) (int, error) {
+	var n int64
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM repair_audit `+auditWhere, f.auditArgs()...).Scan(&n); err != nil {
+		return 0, fmt.Errorf("crdb: count audit: %w", err)
+	}
+	return int(n), nil
 }
 
 // AuditRow is one repair audit row with its time.
@@ -63,26 +106,9 @@ func (s *Store) QueryAudit(ctx context.Context, f AuditFilter) ([]AuditRow, erro
 	if f.Limit <= 0 {
 		f.Limit = 100
 	}
-	var since *time.Time
-	if !f.Since.IsZero() {
-		since = &f.Since
-	}
-	var shard *string
-	if f.Shard != nil {
-		p := "shard=" + strconv.Itoa(*f.Shard) + " %"
-		shard = &p
-	}
-	var actor *string
-	if f.Actor != "" {
-		actor = &f.Actor
-	}
 	rows, err := s.pool.Query(ctx, `SELECT id, at, operator, action, reason, operation_id, COALESCE(actor_scope, ''), detail
-		FROM repair_audit
-		WHERE ($1::TIMESTAMPTZ IS NULL OR at >= $1)
-		  AND ($2::TEXT IS NULL OR detail LIKE $2)
-		  AND ($3::TEXT IS NULL OR actor_scope = $3)
-		  AND ($4::UUID IS NULL OR operation_id = $4)
-		ORDER BY at DESC, id LIMIT $5`, since, shard, actor, f.Operation, f.Limit)
+		FROM repair_audit `+auditWhere+`
+		ORDER BY at DESC, id LIMIT $6 OFFSET $7`, append(f.auditArgs(), f.Limit, max(f.Offset, 0))...)
 	if err != nil {
 		return nil, fmt.Errorf("crdb: read audit: %w", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -24,6 +25,7 @@ import (
 	"github.com/idemcoord/idemcoord/crdb"
 	"github.com/idemcoord/idemcoord/failover"
 	"github.com/idemcoord/idemcoord/gateway"
+	"github.com/idemcoord/idemcoord/internal/reach"
 	"github.com/idemcoord/idemcoord/ownership"
 	"github.com/idemcoord/idemcoord/region"
 )
@@ -126,10 +128,15 @@ func Start(ctx context.Context, cfg *config.Config, opts Options) (d *Daemon, er
 		return nil, err
 	}
 	meter := d.tel.mp.Meter("github.com/idemcoord/idemcoord")
+	storeAddr := strings.Join(reach.StoreDisplay(cfg.Store.DSN), ",")
+	log.Info("connecting to store", "addr", storeAddr, "timeout", cfg.Store.ConnectTimeout.String())
+	if err := reach.Store(ctx, cfg.Store.DSN, cfg.Store.ConnectTimeout); err != nil {
+		return nil, fmt.Errorf("%w (store.connect_timeout %s)", err, cfg.Store.ConnectTimeout)
+	}
 	d.store, err = crdb.Open(ctx, crdb.Config{DSN: cfg.Store.DSN, MaxConns: int32(cfg.Store.MaxConns),
 		Meter: meter, Logger: log, Migrate: opts.Migrate})
 	if err != nil {
-		return nil, err
+		return nil, &reach.Error{Part: "store", Addrs: reach.StoreDisplay(cfg.Store.DSN), Err: err}
 	}
 	endpoints := make([]string, len(cfg.Endpoints))
 	for i, ep := range cfg.Endpoints {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -14,6 +15,7 @@ import (
 	"github.com/idemcoord/idemcoord/config"
 	"github.com/idemcoord/idemcoord/failover"
 	"github.com/idemcoord/idemcoord/gateway"
+	"github.com/idemcoord/idemcoord/internal/reach"
 	"github.com/idemcoord/idemcoord/ownership"
 )
 
@@ -32,14 +34,25 @@ var _ gateway.Owners = (*ownership.Cache)(nil)
 // instance's liveness key. It fails within bounded time when etcd does not
 // answer.
 func (d *Daemon) joinEtcd(ctx context.Context, cfg *config.Config, meter metric.Meter, log *slog.Logger) error {
-	tc, err := etcdTLS(cfg.Etcd.TLS)
+	tc, err := cfg.Etcd.TLS.Client()
 	if err != nil {
 		return err
 	}
+	log.Info("connecting to etcd", "endpoints", strings.Join(cfg.Etcd.Endpoints, ","), "timeout", cfg.Etcd.DialTimeout.String())
 	d.etcd, err = clientv3.New(clientv3.Config{Endpoints: cfg.Etcd.Endpoints, DialTimeout: cfg.Etcd.DialTimeout, TLS: tc,
 		Logger: zap.NewNop()})
 	if err != nil {
-		return fmt.Errorf("etcd: %w", err)
+		return &reach.Error{Part: "etcd", Addrs: cfg.Etcd.Endpoints, Err: err}
+	}
+	// One linearizable read, bounded by the dial timeout: an etcd that
+	// does not answer fails the start now, named, rather than the
+	// bootstrap below after its longer bound.
+	err = reach.Step(ctx, "etcd", reach.EtcdAddrs(cfg.Etcd.Endpoints), cfg.Etcd.DialTimeout, func(ctx context.Context) error {
+		_, err := d.etcd.Get(ctx, ownership.DefaultPrefix, clientv3.WithCountOnly())
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("%w (etcd.dial_timeout %s)", err, cfg.Etcd.DialTimeout)
 	}
 	bctx, cancel := context.WithTimeout(ctx, max(minBootstrapTimeout, 4*cfg.Etcd.DialTimeout))
 	defer cancel()

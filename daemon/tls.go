@@ -41,29 +41,6 @@ func upstreamTransport(c config.UpstreamTLS) (http.RoundTripper, error) {
 	return t, nil
 }
 
-// etcdTLS is the client TLS to etcd (etcd.tls), or nil when none is set.
-func etcdTLS(c config.EtcdTLS) (*tls.Config, error) {
-	if !c.Enabled() {
-		return nil, nil
-	}
-	tc := &tls.Config{MinVersion: tls.VersionTLS12}
-	if c.CAFile != "" {
-		pool, err := certPool(c.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("etcd.tls.ca_file: %w", err)
-		}
-		tc.RootCAs = pool
-	}
-	if c.CertFile != "" {
-		cert, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
-		if err != nil {
-			return nil, fmt.Errorf("etcd.tls: %w", err)
-		}
-		tc.Certificates = []tls.Certificate{cert}
-	}
-	return tc, nil
-}
-
 // certPool reads a PEM bundle.
 func certPool(file string) (*x509.CertPool, error) {
 	b, err := os.ReadFile(file)

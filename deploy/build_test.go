@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -34,6 +35,7 @@ type objects struct {
 	serviceAccounts []*corev1.ServiceAccount
 	pdbs            []*policyv1.PodDisruptionBudget
 	netpols         []*networkingv1.NetworkPolicy
+	jobs            []*batchv1.Job
 	namespaces      map[string]bool
 }
 
@@ -76,6 +78,9 @@ func build(t *testing.T, dir string) *objects {
 		case "NetworkPolicy":
 			v := &networkingv1.NetworkPolicy{}
 			o.netpols, into = append(o.netpols, v), v
+		case "Job":
+			v := &batchv1.Job{}
+			o.jobs, into = append(o.jobs, v), v
 		case "Secret":
 			t.Fatalf("%s renders a Secret %q: secrets are created by the operator, never committed", dir, r.GetName())
 		default:

@@ -25,6 +25,13 @@ func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 // TestRulesAndDashboardMetricsAreScraped fails until it is removed here.
 var notYetExported = map[string]string{}
 
+// scrapedElsewhere are names a rule uses that this single-region scrape
+// cannot show, and where they come from.
+var scrapedElsewhere = map[string]string{
+	"up":                              "Prometheus' own series for each scrape target",
+	"idemcoord_failover_region_state": "the failover tracker's gauge (failover/metrics.go), exported in multi-region mode only",
+}
+
 // TestRulesAndDashboardMetricsAreScraped starts a real idemd (daemon.Start,
 // a real PostgreSQL, the us-east overlay's endpoints, an httptest upstream),
 // sends a little traffic, runs one cleanup pass as the cleanup loop does,
@@ -36,6 +43,9 @@ func TestRulesAndDashboardMetricsAreScraped(t *testing.T) {
 
 	var missing, nowExported []string
 	for name, where := range uses {
+		if _, ok := scrapedElsewhere[name]; ok {
+			continue
+		}
 		_, allowed := notYetExported[name]
 		switch {
 		case scraped[name] && allowed:

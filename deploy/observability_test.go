@@ -28,7 +28,13 @@ var requiredAlerts = []string{
 	"IdemcoordOperationsStuckInProgress",
 	"IdemcoordFailoverInProgress",
 	"IdemcoordCleanupFallingBehind",
+	"IdemcoordRegionWithoutLiveInstance",
+	"IdemcoordScrapeDown",
 }
+
+// runbookBase is where every alert's runbook_url points: a section of
+// docs/runbook.md that says what to run.
+const runbookBase = "https://github.com/idemcoord/idemcoord/blob/main/docs/runbook.md#"
 
 // promql is the parser Prometheus itself uses for rule expressions.
 var promql = parser.NewParser(parser.Options{})
@@ -58,6 +64,7 @@ func TestAlertRulesParseWithPrometheus(t *testing.T) {
 			if r.Annotations["summary"] == "" || r.Annotations["description"] == "" {
 				t.Errorf("alert %s: want a summary and a description", r.Alert)
 			}
+			checkRunbook(t, r.Alert, r.Annotations["runbook_url"])
 		}
 	}
 	for _, a := range requiredAlerts {
@@ -182,10 +189,28 @@ func TestDashboardAndRulesQueryIdemcoordMetrics(t *testing.T) {
 	var names []string
 	for name := range uses {
 		names = append(names, name)
-		if !strings.HasPrefix(name, "idemcoord_") {
+		if !strings.HasPrefix(name, "idemcoord_") && name != "up" { // up: the scrape-down alert
 			t.Errorf("%s (used by %v) is not an idemcoord metric", name, uses[name])
 		}
 	}
 	sort.Strings(names)
 	t.Logf("metrics used: %v", names)
+}
+
+// checkRunbook fails unless url is a section of docs/runbook.md that
+// exists.
+func checkRunbook(t *testing.T, alert, url string) {
+	t.Helper()
+	anchor, ok := strings.CutPrefix(url, runbookBase)
+	if !ok || anchor == "" {
+		t.Errorf("alert %s: runbook_url %q, want %sSECTION", alert, url, runbookBase)
+		return
+	}
+	b, err := os.ReadFile("../docs/runbook.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "\n## "+anchor+"\n") {
+		t.Errorf("alert %s: runbook_url names section %q, which docs/runbook.md lacks", alert, anchor)
+	}
 }

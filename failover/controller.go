@@ -38,6 +38,7 @@ type Controller struct {
 	term    int64        // election revision of the current or last term
 
 	stuck stuckTransfers // FENCING entries seen by this leader, and since when
+	last  published      // the view last published (view.go)
 
 	done chan struct{}
 	err  error
@@ -159,6 +160,9 @@ func (c *Controller) lead(ctx context.Context, s *concurrency.Session, guard cli
 			if ctx.Err() == nil {
 				c.cfg.Logger.Warn("failover pass failed", "err", err)
 			}
+		}
+		if err := c.publish(ctx, guard); err != nil && ctx.Err() == nil {
+			c.cfg.Logger.Warn("failover view not published", "err", err)
 		}
 		if err := c.wait(ctx, s, tick, changed); err != nil {
 			return err

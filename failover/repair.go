@@ -31,8 +31,20 @@ type Repair struct {
 	// Audit writes the audit row of each call. Required.
 	Audit Auditor
 	// Healthy filters the regions a failover or drain may move a shard to
-	// (Tracker.Healthy after a Refresh). Default: every region.
+	// (Tracker.Healthy after a Refresh). Default: the regions Status says
+	// are healthy with a live instance, else every region.
 	Healthy func(region string) bool
+	// Status returns a region's status now (Current): Failback refuses a
+	// region, and Drain refuses to drain one, that is not healthy with a
+	// live instance (RegionNotHealthyError). Default: every region
+	// healthy.
+	Status func(region string) RegionStatus
+	// Force makes Failback and Drain go ahead on a region Status does
+	// not call healthy; the call's audit row says it was forced and what
+	// the region's state was.
+	Force bool
+	// Now is the clock of the refusal's message. Default time.Now.
+	Now func() time.Time
 	// Concurrency bounds concurrent moves. Default DefaultMoveConcurrency.
 	Concurrency int
 	// DrainTimeout is how long each planned move (Drain, Failback) lets
@@ -86,10 +98,18 @@ func (r Repair) Drain(ctx context.Context, region, operator, reason string) ([]M
 	return r.away(ctx, "drain", region, ownership.Active, operator, reason, r.DrainTimeout)
 }
 
-// away moves region's shards elsewhere, ending final.
+// away moves region's shards elsewhere, ending final. A drain refuses a
+// region that is not healthy (unless r.Force).
 func (r Repair) away(ctx context.Context, action, region string, final ownership.State, operator, reason string, drain time.Duration) ([]Moved, error) {
 	if err := r.check(region, operator, reason); err != nil {
 		return nil, err
+	}
+	var forced string
+	if action == "drain" {
+		var err error
+		if forced, err = r.refuse(action, region); err != nil {
+			return nil, err
+		}
 	}
 	entries, _, err := r.Directory.List(ctx)
 	if err != nil {
@@ -101,21 +121,38 @@ func (r Repair) away(ctx context.Context, action, region string, final ownership
 		if e.Owner != region || e.State == ownership.Fencing {
 			continue
 		}
-		to, err := target(r.Topology, e.Shard, region, r.Healthy)
+		to, err := target(r.Topology, e.Shard, region, r.healthy())
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		plans = append(plans, plan{entry: e, to: to, final: final})
 	}
-	return r.run(ctx, action, region, plans, operator, reason, drain, errs)
+	return r.run(ctx, action, region, plans, operator, reason, drain, errs, forced)
+}
+
+// healthy is the filter of the regions a shard may move to.
+func (r Repair) healthy() func(string) bool {
+	switch {
+	case r.Healthy != nil:
+		return r.Healthy
+	case r.Status != nil:
+		return func(region string) bool { return usable(r.Status(region)) }
+	}
+	return nil
 }
 
 // Failback moves every shard whose home is region and whose owner is not
 // back to region, ending ACTIVE. Call it once the region is healthy again
-// and, for reject endpoints, after reconciling what it left in flight.
+// and, for reject endpoints, after reconciling what it left in flight. It
+// refuses, moving nothing, a region that is not healthy with a live
+// instance (*RegionNotHealthyError), unless r.Force.
 func (r Repair) Failback(ctx context.Context, region, operator, reason string) ([]Moved, error) {
 	if err := r.check(region, operator, reason); err != nil {
+		return nil, err
+	}
+	forced, err := r.refuse("failback", region)
+	if err != nil {
 		return nil, err
 	}
 	entries, _, err := r.Directory.List(ctx)
@@ -128,19 +165,20 @@ func (r Repair) Failback(ctx context.Context, region, operator, reason string) (
 			plans = append(plans, plan{entry: e, to: region, final: ownership.Active})
 		}
 	}
-	return r.run(ctx, "failback", region, plans, operator, reason, r.DrainTimeout, nil)
+	return r.run(ctx, "failback", region, plans, operator, reason, r.DrainTimeout, nil, forced)
 }
 
-// run makes the moves and writes the call's audit row.
+// run makes the moves and writes the call's audit row, which ends with
+// forced (what a forced call overrode, or "").
 func (r Repair) run(ctx context.Context, action, region string, plans []plan, operator, reason string,
-	drain time.Duration, errs []error) ([]Moved, error) {
+	drain time.Duration, errs []error, forced string) ([]Moved, error) {
 	var opts []ownership.MoveOption
 	if drain > 0 {
 		opts = append(opts, ownership.DrainFor(drain))
 	}
 	moved, err := runMoves(ctx, r.Directory, plans, operator, reason, r.concurrency(), opts...)
 	errs = append(errs, err)
-	detail := fmt.Sprintf("region=%s shards_moved=%d of %d", region, committed(moved), len(plans))
+	detail := fmt.Sprintf("region=%s shards_moved=%d of %d", region, committed(moved), len(plans)) + forced
 	if aerr := r.Audit.Audit(ctx, operator, action, reason, detail); aerr != nil {
 		errs = append(errs, fmt.Errorf("failover: audit %s: %w", action, aerr))
 	}

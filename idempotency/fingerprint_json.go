@@ -66,6 +66,7 @@ type container struct {
 // member is one object member whose value is still to be written.
 type member struct {
 	name []byte // unescaped: a slice of the body or of the arena
+	key  int32  // offset of the key (its opening quote)
 	pos  int32  // offset of the value
 	ci   int32  // container index of the value, if it is one
 	null bool   // the value is null
@@ -214,12 +215,13 @@ func (c *canonicaliser) object(pos int, ci int32, act []int32, depth int) (int, 
 	p := skipWS(c.body, pos+1)
 	next := ci + 1
 	for c.body[p] != '}' {
+		keyAt := p
 		name, end, err := c.name(p)
 		if err != nil {
 			return 0, 0, err
 		}
 		p = skipWS(c.body, skipWS(c.body, end)+1) // past the ':'
-		m := member{name: name, pos: int32(p), ci: next}
+		m := member{name: name, key: int32(keyAt), pos: int32(p), ci: next}
 		switch c.body[p] {
 		case '{', '[':
 			end, next = int(c.tab[next].end), c.tab[next].next
@@ -248,7 +250,9 @@ func (c *canonicaliser) object(pos int, ci int32, act []int32, depth int) (int, 
 		// Parsers disagree on which duplicate wins; the upstream may read
 		// the other one than we would, so the intent is ambiguous.
 		if i > 0 && bytes.Equal(ms[i].name, ms[i-1].name) {
-			return 0, 0, fmt.Errorf("%w: duplicate key in object at byte %d", ErrBodyMalformed, pos)
+			// The second occurrence in the body is the one to point at.
+			return 0, 0, fmt.Errorf("%w: duplicate key at byte %d (in the object at byte %d)", ErrBodyMalformed,
+				max(ms[i].key, ms[i-1].key), pos)
 		}
 		if c.nulls && ms[i].null {
 			ms[i].drop = true

@@ -49,6 +49,9 @@ type Window struct {
 	Failover []time.Duration
 }
 
+// Length is the window's length in seconds.
+func (w Window) Length() float64 { return w.To - w.From }
+
 // RegionLoss lists the fault kinds that take a region out of service, the
 // ones failover times are measured for.
 var RegionLoss = map[string]bool{"kill_region": true, "pause_region": true, "cut_etcd": true, "cut_sql": true,
@@ -65,7 +68,9 @@ type Row struct {
 	Invariant   validate.Invariant
 	Description string
 	Checked     int
-	Violations  []validate.Violation
+	// Unit is what Checked counts (keys, shards, records).
+	Unit       string
+	Violations []validate.Violation
 }
 
 // Pass reports whether the invariant held.
@@ -95,6 +100,8 @@ type Report struct {
 	Missing  []string
 	// Safe and Green are the verdict.
 	Safe, Green bool
+	// Meta identifies the run: when, by which command and build.
+	Meta Meta
 }
 
 // Build computes the report of in.
@@ -104,6 +111,14 @@ func Build(in Input) Report {
 	r := Report{Scenario: in.Scenario, Seed: in.Seed, Errors: map[string]int{}, Coverage: in.Result.Coverage,
 		Missing: in.Result.Coverage.Missing(), Safe: in.Result.Safe(), Green: in.Result.Green()}
 	var lat []time.Duration
+	var first, last int64 = -1, 0
+	for _, op := range h.Ops {
+		if first < 0 || op.Call < first {
+			first = op.Call
+		}
+		last = max(last, op.Return)
+	}
+	r.Meta = meta(time.Duration(last - max(first, 0)))
 	for _, op := range h.Ops {
 		if op.Kind != history.KindRequest {
 			continue
@@ -140,7 +155,8 @@ func Build(in Input) Report {
 	}
 	r.Failover = percentiles(failover)
 	for _, inv := range validate.Invariants {
-		row := Row{Invariant: inv, Description: inv.Describe(), Checked: in.Result.Checked[inv], Violations: in.Result.Of(inv)}
+		row := Row{Invariant: inv, Description: inv.Describe(), Checked: in.Result.Checked[inv], Unit: units[inv],
+			Violations: in.Result.Of(inv)}
 		r.Table = append(r.Table, row)
 		if inv == validate.I1 || inv == validate.I2 {
 			r.Duplicates += len(row.Violations)

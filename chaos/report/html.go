@@ -9,9 +9,9 @@ import (
 
 // Chart geometry, in SVG user units.
 const (
-	chartW, chartH = 960.0, 260.0
-	padL, padB     = 48.0, 28.0
-	padT, padR     = 12.0, 12.0
+	chartW, chartH = 960.0, 290.0
+	padL, padB     = 64.0, 44.0
+	padT, padR     = 22.0, 12.0
 )
 
 // chart is the timeline's precomputed SVG geometry.
@@ -24,10 +24,12 @@ type chart struct {
 	Left, Bottom  float64
 	Right, Top    float64
 	PlotH         float64
+	MidX, MidY    float64 // the axis titles' centres
 }
 
 type faultRect struct {
 	X, W  float64
+	Label string // F1, F2...: the same as the fault table's
 	Title string
 }
 
@@ -38,7 +40,7 @@ type tick struct {
 
 func (r Report) chart() chart {
 	c := chart{W: chartW, H: chartH, Left: padL, Bottom: chartH - padB, Right: chartW - padR, Top: padT,
-		PlotH: chartH - padB - padT}
+		PlotH: chartH - padB - padT, MidX: (padL + chartW - padR) / 2, MidY: (chartH - padB + padT) / 2}
 	secs := max(len(r.Timeline), 1)
 	for _, f := range r.Faults {
 		secs = max(secs, int(f.To)+1)
@@ -55,8 +57,9 @@ func (r Report) chart() chart {
 		fmt.Fprintf(&errs, "%.1f,%.1f ", x(float64(s.At)+0.5), y(s.Errors))
 	}
 	c.Acked, c.Errors = strings.TrimSpace(acked.String()), strings.TrimSpace(errs.String())
-	for _, f := range r.Faults {
-		c.Faults = append(c.Faults, faultRect{X: x(f.From), W: max(1, x(f.To)-x(f.From)), Title: f.What})
+	for i, f := range r.Faults {
+		c.Faults = append(c.Faults, faultRect{X: x(f.From), W: max(1, x(f.To)-x(f.From)), Label: faultLabel(i),
+			Title: fmt.Sprintf("%s: %s, %.1fs to %.1fs", faultLabel(i), f.What, f.From, f.To)})
 	}
 	step := max(1, secs/10)
 	for s := 0; s <= secs; s += step {
@@ -81,4 +84,5 @@ func (r Report) WriteHTML(w io.Writer) error {
 	return nil
 }
 
-var page = template.Must(template.New("report").Funcs(template.FuncMap{"op": describeOp}).Parse(pageHTML))
+var page = template.Must(template.New("report").Funcs(template.FuncMap{"op": describeOp, "dur": round,
+	"fault": faultLabel, "definitions": func() string { return definitions }}).Parse(pageHTML))

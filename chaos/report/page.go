@@ -5,47 +5,76 @@ const pageHTML = `<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <title>drill {{.Scenario}} seed {{.Seed}}</title>
 <style>
-body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222}
+body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:1000px}
 h1{font-size:20px} h2{font-size:16px;margin-top:28px}
 table{border-collapse:collapse;margin:8px 0} td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}
+td.n{text-align:right;font-variant-numeric:tabular-nums}
 .pass{color:#11772d;font-weight:600} .fail{color:#b00020;font-weight:600}
 .verdict{padding:6px 10px;display:inline-block;border-radius:4px;background:#eee}
+.note{color:#555;font-size:13px}
 pre{font-size:12px;background:#f6f6f6;padding:6px;overflow-x:auto;margin:4px 0}
-.legend span{margin-right:16px}
+.legend span{margin-right:16px;white-space:nowrap} .legend svg{vertical-align:middle;margin-right:4px}
+dl.meta{display:grid;grid-template-columns:max-content auto;gap:2px 12px;font-size:13px} dl.meta dt{color:#555} dl.meta dd{margin:0}
 </style></head><body>
 <h1>Drill <code>{{.Scenario}}</code>, seed {{.Seed}}</h1>
 <p class="verdict" id="verdict">{{if not .Safe}}<span class="fail">VIOLATIONS</span>{{else if not .Green}}<span class="fail">safe, but not covered: {{range .Missing}}{{.}} {{end}}</span>{{else}}<span class="pass">GREEN</span>{{end}}</p>
+<p class="note" id="green-requires">GREEN requires both: every invariant below holds (the run is <i>safe</i>), and every coverage counter is above zero (the run exercised the stale-epoch fence, a takeover, a 40001 retry, an ambiguous outcome resolved and a move under load).</p>
 <p>{{.Requests}} requests, {{.Acked}} acknowledged ({{.Replayed}} replayed), {{.Mismatches}} answered 422, <b>{{.Duplicates}} duplicates</b>.</p>
+<dl class="meta" id="meta">
+<dt>generated</dt><dd>{{.Meta.Generated.Format "2006-01-02 15:04:05 UTC"}}</dd>
+<dt>command</dt><dd><code>{{.Meta.Command}}</code></dd>
+<dt>seed</dt><dd>{{.Seed}} (the same seed replays the same faults and workload)</dd>
+<dt>build</dt><dd>{{.Meta.Version}}</dd>
+<dt>cluster</dt><dd>as the command's <code>--cluster</code> says (default <code>process</code>: one idemd process per region)</dd>
+<dt>run length</dt><dd>{{dur .Meta.Span}} from the first request to the last answer</dd>
+</dl>
 
 <h2>Timeline</h2>
-<p class="legend"><span style="color:#11772d">&#9632; acknowledged/s</span><span style="color:#b00020">&#9632; errors/s</span><span style="color:#e0a000">&#9632; fault window</span></p>
-<svg id="timeline" xmlns="http://www.w3.org/2000/svg" width="{{.Chart.W}}" height="{{.Chart.H}}" viewBox="0 0 {{.Chart.W}} {{.Chart.H}}" role="img" aria-label="throughput and errors per second">
-{{range .Chart.Faults}}<rect class="fault" x="{{.X}}" y="{{$.Chart.Top}}" width="{{.W}}" height="{{$.Chart.PlotH}}" fill="#e0a000" fill-opacity="0.18"><title>{{.Title}}</title></rect>
+<p class="legend"><span><svg width="14" height="4"><rect width="14" height="4" fill="#11772d"/></svg>acknowledged requests per second</span><span><svg width="14" height="4"><rect width="14" height="4" fill="#b00020"/></svg>failed attempts per second</span><span><svg width="14" height="12"><rect width="14" height="12" fill="#e0a000" fill-opacity="0.18" stroke="#e0a000" stroke-opacity="0.6"/></svg>fault window F<i>n</i>: from the fault's injection until it was healed (the table below lists each)</span></p>
+<svg id="timeline" xmlns="http://www.w3.org/2000/svg" width="{{.Chart.W}}" height="{{.Chart.H}}" viewBox="0 0 {{.Chart.W}} {{.Chart.H}}" role="img" aria-label="acknowledged and failed requests per second over the run, with fault windows">
+{{range .Chart.Faults}}<rect class="fault" x="{{.X}}" y="{{$.Chart.Top}}" width="{{.W}}" height="{{$.Chart.PlotH}}" fill="#e0a000" fill-opacity="0.18" stroke="#e0a000" stroke-opacity="0.6"><title>{{.Title}}</title></rect>
+<text class="fault-label" x="{{.X}}" y="{{$.Chart.Top}}" dy="-4" font-size="10" fill="#8a6200">{{.Label}}</text>
 {{end}}<line x1="{{.Chart.Left}}" y1="{{.Chart.Bottom}}" x2="{{.Chart.Right}}" y2="{{.Chart.Bottom}}" stroke="#888"/>
 <line x1="{{.Chart.Left}}" y1="{{.Chart.Top}}" x2="{{.Chart.Left}}" y2="{{.Chart.Bottom}}" stroke="#888"/>
 {{range .Chart.XTicks}}<text x="{{.X}}" y="{{.Y}}" font-size="10" text-anchor="middle">{{.Label}}</text>
 {{end}}{{range .Chart.YTicks}}<text x="{{.X}}" y="{{.Y}}" font-size="10" text-anchor="end">{{.Label}}</text>
-{{end}}<polyline id="acked" fill="none" stroke="#11772d" stroke-width="1.5" points="{{.Chart.Acked}}"/>
+{{end}}<text id="x-title" x="{{.Chart.MidX}}" y="{{.Chart.H}}" dy="-4" font-size="11" fill="#444" text-anchor="middle">time since the drill started (seconds)</text>
+<text id="y-title" transform="translate(14 {{.Chart.MidY}}) rotate(-90)" font-size="11" fill="#444" text-anchor="middle">requests per second</text>
+<polyline id="acked" fill="none" stroke="#11772d" stroke-width="1.5" points="{{.Chart.Acked}}"/>
 <polyline id="errors" fill="none" stroke="#b00020" stroke-width="1.5" points="{{.Chart.Errors}}"/>
 </svg>
 
+<h2>Errors by class</h2>
+<table id="errors-by-class"><tr><th>class</th><th>attempts</th></tr>
+{{range .ErrorClasses}}<tr><td>{{.Class}}</td><td class="n">{{.N}}</td></tr>
+{{else}}<tr><td colspan="2">no failed attempt</td></tr>{{end}}</table>
+<p class="note">A class is the HTTP status of an answer that was not a success, or the client-side error (timeout, connection refused...) of an attempt that got none.</p>
+
 <h2>Latency and failover</h2>
 <table id="latency"><tr><th></th><th>n</th><th>p50</th><th>p90</th><th>p99</th><th>max</th></tr>
-<tr><td>acknowledged requests</td><td>{{.Latency.N}}</td><td>{{.Latency.P50}}</td><td>{{.Latency.P90}}</td><td>{{.Latency.P99}}</td><td>{{.Latency.Max}}</td></tr>
-<tr><td>failover (fault start to a moved actor's first success in its new owner)</td><td>{{.Failover.N}}</td><td>{{.Failover.P50}}</td><td>{{.Failover.P90}}</td><td>{{.Failover.P99}}</td><td>{{.Failover.Max}}</td></tr>
+<tr><td>acknowledged requests (call to answer)</td><td class="n">{{.Latency.N}}</td><td class="n">{{dur .Latency.P50}}</td><td class="n">{{dur .Latency.P90}}</td><td class="n">{{dur .Latency.P99}}</td><td class="n">{{dur .Latency.Max}}</td></tr>
+<tr><td>failover (fault start to a moved actor's first success in its new owner)</td><td class="n">{{.Failover.N}}</td><td class="n">{{dur .Failover.P50}}</td><td class="n">{{dur .Failover.P90}}</td><td class="n">{{dur .Failover.P99}}</td><td class="n">{{dur .Failover.Max}}</td></tr>
 </table>
-<table id="faults"><tr><th>from</th><th>to</th><th>fault</th><th>requests</th><th>acknowledged</th><th>503 (no Retry-After)</th><th>moved actors</th></tr>
-{{range .Faults}}<tr><td>{{printf "%.1fs" .From}}</td><td>{{printf "%.1fs" .To}}</td><td>{{.What}}</td><td>{{.Requests}}</td><td>{{.Acked}}</td><td>{{.Rejected}} ({{.RejectedNoRetryAfter}})</td><td>{{len .Failover}}</td></tr>
-{{else}}<tr><td colspan="7">no faults</td></tr>{{end}}</table>
+<table id="faults"><tr><th>window</th><th>from</th><th>to</th><th>length</th><th>fault (as injected)</th><th>requests</th><th>acknowledged</th><th>503 (of which without Retry-After)</th><th>moved actors</th></tr>
+{{range $i, $f := .Faults}}<tr><td>{{fault $i}}</td><td class="n">{{printf "%.1fs" .From}}</td><td class="n">{{printf "%.1fs" .To}}</td><td class="n">{{printf "%.1fs" (.Length)}}</td><td>{{.What}}</td><td class="n">{{.Requests}}</td><td class="n">{{.Acked}}</td><td class="n">{{.Rejected}} ({{.RejectedNoRetryAfter}})</td><td class="n">{{len .Failover}}</td></tr>
+{{else}}<tr><td colspan="9">no faults</td></tr>{{end}}</table>
+<p class="note">A window (the shaded band of the same name in the chart) runs from the fault's injection until its heal completed: it includes the heal (restarting a killed region, waiting for it to register again), so it is longer than the duration the fault's description gives. Requests, acknowledged and 503 count the attempts whose answer came back inside the window.</p>
 
 <h2>Coverage</h2>
-<table id="coverage"><tr><th>stale-epoch write rejected</th><th>takeover</th><th>40001 retry</th><th>ambiguous outcome resolved</th><th>move under load</th></tr>
-<tr><td>{{.Coverage.StaleEpochRejected}}</td><td>{{.Coverage.Takeovers}}</td><td>{{.Coverage.Retries40001}}</td><td>{{.Coverage.AmbiguousResolved}}</td><td>{{.Coverage.MovesUnderLoad}}</td></tr></table>
+<table id="coverage"><tr><th>stale-epoch write rejected &dagger;</th><th>takeover</th><th>40001 retry &dagger;</th><th>ambiguous outcome resolved</th><th>move under load</th></tr>
+<tr><td class="n">{{.Coverage.StaleEpochRejected}}</td><td class="n">{{.Coverage.Takeovers}}</td><td class="n">{{.Coverage.Retries40001}}</td><td class="n">{{.Coverage.AmbiguousResolved}}</td><td class="n">{{.Coverage.MovesUnderLoad}}</td></tr></table>
+<p class="note" id="probe-note">&dagger; counted from the drill's own probes (writes at a retired epoch, and conflicting transactions, that the drill sends to the store itself), not from the client traffic. The others come from the traffic's records and the repair audit.</p>
 
 <h2>Invariants</h2>
 <table id="invariants"><tr><th>invariant</th><th>result</th><th>checked</th><th>statement</th></tr>
-{{range .Table}}<tr class="invariant"><td>{{.Invariant}}</td><td>{{if .Pass}}<span class="pass">pass</span>{{else}}<span class="fail">FAIL ({{len .Violations}})</span>{{end}}</td><td>{{.Checked}}</td><td>{{.Description}}</td></tr>
+{{range .Table}}<tr class="invariant"><td><a href="#def-{{.Invariant}}">{{.Invariant}}</a></td><td>{{if .Pass}}<span class="pass">pass</span>{{else}}<span class="fail">FAIL ({{len .Violations}})</span>{{end}}</td><td class="n">{{.Checked}} {{.Unit}}</td><td>{{.Description}}</td></tr>
 {{end}}</table>
+<p class="note">Each invariant links to its definition below.</p>
+<h2>Definitions</h2>
+<dl id="definitions">
+{{range .Table}}<dt id="def-{{.Invariant}}"><b>{{.Invariant}}</b></dt><dd>{{.Description}}. "Checked" counts the {{.Unit}} of the run it was checked on; a violation names the key (as a hash) or the shard and the shortest excerpt of the history that shows it.</dd>
+{{end}}</dl>
+<p class="note">The full statements, and why each holds, are in the repository's {{definitions}}.</p>
 {{range .Table}}{{range .Violations}}<div class="violation"><p class="fail">{{.}}</p><pre>{{range .Excerpt}}{{op .}}
 {{end}}</pre></div>
 {{end}}{{end}}

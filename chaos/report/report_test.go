@@ -149,3 +149,28 @@ func TestFailoverIsMeasuredOnlyForFaultsThatTakeARegionOut(t *testing.T) {
 		t.Errorf("failover times %v for a fault that was not injected, want none", f)
 	}
 }
+
+// TestHTMLReportSaysWhatItShows: the chart has axis titles with units and
+// labels each fault window as the fault table does; errors are broken
+// down by class; durations are rounded; each "checked" count has its unit
+// and each invariant links to its definition in the page; the coverage
+// counters that come from the drill's probes are marked; the page says
+// what GREEN requires and carries the run's metadata.
+func TestHTMLReportSaysWhatItShows(t *testing.T) {
+	_, page := writeHTML(t)
+	for _, want := range []string{
+		`time since the drill started (seconds)`, `requests per second`,
+		`class="fault-label"`, `>F1</text>`, `<td>F1</td>`, `from the fault's injection until it was healed`,
+		`<table id="errors-by-class">`, `<td>503</td><td class="n">2</td>`,
+		`<td class="n">1 keys</td>`, `<a href="#def-I1">I1</a>`, `<dt id="def-I1">`, `<dt id="def-liveness">`,
+		`stale-epoch write rejected &dagger;`, `counted from the drill's own probes`,
+		`GREEN requires both`, `<dt>command</dt>`, `<dt>build</dt>`, `<dt>seed</dt><dd>42 `, `<dt>run length</dt><dd>9.5s `,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("report lacks %s", want)
+		}
+	}
+	if m := regexp.MustCompile(`\d+\.\d{4,}(ms|µs|s)`).FindString(page); m != "" {
+		t.Errorf("report shows an unrounded duration %q", m)
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"io"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/idemcoord/idemcoord/chaos/validate"
 )
@@ -81,6 +80,5 @@ func (p Percentiles) String() string {
 	if p.N == 0 {
 		return "none"
 	}
-	r := func(d time.Duration) string { return d.Round(time.Microsecond * 100).String() }
-	return fmt.Sprintf("p50 %s p90 %s p99 %s max %s", r(p.P50), r(p.P90), r(p.P99), r(p.Max))
+	return fmt.Sprintf("p50 %s p90 %s p99 %s max %s", round(p.P50), round(p.P90), round(p.P99), round(p.Max))
 }

@@ -31,26 +31,36 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 }
 
 func auditCmd() *cobra.Command {
-	var sf storeFlags
-	var since, actor, operation, output string
-	var shard, limit int
+	var sf connFlags
+	var since, actor, operation, action, output string
+	var shard, limit, offset int
 	cmd := &cobra.Command{
-		Use:   "audit [--since DURATION|TIME] [--shard N | --actor A | --operation ID]",
+		Use:   "audit [--since DURATION|TIME] [--action A] [--shard N | --actor A | --operation ID] [--limit N] [--offset N]",
 		Short: "Show the repair audit: who changed what, when and why",
 		Long: `audit lists the repair audit, newest first: every shard move and its fence
 bump (move_fence), every controller failover (region_failover), failover,
 failback, drain and accept, and every operation repair (lookups, reconciles,
 purges). --since keeps rows of the last DURATION (90m, 24h) or from an RFC 3339
 TIME; --shard keeps a shard's moves and accepts; --actor an actor scope's
-repairs; --operation one operation's.`,
+repairs; --operation one operation's; --action one action's. It shows --limit
+rows at a time and says how many the selection holds ("100 of 343 shown");
+--offset N shows the rows after the first N.`,
 		Example: `  idemctl audit --since 24h
+  idemctl audit --action failback --since 2h
+  idemctl audit --since 1h --offset 100
   idemctl audit --shard 17 -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(output); err != nil {
 				return err
 			}
-			f := crdb.AuditFilter{Actor: actor, Limit: limit}
+			if limit < 1 || limit > 10000 {
+				return fmt.Errorf("--limit: must be within 1 and 10000, got %d", limit)
+			}
+			if offset < 0 {
+				return fmt.Errorf("--offset: must not be negative, got %d", offset)
+			}
+			f := crdb.AuditFilter{Actor: actor, Action: action, Limit: limit, Offset: offset}
 			var err error
 			if f.Since, err = parseSince(since, time.Now()); err != nil {
 				return err
@@ -82,6 +92,10 @@ repairs; --operation one operation's.`,
 			if rows == nil {
 				rows = []crdb.AuditRow{}
 			}
+			total, err := s.CountAudit(ctx, f)
+			if err != nil {
+				return err
+			}
 			t := table{header: []string{"AT", "OPERATOR", "ACTION", "REASON", "DETAIL", "OPERATION", "ACTOR"}, v: rows}
 			for _, r := range rows {
 				op := ""
@@ -91,16 +105,40 @@ repairs; --operation one operation's.`,
 				t.rows = append(t.rows, []string{r.At.UTC().Format(time.RFC3339), r.Operator, r.Action, r.Reason,
 					r.Detail, op, r.ActorScope})
 			}
-			return render(cmd.OutOrStdout(), output, t)
+			if output == outputJSON {
+				t.v = map[string]any{"rows": rows, "total": total, "offset": offset}
+				return render(cmd.OutOrStdout(), output, t)
+			}
+			if err := render(cmd.OutOrStdout(), output, t); err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), auditFooter(len(rows), total, offset))
+			return nil
 		},
 	}
-	sf.add(cmd)
+	sf.addStore(cmd)
 	cmd.Flags().StringVar(&since, "since", "", "keep rows of the last DURATION (90m) or from an RFC 3339 TIME")
 	cmd.Flags().IntVar(&shard, "shard", 0, "keep rows about this shard")
 	cmd.Flags().StringVar(&actor, "actor", "", "keep rows about this actor scope (tenant/subject)")
 	cmd.Flags().StringVar(&operation, "operation", "", "keep rows about this operation id")
+	cmd.Flags().StringVar(&action, "action", "", "keep rows of this action (move_fence, region_failover, failover, failback, drain, failover_accept, reconcile, ...)")
 	cmd.Flags().IntVar(&limit, "limit", 100, "at most this many rows")
+	cmd.Flags().IntVar(&offset, "offset", 0, "skip this many rows of the selection first (the next page)")
 	cmd.MarkFlagsMutuallyExclusive("shard", "actor", "operation")
 	addOutputFlag(cmd, &output)
 	return cmd
+}
+
+// auditFooter says how much of the selection a page shows, and how to see
+// the rest.
+func auditFooter(shown, total, offset int) string {
+	switch {
+	case total == 0:
+		return "no audit rows match"
+	case shown == total:
+		return fmt.Sprintf("%d of %d shown", shown, total)
+	case offset+shown < total:
+		return fmt.Sprintf("%d of %d shown (rows %d-%d); next: --offset %d", shown, total, offset+1, offset+shown, offset+shown)
+	}
+	return fmt.Sprintf("%d of %d shown (rows %d-%d)", shown, total, offset+1, offset+shown)
 }

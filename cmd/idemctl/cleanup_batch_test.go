@@ -4,19 +4,25 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/idemcoord/idemcoord/internal/pgtest"
 )
 
-func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+func TestMain(m *testing.M) {
+	code := pgtest.Main(m)
+	if ctlBin.dir != "" {
+		os.RemoveAll(ctlBin.dir)
+	}
+	os.Exit(code)
+}
 
-// `idemctl op cleanup --batch 0` (or a negative batch) must end: Cleanup
-// takes batch <= 0 as its default, but the loop's stop condition n < batch
-// is then never true, so the command deletes nothing forever, one
-// statement after another, until killed.
-func TestCleanupWithZeroBatchEnds(t *testing.T) {
+// `idemctl op cleanup --batch 0` (or a negative batch) must end, refused
+// naming the flag: the loop's stop condition n < batch would never be
+// true, so the command would delete nothing forever, until killed.
+func TestCleanupWithZeroBatchIsRefused(t *testing.T) {
 	dsn := pgtest.NewDatabase(t)
 	if _, err := idemctl(t, "migrate", "--dsn", dsn); err != nil {
 		t.Fatal(err)
@@ -34,8 +40,8 @@ func TestCleanupWithZeroBatchEnds(t *testing.T) {
 			go func() { done <- cmd.ExecuteContext(ctx) }()
 			select {
 			case err := <-done:
-				if err != nil {
-					t.Fatalf("op cleanup --batch %s on an empty store: %v (output %q)", batch, err, out.String())
+				if err == nil || !strings.Contains(err.Error(), "--batch: must be within 1 and") {
+					t.Fatalf("op cleanup --batch %s: %v (output %q), want a refusal naming --batch", batch, err, out.String())
 				}
 			case <-time.After(20 * time.Second):
 				// Left running: the loop ignores even the cancelled

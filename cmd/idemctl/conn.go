@@ -20,15 +20,14 @@ const repairStoreConns = 8
 // regionRepairFlags are the flags of failover, failback, drain and accept:
 // where etcd, the store and the topology are, and who does it and why.
 type regionRepairFlags struct {
-	cluster clusterFlags
-	store   storeFlags
-	audit   auditFlags
-	output  string
+	conn   connFlags
+	audit  auditFlags
+	output string
 }
 
 func (f *regionRepairFlags) add(cmd *cobra.Command, reasonHelp string) {
-	f.cluster.add(cmd)
-	f.store.add(cmd)
+	f.conn.addCluster(cmd)
+	f.conn.addStore(cmd)
 	f.audit.add(cmd, reasonHelp)
 	addOutputFlag(cmd, &f.output)
 }
@@ -56,26 +55,18 @@ func (c *conn) Close() {
 
 // open reads the topology and connects to the store and etcd.
 func (f *regionRepairFlags) open(ctx context.Context) (*conn, error) {
-	topo, cfg, err := f.cluster.topology()
+	topo, cfg, err := f.conn.topology()
 	if err != nil {
 		return nil, err
 	}
 	if len(cfg.Regions) < 2 {
 		return nil, fmt.Errorf("--config: %d region(s): failover needs a multi-region topology", len(cfg.Regions))
 	}
-	dsn := f.store.dsn
-	if dsn == "" {
-		st, err := devState()
-		if err != nil {
-			return nil, fmt.Errorf("--dsn not set and %w", err)
-		}
-		dsn = st.DSN
-	}
-	store, err := crdb.Open(ctx, crdb.Config{DSN: dsn, MaxConns: repairStoreConns})
+	store, err := f.conn.openWith(ctx, crdb.Config{MaxConns: repairStoreConns})
 	if err != nil {
 		return nil, err
 	}
-	cli, err := f.cluster.client()
+	cli, err := f.conn.client(ctx)
 	if err != nil {
 		store.Close()
 		return nil, err

@@ -113,6 +113,15 @@ Scenarios: ` + strings.Join(scenario.Names(), ", ") + `.`,
 			if err != nil {
 				return err
 			}
+			// The outputs are checked before a run that may take minutes:
+			// a report that cannot be written must not be found out at
+			// the end of a green run.
+			if err := errors.Join(checkWritable("--report", reportPath), checkWritable("--history", historyPath)); err != nil {
+				return err
+			}
+			if kind == drillProcess && binary == "" {
+				fmt.Fprintln(cmd.ErrOrStderr(), "building idemd with -tags drill (about 2 minutes on a cold build cache; --idemd BIN reuses a build)...")
+			}
 			defer cluster.RemoveDrillBuilds()
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -178,4 +187,22 @@ func summarize(name string, seed uint64, r report.Report, err error) drillSummar
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && chaos.IsTerminal(f)
+}
+
+// checkWritable fails, naming flag, when path (if set) cannot be created
+// or written. It leaves no file behind that was not there.
+func checkWritable(flag, path string) error {
+	if path == "" {
+		return nil
+	}
+	_, statErr := os.Stat(path)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		return fmt.Errorf("%s %s: cannot be written: %w", flag, path, err)
+	}
+	f.Close()
+	if os.IsNotExist(statErr) {
+		os.Remove(path)
+	}
+	return nil
 }

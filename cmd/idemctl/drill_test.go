@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 
@@ -75,5 +76,26 @@ func TestDrillRunNamesWhatItCannotStart(t *testing.T) {
 		if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("drill run %v = %v, want an error containing %q", tt.args, err, tt.want)
 		}
+	}
+}
+
+// TestDrillRunChecksItsOutputsBeforeStarting: a --report or --history that
+// cannot be written is refused before any cluster starts or anything is
+// built (the run would otherwise end, minutes later, without its report),
+// and a writable path is left as it was.
+func TestDrillRunChecksItsOutputsBeforeStarting(t *testing.T) {
+	dir := t.TempDir()
+	for _, flag := range []string{"--report", "--history"} {
+		bad := dir + "/missing/dir/out"
+		r := runCtl(t, nil, "drill", "run", "--scenario", "mixed", "--cluster", "inprocess", "--duration", "1s", flag, bad)
+		if r.code != 1 || !strings.Contains(r.stderr, flag+" "+bad+": cannot be written") || strings.Contains(r.stderr, "building") {
+			t.Errorf("drill run %s %s: exit %d, stderr %q; want a refusal naming the flag before anything runs", flag, bad, r.code, r.stderr)
+		}
+	}
+	if err := checkWritable("--report", dir+"/ok.html"); err != nil {
+		t.Errorf("a writable report path refused: %v", err)
+	}
+	if _, err := os.Stat(dir + "/ok.html"); !os.IsNotExist(err) {
+		t.Errorf("checking a path left a file behind: %v", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -16,6 +17,7 @@ import (
 // connection and repair flags, and the moves printed.
 type moveCommand struct {
 	flags regionRepairFlags
+	force bool
 }
 
 // run checks the flags, connects and calls do with a Repair whose health
@@ -32,16 +34,28 @@ func (m *moveCommand) run(cmd *cobra.Command, action, reg string,
 		return err
 	}
 	defer c.Close()
-	tr, err := failover.NewTracker(failover.Config{Client: c.cli, Topology: c.topo, Prefix: c.dir.Prefix()})
+	if !strings.HasPrefix(reg, "shard ") && !c.topo.Has(reg) {
+		return fmt.Errorf("%s: %q is not a region of the topology (%s)", action, reg, strings.Join(c.topo.Names(), ", "))
+	}
+	sts, _, _, err := failover.Current(ctx, c.cli, c.dir.Prefix(), c.topo)
 	if err != nil {
 		return err
 	}
-	if _, err := tr.Refresh(ctx); err != nil {
-		return err
+	byRegion := map[string]failover.RegionStatus{}
+	for _, s := range sts {
+		byRegion[s.Region] = s
 	}
-	r := failover.Repair{Client: c.cli, Directory: c.dir, Topology: c.topo, Audit: c.store, Healthy: tr.Healthy,
-		Concurrency: repairStoreConns, DrainTimeout: defaultDrain}
+	status := func(reg string) failover.RegionStatus { return byRegion[reg] }
+	r := failover.Repair{Client: c.cli, Directory: c.dir, Topology: c.topo, Audit: c.store, Status: status,
+		Force: m.force, Concurrency: repairStoreConns, DrainTimeout: defaultDrain}
 	moved, err := do(ctx, r)
+	var nh *failover.RegionNotHealthyError
+	if errors.As(err, &nh) {
+		return fmt.Errorf("%w (--force, audited as forced)", err)
+	}
+	if err != nil && len(moved) == 0 {
+		return err // nothing was tried: no table
+	}
 	if rerr := printMoves(cmd, m.flags.output, action, reg, moved); rerr != nil {
 		return rerr
 	}
@@ -103,7 +117,13 @@ func failbackCmd() *cobra.Command {
 		Long: `failback moves every shard whose home region is REGION and that another region
 owns (or that is not ACTIVE) back to REGION under a new fencing epoch, ending
 ACTIVE. Run it once REGION is healthy again ("idemctl regions") and, for
-endpoints with the reject policy, after reconciling what it left in flight.`,
+endpoints with the reject policy, after reconciling what it left in flight.
+
+It refuses, moving nothing, while REGION has no live instance or the failover
+controller does not call it healthy (suspect, failed, or recovering during its
+hold time): the controller would fail the shards over again at once, each time
+under a new epoch, undoing any "failover accept" given in between. --force
+overrides that; the audit row then says forced and what the state was.`,
 		Example: `  idemctl failback eu-west --config idemd.yaml --operator alice --reason "eu-west restored, INC-42"`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -113,6 +133,8 @@ endpoints with the reject policy, after reconciling what it left in flight.`,
 		},
 	}
 	m.flags.add(cmd, "why the shards go home, recorded in the audit (required)")
+	cmd.Flags().BoolVar(&m.force, "force", false,
+		"fail back even though REGION is not healthy with a live instance (the audit row says forced, and the state)")
 	return cmd
 }
 
@@ -125,7 +147,12 @@ func drainCmd() *cobra.Command {
 its failover region (its home if that is another healthy region, else the
 first healthy region in its home's successor order) under a new fencing epoch
 and stays ACTIVE, so endpoints with the reject policy keep serving. Bring the
-shards back with "idemctl failback REGION".`,
+shards back with "idemctl failback REGION".
+
+Only a live, healthy region is drained: a region that is down is failed over
+(the controller does it, or "idemctl failover"), so that what it left in flight
+is reconciled before its shards serve again. --force overrides that, audited.
+Shards only go to regions that are healthy with a live instance.`,
 		Example: `  idemctl drain us-east --config idemd.yaml --operator alice --reason "kernel upgrade, CHG-7"`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -135,6 +162,8 @@ shards back with "idemctl failback REGION".`,
 		},
 	}
 	m.flags.add(cmd, "why the region is drained, recorded in the audit (required)")
+	cmd.Flags().BoolVar(&m.force, "force", false,
+		"drain even though REGION is not healthy with a live instance (the audit row says forced, and the state)")
 	return cmd
 }
 
@@ -146,8 +175,9 @@ func acceptCmd() *cobra.Command {
 		Use:   "accept (--shard N | --region R) --operator NAME --reason TEXT",
 		Short: "Accept the new owner of FAILED_OVER shards: mark them ACTIVE (audited)",
 		Long: `accept tells the deployment that an operator has reconciled what the failed
-region left in flight (operations IN_PROGRESS or OUTCOME_UNKNOWN there, see
-"idemctl op") and accepts the new owner: the selected FAILED_OVER shards become
+region left in flight (operations IN_PROGRESS or OUTCOME_UNKNOWN there: list
+them with "idemctl op list --region R", settle each with "idemctl op reconcile")
+and accepts the new owner: the selected FAILED_OVER shards become
 ACTIVE with the same owner and epoch, so endpoints with the reject policy serve
 them again. --shard N selects one shard; --region R every FAILED_OVER shard
 whose home region is R (the shards that failed over away from R).

@@ -13,7 +13,7 @@ import (
 )
 
 func opFindCmd() *cobra.Command {
-	var sf storeFlags
+	var sf connFlags
 	var af auditFlags
 	var actor, endpoint, key, format string
 	cmd := &cobra.Command{
@@ -51,7 +51,7 @@ store keeps only the key's SHA-256; find hashes KEY the same way.`,
 			return render(cmd.OutOrStdout(), format, recordTable(rec))
 		},
 	}
-	sf.add(cmd)
+	sf.addStore(cmd)
 	af.add(cmd, "why you are looking (optional; logged with the access)")
 	addOutputFlag(cmd, &format)
 	cmd.Flags().StringVar(&actor, "actor", "", "actor scope TENANT/SUBJECT (required)")

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/user"
@@ -9,7 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/idemcoord/idemcoord/crdb"
 	"github.com/idemcoord/idemcoord/devcluster"
 )
 
@@ -22,39 +20,6 @@ var devPortBase int
 // the only one running.
 func devState() (devcluster.State, error) {
 	return devcluster.FindState(devPortBase)
-}
-
-// storeFlags say which store a command works on.
-type storeFlags struct {
-	dsn string
-}
-
-func (f *storeFlags) add(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.dsn, "dsn", os.Getenv("IDEMCOORD_DSN"),
-		"store URL (default $IDEMCOORD_DSN, else the running dev cluster's)")
-}
-
-// resolve returns the store URL: --dsn (or $IDEMCOORD_DSN), else the
-// running dev cluster's.
-func (f *storeFlags) resolve() (string, error) {
-	if f.dsn != "" {
-		return f.dsn, nil
-	}
-	st, err := devState()
-	if err != nil {
-		return "", fmt.Errorf("--dsn not set and %w", err)
-	}
-	return st.DSN, nil
-}
-
-// open connects to the store. It never migrates: a store without the
-// schema fails with crdb.ErrSchemaMissing ("run idemctl migrate").
-func (f *storeFlags) open(ctx context.Context) (*crdb.Store, error) {
-	dsn, err := f.resolve()
-	if err != nil {
-		return nil, err
-	}
-	return crdb.Open(ctx, crdb.Config{DSN: dsn, MaxConns: 2})
 }
 
 // auditFlags say who does a repair and why; both go into repair_audit.

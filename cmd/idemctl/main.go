@@ -7,6 +7,7 @@
 //	idemctl move --shard N --to R     a planned, fenced move (audited)
 //	idemctl op get ID                 an operation by id (a read)
 //	idemctl op find --actor A --endpoint E --key K   an operation by its key (a read)
+//	idemctl op list --region R | --shard N  what a region or shard left in flight (a read)
 //	idemctl migrate                   apply the schema (nothing else changes it)
 //	idemctl version                   module version and commit
 //	idemctl op reconcile|purge|cleanup  repairs, each audited with --operator and --reason
@@ -15,9 +16,11 @@
 //	idemctl drill run --scenario NAME --seed N   a chaos drill and its report
 //	idemctl deploy cockroach-sql --config FILE    the CockroachDB layout of a topology
 //
-// Without --dsn or --etcd (or $IDEMCOORD_DSN, $IDEMCOORD_ETCD), commands
-// use the running dev cluster: the only one, or the one started with
-// --port-base N. Every command takes --output table|json.
+// With --config (a region's idemd.yaml), --etcd or --dsn (or their
+// $IDEMCOORD_* variables), every connection comes from those flags and the
+// file, never from a dev cluster. With none of them, commands use the
+// running dev cluster: the only one, or the one started with --port-base N.
+// Every command takes --output table|json.
 package main
 
 import (
@@ -31,8 +34,10 @@ import (
 )
 
 func main() {
-	if err := rootCmd().Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "idemctl:", err)
+	root := rootCmd()
+	cmd, err := root.ExecuteC()
+	if err != nil {
+		printError(os.Stderr, cmd, err)
 		os.Exit(1)
 	}
 }
@@ -44,8 +49,11 @@ func rootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.SetFlagErrorFunc(suggestFlag)
 	root.PersistentFlags().IntVar(&devPortBase, "port-base", 0,
-		"which running dev cluster to use, by its `idemd dev --port-base` (default: the only one running)")
+		"which running dev cluster to use: the N it was started with (idemd dev --port-base N); default the only one running")
+	root.PersistentFlags().BoolVarP(&verbose, "verbose", "v", false,
+		"print the connection steps and the libraries' own log lines on stderr")
 	root.AddCommand(devCmd(), opCmd(), regionsCmd(), ownerCmd(), shardsCmd(), moveCmd(), deployCmd(),
 		failoverCmd(), failbackCmd(), drainCmd(), auditCmd(), migrateCmd(), versionCmd(), drillCmd())
 	return root

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"errors"
+
 	"github.com/spf13/cobra"
 
 	"github.com/idemcoord/idemcoord/crdb"
@@ -8,7 +10,7 @@ import (
 )
 
 func migrateCmd() *cobra.Command {
-	var sf storeFlags
+	var sf connFlags
 	var format string
 	cmd := &cobra.Command{
 		Use:   "migrate [--dsn URL]",
@@ -23,20 +25,28 @@ migrate". The CockroachDB multi-region layout is separate
 			if err := checkOutput(format); err != nil {
 				return err
 			}
-			dsn, err := sf.resolve()
-			if err != nil {
-				return err
-			}
-			s, err := crdb.Open(cmd.Context(), crdb.Config{DSN: dsn, MaxConns: 2, Migrate: true})
-			if err != nil {
+			// Open without migrating first: whether the schema was
+			// already there is what the operator wants to know.
+			s, err := sf.open(cmd.Context())
+			applied := errors.Is(err, crdb.ErrSchemaMissing)
+			switch {
+			case applied:
+				if s, err = sf.openWith(cmd.Context(), crdb.Config{MaxConns: 2, Migrate: true}); err != nil {
+					return err
+				}
+			case err != nil:
 				return err
 			}
 			defer s.Close()
-			return render(cmd.OutOrStdout(), format, table{header: []string{"SCHEMA"}, rows: [][]string{{"up to date"}},
-				v: map[string]any{"migrated": true, "cockroach": s.Cockroach()}})
+			state := "already up to date: nothing applied"
+			if applied {
+				state = "migrations applied: the schema is up to date"
+			}
+			return render(cmd.OutOrStdout(), format, table{header: []string{"SCHEMA"}, rows: [][]string{{state}},
+				v: map[string]any{"migrated": true, "applied": applied, "cockroach": s.Cockroach()}})
 		},
 	}
-	sf.add(cmd)
+	sf.addStore(cmd)
 	addOutputFlag(cmd, &format)
 	return cmd
 }

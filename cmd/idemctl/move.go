@@ -19,8 +19,7 @@ const defaultDrain = 10 * time.Second
 
 func moveCmd() *cobra.Command {
 	var (
-		f      clusterFlags
-		sf     storeFlags
+		f      connFlags
 		af     auditFlags
 		shard  int
 		actor  string
@@ -71,20 +70,33 @@ commits. An interrupted move is finished by the next one. A repair: it needs
 			if shard < 0 || shard >= cfg.Shards {
 				return fmt.Errorf("--shard: must be within 0 and %d, got %d", cfg.Shards-1, shard)
 			}
-			store, err := sf.open(cmd.Context())
+			store, err := f.open(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer store.Close()
-			cli, err := f.client()
+			cli, err := f.client(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer cli.Close()
 			ctx, cancel := etcdContext(cmd)
 			defer cancel()
-			e, err := ownership.NewDirectory(cli, store, quiet()).Move(ctx, shard, to, ownership.Active, af.operator, af.reason,
-				ownership.DrainFor(drain))
+			dir := ownership.NewDirectory(cli, store, quiet())
+			cur, err := dir.Get(ctx, shard)
+			if err != nil {
+				return err
+			}
+			if cur.Owner == to && cur.State == ownership.Active {
+				v := viewOf(cur, top.Home(shard))
+				if format == outputJSON {
+					return render(cmd.OutOrStdout(), format, table{v: map[string]any{"moved": false, "shard": v}})
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "shard %d is already owned by %s (epoch %d, ACTIVE): nothing moved, nothing audited\n",
+					shard, to, cur.Epoch)
+				return nil
+			}
+			e, err := dir.Move(ctx, shard, to, ownership.Active, af.operator, af.reason, ownership.DrainFor(drain))
 			if err != nil {
 				return err
 			}
@@ -92,8 +104,8 @@ commits. An interrupted move is finished by the next one. A repair: it needs
 			return render(cmd.OutOrStdout(), format, table{header: shardHeader, rows: [][]string{v.row()}, v: v})
 		},
 	}
-	f.add(cmd)
-	sf.add(cmd)
+	f.addCluster(cmd)
+	f.addStore(cmd)
 	af.add(cmd, "why the shard moves, recorded in the audit (required)")
 	cmd.Flags().IntVar(&shard, "shard", 0, "shard to move")
 	cmd.Flags().StringVar(&actor, "actor", "", "move the shard of this actor scope TENANT/SUBJECT")

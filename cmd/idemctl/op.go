@@ -19,12 +19,12 @@ op reconcile, purge and cleanup are repairs:
 each needs --operator (default $USER) and --reason, and writes a repair_audit
 row in the same transaction as its change.`,
 	}
-	op.AddCommand(opGetCmd(), opFindCmd(), opReconcileCmd(), opPurgeCmd(), opCleanupCmd())
+	op.AddCommand(opGetCmd(), opFindCmd(), opListCmd(), opReconcileCmd(), opPurgeCmd(), opCleanupCmd())
 	return op
 }
 
 func opGetCmd() *cobra.Command {
-	var sf storeFlags
+	var sf connFlags
 	var af auditFlags
 	var format string
 	cmd := &cobra.Command{
@@ -52,25 +52,35 @@ func opGetCmd() *cobra.Command {
 			return render(cmd.OutOrStdout(), format, recordTable(rec))
 		},
 	}
-	sf.add(cmd)
+	sf.addStore(cmd)
 	af.add(cmd, "why you are looking (optional; logged with the access)")
 	addOutputFlag(cmd, &format)
 	return cmd
 }
 
 func opReconcileCmd() *cobra.Command {
-	var sf storeFlags
+	var sf connFlags
 	var af auditFlags
 	var ran, notRun bool
 	var status int
 	var body, format string
+	var headers []string
 	cmd := &cobra.Command{
-		Use:   "reconcile OPERATION_ID (--ran --status N [--body JSON] | --not-run) --reason TEXT",
+		Use:   "reconcile OPERATION_ID (--ran --status N [--body BODY] [--header 'Name: value']... | --not-run) --reason TEXT",
 		Short: "Settle an OUTCOME_UNKNOWN operation after checking the downstream (a repair, audited)",
 		Long: `reconcile records what the downstream says about an operation whose outcome
 is unknown: --ran with the response the downstream produced (the record becomes
 COMPLETED and retries replay it), or --not-run (RETRYABLE_FAILURE: the next retry
-runs it). The change and its audit row commit together.`,
+runs it). The change and its audit row commit together.
+
+The answer is built as the gateway builds one from the upstream, from the
+operation's endpoint in --config (or the dev cluster's configuration): a JSON
+endpoint's --body must be valid JSON and is replayed as application/json (or
+the JSON type --header gives); another endpoint's body needs --header
+"Content-Type: TYPE"; --header sets only the endpoint's response_headers
+(default Content-Type and Location: give Location for a created resource).`,
+		Example: `  idemctl op reconcile 0f9d...-... --ran --status 201 --body '{"payment_id":"p-1"}' \
+      --header "Location: /v1/payments/p-1" --reason "INC-7: charge found at the PSP"`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(format); err != nil {
@@ -86,10 +96,8 @@ runs it). The change and its audit row commit together.`,
 				return fmt.Errorf("--ran needs --status N: the HTTP status the downstream answered")
 			case ran && (status < 100 || status > 599):
 				return fmt.Errorf("--status %d is not an HTTP status (100-599)", status)
-			case ran:
-				res = crdb.Result{State: idempotency.Completed, Snapshot: crdb.Snapshot{Status: status, Body: []byte(body)}}
-			case cmd.Flags().Changed("status") || cmd.Flags().Changed("body"):
-				return fmt.Errorf("--status and --body describe what ran: use them with --ran, not --not-run")
+			case !ran && (cmd.Flags().Changed("status") || cmd.Flags().Changed("body") || len(headers) > 0):
+				return fmt.Errorf("--status, --body and --header describe what ran: use them with --ran, not --not-run")
 			}
 			if err := af.checkRepair(); err != nil {
 				return err
@@ -99,6 +107,21 @@ runs it). The change and its audit row commit together.`,
 				return err
 			}
 			defer s.Close()
+			if ran {
+				rec, err := s.AdminLookup(cmd.Context(), af.operator, "reconcile: "+af.reason, id)
+				if err != nil {
+					return err
+				}
+				ep, err := sf.endpointOf(rec.Scope.Endpoint)
+				if err != nil {
+					return err
+				}
+				snap, err := reconciledSnapshot(ep, status, body, headers)
+				if err != nil {
+					return err
+				}
+				res = crdb.Result{State: idempotency.Completed, Snapshot: snap}
+			}
 			if err := s.ReconcileUnknown(cmd.Context(), af.operator, af.reason, id, res); err != nil {
 				return err
 			}
@@ -107,12 +130,14 @@ runs it). The change and its audit row commit together.`,
 				v:    map[string]any{"operation_id": id, "state": res.State, "operator": af.operator, "reason": af.reason}})
 		},
 	}
-	sf.add(cmd)
+	sf.addStore(cmd)
 	af.add(cmd, "why, e.g. a ticket (required; recorded in repair_audit)")
 	cmd.Flags().BoolVar(&ran, "ran", false, "the downstream ran it")
 	cmd.Flags().BoolVar(&notRun, "not-run", false, "the downstream provably did not run it")
 	cmd.Flags().IntVar(&status, "status", 0, "with --ran: the HTTP status of its response")
-	cmd.Flags().StringVar(&body, "body", "", "with --ran: the response body")
+	cmd.Flags().StringVar(&body, "body", "", "with --ran: the response body (valid JSON for a JSON endpoint)")
+	cmd.Flags().StringArrayVar(&headers, "header", nil,
+		"with --ran: a response header \"Name: value\" of the endpoint's response_headers (e.g. Location); repeatable")
 	addOutputFlag(cmd, &format)
 	cmd.MarkFlagsOneRequired("ran", "not-run")
 	cmd.MarkFlagsMutuallyExclusive("ran", "not-run")

@@ -1,45 +1,72 @@
 package main
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/idemcoord/idemcoord/failover"
 	"github.com/idemcoord/idemcoord/ownership"
 )
 
 // regionView is one region as `idemctl regions` prints it.
 type regionView struct {
-	Region    string               `json:"region"`
-	URL       string               `json:"url"`
-	Health    string               `json:"health"`
-	Instances []ownership.Instance `json:"instances"`
+	Region string `json:"region"`
+	URL    string `json:"url"`
+	// State is the failover controller's state of the region: healthy,
+	// suspect, failed or recovering.
+	State failover.RegionState `json:"state"`
+	// Since is when it entered State, and For how long ago that was.
+	Since *time.Time `json:"since,omitempty"`
+	For   string     `json:"for,omitempty"`
+	// Health is "up" with a live instance now, else "down".
+	Health    string         `json:"health"`
+	Instances []instanceView `json:"instances"`
 	// Shards counts the shards the region owns, by state.
 	Shards map[string]int `json:"shards"`
 	// Home is how many shards have this region as home.
 	Home int `json:"home_shards"`
 }
 
+// instanceView is one live instance of a region.
+type instanceView struct {
+	Name string `json:"name"`
+	// Since is when it registered (RFC 3339, its own clock).
+	Since string `json:"since"`
+	// CreateRevision is its liveness key's etcd create revision: a
+	// restarted instance has a new one.
+	CreateRevision int64 `json:"create_revision"`
+}
+
 func regionsCmd() *cobra.Command {
 	var (
-		f      clusterFlags
+		f      connFlags
 		format string
 	)
 	cmd := &cobra.Command{
 		Use:   "regions",
-		Short: "Show each region's health, live instances and the shards it owns",
-		Long: `regions reads etcd linearizably: the liveness keys of every region's idemd
+		Short: "Show each region's failover state and for how long, live instances and the shards it owns",
+		Long: `regions shows the failover controller's view of each region and for how long
+it has held: healthy; suspect (no live instance, not yet confirmed); failed (no
+live instance for the confirmation delay: its shards are moved away); recovering
+(instances back after a failure, for less than the hold time; failback is
+refused until it is healthy). The elected controller publishes that view in
+etcd; without one (no controller ever led) the state is derived from one read.
+
+It also reads etcd linearizably: the liveness keys of every region's idemd
 instances (each under a session lease: an instance that stopped answering
-disappears within the lease TTL, 5 s by default) and the ownership directory.
-A region is "up" with at least one live instance and "down" with none. A read:
-it needs no reason and changes nothing.`,
+disappears within the lease TTL, 5 s by default), HEALTH up with at least one
+live instance and down with none, and the ownership directory. A read: it needs
+no reason and changes nothing.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(format); err != nil {
 				return err
 			}
-			top, _, cli, err := f.connect()
+			top, _, cli, err := f.connect(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -50,6 +77,11 @@ it needs no reason and changes nothing.`,
 			if err != nil {
 				return err
 			}
+			sts, view, fromController, err := failover.Current(ctx, cli, ownership.DefaultPrefix, top)
+			if err != nil {
+				return err
+			}
+			now := time.Now()
 			entries, _, err := ownership.NewDirectory(cli, nil, quiet()).List(ctx)
 			if err != nil {
 				return err
@@ -58,12 +90,20 @@ it needs no reason and changes nothing.`,
 			var order []string
 			for _, r := range top.Regions() {
 				views[r.Name] = &regionView{Region: r.Name, URL: r.URL, Health: "down", Shards: map[string]int{},
-					Instances: []ownership.Instance{}}
+					Instances: []instanceView{}}
 				order = append(order, r.Name)
+			}
+			for _, st := range sts {
+				v := views[st.Region]
+				v.State = st.State
+				if !st.Since.IsZero() {
+					since := st.Since.UTC()
+					v.Since, v.For = &since, now.Sub(since).Round(time.Second).String()
+				}
 			}
 			for _, in := range instances {
 				if v := views[in.Region]; v != nil {
-					v.Instances = append(v.Instances, in)
+					v.Instances = append(v.Instances, instanceView{Name: in.Name, Since: in.Since, CreateRevision: in.CreateRevision})
 					v.Health = "up"
 				}
 			}
@@ -75,7 +115,7 @@ it needs no reason and changes nothing.`,
 					v.Home++
 				}
 			}
-			out := table{header: []string{"REGION", "HEALTH", "INSTANCES", "SHARDS OWNED", "HOME SHARDS", "URL"}}
+			out := table{header: []string{"REGION", "STATE", "FOR", "HEALTH", "INSTANCES", "SHARDS OWNED", "HOME SHARDS", "URL"}}
 			var list []*regionView
 			for _, name := range order {
 				v := views[name]
@@ -95,14 +135,30 @@ it needs no reason and changes nothing.`,
 				if len(owned) == 0 {
 					owned = []string{"0"}
 				}
-				out.rows = append(out.rows, []string{name, v.Health, strings.Join(names, ","), strings.Join(owned, ", "),
-					strconv.Itoa(v.Home), v.URL})
+				age := v.For
+				if age == "" {
+					age = "-"
+				}
+				out.rows = append(out.rows, []string{name, string(v.State), age, v.Health, strings.Join(names, ","),
+					strings.Join(owned, ", "), strconv.Itoa(v.Home), v.URL})
 			}
-			out.v = list
-			return render(cmd.OutOrStdout(), format, out)
+			source := "state: derived from one read (no failover controller has published its view)"
+			if fromController {
+				source = fmt.Sprintf("state: failover controller %s (term %d), published %s ago", view.Controller, view.Term,
+					now.Sub(view.Published).Round(time.Second))
+			}
+			if format == outputJSON {
+				out.v = map[string]any{"regions": list, "source": source, "controller_view": fromController}
+				return render(cmd.OutOrStdout(), format, out)
+			}
+			if err := render(cmd.OutOrStdout(), format, out); err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), source)
+			return nil
 		},
 	}
-	f.add(cmd)
+	f.addCluster(cmd)
 	addOutputFlag(cmd, &format)
 	return cmd
 }

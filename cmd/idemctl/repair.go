@@ -12,7 +12,7 @@ import (
 )
 
 func opPurgeCmd() *cobra.Command {
-	var sf storeFlags
+	var sf connFlags
 	var af auditFlags
 	var actor, format string
 	cmd := &cobra.Command{
@@ -54,7 +54,7 @@ from running again. The scope is TENANT/SUBJECT, as in X-Idempotency-Actor
 			return nil
 		},
 	}
-	sf.add(cmd)
+	sf.addStore(cmd)
 	af.add(cmd, "why, e.g. a ticket (required; recorded in repair_audit)")
 	cmd.Flags().StringVar(&actor, "actor", "", "actor scope TENANT/SUBJECT, e.g. demo/demo (required)")
 	addOutputFlag(cmd, &format)
@@ -82,7 +82,7 @@ func checkScope(actor string) error {
 
 // withKnownScopes adds to err, for an actor given as a bare subject, the
 // scopes that hold records of that subject: what the operator meant.
-func withKnownScopes(ctx context.Context, sf storeFlags, actor string, err error) error {
+func withKnownScopes(ctx context.Context, sf connFlags, actor string, err error) error {
 	if strings.Contains(actor, "/") || actor == "" {
 		return err
 	}
@@ -102,8 +102,13 @@ func withKnownScopes(ctx context.Context, sf storeFlags, actor string, err error
 	return fmt.Errorf("%w; records of subject %q exist under --actor %s", err, actor, strings.Join(scopes, ", --actor "))
 }
 
+// maxCleanupBatch is the largest --batch: the configuration's
+// cleanup.batch_size bound, for the same reason (one delete statement's
+// transaction stays small).
+const maxCleanupBatch = 10000
+
 func opCleanupCmd() *cobra.Command {
-	var sf storeFlags
+	var sf connFlags
 	var af auditFlags
 	var batch int
 	var format string
@@ -122,8 +127,8 @@ are in progress or whose outcome is unknown are never deleted.`,
 			if err := af.checkRepair(); err != nil {
 				return err
 			}
-			if batch <= 0 {
-				batch = crdb.DefaultCleanupBatch
+			if batch < 1 || batch > maxCleanupBatch {
+				return fmt.Errorf("--batch: must be within 1 and %d rows, got %d", maxCleanupBatch, batch)
 			}
 			s, err := sf.open(cmd.Context())
 			if err != nil {
@@ -153,9 +158,9 @@ are in progress or whose outcome is unknown are never deleted.`,
 			return nil
 		},
 	}
-	sf.add(cmd)
+	sf.addStore(cmd)
 	af.add(cmd, "why, e.g. a ticket or \"nightly\" (required; recorded in repair_audit)")
-	cmd.Flags().IntVar(&batch, "batch", crdb.DefaultCleanupBatch, "rows per delete transaction")
+	cmd.Flags().IntVar(&batch, "batch", crdb.DefaultCleanupBatch, "rows per delete transaction (1 to 10000)")
 	addOutputFlag(cmd, &format)
 	return cmd
 }

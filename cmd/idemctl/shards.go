@@ -52,7 +52,7 @@ func checkActorScope(actor string) error {
 
 func ownerCmd() *cobra.Command {
 	var (
-		f      clusterFlags
+		f      connFlags
 		actor  string
 		format string
 	)
@@ -68,7 +68,7 @@ home. A read: it needs no reason and changes nothing.`,
 			if err := errors.Join(checkOutput(format), checkActorScope(actor)); err != nil {
 				return err
 			}
-			top, cfg, cli, err := f.connect()
+			top, cfg, cli, err := f.connect(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -89,7 +89,7 @@ home. A read: it needs no reason and changes nothing.`,
 				}{actor, v}})
 		},
 	}
-	f.add(cmd)
+	f.addCluster(cmd)
 	cmd.Flags().StringVar(&actor, "actor", "", "actor scope TENANT/SUBJECT (required)")
 	cmd.MarkFlagRequired("actor")
 	addOutputFlag(cmd, &format)
@@ -98,25 +98,45 @@ home. A read: it needs no reason and changes nothing.`,
 
 func shardsCmd() *cobra.Command {
 	var (
-		f      clusterFlags
-		format string
+		f            connFlags
+		format       string
+		owner, state string
+		home         string
+		list         bool
 	)
 	cmd := &cobra.Command{
-		Use:   "shards",
-		Short: "Show the whole ownership map, with counts per region and state",
-		Long: `shards lists every shard's entry in the etcd ownership directory (one
-linearizable read): home, owner, epoch and state, and how many shards each
-region owns in each state. A read: it needs no reason and changes nothing.`,
+		Use:   "shards [--owner R] [--home R] [--state S] [--list]",
+		Short: "Show the ownership map: counts per owner and state, and the shards selected",
+		Long: `shards reads every shard's entry in the etcd ownership directory (one
+linearizable read) and prints how many shards each region owns in each state.
+--owner, --home and --state select shards and list them (home, owner, epoch,
+state); --list lists every selected shard (all 1024 without a filter). -o json
+always carries the counts and the selected shards. A read: it needs no reason
+and changes nothing.`,
+		Example: `  idemctl shards
+  idemctl shards --state FAILED_OVER
+  idemctl shards --owner eu-west --home us-east`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(format); err != nil {
 				return err
 			}
-			top, _, cli, err := f.connect()
+			state = strings.ToUpper(state)
+			switch ownership.State(state) {
+			case "", ownership.Active, ownership.FailedOver, ownership.Fencing:
+			default:
+				return fmt.Errorf("--state: %q is not a shard state (ACTIVE, FAILED_OVER, FENCING)", state)
+			}
+			top, _, cli, err := f.connect(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer cli.Close()
+			for flag, r := range map[string]string{"--owner": owner, "--home": home} {
+				if r != "" && !top.Has(r) {
+					return fmt.Errorf("%s: %q is not a region of the topology %v", flag, r, top.Names())
+				}
+			}
 			ctx, cancel := etcdContext(cmd)
 			defer cancel()
 			entries, _, err := ownership.NewDirectory(cli, nil, quiet()).List(ctx)
@@ -124,14 +144,16 @@ region owns in each state. A read: it needs no reason and changes nothing.`,
 				return err
 			}
 			counts := map[string]map[string]int{}
-			var views []shardView
+			views := []shardView{}
 			for _, e := range entries {
 				v := viewOf(e, top.Home(e.Shard))
-				views = append(views, v)
 				if counts[v.Owner] == nil {
 					counts[v.Owner] = map[string]int{}
 				}
 				counts[v.Owner][v.State]++
+				if (owner == "" || v.Owner == owner) && (home == "" || v.Home == home) && (state == "" || v.State == state) {
+					views = append(views, v)
+				}
 			}
 			if format == outputJSON {
 				return render(cmd.OutOrStdout(), format, table{v: map[string]any{"counts": counts, "shards": views}})
@@ -152,15 +174,27 @@ region owns in each state. A read: it needs no reason and changes nothing.`,
 			if err := render(cmd.OutOrStdout(), format, table{header: []string{"OWNER", "STATE", "SHARDS"}, rows: rows}); err != nil {
 				return err
 			}
+			if !list && owner == "" && home == "" && state == "" {
+				fmt.Fprintf(cmd.OutOrStdout(), "\n%d shards; list them with --list, or select with --owner, --home, --state\n", len(entries))
+				return nil
+			}
 			fmt.Fprintln(cmd.OutOrStdout())
 			rows = rows[:0]
 			for _, v := range views {
 				rows = append(rows, v.row())
 			}
-			return render(cmd.OutOrStdout(), format, table{header: shardHeader, rows: rows})
+			if err := render(cmd.OutOrStdout(), format, table{header: shardHeader, rows: rows}); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%d of %d shards selected\n", len(views), len(entries))
+			return nil
 		},
 	}
-	f.add(cmd)
+	f.addCluster(cmd)
+	cmd.Flags().StringVar(&owner, "owner", "", "select the shards this region owns")
+	cmd.Flags().StringVar(&home, "home", "", "select the shards whose home is this region")
+	cmd.Flags().StringVar(&state, "state", "", "select the shards in this state: ACTIVE, FAILED_OVER or FENCING")
+	cmd.Flags().BoolVar(&list, "list", false, "list the selected shards (every shard without --owner, --home or --state)")
 	addOutputFlag(cmd, &format)
 	return cmd
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/idemcoord/idemcoord/deploy/haproxy"
 	"github.com/idemcoord/idemcoord/devcluster"
+	"github.com/idemcoord/idemcoord/internal/reach"
 )
 
 func devCmd() *cobra.Command {
@@ -33,7 +34,9 @@ embedded three-member etcd cluster; a throwaway PostgreSQL (or --database-url);
 and the demo payments service (port-base+100) and bank (port-base+101).
 It prints the URLs, the store's DSN, the data directory, each region's config
 file and a bearer token for actor "demo" (scope demo/demo), and on Ctrl-C
-stops everything and removes its temporary data.
+stops everything and removes its temporary data (so does SIGHUP, when the
+terminal closes; what a killed cluster left behind is removed by the next
+"idemd dev").
 
 Each cluster keeps its own state file, named by its port base, for idemctl:
 several clusters can run side by side on different --port-base values, and
@@ -45,13 +48,26 @@ anything starts.`,
 			if err != nil {
 				return err
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			// SIGHUP too: closing the terminal must stop the cluster and
+			// remove its data like Ctrl-C, not leave PostgreSQL running.
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 			defer stop()
+			for _, pid := range devcluster.SweepStale() {
+				fmt.Fprintf(cmd.ErrOrStderr(), "removed what a dev cluster that died (pid %d) left behind\n", pid)
+			}
 			if err := devcluster.CheckPorts(portBase); err != nil {
 				return err // before saying anything starts
 			}
+			if dbURL != "" {
+				if err := reach.Store(ctx, dbURL, reach.DefaultTimeout); err != nil {
+					return fmt.Errorf("--database-url: %w", err)
+				}
+			}
 			fmt.Fprintln(cmd.ErrOrStderr(), "starting PostgreSQL, etcd, demo services and three regions...")
 			c, err := devcluster.Start(ctx, devcluster.Options{PortBase: portBase, DatabaseURL: dbURL, Logger: log})
+			if err != nil && dbURL != "" {
+				return fmt.Errorf("with --database-url %s: %w", redactDSN(dbURL), err)
+			}
 			if err != nil {
 				return err
 			}
@@ -102,7 +118,8 @@ func printCluster(w io.Writer, st devcluster.State, statePath, token string) {
 	for i, e := range st.Etcd {
 		fmt.Fprintf(tw, "etcd member %d\t%s\n", i+1, e)
 	}
-	fmt.Fprintf(tw, "metrics\t%s/metrics\n", st.Regions[devcluster.Regions[0]])
+	fmt.Fprintf(tw, "metrics (per region)\t%s/metrics\n", st.Regions[devcluster.Regions[0]])
+	fmt.Fprintf(tw, "dev control\t%s (POST /regions/NAME/stop, /start)\n", st.ControlURL)
 	if st.EntryURL != "" {
 		fmt.Fprintf(tw, "global entry (HAProxy)\t%s\n", st.EntryURL)
 	}
@@ -134,9 +151,11 @@ func printCluster(w io.Writer, st devcluster.State, statePath, token string) {
 	for _, r := range devcluster.Regions[:2] {
 		fmt.Fprintf(w, "  curl -si %s/v1/payments -H \"Authorization: Bearer $TOKEN\" -H 'Idempotency-Key: order-1' \\\n    --json '{\"amount\":\"12.50\",\"currency\":\"EUR\",\"reference\":\"order-1\"}'\n", st.Regions[r])
 	}
-	fmt.Fprintf(w, "\nWatch a failover: stop a region, see its shards move (idemctl shards), bring it back:\n\n"+
-		"  curl -X POST %[1]s/regions/us-east/stop\n  go run ./cmd/idemctl shards\n  curl -X POST %[1]s/regions/us-east/start\n"+
-		"  go run ./cmd/idemctl failback us-east --reason 'region back'\n", st.ControlURL)
+	fmt.Fprintf(w, "\nWatch a failover: stop a region, see its state and its shards move, bring it back:\n\n"+
+		"  curl -X POST %[1]s/regions/us-east/stop\n  go run ./cmd/idemctl --port-base %[2]d regions\n"+
+		"  go run ./cmd/idemctl --port-base %[2]d shards\n  curl -X POST %[1]s/regions/us-east/start\n"+
+		"  go run ./cmd/idemctl --port-base %[2]d failback us-east --reason 'region back'   # once regions says healthy\n",
+		st.ControlURL, st.PortBase)
 	fmt.Fprintln(w, "\nCtrl-C stops everything.")
 }
 

@@ -100,7 +100,7 @@ func Generate(l Layout) (string, error) {
 	w("-- CockroachDB-only layout of the idemcoord store, generated from the region topology\n")
 	w("-- (idemctl deploy cockroach-sql). Regions in configuration order: %s; %d shards.\n",
 		strings.Join(names, ", "), l.Shards)
-	w("-- Apply once, after the portable migrations (crdb.Open applies those), on a cluster whose\n")
+	w("-- Apply once, after the portable migrations (idemctl migrate applies them), on a cluster whose\n")
 	w("-- nodes run with --locality=region=<name>. Never on PostgreSQL. Check first:\n")
 	w("--   SELECT shards FROM shard_config;  -- must be %d\n", l.Shards)
 	w("-- Regenerate and review before adding or removing a region: the home map below changes.\n\n")

@@ -1,6 +1,6 @@
 -- CockroachDB-only layout of the idemcoord store, generated from the region topology
 -- (idemctl deploy cockroach-sql). Regions in configuration order: us-east, eu-west, ap-south; 1024 shards.
--- Apply once, after the portable migrations (crdb.Open applies those), on a cluster whose
+-- Apply once, after the portable migrations (idemctl migrate applies them), on a cluster whose
 -- nodes run with --locality=region=<name>. Never on PostgreSQL. Check first:
 --   SELECT shards FROM shard_config;  -- must be 1024
 -- Regenerate and review before adding or removing a region: the home map below changes.
