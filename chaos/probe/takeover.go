@@ -33,7 +33,8 @@ const deadWorker = "chaos-probe/dead-worker"
 // gateways (Resolve): while the lease runs they answer 409, after it one
 // of them takes the operation over (the record's attempts become 2) and
 // finds out from the upstream what to do. It returns the last recorded
-// attempt.
+// attempt; ErrFingerprintDiffers when a gateway found the request
+// different from the claim (422).
 func Takeover(ctx context.Context, store *crdb.Store, rec *history.Recorder, gws []Gateway, ep GatewayEndpoint, in Intent,
 	lease time.Duration) (history.Operation, error) {
 	fp, err := idempotency.ComputeFingerprint(idempotency.Request{Method: http.MethodPost, Path: in.Path,
@@ -63,5 +64,15 @@ func Takeover(ctx context.Context, store *crdb.Store, rec *history.Recorder, gws
 		}
 		break
 	}
-	return Resolve(ctx, rec, gws, in, history.Operation{})
+	last, err := Resolve(ctx, rec, gws, in, history.Operation{})
+	if err == nil && last.Mismatch() {
+		err = fmt.Errorf("%w: endpoint %q, fingerprint options %+v", ErrFingerprintDiffers, ep.Name, ep.Fingerprint)
+	}
+	return last, err
 }
+
+// ErrFingerprintDiffers is returned by Takeover when the gateway answered
+// 422 to the dead claim's own request: the probe's GatewayEndpoint does
+// not fingerprint requests as the gateway's configuration does, and the
+// dead claim was never taken over.
+var ErrFingerprintDiffers = errors.New("probe: takeover: the gateway's fingerprint differs from the dead claim's")
