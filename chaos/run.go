@@ -121,9 +121,12 @@ func Run(ctx context.Context, sc scenario.Scenario, seed uint64, c cluster.Clust
 		Started: func(f failpoint.Fault) { mu.Lock(); current = f.String(); mu.Unlock() },
 		Healed:  func(failpoint.Fault) { mu.Lock(); current = ""; mu.Unlock() },
 	}
-	wg.Add(3)
+	prov := provoker{c: c, rec: rec, seed: seed, path: drillPath, store: pr.store, actors: tr.Actors()}
+	wg.Add(4)
 	go func() { defer wg.Done(); keep(failpoint.Run(mainCtx, sched, cluster.Injector(c), rec, nil, obs)) }()
 	go func() { defer wg.Done(); pr.loop(mainCtx, sc.ProbeInterval, keep) }()
+	at, dwell := provokeAt(sched, d)
+	go func() { defer wg.Done(); keep(prov.run(ctx, mainCtx, at, dwell)) }()
 	go func() {
 		defer wg.Done()
 		progress(mainCtx, opts.Progress, func() Progress {
@@ -173,13 +176,17 @@ func waitFaults(ctx context.Context, sched failpoint.Schedule, rec *history.Reco
 	}
 }
 
+// drillPath is the endpoint the traffic and the drill's own requests use:
+// the demo payments endpoint every drill cluster serves.
+const drillPath = "/v1/payments"
+
 // target is the traffic's view of the cluster.
 func target(c cluster.Cluster) traffic.Target {
 	var regions []traffic.Region
 	for _, r := range c.Regions() {
 		regions = append(regions, traffic.Region{Name: r.Name, URL: r.URL})
 	}
-	t := traffic.Target{Regions: regions, Token: c.Token, Tenant: c.Tenant()}
+	t := traffic.Target{Regions: regions, Token: c.Token, Tenant: c.Tenant(), Path: drillPath}
 	if s, ok := c.(cluster.Shards); ok {
 		t.Shards = s.Shards()
 	}

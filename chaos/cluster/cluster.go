@@ -105,6 +105,15 @@ type DirectoryHistory interface {
 	DirectoryHistory(ctx context.Context) (map[int]validate.ShardHistory, error)
 }
 
+// Mover is implemented by a cluster whose drill may move a shard itself:
+// the planned, drained transfer `idemctl move` runs, for the drill's
+// move-under-load probe.
+type Mover interface {
+	// MoveShard transfers shard to region to (ACTIVE there), letting the
+	// old owner finish what it already started for at most drain.
+	MoveShard(ctx context.Context, shard int, to string, drain time.Duration) error
+}
+
 // Shards is implemented by a cluster whose shard count is not
 // fencing.DefaultShards; the traffic hashes actors with it.
 type Shards interface {

@@ -50,6 +50,10 @@ const (
 	// ProbeRetry40001: a serializable transaction failed with SQLSTATE
 	// 40001 and its whole-transaction retry then committed.
 	ProbeRetry40001 = "retry_40001"
+	// ProbePlannedMove: the drill moved a shard its traffic uses to another
+	// region by the planned, drained transfer (`idemctl move`), under load.
+	// The fence audit, not this record, is what the checker counts.
+	ProbePlannedMove = "planned_move"
 )
 
 // Operation is one recorded event. Times are nanoseconds since the

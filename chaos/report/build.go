@@ -45,7 +45,8 @@ type Window struct {
 	Rejected, RejectedNoRetryAfter int
 	// Failover is each moved actor's time from the fault's start to its
 	// first success served by another region than the faulted one, for
-	// faults that take a region out (RegionLoss).
+	// faults that take a region out (RegionLoss); see window for which
+	// actors and successes count.
 	Failover []time.Duration
 }
 
@@ -173,10 +174,19 @@ func errorClass(op history.Operation) string {
 }
 
 // window measures one fault: traffic inside it, and failover times of the
-// actors the faulted region served before it started.
+// actors the faulted region served when it started.
+//
+// An actor is moved by the fault when its last success before the fault
+// was served by the faulted region (an actor served there earlier, whose
+// shard has moved since, is not). Its failover time runs from the fault's
+// start to its first success served by another region, sent before the
+// window closed (the fault healed, its region restarted and failed back).
+// An actor with no such success waited for its region to come back: it
+// was not failed over, and a success elsewhere in a later fault of the
+// same region is that fault's failover, not this one's.
 func window(h history.History, f history.Operation) Window {
 	w := Window{From: seconds(f.Call), To: seconds(f.Return), What: f.Detail, Region: f.SentTo}
-	servedBefore := map[string]bool{}
+	lastBefore := map[string]string{} // actor -> region of its last success before the fault
 	firstAfter := map[string]int64{}
 	for _, op := range h.Ops {
 		if op.Kind != history.KindRequest {
@@ -198,9 +208,10 @@ func window(h history.History, f history.Operation) Window {
 			continue
 		}
 		switch {
-		case op.Return < f.Call && op.ServedBy == w.Region:
-			servedBefore[op.Actor] = true
-		case op.Call >= f.Call && op.ServedBy != "" && op.ServedBy != w.Region && servedBefore[op.Actor]:
+		case op.Return < f.Call:
+			lastBefore[op.Actor] = op.ServedBy
+		case op.Call >= f.Call && op.Call <= f.Return && op.ServedBy != "" && op.ServedBy != w.Region &&
+			lastBefore[op.Actor] == w.Region:
 			if _, seen := firstAfter[op.Actor]; !seen {
 				firstAfter[op.Actor] = op.Return
 			}

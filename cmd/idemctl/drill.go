@@ -82,7 +82,8 @@ leader kills, crash points, clock skew, moves under load...) are injected,
 heals, then checks the invariants
 (at most one upstream effect per key, replays identical, fencing, ...) and
 the coverage (a stale-epoch write rejected, a takeover, a 40001 retry, an
-ambiguous outcome resolved, a move under load).
+ambiguous outcome resolved, a move under load). The drill provokes each of
+them itself before the first fault, so every seed can be green.
 
 --cluster process (the default) runs each region as its own idemd process,
 built with -tags drill from the idemcoord module source (found at or above
