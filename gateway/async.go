@@ -40,6 +40,7 @@ func (g *Gateway) accept(c *call, claim crdb.Claim, result string) {
 	g.closeMu.Unlock()
 	if closing {
 		g.release(ctx, c, lease, "instance shutting down")
+		setKeyStatus(c.w, KeyStatusRejected)
 		g.refuseWait(c, "shutting_down", problem{Type: "shutting-down", Title: "instance shutting down",
 			Detail: "nothing was executed; retry with the same key", Status: http.StatusServiceUnavailable}, time.Second)
 		return

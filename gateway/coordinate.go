@@ -133,6 +133,7 @@ func (g *Gateway) coordinateCall(c *call) {
 		if errors.Is(err, crdb.ErrFingerprintVersion) {
 			// Stored by an instance with a newer fingerprint algorithm:
 			// this one cannot compare. Another (upgraded) instance can.
+			setKeyStatus(c.w, KeyStatusInProgress)
 			g.refuseWait(c, "in_progress", problem{Type: "in-progress", Title: "cannot compare with the stored request",
 				Detail: "the key's record was fingerprinted by a newer version; retry with the same key",
 				Status: http.StatusConflict}, time.Second)
@@ -151,6 +152,7 @@ func (g *Gateway) coordinateCall(c *call) {
 		return
 	}
 	// Resolved outcomes kept changing under us.
+	setKeyStatus(c.w, KeyStatusInProgress)
 	g.refuseWait(c, "in_progress", problem{Type: "in-progress", Title: "operation is changing state",
 		Detail: "retry with the same key", Status: http.StatusConflict}, time.Second)
 }
@@ -175,6 +177,7 @@ func (g *Gateway) decide(ctx context.Context, c *call, req crdb.ClaimRequest, cl
 	if (claim.Outcome == crdb.Replayed || claim.Outcome == crdb.InFlight) && g.limited(c) {
 		return false
 	}
+	setKeyStatus(c.w, claimKeyStatus(claim))
 	if c.policy.Async && claim.Outcome == crdb.Replayed && rec.State == idempotency.Cancelled {
 		// The cancellation is the answer: replayed, never a second task.
 		g.metrics.request(ctx, c.ep.Name, "replay", c.start)
@@ -183,6 +186,7 @@ func (g *Gateway) decide(ctx context.Context, c *call, req crdb.ClaimRequest, cl
 	}
 	if c.policy.Async && (claim.Outcome == crdb.Replayed || claim.Outcome == crdb.InFlight || claim.Outcome == crdb.Unresolved) {
 		// A retry of an async request gets the same task, whatever its state.
+		setKeyStatus(c.w, recordKeyStatus(rec))
 		g.metrics.request(ctx, c.ep.Name, "async_accepted", c.start)
 		writeAccepted(c.w, rec.OperationID, string(rec.State))
 		return false
@@ -309,6 +313,7 @@ func (g *Gateway) storeDown(c *call, err error) {
 		g.contended(c, err) // a busy key (409), not a dead store
 		return
 	}
+	setKeyStatus(c.w, KeyStatusRejected)
 	g.log.WarnContext(c.r.Context(), "store unavailable", "endpoint", c.ep.Name, "key", c.key, "err", err)
 	g.refuseWait(c, "store_unavailable", problem{Type: "store-unavailable", Title: "idempotency store unavailable",
 		Detail: "nothing was executed; retry with the same key", Status: http.StatusServiceUnavailable}, storeRetryAfter)

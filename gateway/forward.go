@@ -86,6 +86,9 @@ func (rt *routing) forward(ctx context.Context, g *Gateway, c *call, owner, targ
 	w := c.shadow.direct(c.w)
 	h := w.Header()
 	h.Del(HeaderRegion) // the owner's answer names the region that served it
+	if c.shadow == nil && resp.Header.Get(HeaderKeyStatus) != "" {
+		setKeyStatus(w, "") // the owner's word on the key
+	}
 	for name, vs := range resp.Header {
 		h[name] = vs
 	}

@@ -265,6 +265,11 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 	r = withForwardedFrom(r, hop)
 	p, authErr := g.cfg.Auth.Verify(r)
 	ep, ok := g.router.Match(r.Method, r.URL.Path)
+	if !ok || ep.Shadow() {
+		w = withKeyStatus(w, r, KeyStatusIgnored) // no key is honoured here
+	} else {
+		w = withKeyStatus(w, r, KeyStatusRejected) // until the protocol decides
+	}
 	if !ok && g.isInternal(r.URL.Path) {
 		writeProblem(w, problem{Type: "not-found", Title: "no such route", Status: http.StatusNotFound}, 0)
 		return
