@@ -119,6 +119,9 @@ type Endpoint struct {
 	Secrets Secrets `yaml:"secrets"`
 	// Replay is "snapshot" (default) or "reference"; see replay.go.
 	Replay Replay `yaml:"replay"`
+	// InProgress says how long a retry waits for the run in flight; see
+	// inprogress.go.
+	InProgress InProgress `yaml:"in_progress"`
 }
 
 // Fingerprint configures idempotency.FingerprintOptions.

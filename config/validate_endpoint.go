@@ -70,6 +70,7 @@ func (e Endpoint) check(p *problems, at string, d Defaults) ([]segment, error) {
 	e.checkContract(p, at)
 	e.checkSecrets(p, at)
 	e.checkReplay(p, at)
+	e.checkInProgress(p, at)
 	positive(p, at+".ttl", e.TTL)
 	positive(p, at+".lease", e.Lease)
 	positive(p, at+".upstream_timeout", e.UpstreamTimeout)

@@ -35,6 +35,9 @@ type call struct {
 	// claimedAt is when the last claim was sent to the store, by the
 	// gateway's clock: the lease it won runs from no earlier than this.
 	claimedAt time.Time
+	// waitUntil is when a wait for the run in flight ends (await.go),
+	// set the first time the request finds its operation in flight.
+	waitUntil time.Time
 	// shadow is set on a shadow-mode endpoint (shadow.go).
 	shadow *shadowRun
 }
@@ -211,9 +214,13 @@ func (g *Gateway) decide(ctx context.Context, c *call, req crdb.ClaimRequest, cl
 			Detail: "this key belongs to another request; use a new key for a new intent",
 			Status: http.StatusUnprocessableEntity, NewKeySafe: true})
 	case crdb.InFlight:
+		again, answered, leaseLeft := g.awaitRun(c, claim)
+		if again || answered {
+			return again
+		}
 		g.refuseWait(c, "in_progress", problem{Type: "in-progress", Title: "operation in progress",
 			Detail: "another request with this key is being processed", Status: http.StatusConflict,
-			OperationID: opID, OperationState: string(rec.State)}, g.durations[c.ep.Name].retryAfter(claim.RetryAfter))
+			OperationID: opID, OperationState: string(rec.State)}, g.durations[c.ep.Name].retryAfter(leaseLeft))
 	case crdb.Unresolved:
 		if g.resolve(ctx, c, req.Token, rec) {
 			return true
@@ -281,6 +288,7 @@ func (g *Gateway) resolve(ctx context.Context, c *call, tok fencing.Token, rec c
 		g.log.WarnContext(ctx, "resolve failed", "operation_id", rec.OperationID, "err", err)
 		return false
 	}
+	g.waits.kick(rec.OperationID)
 	g.log.InfoContext(ctx, "outcome unknown resolved", "operation_id", rec.OperationID, "state", res.State)
 	return true
 }

@@ -46,7 +46,9 @@ func forwardClient(rt http.RoundTripper) *http.Client {
 func (rt *routing) forward(ctx context.Context, g *Gateway, c *call, owner, target string) {
 	timeout := rt.timeout
 	if timeout <= 0 {
-		timeout = c.ep.UpstreamTimeout + forwardSlack
+		// The owner may hold a retry for in_progress.wait before it
+		// answers (and then run it, after a retryable failure).
+		timeout = c.ep.UpstreamTimeout + c.ep.InProgress.Wait + forwardSlack
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	defer cancel()

@@ -149,6 +149,8 @@ type Gateway struct {
 	// secrets keep secret response fields out of stored snapshots
 	// (secrets.go), by endpoint name.
 	secrets map[string]*sealer
+	// waits holds retries waiting for runs in flight (wait.go).
+	waits *waits
 }
 
 // New builds a Gateway.
@@ -196,6 +198,7 @@ func New(cfg Config) (*Gateway, error) {
 		log: cfg.Logger, fences: newFenceCache(cfg.Store, cfg.Shards, cfg.Region), routes: routes, clock: cfg.Clock,
 		durations: map[string]*durationEstimate{}, tracer: cfg.TracerProvider.Tracer(tracerName), shadowed: shadowed}
 	g.limits = newLimiter(g.clock, cfg.Endpoints)
+	g.waits = newWaits(cfg.Store, g.clock, g.log, cfg.Endpoints)
 	if g.secrets, err = newSealers(cfg.Endpoints); err != nil {
 		return nil, err
 	}
@@ -226,15 +229,18 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) { g.mux.Serv
 
 // Close stops accepting async work, stops the async recovery loop, and
 // waits for background executions to finish and record their results
-// (each is bounded by its endpoint's upstream timeout), and for results
+// (each is bounded by its endpoint's upstream timeout), for results
 // whose recording is being retried after a store error (bounded by
-// finishRetryFor). Call it after the HTTP server has shut down.
+// finishRetryFor), and for the reads of runs that retries wait on (they
+// end with their last waiter). Call it after the HTTP server has shut
+// down.
 func (g *Gateway) Close() {
 	g.closeMu.Lock()
 	g.closing = true
 	g.closeMu.Unlock()
 	g.recovery.stop()
 	g.bg.Wait()
+	g.waits.close()
 }
 
 func (g *Gateway) readyz(w http.ResponseWriter, r *http.Request) {

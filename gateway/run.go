@@ -119,6 +119,7 @@ func (g *Gateway) perform(ctx context.Context, c *call, claim crdb.Claim, in Inv
 	}
 	drillpoint.Hit(drillpoint.AfterUpstream)
 	err = g.record(ctx, c, lease, res)
+	g.waits.kick(lease.OperationID) // retries waiting on it read the record now
 	switch {
 	case errors.Is(err, crdb.ErrLostOwnership):
 		// Expected after a takeover (this worker was paused or slow past
@@ -145,6 +146,7 @@ func (g *Gateway) unsent(ctx context.Context, c *call, lease *crdb.Lease, err er
 	defer cancel()
 	g.cfg.Store.Finish(sctx, lease, crdb.Result{State: idempotency.RetryableFailure,
 		ErrorSummary: "not sent: the lease could not be confirmed"})
+	g.waits.kick(lease.OperationID)
 }
 
 // execute runs the intent. After a takeover of a crashed worker's claim,
