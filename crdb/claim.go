@@ -68,6 +68,11 @@ type ClaimRequest struct {
 	// Pending starts the operation in PENDING (queued async work) instead
 	// of IN_PROGRESS.
 	Pending bool
+	// FirstSent is when the client says it first sent the intent, zero
+	// when it does not say. It is stored with a new record; a claim of an
+	// existing record that names another time than the record's is a
+	// Mismatch (another request), unless either is zero.
+	FirstSent time.Time
 }
 
 // Claim is the decision on one key.
@@ -153,9 +158,9 @@ const readSQL = `SELECT COALESCE($1::TIMESTAMPTZ, now()), ` + recordCols + ` FRO
 const claimSQL = `WITH claimed AS (
 	INSERT INTO idempotency_records (actor_scope, endpoint, key_hash, operation_id, fingerprint,
 		fingerprint_version, state, version, lease_owner, lease_expires_at, attempts, last_stage, shard,
-		epoch, created_at, updated_at, expires_at)
+		epoch, created_at, updated_at, expires_at, first_sent)
 	SELECT $2, $3, $4, $7, $8, $9, $10, 1, $11, f.t + $12::INT8 * INTERVAL '1 millisecond', 1, '', $5, $6,
-		f.t, f.t, f.t + ($12::INT8 + $13::INT8) * INTERVAL '1 millisecond'
+		f.t, f.t, f.t + ($12::INT8 + $13::INT8) * INTERVAL '1 millisecond', $15::TIMESTAMPTZ
 	FROM (SELECT COALESCE($1::TIMESTAMPTZ, now()) AS t, epoch, owner_region FROM shard_fences
 		WHERE shard = $5 FOR SHARE) AS f
 	WHERE f.epoch = $6 AND f.owner_region = $14 AND f.owner_region <> ''
@@ -282,7 +287,7 @@ func (s *Store) claimRow(ctx context.Context, q querier, req ClaimRequest, owner
 	keyHash := req.Scope.Key.Hash()
 	err := scanRecord(q.QueryRow(ctx, claimSQL, s.now(), req.Scope.Actor, req.Scope.Endpoint, keyHash[:],
 		req.Token.Shard, req.Token.Epoch, opID, req.Fingerprint.Sum[:], req.Fingerprint.Version, string(state),
-		owner, req.Lease.Milliseconds(), req.TTL.Milliseconds(), req.Token.Region), rec, now)
+		owner, req.Lease.Milliseconds(), req.TTL.Milliseconds(), req.Token.Region, firstSentArg(req.FirstSent)), rec, now)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
 	}
@@ -304,7 +309,7 @@ func classify(req ClaimRequest, rec Record, now time.Time) (c Claim, takeover bo
 			return c, false, fmt.Errorf("%w: version %d: %v", ErrFingerprintVersion, rec.Fingerprint.Version, err)
 		}
 	}
-	if !rec.Fingerprint.Equal(want) {
+	if !rec.Fingerprint.Equal(want) || !sameFirstSent(rec.FirstSent, req.FirstSent) {
 		c.Outcome = Mismatch
 		return c, false, nil
 	}
@@ -419,4 +424,19 @@ func (s *Store) Fence(ctx context.Context, shard int) (epoch int64, owner string
 		return 0, "", fmt.Errorf("crdb: shard %d has no fence row: %w", shard, fencing.ErrStaleEpoch)
 	}
 	return epoch, owner, err
+}
+
+// firstSentArg is t as a nullable timestamp argument: NULL when zero.
+func firstSentArg(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	t = t.UTC()
+	return &t
+}
+
+// sameFirstSent reports whether a record's first-sent time and a claim's
+// name the same request: equal, or either unknown.
+func sameFirstSent(stored, claimed time.Time) bool {
+	return stored.IsZero() || claimed.IsZero() || stored.Equal(claimed)
 }

@@ -74,6 +74,11 @@ func (g *Gateway) coordinateCall(c *call) {
 		return
 	}
 	c.key = key
+	firstSent, refused, bad := g.firstSent(c)
+	if bad {
+		g.refuse(c, "first_sent_refused", refused)
+		return
+	}
 	if c.body, err = readBody(r, c.policy.MaxRequestBytes); err != nil {
 		g.refuse(c, "body_too_large", problem{Type: "body-too-large", Title: "request body over the endpoint's cap",
 			Status: http.StatusRequestEntityTooLarge, NewKeySafe: true})
@@ -104,6 +109,7 @@ func (g *Gateway) coordinateCall(c *call) {
 		Lease:         c.policy.Lease,
 		TTL:           c.policy.TTL,
 		Pending:       c.policy.Async,
+		FirstSent:     firstSent,
 	}
 	// A few rounds: a stale fence is re-read once, and resolving an unknown
 	// outcome is followed by claiming again.
