@@ -122,6 +122,9 @@ type Endpoint struct {
 	// InProgress says how long a retry waits for the run in flight; see
 	// inprogress.go.
 	InProgress InProgress `yaml:"in_progress"`
+	// OnRetry is "replay" (default) or "complete": how a retry of a
+	// retryably failed attempt runs; see onretry.go.
+	OnRetry OnRetry `yaml:"on_retry"`
 }
 
 // Fingerprint configures idempotency.FingerprintOptions.

@@ -68,6 +68,11 @@ type ClaimRequest struct {
 	// Pending starts the operation in PENDING (queued async work) instead
 	// of IN_PROGRESS.
 	Pending bool
+	// KeepStages keeps the recovery point (the last stage recorded) when
+	// a RETRYABLE_FAILURE is taken over, so that the new attempt resumes
+	// from it (an endpoint with on_retry: complete). By default the
+	// takeover clears it: the failed attempt took no effect.
+	KeepStages bool
 	// FirstSent is when the client says it first sent the intent, zero
 	// when it does not say. It is stored with a new record; a claim of an
 	// existing record that names another time than the record's is a
@@ -340,18 +345,20 @@ func classify(req ClaimRequest, rec Record, now time.Time) (c Claim, takeover bo
 // RETRYABLE_FAILURE clears it: that attempt ended and was recorded as
 // having taken no effect, so its stages say nothing about the new one, and
 // a stale "sending" would make a later takeover of a new attempt that
-// never sent believe it might have.
+// never sent believe it might have. Unless req.KeepStages: an endpoint
+// whose retries complete a partly done intent resumes from them (such an
+// endpoint has a resolve path, so it records no "sending" mark).
 func (s *Store) takeover(req ClaimRequest, rec Record, newOwner string) (*Lease, fencedUpdate) {
 	lease := newLease(rec, req)
-	if rec.State == idempotency.RetryableFailure {
+	if rec.State == idempotency.RetryableFailure && !req.KeepStages {
 		lease.LastStage = ""
 	}
 	return lease, s.prepareUpdate(lease, newOwner, "takeover", `state = 'IN_PROGRESS', lease_owner = $10,
 		lease_expires_at = {now} + $11::INT8 * INTERVAL '1 millisecond', attempts = attempts + 1,
-		last_stage = CASE WHEN state = 'RETRYABLE_FAILURE' THEN '' ELSE last_stage END,
+		last_stage = CASE WHEN state = 'RETRYABLE_FAILURE' AND NOT $13::BOOL THEN '' ELSE last_stage END,
 		expires_at = GREATEST(expires_at, {now} + ($11::INT8 + $12::INT8) * INTERVAL '1 millisecond')`,
 		`(state = 'RETRYABLE_FAILURE' OR (state IN ('PENDING', 'IN_PROGRESS') AND lease_expires_at <= {now}))`,
-		newOwner, req.Lease.Milliseconds(), req.TTL.Milliseconds())
+		newOwner, req.Lease.Milliseconds(), req.TTL.Milliseconds(), req.KeepStages)
 }
 
 // decide classifies an existing record and, where allowed, takes it over.

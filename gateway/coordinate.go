@@ -110,6 +110,7 @@ func (g *Gateway) coordinateCall(c *call) {
 		TTL:           c.policy.TTL,
 		Pending:       c.policy.Async,
 		FirstSent:     firstSent,
+		KeepStages:    ep.Completes(),
 	}
 	// A few rounds: a stale fence is re-read once, and resolving an unknown
 	// outcome is followed by claiming again.

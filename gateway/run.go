@@ -112,6 +112,9 @@ func (g *Gateway) perform(ctx context.Context, c *call, claim crdb.Claim, in Inv
 	guard := newLeaseGuard(g.cfg.Store, g.clock, lease, c.policy.Lease, c.claimedAt)
 	stop := g.heartbeat(ctx, c, guard)
 	a, res, replayed, err = g.execute(ctx, c, claim, in, guard)
+	if err == nil {
+		g.keepRecoveryPoint(ctx, c, guard, a, res)
+	}
 	stop()
 	if err != nil {
 		g.unsent(ctx, c, lease, err)
@@ -181,8 +184,11 @@ func (g *Gateway) execute(ctx context.Context, c *call, claim crdb.Claim, in Inv
 	if err := guard.ensure(ctx); err != nil {
 		return Answer{}, crdb.Result{}, false, err
 	}
-	if c.ep.CancelPath != "" {
+	if c.ep.CancelPath != "" || c.ep.Completes() {
 		in.Stage = func(st idempotency.Stage) { g.recordStage(ctx, c, guard, st) }
+	}
+	if c.ep.Completes() {
+		in.ResumeFrom = claim.Lease.LastStage // the recovery point (complete.go)
 	}
 	start := g.clock.Now()
 	a := checkStatus(g.traceExecute(ctx, in))
