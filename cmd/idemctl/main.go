@@ -47,7 +47,7 @@ func rootCmd() *cobra.Command {
 	root.PersistentFlags().IntVar(&devPortBase, "port-base", 0,
 		"which running dev cluster to use, by its `idemd dev --port-base` (default: the only one running)")
 	root.AddCommand(devCmd(), opCmd(), regionsCmd(), ownerCmd(), shardsCmd(), moveCmd(), deployCmd(),
-		failoverCmd(), failbackCmd(), drainCmd(), auditCmd(), migrateCmd(), versionCmd(), drillCmd())
+		failoverCmd(), failbackCmd(), drainCmd(), auditCmd(), migrateCmd(), versionCmd(), drillCmd(), openapiCmd())
 	return root
 }
 
