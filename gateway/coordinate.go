@@ -38,6 +38,9 @@ type call struct {
 	// waitUntil is when a wait for the run in flight ends (await.go),
 	// set the first time the request finds its operation in flight.
 	waitUntil time.Time
+	// charged is set once the request took its token of the endpoint's
+	// per-actor limit (limit.go).
+	charged bool
 	// shadow is set on a shadow-mode endpoint (shadow.go).
 	shadow *shadowRun
 }
@@ -184,8 +187,11 @@ func (g *Gateway) decide(ctx context.Context, c *call, req crdb.ClaimRequest, cl
 	if c.policy.Async && claim.Outcome == crdb.Unresolved && g.resolve(ctx, c, req.Token, rec) {
 		return true
 	}
-	if (claim.Outcome == crdb.Replayed || claim.Outcome == crdb.InFlight) && g.limited(c) {
-		return false
+	if (claim.Outcome == crdb.Replayed || claim.Outcome == crdb.InFlight) && !c.charged {
+		if g.limited(c) {
+			return false
+		}
+		c.charged = true // one token per request, however many rounds (a wait, then the replay)
 	}
 	setKeyStatus(c.w, claimKeyStatus(claim))
 	if c.policy.Async && claim.Outcome == crdb.Replayed && rec.State == idempotency.Cancelled {

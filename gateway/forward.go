@@ -125,6 +125,7 @@ func (rt *routing) lost(ctx context.Context, g *Gateway, c *call, owner string, 
 	// Passing it upstream here could run it a second time: a shadow
 	// client gets the 504 too.
 	c.shadow.markRelay()
+	setKeyStatus(c.w, KeyStatusInProgress) // not "rejected": the owner may have run it
 	g.log.WarnContext(ctx, "owner region's answer lost", "to", owner, "endpoint", c.ep.Name, "key", c.key, "err", redact(err))
 	g.refuseWait(c, "forward_answer_lost", problem{Type: "forward-answer-lost", Title: "the owner region's answer was lost",
 		Detail: "the owner region may have run the request; retry with the same key to get its answer",

@@ -274,3 +274,27 @@ func TestARetryLandingInAnotherRegionWaitsAtTheOwner(t *testing.T) {
 		t.Errorf("upstream ran %d times (west's %d), want once, in east", n, west.upstream.Load())
 	}
 }
+
+// TestAWaitedRetryTakesOneTokenOfTheLimit: a retry that waits for the run
+// and then gets its replay is one answer given without the upstream: it
+// takes one token of the per-actor limit, not one for the wait and one
+// for the replay.
+func TestAWaitedRetryTakesOneTokenOfTheLimit(t *testing.T) {
+	s, fake := clockedStore(t, 8)
+	up := newHeldRun(t)
+	g, srv := serveClocked(t, s, fake, "    lease: 30s\n    in_progress: {wait: 3s}\n    limit: {rate: 1/h}\n", up)
+	t.Cleanup(up.free)
+	alice := token(t, "alice")
+	first := send(t, post(t, srv.URL+"/v1/things", alice, "held-1", `{}`))
+	<-up.started
+	retry := send(t, post(t, srv.URL+"/v1/things", alice, "held-1", `{}`))
+	untilWaiting(t, g, 1)
+	up.free()
+	f, got := <-first, <-retry
+	if got.status != http.StatusCreated || got.body != f.body || got.header.Get(gateway.HeaderReplayed) != "true" {
+		t.Errorf("waited retry: %d %q, want the run's 201 replayed (one token)", got.status, got.body)
+	}
+	if again := <-send(t, post(t, srv.URL+"/v1/things", alice, "held-1", `{}`)); again.status != http.StatusTooManyRequests {
+		t.Errorf("next replay: %d, want 429 (the bucket of 1 was used once)", again.status)
+	}
+}
