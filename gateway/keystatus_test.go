@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/idemcoord/idemcoord/gateway"
 )
@@ -92,5 +93,32 @@ func TestEveryKeyedAnswerCarriesTheKeyStatus(t *testing.T) {
 	close(release)
 	if got := <-slow; got != gateway.KeyStatusCreated {
 		t.Errorf("the slow first run: %s %q, want %q", gateway.HeaderKeyStatus, got, gateway.KeyStatusCreated)
+	}
+}
+
+// TestAsyncAnswersCarryTheKeyStatus: on an async endpoint the first 202
+// is created, a retry while the task runs is in-progress, and one after it
+// finished is replayed (the same task either way).
+func TestAsyncAnswersCarryTheKeyStatus(t *testing.T) {
+	s, fake := clockedStore(t, 8)
+	up := newHeldRun(t)
+	_, srv := serveClocked(t, s, fake, "    lease: 30s\n    async: true\n", up)
+	t.Cleanup(up.free)
+	alice := token(t, "alice")
+	statusOf := func() (int, string) {
+		st, hd, _ := do(t, post(t, srv.URL+"/v1/things", alice, "held-1", `{}`))
+		return st, hd.Get(gateway.HeaderKeyStatus)
+	}
+	if st, ks := statusOf(); st != http.StatusAccepted || ks != gateway.KeyStatusCreated {
+		t.Fatalf("first: %d %q, want 202 created", st, ks)
+	}
+	<-up.started
+	if st, ks := statusOf(); st != http.StatusAccepted || ks != gateway.KeyStatusInProgress {
+		t.Errorf("retry while running: %d %q, want 202 in-progress", st, ks)
+	}
+	up.free()
+	waitState(t, s, reviewScope(t, "alice", "held-1"), "COMPLETED", 20*time.Second)
+	if st, ks := statusOf(); st != http.StatusAccepted || ks != gateway.KeyStatusReplayed {
+		t.Errorf("retry after it finished: %d %q, want 202 replayed", st, ks)
 	}
 }
