@@ -237,6 +237,7 @@ func (c *Client) prepare(in Intent, keyed bool) (string, http.Header, error) {
 	}
 	if in.Key != "" {
 		header.Set("Idempotency-Key", formatKey(in.Key))
+		stampFirstSent(header, c.cfg.Clock.Now()) // firstsent.go: once per intent, kept on retries
 	}
 	if len(in.Body) > 0 && header.Get("Content-Type") == "" {
 		header.Set("Content-Type", "application/json")

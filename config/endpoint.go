@@ -124,6 +124,12 @@ type Endpoint struct {
 	Secrets Secrets `yaml:"secrets"`
 	// Replay is "snapshot" (default) or "reference"; see replay.go.
 	Replay Replay `yaml:"replay"`
+	// InProgress says how long a retry waits for the run in flight; see
+	// inprogress.go.
+	InProgress InProgress `yaml:"in_progress"`
+	// OnRetry is "replay" (default) or "complete": how a retry of a
+	// retryably failed attempt runs; see onretry.go.
+	OnRetry OnRetry `yaml:"on_retry"`
 }
 
 // Fingerprint configures idempotency.FingerprintOptions.

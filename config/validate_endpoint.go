@@ -71,6 +71,8 @@ func (e Endpoint) check(p *problems, at string, d Defaults) ([]segment, error) {
 	e.checkSecrets(p, at)
 	e.checkReplay(p, at)
 	e.checkDedup(p, at)
+	e.checkInProgress(p, at)
+	e.checkOnRetry(p, at)
 	positive(p, at+".ttl", e.TTL)
 	positive(p, at+".lease", e.Lease)
 	positive(p, at+".upstream_timeout", e.UpstreamTimeout)

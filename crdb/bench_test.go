@@ -185,10 +185,10 @@ func firstRunPair(b testing.TB, e *benchEnv) pair {
 		err := rawRetry(func() error {
 			return e.s.Pool().QueryRow(ctx, crdb.ClaimSQL, nil, r.Scope.Actor, r.Scope.Endpoint, h[:], r.Token.Shard,
 				r.Token.Epoch, uuid.New(), r.Fingerprint.Sum[:], r.Fingerprint.Version, "IN_PROGRESS", owner,
-				int64(30000), int64(86400000), r.Token.Region).Scan(&now, &rec.Scope.Actor, &rec.Scope.Endpoint, new([]byte),
+				int64(30000), int64(86400000), r.Token.Region, nil).Scan(&now, &rec.Scope.Actor, &rec.Scope.Endpoint, new([]byte),
 				&rec.OperationID, new([]byte), new(int), new(string), &rec.Version, new(string), new(*time.Time),
 				new(int32), new(string), new(int32), new(int64), new(*int32), new([]byte), new([]byte), new(bool),
-				new(*string), new(*string), new(bool), new(time.Time), new(time.Time), new(time.Time))
+				new(*string), new(*string), new(bool), new(time.Time), new(time.Time), new(time.Time), new(*time.Time))
 		})
 		if err != nil {
 			return err
@@ -259,7 +259,7 @@ func replayPair(b testing.TB, e *benchEnv) pair {
 			r.Scope.Actor, r.Scope.Endpoint, h[:]).Scan(&rec.Scope.Actor, &rec.Scope.Endpoint, new([]byte),
 			&rec.OperationID, new([]byte), new(int), &st, &rec.Version, new(string), new(*time.Time),
 			new(int32), new(string), new(int32), new(int64), new(*int32), new([]byte), &rec.Snapshot.Body, new(bool),
-			new(*string), new(*string), new(bool), new(time.Time), new(time.Time), new(time.Time))
+			new(*string), new(*string), new(bool), new(time.Time), new(time.Time), new(time.Time), new(*time.Time))
 	}
 	coord := func() error {
 		c, err := e.s.Begin(ctx, reqs[i.Add(1)%keys])

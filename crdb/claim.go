@@ -79,6 +79,16 @@ type ClaimRequest struct {
 	// whose takeover resolves before it runs anything. See
 	// docs/failover.md, "In-flight intents of a moved shard".
 	TakeOverFenced bool
+	// KeepStages keeps the recovery point (the last stage recorded) when
+	// a RETRYABLE_FAILURE is taken over, so that the new attempt resumes
+	// from it (an endpoint with on_retry: complete). By default the
+	// takeover clears it: the failed attempt took no effect.
+	KeepStages bool
+	// FirstSent is when the client says it first sent the intent, zero
+	// when it does not say. It is stored with a new record; a claim of an
+	// existing record that names another time than the record's is a
+	// Mismatch (another request), unless either is zero.
+	FirstSent time.Time
 }
 
 // Claim is the decision on one key.
@@ -168,9 +178,9 @@ const readSQL = `SELECT COALESCE($1::TIMESTAMPTZ, now()), ` + recordCols + ` FRO
 const claimSQL = `WITH claimed AS (
 	INSERT INTO idempotency_records (actor_scope, endpoint, key_hash, operation_id, fingerprint,
 		fingerprint_version, state, version, lease_owner, lease_expires_at, attempts, last_stage, shard,
-		epoch, created_at, updated_at, expires_at)
+		epoch, created_at, updated_at, expires_at, first_sent)
 	SELECT $2, $3, $4, $7, $8, $9, $10, 1, $11, f.t + $12::INT8 * INTERVAL '1 millisecond', 1, '', $5, $6,
-		f.t, f.t, f.t + ($12::INT8 + $13::INT8) * INTERVAL '1 millisecond'
+		f.t, f.t, f.t + ($12::INT8 + $13::INT8) * INTERVAL '1 millisecond', $15::TIMESTAMPTZ
 	FROM (SELECT COALESCE($1::TIMESTAMPTZ, now()) AS t, epoch, owner_region FROM shard_fences
 		WHERE shard = $5 FOR SHARE) AS f
 	WHERE f.epoch = $6 AND f.owner_region = $14 AND f.owner_region <> ''
@@ -297,7 +307,7 @@ func (s *Store) claimRow(ctx context.Context, q querier, req ClaimRequest, owner
 	keyHash := req.Scope.Key.Hash()
 	err := scanRecord(q.QueryRow(ctx, claimSQL, s.now(), req.Scope.Actor, req.Scope.Endpoint, keyHash[:],
 		req.Token.Shard, req.Token.Epoch, opID, req.Fingerprint.Sum[:], req.Fingerprint.Version, string(state),
-		owner, req.Lease.Milliseconds(), req.TTL.Milliseconds(), req.Token.Region), rec, now)
+		owner, req.Lease.Milliseconds(), req.TTL.Milliseconds(), req.Token.Region, firstSentArg(req.FirstSent)), rec, now)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
 	}
@@ -319,7 +329,7 @@ func classify(req ClaimRequest, rec Record, now time.Time) (c Claim, takeover bo
 			return c, false, fmt.Errorf("%w: version %d: %v", ErrFingerprintVersion, rec.Fingerprint.Version, err)
 		}
 	}
-	if !rec.Fingerprint.Equal(want) {
+	if !rec.Fingerprint.Equal(want) || !sameFirstSent(rec.FirstSent, req.FirstSent) {
 		c.Outcome = Mismatch
 		return c, false, nil
 	}
@@ -352,19 +362,21 @@ func classify(req ClaimRequest, rec Record, now time.Time) (c Claim, takeover bo
 // RETRYABLE_FAILURE clears it: that attempt ended and was recorded as
 // having taken no effect, so its stages say nothing about the new one, and
 // a stale "sending" would make a later takeover of a new attempt that
-// never sent believe it might have.
+// never sent believe it might have. Unless req.KeepStages: an endpoint
+// whose retries complete a partly done intent resumes from them (such an
+// endpoint has a resolve path, so it records no "sending" mark).
 func (s *Store) takeover(req ClaimRequest, rec Record, newOwner string) (*Lease, fencedUpdate) {
 	lease := newLease(rec, req)
-	if rec.State == idempotency.RetryableFailure {
+	if rec.State == idempotency.RetryableFailure && !req.KeepStages {
 		lease.LastStage = ""
 	}
 	return lease, s.prepareUpdate(lease, newOwner, "takeover", `state = 'IN_PROGRESS', lease_owner = $10,
 		lease_expires_at = {now} + $11::INT8 * INTERVAL '1 millisecond', attempts = attempts + 1,
-		last_stage = CASE WHEN state = 'RETRYABLE_FAILURE' THEN '' ELSE last_stage END,
+		last_stage = CASE WHEN state = 'RETRYABLE_FAILURE' AND NOT $14::BOOL THEN '' ELSE last_stage END,
 		expires_at = GREATEST(expires_at, {now} + ($11::INT8 + $12::INT8) * INTERVAL '1 millisecond')`,
 		`(state = 'RETRYABLE_FAILURE' OR (state IN ('PENDING', 'IN_PROGRESS') AND (lease_expires_at <= {now} OR `+
 			fencedCond+`)))`,
-		newOwner, req.Lease.Milliseconds(), req.TTL.Milliseconds(), req.TakeOverFenced)
+		newOwner, req.Lease.Milliseconds(), req.TTL.Milliseconds(), req.TakeOverFenced, req.KeepStages)
 }
 
 // decide classifies an existing record and, where allowed, takes it over.
@@ -440,4 +452,19 @@ func (s *Store) Fence(ctx context.Context, shard int) (epoch int64, owner string
 		return 0, "", fmt.Errorf("crdb: shard %d has no fence row: %w", shard, fencing.ErrStaleEpoch)
 	}
 	return epoch, owner, err
+}
+
+// firstSentArg is t as a nullable timestamp argument: NULL when zero.
+func firstSentArg(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	t = t.UTC()
+	return &t
+}
+
+// sameFirstSent reports whether a record's first-sent time and a claim's
+// name the same request: equal, or either unknown.
+func sameFirstSent(stored, claimed time.Time) bool {
+	return stored.IsZero() || claimed.IsZero() || stored.Equal(claimed)
 }

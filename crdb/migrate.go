@@ -41,6 +41,11 @@ func checkSchema(ctx context.Context, pool *pgxpool.Pool) error {
 	if !ok {
 		return fmt.Errorf("%w (constraint %s)", ErrSchemaMissing, stateCheckName)
 	}
+	if ok, err = hasColumn(ctx, pool, "first_sent"); err != nil {
+		return fmt.Errorf("crdb: schema check: %w", err)
+	} else if !ok {
+		return fmt.Errorf("%w (column idempotency_records.first_sent)", ErrSchemaMissing)
+	}
 	return nil
 }
 
@@ -70,6 +75,19 @@ var onlyIf = map[string]func(context.Context, *pgxpool.Pool) (bool, error){
 	"migrations/portable/0006_cancelled_state.sql": func(ctx context.Context, pool *pgxpool.Pool) (bool, error) {
 		return hasConstraint(ctx, pool, "idempotency_records_state_valid")
 	},
+	"migrations/portable/0007_first_sent.sql": func(ctx context.Context, pool *pgxpool.Pool) (bool, error) {
+		ok, err := hasColumn(ctx, pool, "first_sent")
+		return !ok, err
+	},
+}
+
+// hasColumn reports whether idempotency_records has the column name.
+func hasColumn(ctx context.Context, pool *pgxpool.Pool, name string) (bool, error) {
+	var n int
+	err := pool.QueryRow(ctx, `SELECT count(*) FROM information_schema.columns
+		WHERE table_schema = current_schema() AND table_name = 'idempotency_records' AND column_name = $1`,
+		name).Scan(&n)
+	return n > 0, err
 }
 
 // ensureStateCheck adds stateCheckName unless it exists. Instances that

@@ -88,12 +88,16 @@ type Record struct {
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
 	ExpiresAt      time.Time
+	// FirstSent is when the client said it first sent the intent
+	// (ClaimRequest.FirstSent of the claim that created the record); zero
+	// when it did not say.
+	FirstSent time.Time
 }
 
 // recordCols is the column list every read returns, in scanRecord's order.
 const recordCols = `actor_scope, endpoint, key_hash, operation_id, fingerprint, fingerprint_version, state, version,
 	lease_owner, lease_expires_at, attempts, last_stage, shard, epoch, response_status, response_headers,
-	response_body, body_omitted, resource_id, error_summary, purged, created_at, updated_at, expires_at`
+	response_body, body_omitted, resource_id, error_summary, purged, created_at, updated_at, expires_at, first_sent`
 
 // scanRecord scans recordCols, preceded by any extra destinations.
 func scanRecord(row pgx.Row, r *Record, extra ...any) error {
@@ -108,13 +112,17 @@ func scanRecord(row pgx.Row, r *Record, extra ...any) error {
 		state      string
 		attempts   int32
 		shard      int32
+		firstSent  *time.Time
 	)
 	dest := append(extra, &r.Scope.Actor, &r.Scope.Endpoint, &keyHash, &r.OperationID, &fp, &r.Fingerprint.Version,
 		&state, &r.Version, &r.LeaseOwner, &leaseExp, &attempts, &r.LastStage, &shard, &r.Token.Epoch,
 		&status, &headers, &r.Snapshot.Body, &r.Snapshot.BodyOmitted, &resourceID, &errSummary,
-		&r.Purged, &r.CreatedAt, &r.UpdatedAt, &r.ExpiresAt)
+		&r.Purged, &r.CreatedAt, &r.UpdatedAt, &r.ExpiresAt, &firstSent)
 	if err := row.Scan(dest...); err != nil {
 		return err
+	}
+	if firstSent != nil {
+		r.FirstSent = *firstSent
 	}
 	copy(r.Fingerprint.Sum[:], fp)
 	copy(r.KeyHash[:], keyHash)

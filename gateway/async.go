@@ -40,6 +40,7 @@ func (g *Gateway) accept(c *call, claim crdb.Claim, result string) {
 	g.closeMu.Unlock()
 	if closing {
 		g.release(ctx, c, lease, "instance shutting down")
+		setKeyStatus(c.w, KeyStatusRejected)
 		g.refuseWait(c, "shutting_down", problem{Type: "shutting-down", Title: "instance shutting down",
 			Detail: "nothing was executed; retry with the same key", Status: http.StatusServiceUnavailable}, time.Second)
 		return
@@ -144,7 +145,9 @@ type responseView struct {
 }
 
 // operation serves GET /v1/operations/{id} to the owning actor only;
-// anyone else gets 404, which does not reveal that the id exists.
+// anyone else gets 404, which does not reveal that the id exists. With
+// ?wait=D it holds a running operation's answer up to D for it to finish
+// (see operationWait), as a retry waits on an in_progress.wait endpoint.
 func (g *Gateway) operation(w http.ResponseWriter, r *http.Request) {
 	p, err := g.cfg.Auth.Verify(r)
 	if err != nil {
@@ -158,7 +161,23 @@ func (g *Gateway) operation(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, notFound, 0)
 		return
 	}
+	wait, err := operationWait(r)
+	if err != nil {
+		writeProblem(w, problem{Type: "invalid-parameter", Title: "invalid query parameter", Detail: err.Error(),
+			Status: http.StatusBadRequest}, 0)
+		return
+	}
 	rec, err := g.cfg.Store.Lookup(r.Context(), p.Scope(), id)
+	if err == nil && wait > 0 && running(rec, g.clock.Now()) {
+		var outcome waitOutcome
+		rec, outcome = g.waits.wait(r.Context(), rec.Scope.Endpoint, rec, g.clock.Now().Add(wait))
+		switch outcome {
+		case waitGone:
+			return
+		case waitFinished:
+			rec, err = g.cfg.Store.Lookup(r.Context(), p.Scope(), id)
+		}
+	}
 	if errors.Is(err, crdb.ErrNotFound) {
 		writeProblem(w, notFound, 0)
 		return

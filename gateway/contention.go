@@ -15,6 +15,7 @@ const contentionRetryAfter = time.Second
 // key is busy, which is a 409 like an operation in progress, not the 503 of
 // a dead store. Nothing was executed by this request.
 func (g *Gateway) contended(c *call, err error) {
+	setKeyStatus(c.w, KeyStatusInProgress)
 	g.log.InfoContext(c.r.Context(), "store gave up under contention", "endpoint", c.ep.Name, "key", c.key, "err", err)
 	g.refuseWait(c, "contention", problem{Type: "in-progress", Title: "key is contended",
 		Detail: "other requests with this key are being decided; nothing was executed; retry with the same key",

@@ -35,6 +35,12 @@ type call struct {
 	// claimedAt is when the last claim was sent to the store, by the
 	// gateway's clock: the lease it won runs from no earlier than this.
 	claimedAt time.Time
+	// waitUntil is when a wait for the run in flight ends (await.go),
+	// set the first time the request finds its operation in flight.
+	waitUntil time.Time
+	// charged is set once the request took its token of the endpoint's
+	// per-actor limit (limit.go).
+	charged bool
 	// shadow is set on a shadow-mode endpoint (shadow.go).
 	shadow *shadowRun
 }
@@ -71,6 +77,11 @@ func (g *Gateway) coordinateCall(c *call) {
 		return
 	}
 	c.key = key
+	firstSent, refused, bad := g.firstSent(c)
+	if bad {
+		g.refuse(c, "first_sent_refused", refused)
+		return
+	}
 	if c.body, err = readBody(r, c.policy.MaxRequestBytes); err != nil {
 		g.refuse(c, "body_too_large", problem{Type: "body-too-large", Title: "request body over the endpoint's cap",
 			Status: http.StatusRequestEntityTooLarge, NewKeySafe: true})
@@ -104,6 +115,8 @@ func (g *Gateway) coordinateCall(c *call) {
 		// A holder fenced out by a move is taken over at once where the
 		// upstream deduplicates (inflight.go).
 		TakeOverFenced: ep.TakesOverFenced(),
+		FirstSent:     firstSent,
+		KeepStages:    ep.Completes(),
 	}
 	// A few rounds: a stale fence is re-read once, and resolving an unknown
 	// outcome is followed by claiming again.
@@ -136,6 +149,7 @@ func (g *Gateway) coordinateCall(c *call) {
 		if errors.Is(err, crdb.ErrFingerprintVersion) {
 			// Stored by an instance with a newer fingerprint algorithm:
 			// this one cannot compare. Another (upgraded) instance can.
+			setKeyStatus(c.w, KeyStatusInProgress)
 			g.refuseWait(c, "in_progress", problem{Type: "in-progress", Title: "cannot compare with the stored request",
 				Detail: "the key's record was fingerprinted by a newer version; retry with the same key",
 				Status: http.StatusConflict}, time.Second)
@@ -154,6 +168,7 @@ func (g *Gateway) coordinateCall(c *call) {
 		return
 	}
 	// Resolved outcomes kept changing under us.
+	setKeyStatus(c.w, KeyStatusInProgress)
 	g.refuseWait(c, "in_progress", problem{Type: "in-progress", Title: "operation is changing state",
 		Detail: "retry with the same key", Status: http.StatusConflict}, time.Second)
 }
@@ -175,9 +190,13 @@ func (g *Gateway) decide(ctx context.Context, c *call, req crdb.ClaimRequest, cl
 	if c.policy.Async && claim.Outcome == crdb.Unresolved && g.resolve(ctx, c, req.Token, rec) {
 		return true
 	}
-	if (claim.Outcome == crdb.Replayed || claim.Outcome == crdb.InFlight) && g.limited(c) {
-		return false
+	if (claim.Outcome == crdb.Replayed || claim.Outcome == crdb.InFlight) && !c.charged {
+		if g.limited(c) {
+			return false
+		}
+		c.charged = true // one token per request, however many rounds (a wait, then the replay)
 	}
+	setKeyStatus(c.w, claimKeyStatus(claim))
 	if c.policy.Async && claim.Outcome == crdb.Replayed && rec.State == idempotency.Cancelled {
 		// The cancellation is the answer: replayed, never a second task.
 		g.metrics.request(ctx, c.ep.Name, "replay", c.start)
@@ -186,6 +205,7 @@ func (g *Gateway) decide(ctx context.Context, c *call, req crdb.ClaimRequest, cl
 	}
 	if c.policy.Async && (claim.Outcome == crdb.Replayed || claim.Outcome == crdb.InFlight || claim.Outcome == crdb.Unresolved) {
 		// A retry of an async request gets the same task, whatever its state.
+		setKeyStatus(c.w, recordKeyStatus(rec))
 		g.metrics.request(ctx, c.ep.Name, "async_accepted", c.start)
 		writeAccepted(c.w, rec.OperationID, string(rec.State))
 		return false
@@ -210,9 +230,13 @@ func (g *Gateway) decide(ctx context.Context, c *call, req crdb.ClaimRequest, cl
 			Detail: "this key belongs to another request; use a new key for a new intent",
 			Status: http.StatusUnprocessableEntity, NewKeySafe: true})
 	case crdb.InFlight:
+		again, answered, leaseLeft := g.awaitRun(c, claim)
+		if again || answered {
+			return again
+		}
 		g.refuseWait(c, "in_progress", problem{Type: "in-progress", Title: "operation in progress",
 			Detail: "another request with this key is being processed", Status: http.StatusConflict,
-			OperationID: opID, OperationState: string(rec.State)}, g.durations[c.ep.Name].retryAfter(claim.RetryAfter))
+			OperationID: opID, OperationState: string(rec.State)}, g.durations[c.ep.Name].retryAfter(leaseLeft))
 	case crdb.Unresolved:
 		if g.resolve(ctx, c, req.Token, rec) {
 			return true
@@ -280,6 +304,7 @@ func (g *Gateway) resolve(ctx context.Context, c *call, tok fencing.Token, rec c
 		g.log.WarnContext(ctx, "resolve failed", "operation_id", rec.OperationID, "err", err)
 		return false
 	}
+	g.waits.kick(rec.OperationID)
 	g.log.InfoContext(ctx, "outcome unknown resolved", "operation_id", rec.OperationID, "state", res.State)
 	return true
 }
@@ -312,6 +337,7 @@ func (g *Gateway) storeDown(c *call, err error) {
 		g.contended(c, err) // a busy key (409), not a dead store
 		return
 	}
+	setKeyStatus(c.w, KeyStatusRejected)
 	g.log.WarnContext(c.r.Context(), "store unavailable", "endpoint", c.ep.Name, "key", c.key, "err", err)
 	g.refuseWait(c, "store_unavailable", problem{Type: "store-unavailable", Title: "idempotency store unavailable",
 		Detail: "nothing was executed; retry with the same key", Status: http.StatusServiceUnavailable}, storeRetryAfter)

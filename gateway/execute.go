@@ -55,6 +55,9 @@ type Invocation struct {
 	// it runs the intent (an informational 1xx answer carrying
 	// HeaderStage), in order, before the final answer arrives.
 	Stage func(idempotency.Stage)
+	// ResumeFrom, if set, is sent as HeaderResumeFrom: the recovery point
+	// this attempt resumes from (on_retry: complete).
+	ResumeFrom string
 }
 
 // Answer is what an execution produced.
@@ -214,6 +217,9 @@ func (p *Proxy) do(req *http.Request, onStage func(idempotency.Stage)) Answer {
 func setIdentity(h http.Header, in Invocation) {
 	h.Set(HeaderOperationID, in.OperationID.String())
 	h.Set(HeaderActor, in.Actor)
+	if in.ResumeFrom != "" {
+		h.Set(HeaderResumeFrom, in.ResumeFrom)
+	}
 }
 
 func resolvePath(in Invocation) string {

@@ -46,7 +46,9 @@ func forwardClient(rt http.RoundTripper) *http.Client {
 func (rt *routing) forward(ctx context.Context, g *Gateway, c *call, owner, target string) {
 	timeout := rt.timeout
 	if timeout <= 0 {
-		timeout = c.ep.UpstreamTimeout + forwardSlack
+		// The owner may hold a retry for in_progress.wait before it
+		// answers (and then run it, after a retryable failure).
+		timeout = c.ep.UpstreamTimeout + c.ep.InProgress.Wait + forwardSlack
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	defer cancel()
@@ -86,6 +88,9 @@ func (rt *routing) forward(ctx context.Context, g *Gateway, c *call, owner, targ
 	w := c.shadow.direct(c.w)
 	h := w.Header()
 	h.Del(HeaderRegion) // the owner's answer names the region that served it
+	if c.shadow == nil && resp.Header.Get(HeaderKeyStatus) != "" {
+		setKeyStatus(w, "") // the owner's word on the key
+	}
 	for name, vs := range resp.Header {
 		h[name] = vs
 	}
@@ -120,6 +125,7 @@ func (rt *routing) lost(ctx context.Context, g *Gateway, c *call, owner string, 
 	// Passing it upstream here could run it a second time: a shadow
 	// client gets the 504 too.
 	c.shadow.markRelay()
+	setKeyStatus(c.w, KeyStatusInProgress) // not "rejected": the owner may have run it
 	g.log.WarnContext(ctx, "owner region's answer lost", "to", owner, "endpoint", c.ep.Name, "key", c.key, "err", redact(err))
 	g.refuseWait(c, "forward_answer_lost", problem{Type: "forward-answer-lost", Title: "the owner region's answer was lost",
 		Detail: "the owner region may have run the request; retry with the same key to get its answer",

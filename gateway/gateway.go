@@ -150,6 +150,8 @@ type Gateway struct {
 	// secrets keep secret response fields out of stored snapshots
 	// (secrets.go), by endpoint name.
 	secrets map[string]*sealer
+	// waits holds retries waiting for runs in flight (wait.go).
+	waits *waits
 }
 
 // New builds a Gateway.
@@ -197,6 +199,7 @@ func New(cfg Config) (*Gateway, error) {
 		log: cfg.Logger, fences: newFenceCache(cfg.Store, cfg.Shards, cfg.Region), routes: routes, clock: cfg.Clock,
 		durations: map[string]*durationEstimate{}, tracer: cfg.TracerProvider.Tracer(tracerName), shadowed: shadowed}
 	g.limits = newLimiter(g.clock, cfg.Endpoints)
+	g.waits = newWaits(cfg.Store, g.clock, g.log, cfg.Endpoints)
 	if g.secrets, err = newSealers(cfg.Endpoints); err != nil {
 		return nil, err
 	}
@@ -227,10 +230,12 @@ func New(cfg Config) (*Gateway, error) {
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) { g.mux.ServeHTTP(w, r) }
 
 // Close stops accepting async work, stops the async recovery loop and the
-// move sweep, and waits for background executions to finish and record their results
-// (each is bounded by its endpoint's upstream timeout), and for results
+// move sweep, and waits for background executions to finish and record
+// their results (each is bounded by its endpoint's upstream timeout), for results
 // whose recording is being retried after a store error (bounded by
-// finishRetryFor). Call it after the HTTP server has shut down.
+// finishRetryFor), and for the reads of runs that retries wait on (they
+// end with their last waiter). Call it after the HTTP server has shut
+// down.
 func (g *Gateway) Close() {
 	g.closeMu.Lock()
 	g.closing = true
@@ -238,6 +243,7 @@ func (g *Gateway) Close() {
 	g.recovery.stop()
 	g.moves.stop()
 	g.bg.Wait()
+	g.waits.close()
 }
 
 func (g *Gateway) readyz(w http.ResponseWriter, r *http.Request) {
@@ -268,6 +274,11 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 	r = withForwardedFrom(r, hop)
 	p, authErr := g.cfg.Auth.Verify(r)
 	ep, ok := g.router.Match(r.Method, r.URL.Path)
+	if !ok || ep.Shadow() {
+		w = withKeyStatus(w, r, KeyStatusIgnored) // no key is honoured here
+	} else {
+		w = withKeyStatus(w, r, KeyStatusRejected) // until the protocol decides
+	}
 	if !ok && g.isInternal(r.URL.Path) {
 		writeProblem(w, problem{Type: "not-found", Title: "no such route", Status: http.StatusNotFound}, 0)
 		return

@@ -98,6 +98,7 @@ func (g *Gateway) limited(c *call) bool {
 	if ok {
 		return false
 	}
+	setKeyStatus(c.w, KeyStatusRejected)
 	g.refuseWait(c, "rate_limited", problem{Type: "rate-limited", Title: "too many replays for this actor",
 		Detail: "replays and in-progress answers count against a per-actor limit; retry with the same key later",
 		Status: http.StatusTooManyRequests}, wait)

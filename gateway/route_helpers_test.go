@@ -62,6 +62,7 @@ type regionGW struct {
 	received  atomic.Int64 // requests reaching the gateway
 	upstream  atomic.Int64 // requests reaching the upstream
 	forwarded atomic.Int64 // requests reaching the upstream with a hop header
+	gw        *gateway.Gateway
 }
 
 // regionsOptions shapes a deployment of regions "east" and "west".
@@ -142,6 +143,7 @@ func startRegions(t testing.TB, s *crdb.Store, owner string, o regionsOptions) (
 		if err != nil {
 			t.Fatal(err)
 		}
+		r.gw = g
 		srv := servers[r.name]
 		srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 			r.received.Add(1)

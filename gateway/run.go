@@ -112,6 +112,9 @@ func (g *Gateway) perform(ctx context.Context, c *call, claim crdb.Claim, in Inv
 	guard := newLeaseGuard(g.cfg.Store, g.clock, lease, c.policy.Lease, c.claimedAt)
 	stop := g.heartbeat(ctx, c, guard)
 	a, res, replayed, err = g.execute(ctx, c, claim, in, guard)
+	if err == nil {
+		g.keepRecoveryPoint(ctx, c, guard, a, res)
+	}
 	stop()
 	if err != nil {
 		g.unsent(ctx, c, lease, err)
@@ -119,6 +122,7 @@ func (g *Gateway) perform(ctx context.Context, c *call, claim crdb.Claim, in Inv
 	}
 	drillpoint.Hit(drillpoint.AfterUpstream)
 	err = g.record(ctx, c, lease, res)
+	g.waits.kick(lease.OperationID) // retries waiting on it read the record now
 	switch {
 	case errors.Is(err, crdb.ErrLostOwnership):
 		// Expected after a takeover (this worker was paused or slow past
@@ -145,6 +149,7 @@ func (g *Gateway) unsent(ctx context.Context, c *call, lease *crdb.Lease, err er
 	defer cancel()
 	g.cfg.Store.Finish(sctx, lease, crdb.Result{State: idempotency.RetryableFailure,
 		ErrorSummary: "not sent: the lease could not be confirmed"})
+	g.waits.kick(lease.OperationID)
 }
 
 // execute runs the intent. After a takeover of a crashed worker's claim,
@@ -179,8 +184,11 @@ func (g *Gateway) execute(ctx context.Context, c *call, claim crdb.Claim, in Inv
 	if err := guard.ensure(ctx); err != nil {
 		return Answer{}, crdb.Result{}, false, err
 	}
-	if c.ep.CancelPath != "" {
+	if c.ep.CancelPath != "" || c.ep.Completes() {
 		in.Stage = func(st idempotency.Stage) { g.recordStage(ctx, c, guard, st) }
+	}
+	if c.ep.Completes() {
+		in.ResumeFrom = claim.Lease.LastStage // the recovery point (complete.go)
 	}
 	start := g.clock.Now()
 	a := checkStatus(g.traceExecute(ctx, in))

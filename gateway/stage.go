@@ -19,6 +19,13 @@ import (
 // the reserved X-Idempotency-* headers.
 const HeaderStage = "X-Idempotency-Stage"
 
+// HeaderResumeFrom tells the upstream, on an endpoint with on_retry:
+// complete, the recovery point a retried attempt resumes from: the last
+// stage an earlier attempt of the operation reported (HeaderStage's form).
+// The upstream runs the rest of the intent from there. Clients cannot
+// send it (a reserved X-Idempotency-* header).
+const HeaderResumeFrom = "X-Idempotency-Resume-From"
+
 // stageOf returns the stage h reports, if it reports a well-formed one.
 func stageOf(h http.Header) (idempotency.Stage, bool) {
 	v := h.Get(HeaderStage)

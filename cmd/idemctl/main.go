@@ -55,7 +55,7 @@ func rootCmd() *cobra.Command {
 	root.PersistentFlags().BoolVarP(&verbose, "verbose", "v", false,
 		"print the connection steps and the libraries' own log lines on stderr")
 	root.AddCommand(devCmd(), opCmd(), regionsCmd(), ownerCmd(), shardsCmd(), moveCmd(), deployCmd(),
-		failoverCmd(), failbackCmd(), drainCmd(), auditCmd(), migrateCmd(), versionCmd(), drillCmd())
+		failoverCmd(), failbackCmd(), drainCmd(), auditCmd(), migrateCmd(), versionCmd(), drillCmd(), openapiCmd())
 	return root
 }
 

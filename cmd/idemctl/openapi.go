@@ -1,0 +1,264 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
+
+	"github.com/idemcoord/idemcoord/config"
+)
+
+// problemTypes are the problem types (docs/http-contract.md) a coordinated
+// endpoint may answer, after https://idemcoord.dev/problems/.
+var problemTypes = []string{"invalid-key", "missing-key", "unauthorized", "body-too-large", "malformed-body",
+	"unsupported-media-type", "overloaded", "fingerprint-mismatch", "in-progress", "outcome-unknown",
+	"upstream-unavailable", "upstream-invalid-answer", "store-unavailable", "ownership-moving", "ownership-unknown",
+	"misrouted", "region-unreachable", "forward-answer-lost", "region-unavailable", "shutting-down", "not-found",
+	"rate-limited", "secret-unavailable", "resource-gone", "operation-cancelled", "not-cancellable",
+	"cancel-undetermined", "invalid-parameter", "first-sent-expired", "first-sent-in-future", "invalid-first-sent"}
+
+// keyStatuses are the values of Idempotency-Status.
+var keyStatuses = []string{"created", "replayed", "in-progress", "conflict", "ignored", "rejected"}
+
+func openapiCmd() *cobra.Command {
+	var path, format string
+	cmd := &cobra.Command{
+		Use:   "openapi --config FILE",
+		Short: "Print the idempotency contract of every coordinated endpoint as an OpenAPI 3.0 fragment",
+		Long: `openapi reads an idemd configuration and prints, for every coordinated
+endpoint (method and path), what idemcoord adds to the upstream's API: the
+Idempotency-Key header (required or not, its forms and retention), the
+Idempotency-First-Sent header, the answers the gateway gives itself as
+problem documents, and the Idempotency-Status, Idempotent-Replayed,
+Idempotency-Key-Expires and X-Idempotency-Operation-Id headers; the
+endpoint's settings are under x-idempotency. It is a complete OpenAPI 3.0.3
+document (YAML, or JSON with --output json) to merge into the upstream's
+own description. It connects to nothing.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(format); err != nil {
+				return err
+			}
+			cfg, err := config.Load(path)
+			if err != nil {
+				return err
+			}
+			b, err := json.MarshalIndent(openapiDoc(cfg), "", "  ")
+			if err != nil {
+				return err
+			}
+			if format == outputTable { // people read YAML
+				if b, err = yaml.JSONToYAML(b); err != nil {
+					return err
+				}
+			} else {
+				b = append(b, '\n')
+			}
+			_, err = cmd.OutOrStdout().Write(b)
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&path, "config", "", "idemd configuration file (required)")
+	cmd.MarkFlagRequired("config")
+	addOutputFlag(cmd, &format)
+	return cmd
+}
+
+type obj = map[string]any
+
+var pathParamRE = regexp.MustCompile(`\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+
+// openapiDoc builds the document for cfg's endpoints.
+func openapiDoc(cfg *config.Config) obj {
+	paths := obj{}
+	for _, ep := range cfg.Endpoints {
+		item, _ := paths[ep.Path].(obj)
+		if item == nil {
+			item = obj{}
+			paths[ep.Path] = item
+		}
+		item[strings.ToLower(ep.Method)] = operationOf(ep)
+	}
+	return obj{
+		"openapi": "3.0.3",
+		"info": obj{"title": "idemcoord idempotency contract", "version": "1",
+			"description": "What the idemcoord gateway adds to each coordinated endpoint (docs/http-contract.md)."},
+		"paths":      paths,
+		"components": components(),
+	}
+}
+
+// operationOf is one endpoint's operation object.
+func operationOf(ep config.Endpoint) obj {
+	required := ep.Key != config.KeyOptional && !ep.Shadow()
+	ttl := ep.Policy().TTL
+	params := []any{
+		obj{"name": "Idempotency-Key", "in": "header", "required": required,
+			"description": fmt.Sprintf("The intent's key: an RFC 8941 sf-string (\"abc\") or a bare token (abc), 1-255 visible ASCII characters, scoped to the caller and endpoint. Honoured for at least %s after the record's last change (Idempotency-Key-Expires says until when).%s",
+				ttl, keyNote(ep)),
+			"schema": obj{"type": "string", "minLength": 1}},
+		obj{"name": "Idempotency-First-Sent", "in": "header", "required": false,
+			"description": fmt.Sprintf("When the intent was first sent (HTTP-date), unchanged on every retry. Older than %s, or over a minute ahead: 412, nothing runs. Another value under the same key: 422.", ttl),
+			"schema":      obj{"type": "string"}},
+	}
+	for _, m := range pathParamRE.FindAllStringSubmatch(ep.Path, -1) {
+		params = append(params, obj{"name": m[1], "in": "path", "required": true, "schema": obj{"type": "string"}})
+	}
+	responses := obj{
+		"default": obj{"description": "The upstream's answer (first run), or its recorded answer replayed (Idempotent-Replayed: true).",
+			"headers": statusHeaders(true)},
+		"400": problemRef("Invalid or missing Idempotency-Key, malformed body, invalid Idempotency-First-Sent; nothing ran."),
+		"409": problemRef("The key's operation is in progress (Retry-After)" + waitNote(ep) + ", or its outcome is unknown."),
+		"412": problemRef("Idempotency-First-Sent outside the key's retention window; nothing ran."),
+		"422": problemRef("The key was used with another request; nothing ran."),
+		"503": problemRef("Nothing was executed (store or owner region unavailable, overloaded); retry with the same key."),
+	}
+	if ep.Limit.Enabled() {
+		responses["429"] = problemRef("Replays and in-progress answers over the per-actor limit (" + ep.Limit.Rate + ").")
+	}
+	if ep.Async {
+		responses["202"] = obj{"description": "Accepted; a retry with the key gets the same operation.",
+			"headers": mergeHeaders(statusHeaders(false), obj{"Location": obj{"description": "/v1/operations/{id}",
+				"schema": obj{"type": "string"}}}),
+			"content": obj{"application/json": obj{"schema": obj{"type": "object"}}}}
+	}
+	op := obj{
+		"operationId": ep.Name,
+		"summary":     fmt.Sprintf("%s %s (idemcoord endpoint %s)", ep.Method, ep.Path, ep.Name),
+		"parameters":  params,
+		"responses":   responses,
+		"x-idempotency": obj{"endpoint": ep.Name, "key": keyMode(ep), "ttl": ttl.String(),
+			"ttl_seconds": int64(ttl.Seconds()), "lease": ep.Policy().Lease.String(), "mode": modeOf(ep),
+			"async": ep.Async, "on_retry": onRetryOf(ep), "in_progress_wait": ep.InProgress.Wait.String(),
+			"replay": replayOf(ep)},
+	}
+	if mt := bodyMediaType(ep); mt != "" {
+		op["requestBody"] = obj{"required": false, "content": obj{mt: obj{"schema": obj{}}}}
+	}
+	return op
+}
+
+func keyNote(ep config.Endpoint) string {
+	switch {
+	case ep.Shadow():
+		return " Shadow mode: no key is honoured yet (Idempotency-Status: ignored)."
+	case ep.Key == config.KeyOptional:
+		return " Optional: a request without one is passed through uncoordinated."
+	}
+	return " Required: a request without one is 400 missing-key."
+}
+
+func waitNote(ep config.Endpoint) string {
+	if ep.InProgress.Wait > 0 {
+		return fmt.Sprintf(" after waiting up to %s for the run in flight", ep.InProgress.Wait)
+	}
+	return ""
+}
+
+func keyMode(ep config.Endpoint) string {
+	if ep.Key == "" {
+		return string(config.KeyRequired)
+	}
+	return string(ep.Key)
+}
+
+func modeOf(ep config.Endpoint) string {
+	if ep.Shadow() {
+		return string(config.ModeShadow)
+	}
+	return string(config.ModeEnforce)
+}
+
+func onRetryOf(ep config.Endpoint) string {
+	if ep.Completes() {
+		return string(config.OnRetryComplete)
+	}
+	return string(config.OnRetryReplay)
+}
+
+func replayOf(ep config.Endpoint) string {
+	if ep.Replay.Reference() {
+		return string(config.ReplayReference)
+	}
+	return string(config.ReplaySnapshot)
+}
+
+func bodyMediaType(ep config.Endpoint) string {
+	switch ep.DeclaredBody() {
+	case config.BodyJSON:
+		return "application/json"
+	case config.BodyMultipart:
+		return "multipart/form-data"
+	}
+	if ep.Method == http.MethodGet || ep.Method == http.MethodHead || ep.Method == http.MethodDelete {
+		return ""
+	}
+	return "*/*"
+}
+
+// statusHeaders are the headers of the gateway's own answers; replay adds
+// the replay's.
+func statusHeaders(replay bool) obj {
+	h := obj{
+		"Idempotency-Status":         obj{"$ref": "#/components/headers/Idempotency-Status"},
+		"Idempotency-Key-Expires":    obj{"$ref": "#/components/headers/Idempotency-Key-Expires"},
+		"X-Idempotency-Operation-Id": obj{"$ref": "#/components/headers/X-Idempotency-Operation-Id"},
+	}
+	if replay {
+		h["Idempotent-Replayed"] = obj{"$ref": "#/components/headers/Idempotent-Replayed"}
+	}
+	return h
+}
+
+func mergeHeaders(a, b obj) obj {
+	for k, v := range b {
+		a[k] = v
+	}
+	return a
+}
+
+func problemRef(description string) obj {
+	return obj{"description": description, "headers": statusHeaders(false),
+		"content": obj{"application/problem+json": obj{"schema": obj{"$ref": "#/components/schemas/Problem"}}}}
+}
+
+func components() obj {
+	types := make([]any, len(problemTypes))
+	for i, t := range problemTypes {
+		types[i] = "https://idemcoord.dev/problems/" + t
+	}
+	statuses := make([]any, len(keyStatuses))
+	for i, s := range keyStatuses {
+		statuses[i] = s
+	}
+	str := obj{"type": "string"}
+	return obj{
+		"headers": obj{
+			"Idempotency-Status": obj{"description": "What became of the request's Idempotency-Key; on every answer to a request that carried one.",
+				"schema": obj{"type": "string", "enum": statuses}},
+			"Idempotent-Replayed": obj{"description": "true when the answer is the key's recorded answer.",
+				"schema": obj{"type": "string", "enum": []any{"true"}}},
+			"Idempotency-Key-Expires": obj{"description": "HTTP-date until which the key is honoured at least.",
+				"schema": str},
+			"X-Idempotency-Operation-Id": obj{"description": "The operation behind the key, stable across retries.",
+				"schema": obj{"type": "string", "format": "uuid"}},
+		},
+		"schemas": obj{
+			"Problem": obj{"type": "object", "required": []any{"type", "title", "status", "new_key_safe"},
+				"properties": obj{
+					"type":            obj{"type": "string", "enum": types},
+					"title":           str,
+					"status":          obj{"type": "integer"},
+					"detail":          str,
+					"operation_id":    obj{"type": "string", "format": "uuid"},
+					"operation_state": str,
+					"new_key_safe":    obj{"type": "boolean", "description": "Whether the intent may be started over under a new key without risking a double effect."},
+				}},
+		},
+	}
+}

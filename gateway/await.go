@@ -1,0 +1,75 @@
+package gateway
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/idemcoord/idemcoord/config"
+	"github.com/idemcoord/idemcoord/crdb"
+)
+
+// awaitRun holds a retry that found its operation in flight for up to the
+// endpoint's in_progress.wait (counted once per request, from the first
+// time it found the run in flight), instead of answering 409 at once.
+//
+// It reports again when the run finished (or its lease expired) in time:
+// the caller claims once more, and that claim replays the run's recorded
+// answer (or takes a dead worker's claim over, as any retry would).
+// answered is set when the client went away: nothing is written. Otherwise
+// the caller answers 409 as without a wait, with leaseLeft the lease the
+// run had left when last read. An endpoint without a wait, a shadow-mode
+// call and a full waiter list get that 409 at once.
+func (g *Gateway) awaitRun(c *call, claim crdb.Claim) (again, answered bool, leaseLeft time.Duration) {
+	leaseLeft = claim.RetryAfter
+	wait := c.ep.InProgress.Wait
+	if wait <= 0 || c.shadow != nil || c.policy.Async {
+		return false, false, leaseLeft
+	}
+	if c.waitUntil.IsZero() {
+		c.waitUntil = g.clock.Now().Add(wait)
+	}
+	rec, outcome := g.waits.wait(c.r.Context(), c.ep.Name, claim.Record, c.waitUntil)
+	switch outcome {
+	case waitFinished:
+		return true, false, 0
+	case waitGone:
+		g.metrics.request(c.r.Context(), c.ep.Name, "client_gone", c.start)
+		g.log.InfoContext(c.r.Context(), "client went away while waiting for the run in flight",
+			"endpoint", c.ep.Name, "operation_id", claim.Record.OperationID)
+		return false, true, 0
+	case waitFull:
+		g.log.InfoContext(c.r.Context(), "waiters at their limit: answered 409 at once", "endpoint", c.ep.Name,
+			"operation_id", claim.Record.OperationID)
+	}
+	if left := rec.LeaseExpiresAt.Sub(g.clock.Now()); left > 0 {
+		leaseLeft = left
+	}
+	return false, false, leaseLeft
+}
+
+// operationWait reads the wait query parameter of GET
+// /v1/operations/{id}: a Go duration ("3s", "500ms") or whole seconds
+// ("3"), from 0 to config.MaxInProgressWait. Absent is 0: answer at once.
+func operationWait(r *http.Request) (time.Duration, error) {
+	v := r.URL.Query().Get("wait")
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		n, nerr := strconv.Atoi(v)
+		if nerr != nil {
+			return 0, fmt.Errorf("wait: %q is neither a duration (3s, 500ms) nor whole seconds", v)
+		}
+		d = time.Duration(min(n, 1<<20)) * time.Second // no overflow into range
+	}
+	switch {
+	case d < 0:
+		return 0, fmt.Errorf("wait: must not be negative, got %s", v)
+	case d > config.MaxInProgressWait:
+		return 0, fmt.Errorf("wait: at most %s, got %s", config.MaxInProgressWait, v)
+	}
+	return d, nil
+}

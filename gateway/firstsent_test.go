@@ -1,0 +1,107 @@
+package gateway_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/idemcoord/idemcoord/crdb"
+	"github.com/idemcoord/idemcoord/gateway"
+)
+
+// firstSentPost is a POST of create-thing under key with an
+// Idempotency-First-Sent of at ("" for none).
+func firstSentPost(t *testing.T, url, auth, key, at string) *http.Request {
+	r := post(t, url+"/v1/things", auth, key, `{"amount":5}`)
+	if at != "" {
+		r.Header.Set(gateway.HeaderFirstSent, at)
+	}
+	return r
+}
+
+func httpDate(t time.Time) string { return t.UTC().Format(http.TimeFormat) }
+
+// TestAFirstSentOlderThanTheTTLIsRefusedAndNothingRuns: an intent first
+// sent longer ago than the endpoint's ttl (its record may be gone), or
+// further in the future than the skew allowance, is 412 with a problem
+// naming why; nothing runs and no record is made. A first-sent within
+// the window runs as usual.
+func TestAFirstSentOlderThanTheTTLIsRefusedAndNothingRuns(t *testing.T) {
+	s, fake := clockedStore(t, 8)
+	var runs atomic.Int64
+	_, srv := serveClocked(t, s, fake, "    ttl: 1h\n    lease: 30s\n", countingHandler(&runs))
+	alice := token(t, "alice")
+	now := fake.Now()
+	for _, tc := range []struct {
+		name, key, at string
+		want          int
+		problem       string
+	}{
+		{"older than the ttl", "old-1", httpDate(now.Add(-61 * time.Minute)), http.StatusPreconditionFailed, "first-sent-expired"},
+		{"a day old (RFC 850 form)", "old-2", now.Add(-24 * time.Hour).UTC().Format(time.RFC850), http.StatusPreconditionFailed, "first-sent-expired"},
+		{"in the future beyond the skew", "future-1", httpDate(now.Add(5 * time.Minute)), http.StatusPreconditionFailed, "first-sent-in-future"},
+		{"not a date", "bad-1", "yesterday", http.StatusBadRequest, "invalid-first-sent"},
+		{"a Unix time", "bad-2", "1764587000", http.StatusBadRequest, "invalid-first-sent"},
+	} {
+		st, hd, b := do(t, firstSentPost(t, srv.URL, alice, tc.key, tc.at))
+		if st != tc.want || !strings.Contains(b, tc.problem) || hd.Get(gateway.HeaderKeyStatus) != gateway.KeyStatusRejected {
+			t.Errorf("%s: %s, want %d %s", tc.name, describe(st, hd, b), tc.want, tc.problem)
+		}
+		if _, err := s.Read(context.Background(), reviewScope(t, "alice", tc.key)); !errors.Is(err, crdb.ErrNotFound) {
+			t.Errorf("%s: the key has a record (%v), want none", tc.name, err)
+		}
+	}
+	if n := runs.Load(); n != 0 {
+		t.Errorf("upstream ran %d times, want never", n)
+	}
+	for i, at := range []string{httpDate(now.Add(-59 * time.Minute)), httpDate(now.Add(30 * time.Second))} {
+		if st, hd, b := do(t, firstSentPost(t, srv.URL, alice, fmt.Sprintf("ok-%d", i), at)); st != http.StatusCreated {
+			t.Errorf("first sent %s: %s, want 201", at, describe(st, hd, b))
+		}
+	}
+}
+
+// TestAnotherFirstSentUnderTheSameKeyIsAnotherRequest: retries that send
+// the first attempt's time, or none, replay it; a retry naming another
+// first-sent time is another request (422) and runs nothing. A first
+// attempt that sent none is replayed to a retry that sends one.
+func TestAnotherFirstSentUnderTheSameKeyIsAnotherRequest(t *testing.T) {
+	s, fake := clockedStore(t, 8)
+	var runs atomic.Int64
+	_, srv := serveClocked(t, s, fake, "    lease: 30s\n", countingHandler(&runs))
+	alice := token(t, "alice")
+	t0 := httpDate(fake.Now().Add(-10 * time.Second))
+	if st, hd, b := do(t, firstSentPost(t, srv.URL, alice, "fs-1", t0)); st != http.StatusCreated {
+		t.Fatalf("first: %s", describe(st, hd, b))
+	}
+	fake.Advance(time.Minute)
+	for _, tc := range []struct {
+		name, key, at string
+		want          int
+		replayed      string
+	}{
+		{"same first-sent", "fs-1", t0, http.StatusCreated, "true"},
+		{"no first-sent", "fs-1", "", http.StatusCreated, "true"},
+		{"another first-sent", "fs-1", httpDate(fake.Now().Add(-5 * time.Second)), http.StatusUnprocessableEntity, ""},
+	} {
+		st, hd, b := do(t, firstSentPost(t, srv.URL, alice, tc.key, tc.at))
+		if st != tc.want || hd.Get(gateway.HeaderReplayed) != tc.replayed {
+			t.Errorf("%s: %s, want %d replayed %q", tc.name, describe(st, hd, b), tc.want, tc.replayed)
+		}
+	}
+	if st, hd, b := do(t, firstSentPost(t, srv.URL, alice, "fs-2", "")); st != http.StatusCreated {
+		t.Fatalf("first without first-sent: %s", describe(st, hd, b))
+	}
+	if st, hd, b := do(t, firstSentPost(t, srv.URL, alice, "fs-2", httpDate(fake.Now()))); st != http.StatusCreated ||
+		hd.Get(gateway.HeaderReplayed) != "true" {
+		t.Errorf("retry with a first-sent after a first attempt without: %s, want the replay", describe(st, hd, b))
+	}
+	if n := runs.Load(); n != 2 {
+		t.Errorf("upstream ran %d times, want twice (fs-1 and fs-2 once each)", n)
+	}
+}
