@@ -115,8 +115,8 @@ func (g *Gateway) coordinateCall(c *call) {
 		// A holder fenced out by a move is taken over at once where the
 		// upstream deduplicates (inflight.go).
 		TakeOverFenced: ep.TakesOverFenced(),
-		FirstSent:     firstSent,
-		KeepStages:    ep.Completes(),
+		FirstSent:      firstSent,
+		KeepStages:     ep.Completes(),
 	}
 	// A few rounds: a stale fence is re-read once, and resolving an unknown
 	// outcome is followed by claiming again.
