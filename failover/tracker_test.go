@@ -14,7 +14,7 @@ import (
 // hence a new create revision), or the clock moves; then the tracker
 // refreshes and us-east must be in want.
 type step struct {
-	do   string // "up NAME", "down NAME", "again NAME", "wait"
+	do   string // "up NAME", "down NAME", "leave NAME", "again NAME", "wait"
 	d    time.Duration
 	want failover.RegionState
 }
@@ -69,6 +69,23 @@ func TestRegionStatesFollowLivenessKeysByCreateRevisionAndTheClock(t *testing.T)
 			{do: "up a", want: failover.Recovering},
 			{do: "down a", want: failover.Failed},
 		}},
+		{"a region whose last instance left cleanly is failed at once", []step{
+			{do: "up a", want: failover.Healthy},
+			{do: "leave a", want: failover.Failed},
+			{do: "up a", want: failover.Recovering},
+		}},
+		{"a region whose instances all left one by one is failed at once", []step{
+			{do: "up a"}, {do: "up b", want: failover.Healthy},
+			{do: "leave a", want: failover.Healthy},
+			{do: "leave b", want: failover.Failed},
+		}},
+		{"an instance that left does not spare the confirmation to the one that crashed after it", []step{
+			{do: "up a"}, {do: "up b", want: failover.Healthy},
+			{do: "leave a", want: failover.Healthy},
+			{do: "down b", want: failover.Suspect},
+			{do: "wait", d: confirm - time.Millisecond, want: failover.Suspect},
+			{do: "wait", d: time.Millisecond, want: failover.Failed},
+		}},
 		{"a region never seen alive is failed only after the startup grace", []step{
 			{do: "wait", want: failover.Suspect},
 			{do: "wait", d: confirm, want: failover.Suspect},
@@ -93,6 +110,8 @@ func TestRegionStatesFollowLivenessKeysByCreateRevisionAndTheClock(t *testing.T)
 					live[name] = instance(t, cli, pfx, "us-east", name)
 				case "down":
 					live[name].kill()
+				case "leave":
+					live[name].l.Leave()
 				case "again":
 					live[name].kill()
 					live[name] = instance(t, cli, pfx, "us-east", name)
