@@ -77,6 +77,9 @@ type regionsOptions struct {
 	// meter and logger, if set, are given to both gateways.
 	meter  metric.Meter
 	logger *slog.Logger
+	// health, if set, is given to both gateways as their view of the
+	// regions' liveness (gateway.Config.Health).
+	health gateway.RegionHealth
 }
 
 // actorShard is the shard of the test actor t/alice.
@@ -119,7 +122,7 @@ func startRegions(t testing.TB, s *crdb.Store, owner string, o regionsOptions) (
 		}
 		g, err := gateway.New(gateway.Config{Region: r.name, Worker: r.name + "-w", Store: s, Auth: verifier(t),
 			Endpoints: endpoints(t, benchEndpoint), Next: gateway.NewProxy(r.startUpstream(t), nil),
-			Owners: owners, Topology: topo, Routing: o.routing, Meter: o.meter, Logger: o.logger})
+			Owners: owners, Topology: topo, Routing: o.routing, Meter: o.meter, Logger: o.logger, Health: o.health})
 		if err != nil {
 			t.Fatal(err)
 		}
