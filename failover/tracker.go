@@ -172,13 +172,18 @@ func (t *Tracker) Run(ctx context.Context) error {
 			events = t.cli.Watch(clientv3.WithRequireLeader(wctx), t.prefix+"liveness/", clientv3.WithPrefix(),
 				clientv3.WithRev(from))
 		}
-		if _, err := t.Refresh(ctx); err != nil && ctx.Err() == nil {
+		_, err := t.Refresh(ctx)
+		if err != nil && ctx.Err() == nil {
 			t.log.Warn("region liveness read failed", "err", err)
 		}
 		// Re-read when a timed transition falls due, not up to a poll
 		// later: every instance's view (the gateways' waits, /readyz)
-		// follows the leader's within milliseconds.
-		due, stop := t.dueTimer()
+		// follows the leader's within milliseconds. After a failed read
+		// the poll retries, not a timer already due.
+		due, stop := (<-chan time.Time)(nil), func() {}
+		if err == nil {
+			due, stop = t.dueTimer()
+		}
 		select {
 		case <-ctx.Done():
 			stop()

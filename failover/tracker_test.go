@@ -1,6 +1,7 @@
 package failover_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -130,4 +131,53 @@ func TestRegionStatesFollowLivenessKeysByCreateRevisionAndTheClock(t *testing.T)
 			}
 		})
 	}
+}
+
+// TestATrackerSeesAFailureWhenItsConfirmationFallsDueNotAPollLater: a
+// running tracker (every instance has one, leading or not; the gateways'
+// waits and /readyz read it) re-reads when a suspect region's
+// confirmation falls due, without waiting for its next poll (here an
+// hour away).
+func TestATrackerSeesAFailureWhenItsConfirmationFallsDueNotAPollLater(t *testing.T) {
+	ctx := ctxT(t)
+	cli, pfx := client(t), prefix(t)
+	fake := clock.NewFake(epoch0())
+	tr, err := failover.NewTracker(failover.Config{Client: cli, Topology: topology(t), Prefix: pfx,
+		ConfirmDelay: confirm, PollInterval: time.Hour, Clock: fake, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := instance(t, cli, pfx, "us-east", "a")
+	for _, r := range regions[1:] {
+		instance(t, cli, pfx, r, "a")
+	}
+	rctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go tr.Run(rctx)
+	waitState := func(want failover.RegionState) {
+		t.Helper()
+		for {
+			changed := tr.Changed()
+			if tr.State("us-east") == want {
+				return
+			}
+			select {
+			case <-changed:
+			case <-ctx.Done():
+				t.Fatalf("us-east stayed %s, want %s", tr.State("us-east"), want)
+			}
+		}
+	}
+	waitState(failover.Healthy)
+	a.kill() // the watch sees the delete: suspect at once
+	waitState(failover.Suspect)
+	timed := make(chan struct{})
+	go func() { fake.BlockUntil(2); close(timed) }() // the poll's ticker and the confirmation's timer
+	select {
+	case <-timed:
+	case <-ctx.Done():
+		t.Fatal("the tracker set no timer for the confirmation: only its poll would see the failure")
+	}
+	fake.Advance(confirm)
+	waitState(failover.Failed)
 }
