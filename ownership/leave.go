@@ -2,6 +2,7 @@ package ownership
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -24,20 +25,26 @@ const LeftMarkerTTL = 30 * time.Second
 // instance said it is gone. Call it once the instance has drained (it no
 // longer serves); use Close to stop without handing over. The marker is
 // best effort, bounded by RegisterTimeout: without it the region fails
-// over after the confirmation delay, as after a crash.
+// over after the confirmation delay, as after a crash (and when etcd did
+// not answer at all, the lease is left to expire instead of waiting for a
+// revoke that would not be answered either).
 func (l *Liveness) Leave() {
 	l.mu.Lock()
 	s, rev := l.session, l.createRev
 	l.mu.Unlock()
+	revoke := true
 	if s != nil && rev != 0 {
 		ctx, cancel := context.WithTimeout(l.ctx, l.cfg.RegisterTimeout)
 		if err := l.markLeft(ctx, rev); err != nil {
 			l.cfg.Logger.Warn("liveness: left marker not written; the region fails over after the confirmation delay",
 				"key", l.key, "err", err)
+			// etcd did not answer within the whole budget: a revoke
+			// would not either, and the lease expires by itself.
+			revoke = !errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil
 		}
 		cancel()
 	}
-	l.Close()
+	l.stop(revoke)
 }
 
 // markLeft puts the left marker of registration rev under a lease of its
