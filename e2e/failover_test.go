@@ -23,8 +23,9 @@ import (
 )
 
 // failoverDeadline bounds one failover, from the kill to the first
-// success in the new owner: the goal is a p99 of 10 s with the
-// default timings (liveness TTL 5 s, confirmation 2 s).
+// success in the new owner: the goal is a p99 of 5 s with the default
+// timings (liveness TTL 2 s, confirmation 500 ms); the bound is loose so
+// a loaded machine does not fail the test on time alone.
 const failoverDeadline = 30 * time.Second
 
 // failoverRuns is how many kill/failover/failback rounds the transfer test
