@@ -33,7 +33,7 @@ const (
 	// MinEtcdLeaseTTL is the shortest liveness or election lease TTL:
 	// etcd refuses leases shorter than 1.5 election timeouts (2 s with its
 	// default 1 s), and a liveness lease must outlast its keepalive
-	// interval (TTL/3) plus the pause and drift budgets (1.25 s).
+	// interval (TTL/6) plus the pause and drift budgets (1.25 s).
 	MinEtcdLeaseTTL = 2 * time.Second
 )
 
@@ -111,20 +111,22 @@ type Etcd struct {
 	DialTimeout time.Duration `yaml:"dial_timeout"`
 	// LivenessTTL is the TTL of this instance's liveness lease, whole
 	// seconds, at least MinEtcdLeaseTTL. Default 0:
-	// ownership.DefaultLivenessTTL (5s). Shorter detects a lost region
+	// ownership.DefaultLivenessTTL (2s). Shorter detects a lost region
 	// sooner (its shards move about one TTL after it stopped answering)
 	// but lets a shorter etcd hiccup or process stall look like a dead
-	// region. Chaos drills shorten it so a failover fits a fault window.
+	// region (a stall under 5/6 of it is always survived).
 	LivenessTTL time.Duration `yaml:"liveness_ttl"`
 	// ElectionTTL is the TTL of the failover controller's election lease,
 	// whole seconds, at least MinEtcdLeaseTTL: a controller that died
 	// with its region is replaced within it. Default 0:
-	// failover.DefaultElectionTTL (5s).
+	// failover.DefaultElectionTTL (2s).
 	ElectionTTL time.Duration `yaml:"election_ttl"`
 	// ConfirmDelay is how long a region must have no liveness key before
 	// the controller fails it over. Default 0:
-	// failover.DefaultConfirmDelay (2s). Shorter adds less to every
-	// failover; longer rides out a region's restart.
+	// failover.DefaultConfirmDelay (500ms). Shorter adds less to every
+	// failover; longer rides out an instance that lost its lease and
+	// registers again. A clean shutdown of a region's last instance skips
+	// it.
 	ConfirmDelay time.Duration `yaml:"confirm_delay"`
 	// TLS is the client TLS to etcd (production.go).
 	TLS EtcdTLS `yaml:"tls"`

@@ -270,7 +270,9 @@ func (d *Daemon) Store() *crdb.Store { return d.store }
 // record their results until ctx ends (the drain timeout; requests still
 // running then have their connections closed, and their leases lapse to
 // a takeover), waits for background executions, stops the cleanup and
-// gauge loops, revokes the liveness lease and closes the store.
+// gauge loops, marks the instance as left and revokes its liveness lease
+// (the region's last instance leaving fails the region over at once) and
+// closes the store.
 func (d *Daemon) Close(ctx context.Context) error {
 	var errs []error
 	d.closeOnce.Do(func() { close(d.closing) })
@@ -291,7 +293,13 @@ func (d *Daemon) Close(ctx context.Context) error {
 		d.bg.stop()
 	}
 	if d.live != nil {
-		d.live.Close() // its revoke is bounded by the register timeout
+		// A clean shutdown hands over at once: the left marker tells the
+		// other regions' trackers that this instance is gone on purpose,
+		// so when it was its region's last one they fail the region
+		// without waiting the confirmation delay (and nobody waits a
+		// liveness TTL: the lease is revoked). Both steps are bounded by
+		// the register timeout.
+		d.live.Leave()
 	}
 	// The controller's and the cache's watches end when their contexts
 	// do, except against an etcd that does not answer: there the etcd

@@ -14,21 +14,28 @@ import (
 	"github.com/idemcoord/idemcoord/ownership"
 )
 
-// Controller and tracker defaults. The goal they serve: with liveness TTL
-// ownership.DefaultLivenessTTL (5 s), a killed region's shards are served
-// by their failover region within 10 s at p99. A killed instance's key
-// lives at most one TTL past its last keepalive (5 s); the watch sees the
+// Controller and tracker defaults. The goal they serve: a killed region's
+// shards are served by their failover region within 5 s at p99, from the
+// kill to a client's first success there, with no failover of a region
+// that is only slow or briefly stalled (docs/failover.md, "Timings"). A
+// killed instance's key lives 1.7-2.5 s past its death (liveness TTL
+// ownership.DefaultLivenessTTL, 2 s, past the last of its keepalives, sent
+// six times per TTL, plus etcd's 500 ms expiry check); the watch sees the
 // delete at once (a poll within DefaultPollInterval when the watch is
 // broken); the leader re-reads exactly DefaultConfirmDelay later and
-// confirms the failure; the moves then take about a second at
+// confirms the failure; the moves then take under a second at
 // DefaultMoveConcurrency, and the gateways' watch-fed caches follow within
-// milliseconds: about 8 s in all.
+// milliseconds: 2.5-4 s in all. A region whose last instance shuts down
+// cleanly marks its key as left before revoking it, and is failed at once.
 const (
 	// DefaultConfirmDelay is how long a region must have no liveness key
-	// before it is failed. The lease TTL already is the main detector, so
-	// this only absorbs a restart of a one-instance region and a brief
-	// etcd leader change; longer adds directly to every failover.
-	DefaultConfirmDelay = 2 * time.Second
+	// before it is failed. The lease TTL already is the main detector
+	// (an instance that stalls for less than most of a TTL keeps its
+	// key), so this only absorbs an instance that lost its key and
+	// registers again at once (a stall just past the lease, an etcd
+	// hiccup); longer adds directly to every failover. Clean shutdowns
+	// skip it.
+	DefaultConfirmDelay = 500 * time.Millisecond
 	// DefaultHoldTime is how long a returning region's instances must stay
 	// registered (the same create revision) before it is healthy again: a
 	// crash-looping region must not look healthy to an operator about to
@@ -36,8 +43,8 @@ const (
 	DefaultHoldTime = 30 * time.Second
 	// DefaultStartupGrace is how long a freshly started tracker waits
 	// before failing a region it has never seen alive: on a cold start
-	// the other regions may simply not have registered yet. Three liveness
-	// TTLs.
+	// the other regions may simply not have registered yet. Generous:
+	// it only delays failing a region that never came up.
 	DefaultStartupGrace = 15 * time.Second
 	// DefaultPollInterval is how often the state is re-read even without
 	// a watch event: it drives the timed transitions and bounds the delay
@@ -45,8 +52,9 @@ const (
 	DefaultPollInterval = time.Second
 	// DefaultElectionTTL is the controller's election lease TTL: a dead
 	// leader is replaced within it. Like the liveness TTL, since the
-	// leader usually dies with its region's instances.
-	DefaultElectionTTL = 5 * time.Second
+	// leader usually dies with its region's instances: a longer one would
+	// delay the failover of the leader's own region by the difference.
+	DefaultElectionTTL = 2 * time.Second
 	// DefaultMoveConcurrency is how many shards the controller moves at
 	// once: 1024 shards over three regions is ~342 moves of three etcd
 	// writes and one SQL transaction each. Measured here

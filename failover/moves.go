@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 
 	"github.com/idemcoord/idemcoord/ownership"
 )
@@ -58,51 +57,34 @@ func finishPlan(e ownership.Entry) plan {
 }
 
 // runMoves makes the moves, at most concurrency at a time, each only from
-// the epoch it was planned on (ownership.FromEpoch) and with opts. It
-// returns one Moved per plan, in order, and every failure joined. Once a
-// move fails its guard (ownership.ErrGuardFailed: the mover was deposed)
-// the remaining moves are not tried.
+// the entry it was planned on (ownership.MoveBatch: from its epoch and mod
+// revision, the etcd steps batched) and with opts. It returns one Moved
+// per plan, in order, and every failure joined. Once a move fails its
+// guard (ownership.ErrGuardFailed: the mover was deposed) the remaining
+// moves are not tried.
 func runMoves(ctx context.Context, dir *ownership.Directory, plans []plan, operator, reason string,
 	concurrency int, opts ...ownership.MoveOption) ([]Moved, error) {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
+	planned := make([]ownership.Planned, len(plans))
 	out := make([]Moved, len(plans))
-	errs := make([]error, len(plans))
-	sem := make(chan struct{}, max(1, concurrency))
-	var wg sync.WaitGroup
 	for i, p := range plans {
-		from := p.entry.Epoch
-		fromOwner := p.entry.Owner
+		from, fromOwner := p.entry.Epoch, p.entry.Owner
 		if p.entry.Transfer != nil {
 			from, fromOwner = p.entry.Transfer.FromEpoch, p.entry.Transfer.FromOwner
 		}
 		out[i] = Moved{Shard: p.entry.Shard, From: fromOwner, FromEpoch: from}
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-			errs[i] = context.Cause(ctx)
-			out[i].Err = errs[i].Error()
+		planned[i] = ownership.Planned{Entry: p.entry, To: p.to, Final: p.final}
+	}
+	got, errs := dir.MoveBatch(ctx, planned, operator, reason, concurrency, opts...)
+	var failed []error
+	for i, err := range errs {
+		if err != nil {
+			failed = append(failed, fmt.Errorf("shard %d: %w", plans[i].entry.Shard, err))
+			out[i].Err = err.Error()
 			continue
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			got, err := dir.Move(ctx, p.entry.Shard, p.to, p.final, operator, reason,
-				append([]ownership.MoveOption{ownership.FromEpoch(from)}, opts...)...)
-			if err != nil {
-				if errors.Is(err, ownership.ErrGuardFailed) {
-					cancel(err)
-				}
-				errs[i] = fmt.Errorf("shard %d: %w", p.entry.Shard, err)
-				out[i].Err = err.Error()
-				return
-			}
-			out[i].To, out[i].Epoch, out[i].State = got.Owner, got.Epoch, got.State
-		}()
+		out[i].To, out[i].Epoch, out[i].State = got[i].Owner, got[i].Epoch, got[i].State
 	}
-	wg.Wait()
-	return out, errors.Join(errs...)
+	return out, errors.Join(failed...)
 }
 
 // committed counts the moves that succeeded.

@@ -60,6 +60,10 @@ type regionStatus struct {
 	// everLive records that the tracker saw the region alive at least
 	// once, which lifts the startup grace.
 	everLive bool
+	// lastLive holds the create revisions of the registrations present
+	// at the last read that found the region live: if every one of them
+	// left cleanly (a left marker), the region is failed at once.
+	lastLive map[int64]bool
 }
 
 // timing is what transitions depend on.
@@ -69,8 +73,9 @@ type timing struct {
 }
 
 // observe moves st given the instances of its region read at etcd
-// revision rev at time now, and reports whether the state changed.
-func (st *regionStatus) observe(now time.Time, rev int64, instances []ownership.Instance, tm timing) bool {
+// revision rev at time now, and the create revisions of the
+// registrations that left cleanly, and reports whether the state changed.
+func (st *regionStatus) observe(now time.Time, rev int64, instances []ownership.Instance, left map[int64]bool, tm timing) bool {
 	present := make(map[int64]time.Time, len(instances))
 	for _, in := range instances {
 		if st.state == Failed && in.CreateRevision <= st.failedRev {
@@ -94,6 +99,13 @@ func (st *regionStatus) observe(now time.Time, rev int64, instances []ownership.
 	if live && st.state != Failed && st.state != Recovering {
 		st.everLive = true
 	}
+	leftCleanly := !live && st.allLeft(left)
+	if live {
+		st.lastLive = make(map[int64]bool, len(present))
+		for rev := range present {
+			st.lastLive[rev] = true
+		}
+	}
 	switch st.state {
 	case "": // first observation
 		st.set(now, Healthy)
@@ -101,14 +113,18 @@ func (st *regionStatus) observe(now time.Time, rev int64, instances []ownership.
 			st.set(now, Suspect)
 		}
 	case Healthy:
-		if !live {
+		switch {
+		case leftCleanly:
+			st.set(now, Failed)
+			st.failedRev = rev
+		case !live:
 			st.set(now, Suspect)
 		}
 	case Suspect:
 		switch {
 		case live:
 			st.set(now, Healthy)
-		case now.Sub(st.since) >= tm.confirm && (st.everLive || now.Sub(tm.started) >= tm.grace):
+		case leftCleanly, now.Sub(st.since) >= tm.confirm && (st.everLive || now.Sub(tm.started) >= tm.grace):
 			st.set(now, Failed)
 			st.failedRev = rev
 		}
@@ -127,6 +143,20 @@ func (st *regionStatus) observe(now time.Time, rev int64, instances []ownership.
 		}
 	}
 	return st.state != prev
+}
+
+// allLeft reports whether the registrations last seen live all left
+// cleanly: nothing is there to come back, so there is nothing to confirm.
+func (st *regionStatus) allLeft(left map[int64]bool) bool {
+	if len(st.lastLive) == 0 {
+		return false
+	}
+	for rev := range st.lastLive {
+		if !left[rev] {
+			return false
+		}
+	}
+	return true
 }
 
 // deadline returns when the next timed transition of st falls due (zero

@@ -57,12 +57,13 @@ func NewTracker(cfg Config) (*Tracker, error) {
 // and returns the states. Decisions are taken on what Refresh returns,
 // never on a watch event.
 func (t *Tracker) Refresh(ctx context.Context) (map[string]RegionState, error) {
-	rev, all, err := t.read(ctx)
+	reg, err := ownership.ReadRegistrations(ctx, t.cli, t.prefix)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("failover: %w", err)
 	}
+	rev := reg.Revision
 	byRegion := map[string][]ownership.Instance{}
-	for _, in := range all {
+	for _, in := range reg.Instances {
 		byRegion[in.Region] = append(byRegion[in.Region], in)
 	}
 	now := t.clk.Now()
@@ -82,7 +83,7 @@ func (t *Tracker) Refresh(ctx context.Context) (map[string]RegionState, error) {
 	for _, r := range t.regions {
 		st := t.status[r]
 		prev := st.state
-		if st.observe(now, rev, byRegion[r], t.tm) {
+		if st.observe(now, rev, byRegion[r], reg.Left, t.tm) {
 			moved = true
 			t.log.Info("region state", "watched_region", r, "from", prev, "to", st.state, "instances", len(st.seen))
 		}
@@ -93,22 +94,6 @@ func (t *Tracker) Refresh(ctx context.Context) (map[string]RegionState, error) {
 		t.changed = make(chan struct{})
 	}
 	return out, nil
-}
-
-// read returns the revision and the instances of one linearizable read.
-func (t *Tracker) read(ctx context.Context) (int64, []ownership.Instance, error) {
-	// ownership.Instances does not return its read's revision, so take
-	// one first: a key created after it has a larger create revision,
-	// which is all the "newer than the failure" comparison needs.
-	resp, err := t.cli.Get(ctx, t.prefix+"liveness/", clientv3.WithPrefix(), clientv3.WithCountOnly())
-	if err != nil {
-		return 0, nil, fmt.Errorf("failover: read liveness revision: %w", err)
-	}
-	all, err := ownership.Instances(ctx, t.cli, t.prefix, "")
-	if err != nil {
-		return 0, nil, err
-	}
-	return resp.Header.Revision, all, nil
 }
 
 // State returns a region's state ("" for a region the tracker does not
@@ -187,13 +172,24 @@ func (t *Tracker) Run(ctx context.Context) error {
 			events = t.cli.Watch(clientv3.WithRequireLeader(wctx), t.prefix+"liveness/", clientv3.WithPrefix(),
 				clientv3.WithRev(from))
 		}
-		if _, err := t.Refresh(ctx); err != nil && ctx.Err() == nil {
+		_, err := t.Refresh(ctx)
+		if err != nil && ctx.Err() == nil {
 			t.log.Warn("region liveness read failed", "err", err)
+		}
+		// Re-read when a timed transition falls due, not up to a poll
+		// later: every instance's view (the gateways' waits, /readyz)
+		// follows the leader's within milliseconds. After a failed read
+		// the poll retries, not a timer already due.
+		due, stop := (<-chan time.Time)(nil), func() {}
+		if err == nil {
+			due, stop = t.dueTimer()
 		}
 		select {
 		case <-ctx.Done():
+			stop()
 			return ctx.Err()
 		case <-tick.C():
+		case <-due:
 		case w, ok := <-events:
 			switch {
 			case !ok:
@@ -206,5 +202,17 @@ func (t *Tracker) Run(ctx context.Context) error {
 				from = w.Header.Revision + 1
 			}
 		}
+		stop()
 	}
+}
+
+// dueTimer returns a channel that fires when the next timed transition
+// falls due (nil when none is pending) and the function that stops it.
+func (t *Tracker) dueTimer() (<-chan time.Time, func()) {
+	at, ok := t.NextTransition()
+	if !ok {
+		return nil, func() {}
+	}
+	timer := t.clk.NewTimer(max(at.Sub(t.clk.Now()), time.Millisecond))
+	return timer.C(), func() { timer.Stop() }
 }

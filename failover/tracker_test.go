@@ -1,6 +1,7 @@
 package failover_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +15,7 @@ import (
 // hence a new create revision), or the clock moves; then the tracker
 // refreshes and us-east must be in want.
 type step struct {
-	do   string // "up NAME", "down NAME", "again NAME", "wait"
+	do   string // "up NAME", "down NAME", "leave NAME", "again NAME", "wait"
 	d    time.Duration
 	want failover.RegionState
 }
@@ -69,6 +70,23 @@ func TestRegionStatesFollowLivenessKeysByCreateRevisionAndTheClock(t *testing.T)
 			{do: "up a", want: failover.Recovering},
 			{do: "down a", want: failover.Failed},
 		}},
+		{"a region whose last instance left cleanly is failed at once", []step{
+			{do: "up a", want: failover.Healthy},
+			{do: "leave a", want: failover.Failed},
+			{do: "up a", want: failover.Recovering},
+		}},
+		{"a region whose instances all left one by one is failed at once", []step{
+			{do: "up a"}, {do: "up b", want: failover.Healthy},
+			{do: "leave a", want: failover.Healthy},
+			{do: "leave b", want: failover.Failed},
+		}},
+		{"an instance that left does not spare the confirmation to the one that crashed after it", []step{
+			{do: "up a"}, {do: "up b", want: failover.Healthy},
+			{do: "leave a", want: failover.Healthy},
+			{do: "down b", want: failover.Suspect},
+			{do: "wait", d: confirm - time.Millisecond, want: failover.Suspect},
+			{do: "wait", d: time.Millisecond, want: failover.Failed},
+		}},
 		{"a region never seen alive is failed only after the startup grace", []step{
 			{do: "wait", want: failover.Suspect},
 			{do: "wait", d: confirm, want: failover.Suspect},
@@ -93,6 +111,8 @@ func TestRegionStatesFollowLivenessKeysByCreateRevisionAndTheClock(t *testing.T)
 					live[name] = instance(t, cli, pfx, "us-east", name)
 				case "down":
 					live[name].kill()
+				case "leave":
+					live[name].l.Leave()
 				case "again":
 					live[name].kill()
 					live[name] = instance(t, cli, pfx, "us-east", name)
@@ -111,4 +131,53 @@ func TestRegionStatesFollowLivenessKeysByCreateRevisionAndTheClock(t *testing.T)
 			}
 		})
 	}
+}
+
+// TestATrackerSeesAFailureWhenItsConfirmationFallsDueNotAPollLater: a
+// running tracker (every instance has one, leading or not; the gateways'
+// waits and /readyz read it) re-reads when a suspect region's
+// confirmation falls due, without waiting for its next poll (here an
+// hour away).
+func TestATrackerSeesAFailureWhenItsConfirmationFallsDueNotAPollLater(t *testing.T) {
+	ctx := ctxT(t)
+	cli, pfx := client(t), prefix(t)
+	fake := clock.NewFake(epoch0())
+	tr, err := failover.NewTracker(failover.Config{Client: cli, Topology: topology(t), Prefix: pfx,
+		ConfirmDelay: confirm, PollInterval: time.Hour, Clock: fake, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := instance(t, cli, pfx, "us-east", "a")
+	for _, r := range regions[1:] {
+		instance(t, cli, pfx, r, "a")
+	}
+	rctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go tr.Run(rctx)
+	waitState := func(want failover.RegionState) {
+		t.Helper()
+		for {
+			changed := tr.Changed()
+			if tr.State("us-east") == want {
+				return
+			}
+			select {
+			case <-changed:
+			case <-ctx.Done():
+				t.Fatalf("us-east stayed %s, want %s", tr.State("us-east"), want)
+			}
+		}
+	}
+	waitState(failover.Healthy)
+	a.kill() // the watch sees the delete: suspect at once
+	waitState(failover.Suspect)
+	timed := make(chan struct{})
+	go func() { fake.BlockUntil(2); close(timed) }() // the poll's ticker and the confirmation's timer
+	select {
+	case <-timed:
+	case <-ctx.Done():
+		t.Fatal("the tracker set no timer for the confirmation: only its poll would see the failure")
+	}
+	fake.Advance(confirm)
+	waitState(failover.Failed)
 }

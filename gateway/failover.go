@@ -20,11 +20,18 @@ type RegionHealth interface {
 
 var _ RegionHealth = (*failover.Tracker)(nil)
 
-// failoverRetryAfter is the Retry-After while a shard is refused or held
-// for failover: a failover completes within seconds (liveness TTL plus
-// the confirmation delay), a failback or an operator's accept may take
-// longer, and a client retrying every few seconds costs nothing.
+// failoverRetryAfter is the Retry-After while a shard is refused by the
+// reject policy: a failback or an operator's accept takes a while, and a
+// client retrying every few seconds costs nothing.
 const failoverRetryAfter = 2 * time.Second
+
+// failoverWaitRetryAfter is the Retry-After while the owner region is
+// suspect or failed and its shards not moved yet: the failover completes
+// within a second or two of that (the confirmation delay, 500 ms by
+// default, then the moves), so a client told to come back in a second
+// lands right after it, not a second late (Retry-After is whole
+// seconds: one is the least it can say).
+const failoverWaitRetryAfter = time.Second
 
 // failoverHold applies the endpoint's failover policy to a shard in state,
 // owned by owner (DESIGN: "Failover policy per endpoint"): a FAILED_OVER
@@ -51,7 +58,7 @@ func (rt *routing) failoverHold(ctx context.Context, g *Gateway, c *call, shard 
 		g.refuseWait(c, "region_suspect", problem{Type: "region-failover",
 			Title:  "the actor's owner region is not answering; waiting for it to come back or fail over",
 			Detail: fmt.Sprintf("shard %d: owner %q is %s; nothing was executed; retry with the same key", shard, owner, health),
-			Status: http.StatusServiceUnavailable}, failoverRetryAfter)
+			Status: http.StatusServiceUnavailable}, failoverWaitRetryAfter)
 		return true
 	}
 	return false

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -35,8 +36,13 @@ func Instances(ctx context.Context, cli *clientv3.Client, prefix, region string)
 	if err != nil {
 		return nil, fmt.Errorf("ownership: list instances: %w", err)
 	}
+	return instancesOf(prefix, resp.Kvs), nil
+}
+
+// instancesOf decodes liveness keys, sorted by region and name.
+func instancesOf(prefix string, kvs []*mvccpb.KeyValue) []Instance {
 	var out []Instance
-	for _, kv := range resp.Kvs {
+	for _, kv := range kvs {
 		r, name, ok := strings.Cut(strings.TrimPrefix(string(kv.Key), livenessPrefix(prefix)), "/")
 		if !ok {
 			continue
@@ -50,7 +56,7 @@ func Instances(ctx context.Context, cli *clientv3.Client, prefix, region string)
 		}
 		return out[i].Name < out[j].Name
 	})
-	return out, nil
+	return out
 }
 
 // LiveRegions returns the regions with at least one registered instance,

@@ -159,13 +159,19 @@ func (l *Liveness) Err() error {
 }
 
 // Close revokes the lease (the key disappears at once) and stops.
-func (l *Liveness) Close() {
+func (l *Liveness) Close() { l.stop(true) }
+
+// stop ends the loop, revoking the lease first when revoke is set.
+func (l *Liveness) stop(revoke bool) {
 	l.closing.Store(true)
 	l.mu.Lock()
 	s := l.session
 	l.session, l.createRev = nil, 0
 	l.mu.Unlock()
-	if s != nil {
+	if s != nil && !revoke {
+		s.Orphan()
+	}
+	if s != nil && revoke {
 		// Revoke while the loop's context is alive, bounded: an etcd that
 		// does not answer lets the lease expire by itself instead.
 		s.Orphan()

@@ -14,9 +14,20 @@ import (
 // Liveness defaults.
 const (
 	// DefaultLivenessTTL is the lease TTL: an instance that stops answering
-	// disappears from etcd within this long. Shorter detects failures
-	// sooner but lets a shorter etcd hiccup look like a dead instance.
-	DefaultLivenessTTL = 5 * time.Second
+	// disappears from etcd within this long (plus etcd's expiry check,
+	// every 500 ms). 2 s is etcd's shortest lease with its default 1 s
+	// election timeout (ceil(1.5 x election)). Shorter detects failures
+	// sooner but lets a shorter stall look like a dead instance: with a
+	// keepalive every TTL/KeepAlivesPerTTL, a stall or a latency spike
+	// shorter than TTL - TTL/KeepAlivesPerTTL (1.67 s) never loses the
+	// lease (docs/failover.md, "Timings").
+	DefaultLivenessTTL = 2 * time.Second
+	// KeepAlivesPerTTL is how many keepalives the instance sends per TTL.
+	// A keepalive is one small RPC; sending them often keeps the last
+	// answered one recent, so the lease survives a stall of nearly a
+	// whole TTL and the instance's conservative validity (TTL -
+	// PauseBudget - Drift past each one) never lapses between two.
+	KeepAlivesPerTTL = 6
 	// DefaultPauseBudget is subtracted from every validity: how long this
 	// process may stall (GC, scheduler, a stopped VM) between checking
 	// Live and acting on it.
@@ -90,11 +101,18 @@ func (c LivenessConfig) Validate() error {
 		return errors.New("ownership: liveness: Region and Instance are required")
 	case c.PauseBudget < 0 || c.Drift < 0:
 		return errors.New("ownership: liveness: PauseBudget and Drift must not be negative")
-	case c.TTL-c.PauseBudget-c.Drift <= c.TTL/3:
+	case c.TTL-c.PauseBudget-c.Drift <= c.KeepAliveInterval():
 		return fmt.Errorf("ownership: liveness: TTL %s leaves no validity after one keepalive interval (%s) "+
-			"once PauseBudget %s and Drift %s are taken off", c.TTL, c.TTL/3, c.PauseBudget, c.Drift)
+			"once PauseBudget %s and Drift %s are taken off", c.TTL, c.KeepAliveInterval(), c.PauseBudget, c.Drift)
 	}
 	return nil
+}
+
+// KeepAliveInterval returns how often the instance sends a keepalive:
+// TTL/KeepAlivesPerTTL, the TTL rounded up to whole seconds as etcd
+// grants it (the default TTL when unset).
+func (c LivenessConfig) KeepAliveInterval() time.Duration {
+	return c.withDefaults().TTL / KeepAlivesPerTTL
 }
 
 // LivenessKey returns the liveness key of an instance.

@@ -84,12 +84,14 @@ func (l *Liveness) run() {
 	}
 }
 
-// keepAlive sends a keepalive every TTL/3 of the injected clock, noting
-// when each was sent, and returns when the lease is lost or the loop
-// ends. The session keeps its own keepalive stream too; these one-shot
-// keepalives exist because only they tell when the proving request left.
+// keepAlive sends a keepalive every KeepAliveInterval of the injected
+// clock, noting when each was sent, and returns when the lease is lost or
+// the loop ends. The session keeps its own keepalive stream too (every
+// TTL/3); these one-shot keepalives exist because only they tell when the
+// proving request left, and they come often enough that a stall of most
+// of a TTL loses nothing.
 func (l *Liveness) keepAlive(s *concurrency.Session) {
-	every := l.cfg.TTL / 3
+	every := l.cfg.KeepAliveInterval()
 	tick := l.cfg.Clock.NewTicker(every)
 	defer tick.Stop()
 	for {
@@ -101,7 +103,10 @@ func (l *Liveness) keepAlive(s *concurrency.Session) {
 		case <-tick.C():
 		}
 		sent := l.cfg.Clock.Now()
-		ctx, cancel := withClockTimeout(l.ctx, l.cfg.Clock, every)
+		// A slow answer still proves the lease from when it was sent: wait
+		// for it longer than the interval (a tick missed meanwhile fires
+		// once it returns).
+		ctx, cancel := withClockTimeout(l.ctx, l.cfg.Clock, l.cfg.TTL/3)
 		resp, err := l.cfg.Client.KeepAliveOnce(ctx, s.Lease())
 		cancel()
 		if isLeaseGone(resp, err) {

@@ -151,3 +151,68 @@ func TestLivenessOutlivedByItsLeaseRegistersAgainWithANewCreateRevision(t *testi
 		t.Fatalf("live regions: %v, %v", live, err)
 	}
 }
+
+// At the default TTL (2 s) the instance sends a keepalive every TTL/6, so
+// its last answered keepalive is never more than a third of a second
+// old: the lease survives a stall or a latency spike of most of a TTL,
+// and the conservative validity (TTL - PauseBudget - Drift = 0.75 s past
+// each keepalive) never lapses between two of them.
+func TestLivenessKeepsAliveSixTimesPerTTLAtTheDefaults(t *testing.T) {
+	ctx := ctxT(t)
+	fake := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	start := fake.Now()
+	cfg := ownership.LivenessConfig{Client: client(t, cluster(t).Endpoints()), Prefix: prefix(t),
+		Region: "us-east", Instance: "i3", Clock: fake, Logger: quiet()}
+	if every := cfg.KeepAliveInterval(); every != ownership.DefaultLivenessTTL/6 {
+		t.Fatalf("keepalive interval %s, want TTL/6 = %s", every, ownership.DefaultLivenessTTL/6)
+	}
+	l, err := ownership.StartLiveness(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	validity := ownership.DefaultLivenessTTL - ownership.DefaultPauseBudget - ownership.DefaultClockDrift
+	if want := start.Add(validity); !l.ValidUntil().Equal(want) {
+		t.Fatalf("valid until %s after registering, want %s", l.ValidUntil(), want)
+	}
+	every := ownership.DefaultLivenessTTL / 6
+	// waitValid waits until the keepalive sent at the fake clock's now
+	// was answered (an earlier, late answer extends less).
+	waitValid := func(step int) {
+		want := fake.Now().Add(validity)
+		for {
+			changed := l.Changed()
+			if l.ValidUntil().Equal(want) {
+				return
+			}
+			select {
+			case <-changed:
+			case <-ctx.Done():
+				t.Fatalf("step %d: no keepalive sent at %s answered (valid until %s)", step, fake.Now(), l.ValidUntil())
+			}
+		}
+	}
+	// The keepalive ticker starts once the loop runs: step the clock
+	// until a first keepalive is answered (the loop may not have started
+	// at the first step). From then on every step of TTL/6 must bring one
+	// keepalive sent at that step.
+	for first := false; !first; {
+		changed := l.Changed()
+		fake.Advance(every)
+		select {
+		case <-changed:
+			first = true
+		case <-time.After(200 * time.Millisecond): // the loop not started yet: step again
+		case <-ctx.Done():
+			t.Fatal("no keepalive answered")
+		}
+	}
+	waitValid(0)
+	for i := 1; i <= 3; i++ {
+		fake.Advance(every)
+		waitValid(i)
+		if err := l.Live(); err != nil {
+			t.Fatalf("keepalive %d: %v", i, err)
+		}
+	}
+}

@@ -139,21 +139,11 @@ func (d *Directory) finish(ctx context.Context, fen Entry, o moveOptions) (Entry
 	if err := d.step(stepFenced); err != nil {
 		return Entry{}, err
 	}
-	done := Entry{Shard: fen.Shard, Owner: fen.Owner, Epoch: fen.Epoch, State: t.Final}
-	got, err := d.cas(ctx, fen, done, o)
+	got, err := d.finishCAS(ctx, fen, o)
 	if err == nil {
 		d.log.InfoContext(ctx, "shard moved", "shard", fen.Shard, "owner", got.Owner, "epoch", got.Epoch, "state", got.State)
-		return got, nil
 	}
-	var mc *fencing.MoveConflictError
-	if errors.As(err, &mc) {
-		// Someone else finished it between our read and our write.
-		now, gerr := d.Get(ctx, fen.Shard)
-		if gerr == nil && now.Epoch == done.Epoch && now.Owner == done.Owner && now.State == done.State {
-			return now, nil
-		}
-	}
-	return Entry{}, err
+	return got, err
 }
 
 // moveFence bumps the SQL fence, first waiting for the retiring epoch's

@@ -17,15 +17,6 @@ const (
 	// procMaxConns is each idemd's SQL pool: three processes and the
 	// drill's own pools share one throwaway PostgreSQL.
 	procMaxConns = 16
-	// procLivenessTTL, procElectionTTL and procConfirmDelay time failure
-	// detection (etcd.liveness_ttl, election_ttl, confirm_delay): a region
-	// that stops answering (killed, paused, cut from etcd) loses its
-	// shards about 4-5 s later instead of the defaults' 8-10 s, so a
-	// scenario's 4-15 s fault outlasts the failover and the zombie, the
-	// takeovers and the moves happen inside the fault window.
-	procLivenessTTL  = 3 * time.Second
-	procElectionTTL  = 3 * time.Second
-	procConfirmDelay = time.Second
 )
 
 // regionFile is what one region's idemd.yaml says: its own addresses and
@@ -68,9 +59,9 @@ store:
   max_conns: %d
 etcd:
   endpoints: %s
-  liveness_ttl: %s
-  election_ttl: %s
-  confirm_delay: %s
+  # failure detection at the product's defaults (liveness_ttl 2s,
+  # election_ttl 2s, confirm_delay 500ms): what a drill measures is what
+  # a deployment gets
 # every region lists the same regions in the same order (the order decides
 # each shard's home); the others' URLs are this region's proxies to them
 regions: %s
@@ -94,6 +85,6 @@ endpoints:
     response_headers: [Content-Type, Location]
     failover: %s
     resolve_path: /internal/operations/{operation_id}
-`, q(f.Region), q(f.Listen), q(f.Upstream), q(f.DSN), procMaxConns, q(f.Etcd), procLivenessTTL, procElectionTTL, procConfirmDelay, q(f.Peers),
+`, q(f.Region), q(f.Listen), q(f.Upstream), q(f.DSN), procMaxConns, q(f.Etcd), q(f.Peers),
 		q(devcluster.Issuer), q(devcluster.Audience), q(f.SecretFile), f.Lease, f.UpstreamTimeout, q(f.Policy))
 }
