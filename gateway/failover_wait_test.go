@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/idemcoord/idemcoord/failover"
+	"github.com/idemcoord/idemcoord/gateway"
 )
 
 // suspectRegions is a liveness view in which every region is suspect.
