@@ -33,6 +33,7 @@ const benchFiller = 100000
 
 type benchEnv struct {
 	s    *crdb.Store
+	dsn  string
 	seq  atomic.Int64
 	base crdb.ClaimRequest
 	rd   *sdkmetric.ManualReader
@@ -72,7 +73,7 @@ func newBenchEnv(b testing.TB, filler int) *benchEnv {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return &benchEnv{s: s, base: request(b, "tenant/bench", "k", `{"amount":"12.50","currency":"EUR"}`), rd: rd}
+	return &benchEnv{s: s, dsn: dsn, base: request(b, "tenant/bench", "k", `{"amount":"12.50","currency":"EUR"}`), rd: rd}
 }
 
 // req returns a claim request for a fresh key, spread over actors (and so
@@ -365,7 +366,7 @@ func retries(b *testing.B, rd *sdkmetric.ManualReader) int64 {
 // the next benchmark run.
 func TestBenchmarkPairsRun(t *testing.T) {
 	for name, mk := range map[string]func(testing.TB, *benchEnv) pair{
-		"first run": firstRunPair, "replay": replayPair, "local first run": localPair,
+		"first run": firstRunPair, "replay": replayPair, "local first run": localPair, "peer first run": peerPair,
 	} {
 		t.Run(name, func(t *testing.T) {
 			e := newBenchEnv(t, 100)
