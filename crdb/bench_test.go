@@ -93,7 +93,7 @@ func (e *benchEnv) req(b testing.TB) crdb.ClaimRequest {
 
 // measure runs op total times over benchWorkers goroutines and returns ops/s
 // and every latency.
-func measure(b *testing.B, total int, op func() error) (float64, []time.Duration) {
+func measure(b testing.TB, total int, op func() error) (float64, []time.Duration) {
 	var next atomic.Int64
 	lat := make([]time.Duration, total)
 	var wg sync.WaitGroup
