@@ -341,7 +341,7 @@ func BenchmarkRacers(b *testing.B) {
 	b.ReportMetric(float64(retries(b, e.rd))/float64(rounds), "retries/round")
 }
 
-func retries(b *testing.B, rd *sdkmetric.ManualReader) int64 {
+func retries(b testing.TB, rd *sdkmetric.ManualReader) int64 {
 	var rm metricdata.ResourceMetrics
 	if err := rd.Collect(context.Background(), &rm); err != nil {
 		b.Fatal(err)
