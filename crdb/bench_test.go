@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
@@ -176,15 +177,35 @@ type pair struct{ raw, coord func() error }
 func firstRunPair(b testing.TB, e *benchEnv) pair {
 	ctx := context.Background()
 	body := []byte(`{"payment_id":"pay_1"}`)
+	raw := rawFirstRun(b, e, e.s.Pool(), crdb.ClaimSQL, crdb.FinishSQL)
+	coord := func() error {
+		c, err := e.s.Begin(ctx, e.req(b))
+		if err != nil {
+			return err
+		}
+		if c.Outcome != crdb.FirstRun {
+			return fmt.Errorf("outcome %v", c.Outcome)
+		}
+		return e.s.Finish(ctx, c.Lease, completed(string(body)))
+	}
+	return pair{raw, coord}
+}
+
+// rawFirstRun sends a first run's two statements (the claim and the
+// finish, as given) raw on pool, each its own transaction, retried on
+// 40001.
+func rawFirstRun(b testing.TB, e *benchEnv, pool *pgxpool.Pool, claimSQL, finishSQL string) func() error {
+	ctx := context.Background()
+	body := []byte(`{"payment_id":"pay_1"}`)
 	headers := []byte(`{"Content-Type":["application/json"]}`)
-	raw := func() error {
+	return func() error {
 		r := e.req(b)
 		h := r.Scope.Key.Hash()
 		owner := "raw/" + uuid.NewString()
 		var now time.Time
 		var rec crdb.Record
 		err := rawRetry(func() error {
-			return e.s.Pool().QueryRow(ctx, crdb.ClaimSQL, nil, r.Scope.Actor, r.Scope.Endpoint, h[:], r.Token.Shard,
+			return pool.QueryRow(ctx, claimSQL, nil, r.Scope.Actor, r.Scope.Endpoint, h[:], r.Token.Shard,
 				r.Token.Epoch, uuid.New(), r.Fingerprint.Sum[:], r.Fingerprint.Version, "IN_PROGRESS", owner,
 				int64(30000), int64(86400000), r.Token.Region).Scan(&now, &rec.Scope.Actor, &rec.Scope.Endpoint, new([]byte),
 				&rec.OperationID, new([]byte), new(int), new(string), &rec.Version, new(string), new(*time.Time),
@@ -198,22 +219,11 @@ func firstRunPair(b testing.TB, e *benchEnv) pair {
 			var v int64
 			var exp *time.Time
 			var expires time.Time
-			return e.s.Pool().QueryRow(ctx, crdb.FinishSQL, nil, r.Token.Shard, r.Token.Epoch, r.Scope.Actor,
+			return pool.QueryRow(ctx, finishSQL, nil, r.Token.Shard, r.Token.Epoch, r.Scope.Actor,
 				r.Scope.Endpoint, h[:], rec.Version, owner, r.Token.Region, "COMPLETED", int32(201), headers, body,
 				false, "pay_1", nil, int64(86400000)).Scan(&v, &exp, &expires)
 		})
 	}
-	coord := func() error {
-		c, err := e.s.Begin(ctx, e.req(b))
-		if err != nil {
-			return err
-		}
-		if c.Outcome != crdb.FirstRun {
-			return fmt.Errorf("outcome %v", c.Outcome)
-		}
-		return e.s.Finish(ctx, c.Lease, completed(string(body)))
-	}
-	return pair{raw, coord}
 }
 
 // BenchmarkReplay: Begin on a completed key against a raw point select of

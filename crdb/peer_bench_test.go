@@ -51,17 +51,7 @@ const peerFinishSQL = `UPDATE peer_idempotency_keys SET status = 'completed', re
 // the same size.
 func peerPair(b testing.TB, e *benchEnv) pair {
 	ctx := context.Background()
-	pc, err := pgxpool.ParseConfig(e.dsn)
-	if err != nil {
-		b.Fatal(err)
-	}
-	pc.MaxConns = benchWorkers
-	pc.ConnConfig.RuntimeParams["default_transaction_isolation"] = "read committed"
-	pool, err := pgxpool.NewWithConfig(ctx, pc)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(pool.Close)
+	pool := readCommittedPool(b, e)
 	if _, err := pool.Exec(ctx, peerSchema); err != nil {
 		b.Fatal(err)
 	}
@@ -81,6 +71,23 @@ func peerPair(b testing.TB, e *benchEnv) pair {
 		return err
 	}
 	return pair{raw: peer, coord: firstRunPair(b, e).coord}
+}
+
+// readCommittedPool is a pool of benchWorkers connections on e's database
+// at READ COMMITTED, PostgreSQL's default.
+func readCommittedPool(b testing.TB, e *benchEnv) *pgxpool.Pool {
+	pc, err := pgxpool.ParseConfig(e.dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pc.MaxConns = benchWorkers
+	pc.ConnConfig.RuntimeParams["default_transaction_isolation"] = "read committed"
+	pool, err := pgxpool.NewWithConfig(context.Background(), pc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(pool.Close)
+	return pool
 }
 
 // BenchmarkFirstRunVsPeer: the coordinator's first run (Begin + Finish)
