@@ -16,8 +16,8 @@ type costVariant struct {
 }
 
 // firstRunCostVariants are the steps from the peer's first run to the
-// coordinator's, each adding one cost: the coordinator's statements at
-// READ COMMITTED, then without the fence's row locks at SERIALIZABLE,
+// coordinator's, each adding one cost: the peer's at SERIALIZABLE, the
+// coordinator's statements at READ COMMITTED, then without the fence's row locks at SERIALIZABLE,
 // then as they are, then through Begin and Finish (the Go side).
 func firstRunCostVariants(b testing.TB, e *benchEnv) []costVariant {
 	rc := readCommittedPool(b, e)
@@ -25,6 +25,7 @@ func firstRunCostVariants(b testing.TB, e *benchEnv) []costVariant {
 	p := peerPair(b, e)
 	return []costVariant{
 		{"peer upsert+update, read committed", p.raw},
+		{"peer upsert+update, serializable", peerFirstRun(e, e.s.Pool())},
 		{"coordinator SQL raw, read committed", rawFirstRun(b, e, rc, crdb.ClaimSQL, crdb.FinishSQL)},
 		{"coordinator SQL raw, serializable, no fence lock", rawFirstRun(b, e, e.s.Pool(), noLock(crdb.ClaimSQL), noLock(crdb.FinishSQL))},
 		{"coordinator SQL raw, serializable", rawFirstRun(b, e, e.s.Pool(), crdb.ClaimSQL, crdb.FinishSQL)},

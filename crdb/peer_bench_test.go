@@ -55,26 +55,35 @@ func peerPair(b testing.TB, e *benchEnv) pair {
 	if _, err := pool.Exec(ctx, peerSchema); err != nil {
 		b.Fatal(err)
 	}
+	return pair{raw: peerFirstRun(e, pool), coord: firstRunPair(b, e).coord}
+}
+
+// peerFirstRun is the peer's first run on pool: the upsert claim of a
+// fresh key, then the finish.
+func peerFirstRun(e *benchEnv, pool *pgxpool.Pool) func() error {
+	ctx := context.Background()
 	body := []byte(`{"payment_id":"pay_1"}`)
 	fp := sha256.Sum256([]byte(`{"amount":"12.50","currency":"EUR"}`))
-	peer := func() error {
+	return func() error {
 		n := e.seq.Add(1)
 		key := fmt.Sprintf("tenant/a%d:key-%d", n%997, n)
 		var inserted bool
-		if err := pool.QueryRow(ctx, peerClaimSQL, key, fp[:]).Scan(&inserted); err != nil {
+		err := rawRetry(func() error { return pool.QueryRow(ctx, peerClaimSQL, key, fp[:]).Scan(&inserted) })
+		if err != nil {
 			return err
 		}
 		if !inserted {
 			return fmt.Errorf("peer claim of a fresh key %s took nothing", key)
 		}
-		_, err := pool.Exec(ctx, peerFinishSQL, key, int32(201), body)
-		return err
+		return rawRetry(func() error {
+			_, err := pool.Exec(ctx, peerFinishSQL, key, int32(201), body)
+			return err
+		})
 	}
-	return pair{raw: peer, coord: firstRunPair(b, e).coord}
 }
 
 // readCommittedPool is a pool of benchWorkers connections on e's database
-// at READ COMMITTED, PostgreSQL's default.
+// at READ COMMITTED, PostgreSQL's default, with generic plans.
 func readCommittedPool(b testing.TB, e *benchEnv) *pgxpool.Pool {
 	pc, err := pgxpool.ParseConfig(e.dsn)
 	if err != nil {
@@ -82,6 +91,9 @@ func readCommittedPool(b testing.TB, e *benchEnv) *pgxpool.Pool {
 	}
 	pc.MaxConns = benchWorkers
 	pc.ConnConfig.RuntimeParams["default_transaction_isolation"] = "read committed"
+	// Generic plans, as the store's own pool uses (see crdb.Open): the
+	// comparison is of the statements' execution, not of their planning.
+	pc.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
 	pool, err := pgxpool.NewWithConfig(context.Background(), pc)
 	if err != nil {
 		b.Fatal(err)
