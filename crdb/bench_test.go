@@ -177,7 +177,7 @@ type pair struct{ raw, coord func() error }
 func firstRunPair(b testing.TB, e *benchEnv) pair {
 	ctx := context.Background()
 	body := []byte(`{"payment_id":"pay_1"}`)
-	raw := rawFirstRun(b, e, e.s.Pool(), crdb.ClaimSQL, crdb.FinishSQL)
+	raw := rawFirstRun(b, e, e.s.Pool(), crdb.ClaimSQL, crdb.FinishSQL, uuid.New)
 	coord := func() error {
 		c, err := e.s.Begin(ctx, e.req(b))
 		if err != nil {
@@ -193,8 +193,8 @@ func firstRunPair(b testing.TB, e *benchEnv) pair {
 
 // rawFirstRun sends a first run's two statements (the claim and the
 // finish, as given) raw on pool, each its own transaction, retried on
-// 40001.
-func rawFirstRun(b testing.TB, e *benchEnv, pool *pgxpool.Pool, claimSQL, finishSQL string) func() error {
+// 40001. newID makes the operation id.
+func rawFirstRun(b testing.TB, e *benchEnv, pool *pgxpool.Pool, claimSQL, finishSQL string, newID func() uuid.UUID) func() error {
 	ctx := context.Background()
 	body := []byte(`{"payment_id":"pay_1"}`)
 	headers := []byte(`{"Content-Type":["application/json"]}`)
@@ -206,7 +206,7 @@ func rawFirstRun(b testing.TB, e *benchEnv, pool *pgxpool.Pool, claimSQL, finish
 		var rec crdb.Record
 		err := rawRetry(func() error {
 			return pool.QueryRow(ctx, claimSQL, nil, r.Scope.Actor, r.Scope.Endpoint, h[:], r.Token.Shard,
-				r.Token.Epoch, uuid.New(), r.Fingerprint.Sum[:], r.Fingerprint.Version, "IN_PROGRESS", owner,
+				r.Token.Epoch, newID(), r.Fingerprint.Sum[:], r.Fingerprint.Version, "IN_PROGRESS", owner,
 				int64(30000), int64(86400000), r.Token.Region).Scan(&now, &rec.Scope.Actor, &rec.Scope.Endpoint, new([]byte),
 				&rec.OperationID, new([]byte), new(int), new(string), &rec.Version, new(string), new(*time.Time),
 				new(int32), new(string), new(int32), new(int64), new(*int32), new([]byte), new([]byte), new(bool),
