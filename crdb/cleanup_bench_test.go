@@ -53,6 +53,7 @@ func envInt(tb testing.TB, name string, def int) int {
 
 type phaseResult struct {
 	firstRuns         int
+	retriesPerRun     float64 // serialization retries of the store's transactions per first run
 	p99ms             float64
 	walPerRun         float64
 	deleted           int64
@@ -81,12 +82,12 @@ func cleanupRun(tb testing.TB, l cleanupLoad, out io.Writer) (without, with phas
 		}
 	}
 	deletesPerSec = float64(deleted) / time.Since(start).Seconds()
-	fmt.Fprintf(out, "%-16s %10s %8s %10s %12s %10s %10s\n", "phase", "first runs", "p99 ms", "WAL B/run", "deleted", "live end", "dead end")
+	fmt.Fprintf(out, "%-16s %10s %8s %10s %10s %12s %10s %10s\n", "phase", "first runs", "p99 ms", "retries/run", "WAL B/run", "deleted", "live end", "dead end")
 	for _, r := range []struct {
 		name string
 		p    phaseResult
 	}{{"without cleanup", without}, {"with cleanup", with}} {
-		fmt.Fprintf(out, "%-16s %10d %8.2f %10.0f %12d %10d %10d\n", r.name, r.p.firstRuns, r.p.p99ms, r.p.walPerRun, r.p.deleted, r.p.liveEnd, r.p.deadEnd)
+		fmt.Fprintf(out, "%-16s %10d %8.2f %10.3f %10.0f %12d %10d %10d\n", r.name, r.p.firstRuns, r.p.p99ms, r.p.retriesPerRun, r.p.walPerRun, r.p.deleted, r.p.liveEnd, r.p.deadEnd)
 	}
 	fmt.Fprintf(out, "claim p99 with/without cleanup: %.2f\n", with.p99ms/without.p99ms)
 	fmt.Fprintf(out, "cleanup flat out: %d expired records in %.0f rows/s (batches of %d)\n", deleted, deletesPerSec, l.batch)
@@ -121,7 +122,7 @@ func cleanupPhase(tb testing.TB, e *benchEnv, l cleanupLoad, clean bool, out io.
 			}
 		})
 	}
-	wal0 := walLSN(tb, e)
+	wal0, r0 := walLSN(tb, e), retries(tb, e.rd)
 	jobs := make(chan struct{}, l.rate)
 	var mu sync.Mutex
 	var lat []time.Duration
@@ -175,6 +176,7 @@ func cleanupPhase(tb testing.TB, e *benchEnv, l cleanupLoad, clean bool, out io.
 	res.p99ms = p99ms(lat)
 	res.walPerRun = float64(walLSN(tb, e)-wal0) / float64(max(len(lat), 1))
 	res.deleted = deleted.Load()
+	res.retriesPerRun = float64(retries(tb, e.rd)-r0) / float64(max(len(lat), 1))
 	res.liveEnd, res.deadEnd, res.bytesEnd = tableStats(tb, e)
 	return res
 }
