@@ -30,8 +30,8 @@ const (
 	// 10,000 records a minute with the defaults, less than 170 first runs a
 	// second, so a busier region's backlog grew without end (see
 	// docs/capacity.md). A time bound keeps up with whatever one
-	// connection deletes in half the interval (tens of thousands of
-	// records a second on PostgreSQL).
+	// connection deletes in half the interval (4,500 to 43,000 records a
+	// second measured on PostgreSQL on a loaded 2-core machine).
 	cleanupPassShare = 2
 )
 
