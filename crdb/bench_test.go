@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
@@ -33,6 +34,7 @@ const benchFiller = 100000
 
 type benchEnv struct {
 	s    *crdb.Store
+	dsn  string
 	seq  atomic.Int64
 	base crdb.ClaimRequest
 	rd   *sdkmetric.ManualReader
@@ -72,7 +74,7 @@ func newBenchEnv(b testing.TB, filler int) *benchEnv {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return &benchEnv{s: s, base: request(b, "tenant/bench", "k", `{"amount":"12.50","currency":"EUR"}`), rd: rd}
+	return &benchEnv{s: s, dsn: dsn, base: request(b, "tenant/bench", "k", `{"amount":"12.50","currency":"EUR"}`), rd: rd}
 }
 
 // req returns a claim request for a fresh key, spread over actors (and so
@@ -92,7 +94,7 @@ func (e *benchEnv) req(b testing.TB) crdb.ClaimRequest {
 
 // measure runs op total times over benchWorkers goroutines and returns ops/s
 // and every latency.
-func measure(b *testing.B, total int, op func() error) (float64, []time.Duration) {
+func measure(b testing.TB, total int, op func() error) (float64, []time.Duration) {
 	var next atomic.Int64
 	lat := make([]time.Duration, total)
 	var wg sync.WaitGroup
@@ -175,16 +177,36 @@ type pair struct{ raw, coord func() error }
 func firstRunPair(b testing.TB, e *benchEnv) pair {
 	ctx := context.Background()
 	body := []byte(`{"payment_id":"pay_1"}`)
+	raw := rawFirstRun(b, e, e.s.Pool(), crdb.ClaimSQL, crdb.FinishSQL, uuid.New)
+	coord := func() error {
+		c, err := e.s.Begin(ctx, e.req(b))
+		if err != nil {
+			return err
+		}
+		if c.Outcome != crdb.FirstRun {
+			return fmt.Errorf("outcome %v", c.Outcome)
+		}
+		return e.s.Finish(ctx, c.Lease, completed(string(body)))
+	}
+	return pair{raw, coord}
+}
+
+// rawFirstRun sends a first run's two statements (the claim and the
+// finish, as given) raw on pool, each its own transaction, retried on
+// 40001. newID makes the operation id.
+func rawFirstRun(b testing.TB, e *benchEnv, pool *pgxpool.Pool, claimSQL, finishSQL string, newID func() uuid.UUID) func() error {
+	ctx := context.Background()
+	body := []byte(`{"payment_id":"pay_1"}`)
 	headers := []byte(`{"Content-Type":["application/json"]}`)
-	raw := func() error {
+	return func() error {
 		r := e.req(b)
 		h := r.Scope.Key.Hash()
 		owner := "raw/" + uuid.NewString()
 		var now time.Time
 		var rec crdb.Record
 		err := rawRetry(func() error {
-			return e.s.Pool().QueryRow(ctx, crdb.ClaimSQL, nil, r.Scope.Actor, r.Scope.Endpoint, h[:], r.Token.Shard,
-				r.Token.Epoch, uuid.New(), r.Fingerprint.Sum[:], r.Fingerprint.Version, "IN_PROGRESS", owner,
+			return pool.QueryRow(ctx, claimSQL, nil, r.Scope.Actor, r.Scope.Endpoint, h[:], r.Token.Shard,
+				r.Token.Epoch, newID(), r.Fingerprint.Sum[:], r.Fingerprint.Version, "IN_PROGRESS", owner,
 				int64(30000), int64(86400000), r.Token.Region, nil).Scan(&now, &rec.Scope.Actor, &rec.Scope.Endpoint, new([]byte),
 				&rec.OperationID, new([]byte), new(int), new(string), &rec.Version, new(string), new(*time.Time),
 				new(int32), new(string), new(int32), new(int64), new(*int32), new([]byte), new([]byte), new(bool),
@@ -197,22 +219,11 @@ func firstRunPair(b testing.TB, e *benchEnv) pair {
 			var v int64
 			var exp *time.Time
 			var expires time.Time
-			return e.s.Pool().QueryRow(ctx, crdb.FinishSQL, nil, r.Token.Shard, r.Token.Epoch, r.Scope.Actor,
+			return pool.QueryRow(ctx, finishSQL, nil, r.Token.Shard, r.Token.Epoch, r.Scope.Actor,
 				r.Scope.Endpoint, h[:], rec.Version, owner, r.Token.Region, "COMPLETED", int32(201), headers, body,
 				false, "pay_1", nil, int64(86400000)).Scan(&v, &exp, &expires)
 		})
 	}
-	coord := func() error {
-		c, err := e.s.Begin(ctx, e.req(b))
-		if err != nil {
-			return err
-		}
-		if c.Outcome != crdb.FirstRun {
-			return fmt.Errorf("outcome %v", c.Outcome)
-		}
-		return e.s.Finish(ctx, c.Lease, completed(string(body)))
-	}
-	return pair{raw, coord}
 }
 
 // BenchmarkReplay: Begin on a completed key against a raw point select of
@@ -340,7 +351,7 @@ func BenchmarkRacers(b *testing.B) {
 	b.ReportMetric(float64(retries(b, e.rd))/float64(rounds), "retries/round")
 }
 
-func retries(b *testing.B, rd *sdkmetric.ManualReader) int64 {
+func retries(b testing.TB, rd *sdkmetric.ManualReader) int64 {
 	var rm metricdata.ResourceMetrics
 	if err := rd.Collect(context.Background(), &rm); err != nil {
 		b.Fatal(err)
@@ -365,7 +376,7 @@ func retries(b *testing.B, rd *sdkmetric.ManualReader) int64 {
 // the next benchmark run.
 func TestBenchmarkPairsRun(t *testing.T) {
 	for name, mk := range map[string]func(testing.TB, *benchEnv) pair{
-		"first run": firstRunPair, "replay": replayPair, "local first run": localPair,
+		"first run": firstRunPair, "replay": replayPair, "local first run": localPair, "peer first run": peerPair,
 	} {
 		t.Run(name, func(t *testing.T) {
 			e := newBenchEnv(t, 100)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -44,11 +45,27 @@ type fencedUpdate struct {
 }
 
 func (s *Store) prepareUpdate(l *Lease, owner, op, set, cond string, extra ...any) fencedUpdate {
-	q := strings.NewReplacer("{set}", set, "{cond}", cond).Replace(updateSQL)
-	q = strings.ReplaceAll(q, "{now}", "COALESCE($1::TIMESTAMPTZ, now())")
+	q := updateText(set, cond)
 	args := append([]any{s.now(), l.Token.Shard, l.Token.Epoch, l.Scope.Actor, l.Scope.Endpoint, l.keyHash[:],
 		l.Version, l.Owner, l.Token.Region}, extra...)
 	return fencedUpdate{l: l, owner: owner, op: op, sql: q, args: args}
+}
+
+// updateTexts caches updateSQL filled per (set, cond): every caller passes
+// constants, so the text is built once per kind of update, not on every
+// call (a first run's finish spent about 12 µs rebuilding it).
+var updateTexts sync.Map // [2]string{set, cond} -> string
+
+// updateText returns updateSQL with {set}, {cond} and {now} filled in.
+func updateText(set, cond string) string {
+	k := [2]string{set, cond}
+	if q, ok := updateTexts.Load(k); ok {
+		return q.(string)
+	}
+	q := strings.NewReplacer("{set}", set, "{cond}", cond).Replace(updateSQL)
+	q = strings.ReplaceAll(q, "{now}", "COALESCE($1::TIMESTAMPTZ, now())")
+	updateTexts.Store(k, q)
+	return q
 }
 
 // prepareOwn prepares one of the lease holder's own writes; see

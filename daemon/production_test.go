@@ -201,6 +201,35 @@ func TestCleanupLoopDeletesOnlyExpiredFinishedRecords(t *testing.T) {
 	}
 }
 
+// TestCleanupPassKeepsUpBeyondTwentyBatches: one cleanup pass deletes a
+// backlog of more than 20 full batches (it used to stop at 20: 10,000
+// records a minute with the defaults, fewer than a busy region's first
+// runs expire).
+func TestCleanupPassKeepsUpBeyondTwentyBatches(t *testing.T) {
+	cfg := review2Config(t, nil)
+	cfg.Cleanup.BatchSize = 2
+	fake := clock.NewFake(time.Now())
+	d, err := daemon.Start(t.Context(), cfg, daemon.Options{Logger: quiet(), Migrate: true, Clock: fake})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close(context.Background())
+	for i := range 45 { // 23 batches of 2
+		insertRecord(t, d.Store(), fmt.Sprint("done-", i), "COMPLETED", true)
+	}
+	fake.BlockUntil(2)
+	fake.Advance(cfg.Cleanup.Interval)
+	fake.BlockUntil(2) // the pass ran and the loop waits again
+
+	var left int
+	if err := d.Store().Pool().QueryRow(t.Context(), "SELECT count(*) FROM idempotency_records").Scan(&left); err != nil {
+		t.Fatal(err)
+	}
+	if left != 0 {
+		t.Errorf("%d expired records left after one pass, want 0", left)
+	}
+}
+
 func TestGaugesCountRecordsAndShards(t *testing.T) {
 	cfg := review2Config(t, nil)
 	cfg.Cleanup.Disabled = true

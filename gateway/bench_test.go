@@ -57,7 +57,13 @@ func benchSetup(b *testing.B, dbUpstream bool) (gatewayURL, proxyURL string) {
 	}))
 	b.Cleanup(upstream.Close)
 	u, _ := url.Parse(upstream.URL)
-	plain := httptest.NewServer(httputil.NewSingleHostReverseProxy(u))
+	// The baseline proxy gets the gateway's own transport (NewProxy's
+	// default: 256 idle connections per host). Go's default keeps 2, so
+	// with 16 clients most baseline requests would open a connection to
+	// the upstream and the ratio would flatter the gateway.
+	rp := httputil.NewSingleHostReverseProxy(u)
+	rp.Transport = gatewayTransport()
+	plain := httptest.NewServer(rp)
 	b.Cleanup(plain.Close)
 	g, err := gateway.New(gateway.Config{Region: "test", Worker: "w", Store: store(b, benchClients), Auth: verifier(b),
 		Endpoints: endpoints(b, benchEndpoint), Next: gateway.NewProxy(u, nil)})
@@ -142,3 +148,10 @@ func BenchmarkGatewayFirstRunDBUpstream(b *testing.B) { benchGateway(b, false, t
 // BenchmarkGatewayReplay: every request a retry of a finished key (one
 // store read, no upstream call) against the plain proxy.
 func BenchmarkGatewayReplay(b *testing.B) { benchGateway(b, true, false) }
+
+// gatewayTransport is the transport gateway.NewProxy builds when given nil.
+func gatewayTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = 256
+	return t
+}
