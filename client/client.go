@@ -23,6 +23,8 @@ type Client struct {
 
 	mu  sync.Mutex // guards rng
 	rng *rand.Rand
+
+	firstSent firstSentMemo // firstsent.go
 }
 
 // New returns a Client for cfg, with defaults for its zero fields. Errors
@@ -237,7 +239,7 @@ func (c *Client) prepare(in Intent, keyed bool) (string, http.Header, error) {
 	}
 	if in.Key != "" {
 		header.Set("Idempotency-Key", formatKey(in.Key))
-		stampFirstSent(header, c.cfg.Clock.Now()) // firstsent.go: once per intent, kept on retries
+		c.firstSent.stamp(header, in.Method+" "+path+" "+in.Key, c.cfg.Clock.Now()) // firstsent.go: once per intent, kept on retries
 	}
 	if len(in.Body) > 0 && header.Get("Content-Type") == "" {
 		header.Set("Content-Type", "application/json")

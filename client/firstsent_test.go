@@ -68,3 +68,43 @@ func TestDoSendsTheFirstAttemptsTimeOnEveryRetry(t *testing.T) {
 		}
 	}
 }
+
+// TestARetryInALaterDoCallIsTheSameRequest: an intent retried by calling
+// Do again with the same key (after Do gave up, say on an unknown
+// outcome) sends the first-sent time the first call stamped, not the
+// clock's new time: the server takes another first-sent time under the
+// same key for another request (422) and would refuse the retry.
+func TestARetryInALaterDoCallIsTheSameRequest(t *testing.T) {
+	var (
+		mu   sync.Mutex
+		seen []string
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Header.Get(client.HeaderFirstSent))
+		mu.Unlock()
+		w.WriteHeader(http.StatusCreated)
+	}))
+	t.Cleanup(srv.Close)
+	fake := clock.NewFake(testEpoch)
+	c, err := client.New(client.Config{BaseURL: srv.URL, Clock: fake, Seed: 1, MaxAttempts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, other := client.NewKey(), client.NewKey()
+	for i, k := range []string{key, key, other} {
+		if _, err := c.Do(t.Context(), client.Intent{Method: http.MethodPost, Path: "/v1/payments", Key: k, Body: []byte(`{}`)}); err != nil {
+			t.Fatalf("Do %d: %v", i+1, err)
+		}
+		fake.Advance(90 * time.Second)
+	}
+	first := testEpoch.UTC().Format(http.TimeFormat)
+	want := []string{first, first, testEpoch.Add(180 * time.Second).UTC().Format(http.TimeFormat)}
+	mu.Lock()
+	defer mu.Unlock()
+	for i := range want {
+		if i >= len(seen) || seen[i] != want[i] {
+			t.Fatalf("Idempotency-First-Sent sent %q, want %q", seen, want)
+		}
+	}
+}
