@@ -49,6 +49,11 @@ type Intent struct {
 	// request body; Reference the business reference the body carries.
 	Path, Key, Reference string
 	Body                 []byte
+	// FirstSent is the Idempotency-First-Sent every attempt carries; empty,
+	// LostAnswer and Resolve set it to the time of their first attempt
+	// (the attempts go through several gateways' clients, and another
+	// first-sent time under the key would be another request: 422).
+	FirstSent string
 }
 
 // LostAnswer provokes an ambiguous outcome and resolves it, as a client
@@ -62,6 +67,9 @@ type Intent struct {
 func LostAnswer(ctx context.Context, rec *history.Recorder, gws []Gateway, in Intent) (history.Operation, error) {
 	if len(gws) == 0 {
 		return history.Operation{}, errors.New("probe: lost answer: no gateway")
+	}
+	if in.FirstSent == "" {
+		in.FirstSent = time.Now().UTC().Format(http.TimeFormat)
 	}
 	first := send(ctx, rec, gws[0], in, 1, true)
 	last, err := Resolve(ctx, rec, gws, in, first)
@@ -79,6 +87,9 @@ func LostAnswer(ctx context.Context, rec *history.Recorder, gws []Gateway, in In
 func Resolve(ctx context.Context, rec *history.Recorder, gws []Gateway, in Intent, prev history.Operation) (history.Operation, error) {
 	if len(gws) == 0 {
 		return history.Operation{}, errors.New("probe: resolve: no gateway")
+	}
+	if in.FirstSent == "" {
+		in.FirstSent = time.Now().UTC().Format(http.TimeFormat)
 	}
 	last := prev
 	for attempt := prev.Attempt + 1; (attempt == 1 || !last.Ends()) && ctx.Err() == nil; attempt++ {
@@ -114,7 +125,8 @@ func send(ctx context.Context, rec *history.Recorder, gw Gateway, in Intent, att
 	op := history.Operation{Kind: history.KindRequest, ClientID: ClientID, Actor: in.Actor, Intent: in.N, Attempt: attempt,
 		Endpoint: http.MethodPost + " " + in.Path, Key: in.Key, Reference: in.Reference, BodyHash: history.Hash(in.Body),
 		SentTo: gw.Name, Shard: in.Shard, Call: rec.Now()}
-	resp, err := gw.Client.Do(actx, client.Intent{Method: http.MethodPost, Path: in.Path, Key: in.Key, Body: in.Body})
+	resp, err := gw.Client.Do(actx, client.Intent{Method: http.MethodPost, Path: in.Path, Key: in.Key, Body: in.Body,
+		Header: http.Header{client.HeaderFirstSent: {in.FirstSent}}})
 	op.Return = rec.Now()
 	switch {
 	case resp != nil:

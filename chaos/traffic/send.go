@@ -33,7 +33,11 @@ func (w *worker) send(ctx context.Context, in *intent, region int, body []byte) 
 		Attempt: in.attempts, Endpoint: http.MethodPost + " " + w.tr.t.Path, Key: in.key, Reference: in.body.Reference,
 		BodyHash: history.Hash(body), SentTo: w.tr.t.Regions[region].Name, Shard: w.shard}
 	op.Call = rec.Now()
-	resp, err := w.clients[region].Do(tctx, client.Intent{Method: http.MethodPost, Path: w.tr.t.Path, Key: in.key, Body: body})
+	if in.firstSent == "" {
+		in.firstSent = time.Now().UTC().Format(http.TimeFormat)
+	}
+	resp, err := w.clients[region].Do(tctx, client.Intent{Method: http.MethodPost, Path: w.tr.t.Path, Key: in.key, Body: body,
+		Header: http.Header{client.HeaderFirstSent: {in.firstSent}}})
 	op.Return = rec.Now()
 	var retryAfter time.Duration
 	if resp != nil {

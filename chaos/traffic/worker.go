@@ -33,6 +33,10 @@ type intent struct {
 	attempts int
 	final    bool // the last attempt ended the intent
 	acked    bool // an attempt of the original body was acknowledged
+	// firstSent is the Idempotency-First-Sent of the first attempt; every
+	// attempt sends it, whichever region's client makes it (another
+	// first-sent time under the key would be another request: 422).
+	firstSent string
 }
 
 func (w *worker) run(ctx context.Context) error {
