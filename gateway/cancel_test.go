@@ -108,7 +108,12 @@ func TestCancelByAnotherActorIsNotFoundAndChangesNothing(t *testing.T) {
 	e := newCancelEnv(t)
 	op := e.accepted("alice", "pay-1", "order-1")
 	e.hold.BlockUntil(1)
-	before := e.record("alice", op)
+	// The demo holds the payment once it reported "reserved"; the record
+	// is settled in that state only when the gateway recorded the stage
+	// (it may still be PENDING the moment the hold begins).
+	before := e.waitRecord("alice", op, func(rec crdb.Record) bool {
+		return rec.State == idempotency.InProgress && strings.HasPrefix(rec.LastStage, "reserved")
+	})
 	del, get := e.cancel("bob", op), e.status("bob", op)
 	if del.status != http.StatusNotFound || get.status != http.StatusNotFound || del.body["type"] != get.body["type"] {
 		t.Fatalf("bob: DELETE %d %v, GET %d %v, want the same 404", del.status, del.body, get.status, get.body)
