@@ -89,3 +89,24 @@ func TestVersionPrintsModuleVersionAndCommit(t *testing.T) {
 		t.Fatalf("idemd version: %q %v", out, err)
 	}
 }
+
+// TestMisspeltFlagGetsTheMeantOne checks that idemd, like idemctl, answers
+// a misspelt flag with the flag probably meant and where to read the rest,
+// on each command, and points at --help when nothing is close.
+func TestMisspeltFlagGetsTheMeantOne(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"dev", "--port-bse", "7401"}, "unknown flag: --port-bse; did you mean --port-base? (see idemd dev --help)"},
+		{[]string{"dev", "--database", "postgres://x"}, "unknown flag: --database; did you mean --database-url? (see idemd dev --help)"},
+		{[]string{"run", "--confg", "x.yaml"}, "unknown flag: --confg; did you mean --config? (see idemd run --help)"},
+		{[]string{"run", "--zzzzzzzz"}, "unknown flag: --zzzzzzzz (see idemd run --help)"},
+	}
+	for _, tt := range tests {
+		_, _, err := runCLI(t, tt.args...)
+		if err == nil || err.Error() != tt.want {
+			t.Errorf("idemd %s: err %v, want %q", strings.Join(tt.args, " "), err, tt.want)
+		}
+	}
+}
