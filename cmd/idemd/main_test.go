@@ -73,7 +73,8 @@ func TestDevPrintsWhereEverythingIs(t *testing.T) {
 		"/tmp/idemdev123/us-east.yaml", "/tmp/idemdev123/eu-west.yaml", "/tmp/idemdev123/ap-south.yaml",
 		"cluster-7101.json", "--json '{",
 		"IDEMCOORD_REGIONS=us-east=http://127.0.0.1:7101,eu-west=http://127.0.0.1:7102,ap-south=http://127.0.0.1:7103",
-		"global entry (HAProxy)  http://127.0.0.1:7204"} {
+		"global entry (HAProxy)  http://127.0.0.1:7204",
+		"POST /v1/payments is failover: reject", "POST /v1/transfers is\nfailover: transfer", "http://127.0.0.1:7101/v1/transfers"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
