@@ -68,8 +68,11 @@ type Options struct {
 	Logger *slog.Logger
 	// Transport, if set, carries the gateways' upstream calls.
 	Transport http.RoundTripper
-	// Failover is the create-payment endpoint's failover policy: "reject"
-	// (default: a payment is a high-risk write) or "transfer".
+	// Failover is the failover policy of the create-payment and
+	// create-held-payment endpoints: "reject" (default: a payment is a
+	// high-risk write) or "transfer". The create-transfer endpoint
+	// (POST /v1/transfers) is always "transfer", so that the two
+	// policies can be seen side by side.
 	Failover string
 	// UpstreamDedup is the payment endpoints' upstream_dedup: "none"
 	// (default) or "operation_id", which the demo payments service honours
@@ -341,6 +344,22 @@ endpoints:
     resolve_path: /internal/operations/{operation_id}
     upstream_dedup: {{.UpstreamDedup}}
     cancel_path: /internal/operations/{operation_id}/cancel
+  # the same charge as a transfer, with the other failover policy: once a
+  # lost region's shards moved, the new owner serves it at once (transfer),
+  # where create-payment refuses until failback or accept (reject); the
+  # payments service deduplicates by operation id, so a transfer left in
+  # flight by the lost region is resolved by the new owner at once
+  - name: create-transfer
+    method: POST
+    path: /v1/transfers
+    key: required
+    fingerprint:
+      exclude: [/client_timestamp]
+    retry_statuses: [408, 409, 425, 429, 500, 502-504]
+    response_headers: [Content-Type, Location]
+    failover: transfer
+    resolve_path: /internal/operations/{operation_id}
+    upstream_dedup: operation_id
 `))
 
 // writeRegionConfig writes region's idemd.yaml into the cluster's directory

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"fmt"
 	"net/http"
 	"time"
 
@@ -38,4 +39,12 @@ func (g *Gateway) fingerprintBusy(c *call) {
 	g.refuseWait(c, "fingerprint_busy", problem{Type: "overloaded", Title: "too many request bodies being checked",
 		Detail: "nothing was executed; retry with the same key", Status: http.StatusServiceUnavailable},
 		fingerprintBusyRetryAfter)
+}
+
+// bodyCapDetail states the cap a 413 enforced, in the unit of the endpoint's
+// max_request_bytes and in bytes: the client needs the number to split its
+// request, and the operator's name for the setting to raise it.
+func bodyCapDetail(limit int64) string {
+	return fmt.Sprintf("the request body is larger than the endpoint's max_request_bytes of %s (%d bytes); nothing was executed",
+		config.ByteSize(limit), limit)
 }

@@ -84,7 +84,7 @@ func (g *Gateway) coordinateCall(c *call) {
 	}
 	if c.body, err = readBody(r, c.policy.MaxRequestBytes); err != nil {
 		g.refuse(c, "body_too_large", problem{Type: "body-too-large", Title: "request body over the endpoint's cap",
-			Status: http.StatusRequestEntityTooLarge, NewKeySafe: true})
+			Detail: bodyCapDetail(c.policy.MaxRequestBytes), Status: http.StatusRequestEntityTooLarge, NewKeySafe: true})
 		return
 	}
 	if !ep.AcceptsBody(r.Header.Get("Content-Type"), len(c.body)) {

@@ -26,8 +26,11 @@ type problem struct {
 }
 
 // writeProblem writes p; retryAfter > 0 adds Retry-After in whole seconds.
+// It is the one place a problem reaches a client, so it is where an error's
+// text loses its package prefixes (clientText).
 func writeProblem(w http.ResponseWriter, p problem, retryAfter time.Duration) {
 	p.Type = problemBase + p.Type
+	p.Detail = clientText(p.Detail)
 	h := w.Header()
 	h.Set("Content-Type", "application/problem+json")
 	h.Set("Cache-Control", "no-store")

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -34,6 +35,10 @@ type ProcessConfig struct {
 	// Binary is an idemd already built with -tags drill; set, nothing is
 	// built and Source is not needed.
 	Binary string
+	// Progress, when set, is told every 15 s while idemd is being built
+	// that the build is still running, then how long it took: a cold
+	// build takes about two minutes. Default: nothing is told.
+	Progress io.Writer
 	// Dir receives each region's configuration and log (<region>.yaml,
 	// <region>.log) and is kept. Default: a temporary directory that Stop
 	// removes.
@@ -174,7 +179,7 @@ func drillBinary(ctx context.Context, pc ProcessConfig) (string, error) {
 			return "", err
 		}
 	}
-	return DrillIdemd(ctx, src)
+	return drillIdemd(ctx, src, pc.Progress)
 }
 
 // startStores starts PostgreSQL (with the coordinator's schema, applied

@@ -5,12 +5,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/idemcoord/idemcoord/clock"
 )
 
 // ModulePath is the module whose cmd/idemd the process cluster builds.
@@ -77,6 +80,12 @@ func modulePath(gomod string) string {
 // -race, whatever the caller was built with: the drill's processes stay
 // cheap on a small machine.
 func DrillIdemd(ctx context.Context, source string) (string, error) {
+	return drillIdemd(ctx, source, nil)
+}
+
+// drillIdemd is DrillIdemd telling progress, when it builds, every
+// buildProgressEvery (buildProgress); a nil progress tells nothing.
+func drillIdemd(ctx context.Context, source string, progress io.Writer) (string, error) {
 	builds.mu.Lock()
 	defer builds.mu.Unlock()
 	if p, ok := builds.paths[source]; ok {
@@ -94,7 +103,10 @@ func DrillIdemd(ctx context.Context, source string) (string, error) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "go", "build", "-tags", "drill", "-o", path, "./cmd/idemd")
 	cmd.Dir = source
-	if out, err := cmd.CombinedOutput(); err != nil {
+	done := buildProgress(progress, clock.Real())
+	out, err := cmd.CombinedOutput()
+	done(err == nil)
+	if err != nil {
 		return "", fmt.Errorf("cluster: go build -tags drill ./cmd/idemd in %s: %w\n%s", source, err, out)
 	}
 	builds.paths[source] = path

@@ -29,10 +29,10 @@ const (
 )
 
 // drillStarter returns the Starter --cluster names.
-func drillStarter(kind, source, binary string) (cluster.Starter, error) {
+func drillStarter(kind, source, binary string, progress io.Writer) (cluster.Starter, error) {
 	switch kind {
 	case drillProcess:
-		return cluster.ProcessStarter(cluster.ProcessConfig{Source: source, Binary: binary}), nil
+		return cluster.ProcessStarter(cluster.ProcessConfig{Source: source, Binary: binary, Progress: progress}), nil
 	case drillInProcess:
 		if source != "" || binary != "" {
 			return nil, fmt.Errorf("--source and --idemd are for --cluster %s", drillProcess)
@@ -110,7 +110,8 @@ Scenarios: ` + strings.Join(scenario.Names(), ", ") + `.`,
 			if _, err := scenario.Load(name); err != nil {
 				return err
 			}
-			start, err := drillStarter(kind, source, binary)
+			// The build's progress goes to stderr, with the line below.
+			start, err := drillStarter(kind, source, binary, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}

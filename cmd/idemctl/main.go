@@ -31,6 +31,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/idemcoord/idemcoord/devcluster"
+	"github.com/idemcoord/idemcoord/internal/flagsuggest"
 )
 
 func main() {
@@ -49,7 +50,7 @@ func rootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.SetFlagErrorFunc(suggestFlag)
+	root.SetFlagErrorFunc(flagsuggest.Suggest)
 	root.PersistentFlags().IntVar(&devPortBase, "port-base", 0,
 		"which running dev cluster to use: the N it was started with (idemd dev --port-base N); default the only one running")
 	root.PersistentFlags().BoolVarP(&verbose, "verbose", "v", false,

@@ -151,6 +151,10 @@ func printCluster(w io.Writer, st devcluster.State, statePath, token string) {
 	for _, r := range devcluster.Regions[:2] {
 		fmt.Fprintf(w, "  curl -si %s/v1/payments -H \"Authorization: Bearer $TOKEN\" -H 'Idempotency-Key: order-1' \\\n    --json '{\"amount\":\"12.50\",\"currency\":\"EUR\",\"reference\":\"order-1\"}'\n", st.Regions[r])
 	}
+	fmt.Fprintf(w, "\nTwo failover policies side by side. Once a region is lost, POST /v1/payments is failover: reject\n"+
+		"(its actors get 503 until failback or idemctl failover accept) and POST /v1/transfers is\n"+
+		"failover: transfer (the new owner serves them as soon as the shards moved). Try a transfer:\n\n")
+	fmt.Fprintf(w, "  curl -si %s/v1/transfers -H \"Authorization: Bearer $TOKEN\" -H 'Idempotency-Key: transfer-1' \\\n    --json '{\"amount\":\"5.00\",\"currency\":\"EUR\",\"reference\":\"transfer-1\"}'\n", st.Regions[devcluster.Regions[0]])
 	fmt.Fprintf(w, "\nWatch a failover: stop a region, see its state and its shards move, bring it back:\n\n"+
 		"  curl -X POST %[1]s/regions/us-east/stop\n  go run ./cmd/idemctl --port-base %[2]d regions\n"+
 		"  go run ./cmd/idemctl --port-base %[2]d shards\n  curl -X POST %[1]s/regions/us-east/start\n"+

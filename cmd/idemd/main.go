@@ -12,6 +12,8 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+
+	"github.com/idemcoord/idemcoord/internal/flagsuggest"
 )
 
 func main() {
@@ -31,6 +33,8 @@ region it lands in, and answer with the result of that one run.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	// A misspelt flag gets the one probably meant, as idemctl's do.
+	root.SetFlagErrorFunc(flagsuggest.Suggest)
 	root.AddCommand(runCmd(), checkConfigCmd(), devCmd(), versionCmd())
 	return root
 }

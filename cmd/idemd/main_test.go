@@ -73,7 +73,8 @@ func TestDevPrintsWhereEverythingIs(t *testing.T) {
 		"/tmp/idemdev123/us-east.yaml", "/tmp/idemdev123/eu-west.yaml", "/tmp/idemdev123/ap-south.yaml",
 		"cluster-7101.json", "--json '{",
 		"IDEMCOORD_REGIONS=us-east=http://127.0.0.1:7101,eu-west=http://127.0.0.1:7102,ap-south=http://127.0.0.1:7103",
-		"global entry (HAProxy)  http://127.0.0.1:7204"} {
+		"global entry (HAProxy)  http://127.0.0.1:7204",
+		"POST /v1/payments is failover: reject", "POST /v1/transfers is\nfailover: transfer", "http://127.0.0.1:7101/v1/transfers"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
@@ -87,5 +88,26 @@ func TestVersionPrintsModuleVersionAndCommit(t *testing.T) {
 	out, _, err := runCLI(t, "version")
 	if err != nil || !strings.HasPrefix(out, "idemd ") || !strings.Contains(out, "(commit ") {
 		t.Fatalf("idemd version: %q %v", out, err)
+	}
+}
+
+// TestMisspeltFlagGetsTheMeantOne checks that idemd, like idemctl, answers
+// a misspelt flag with the flag probably meant and where to read the rest,
+// on each command, and points at --help when nothing is close.
+func TestMisspeltFlagGetsTheMeantOne(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"dev", "--port-bse", "7401"}, "unknown flag: --port-bse; did you mean --port-base? (see idemd dev --help)"},
+		{[]string{"dev", "--database", "postgres://x"}, "unknown flag: --database; did you mean --database-url? (see idemd dev --help)"},
+		{[]string{"run", "--confg", "x.yaml"}, "unknown flag: --confg; did you mean --config? (see idemd run --help)"},
+		{[]string{"run", "--zzzzzzzz"}, "unknown flag: --zzzzzzzz (see idemd run --help)"},
+	}
+	for _, tt := range tests {
+		_, _, err := runCLI(t, tt.args...)
+		if err == nil || err.Error() != tt.want {
+			t.Errorf("idemd %s: err %v, want %q", strings.Join(tt.args, " "), err, tt.want)
+		}
 	}
 }

@@ -4,6 +4,7 @@
 // Routes:
 //
 //	POST /v1/payments                      create and charge a payment
+//	POST /v1/transfers                     the same, under its own route (its own endpoint policy)
 //	POST /v1/held-payments                 the same, held (reserved) for Options.Hold first
 //	GET  /v1/payments                      the calling actor's payments, newest first
 //	GET  /v1/payments/{id}                 one of the calling actor's payments

@@ -159,6 +159,10 @@ func New(pool *pgxpool.Pool, bankURL string, opts Options) *Server {
 	}
 	s.bank = newBankClient(strings.TrimRight(bankURL, "/"), s.timeout)
 	s.mux.HandleFunc("POST /v1/payments", s.create)
+	// A transfer is the same charge under its own route, so that a
+	// gateway can give it another endpoint policy (the dev cluster's
+	// create-transfer is failover: transfer, create-payment reject).
+	s.mux.HandleFunc("POST /v1/transfers", s.create)
 	s.mux.HandleFunc("POST /v1/held-payments", func(w http.ResponseWriter, r *http.Request) { s.createHeld(w, r, s.hold, true) })
 	s.mux.HandleFunc("POST /internal/operations/{operation_id}/cancel", s.cancel)
 	s.mux.HandleFunc("GET /v1/payments", s.list)
