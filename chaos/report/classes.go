@@ -7,7 +7,8 @@ import (
 )
 
 // Availability counts the client calls of one class of actors that
-// returned inside fault windows, and how many of them were acknowledged.
+// returned inside fault windows, and how many of them got a final answer
+// (see classes).
 type Availability struct {
 	Calls, OK int
 }
@@ -32,6 +33,7 @@ type call struct {
 	intent     int64
 	start, end int64
 	ok, ends   bool
+	ambiguous  bool   // an attempt's outcome was unknown (history.Operation.Ambiguous)
 	servedBy   string // the last attempt's
 }
 
@@ -50,13 +52,15 @@ func calls(h history.History) []call {
 				c.start, c.end = min(c.start, op.Call), max(c.end, op.Return)
 				c.ok = c.ok || op.Acknowledged()
 				c.ends = c.ends || op.Ends()
+				c.ambiguous = c.ambiguous || op.Ambiguous()
 				c.servedBy = op.ServedBy
 				continue
 			}
 			idx[[2]int64{int64(op.ClientID), op.ClientCall}] = len(out)
 		}
 		out = append(out, call{actor: op.Actor, shard: op.Shard, client: op.ClientID, intent: op.Intent,
-			start: op.Call, end: op.Return, ok: op.Acknowledged(), ends: op.Ends(), servedBy: op.ServedBy})
+			start: op.Call, end: op.Return, ok: op.Acknowledged(), ends: op.Ends(), ambiguous: op.Ambiguous(),
+			servedBy: op.ServedBy})
 	}
 	return out
 }
@@ -70,9 +74,16 @@ func calls(h history.History) []call {
 // An actor's owner at the fault's start is the region that served its
 // last success before it; an actor with none takes its shard's (the last
 // success of any actor of the shard); an actor with neither is in no
-// class. A call is available when it was acknowledged: a reject-policy
-// 503 is not, so on a reject endpoint an affected actor counts as
-// available only once its failover was accepted.
+// class. A call is available when it got a final answer: a success, or a
+// 4xx retrying cannot change (a changed body's 422 is the right answer).
+// A reject-policy 503 is not, so on a reject endpoint an affected actor
+// counts as available only once its failover was accepted.
+//
+// An affected actor's intent was in flight in the region when a call of
+// it spanned the fault's start, or when a call started inside the window
+// got an unknown outcome (a lost answer, a timeout, a 5xx other than
+// 503: the region died with it, the kill's hold included); its time runs
+// from the fault's start to its first final answer.
 func classes(cs []call, f history.Operation, w *Window) {
 	actorOwner, shardOwner := map[string]string{}, map[int]string{}
 	for _, c := range cs {
@@ -102,7 +113,7 @@ func classes(cs []call, f history.Operation, w *Window) {
 		}
 		if known && c.end >= f.Call && c.end <= f.Return {
 			a := Availability{Calls: 1}
-			if c.ok {
+			if c.ends {
 				a.OK = 1
 			}
 			if aff {
@@ -111,7 +122,9 @@ func classes(cs []call, f history.Operation, w *Window) {
 				w.Unaffected.add(a)
 			}
 		}
-		if aff && known && !ended[id] && c.start < f.Call && c.end >= f.Call {
+		spans := c.start < f.Call && c.end >= f.Call
+		lost := c.start >= f.Call && c.start <= f.Return && c.ambiguous
+		if aff && known && !ended[id] && (spans || lost) {
 			inFlight[id] = true
 		}
 		if inFlight[id] && c.end >= f.Call && c.ends {

@@ -13,11 +13,13 @@ import (
 // us-east dies from 10 s to 20 s. Actor a (owned by us-east) had an
 // intent in flight there: its attempt lost its answer at 10.5 s, its
 // retry got a 503 at 12.1 s and its next one a success from eu-west at
-// 13.1 s. Actor b (owned by eu-west) made one SDK call at 11 s whose
-// first attempt to us-east was refused and whose second, at once, was
-// served by eu-west, then a plain call at 15 s. The user saw b served
-// every time (2 of 2 calls, not 2 of 3 attempts), a served once in 3
-// calls, and a's in-flight intent answered 3.1 s after the fault began.
+// 13.1 s; its next intent got a 504 at 14.5 s (its run lost in the
+// region) and a success at 16 s. Actor b (owned by eu-west) made one SDK
+// call at 11 s whose first attempt to us-east was refused and whose
+// second, at once, was served by eu-west, then a call at 15 s with a
+// changed body, rightly answered 422. The user saw b answered every time
+// (2 of 2 calls, not 2 of 3 attempts), a answered in 2 of 5 calls, and
+// a's in-flight intents answered 3.1 s and 6 s after the fault began.
 func TestAvailabilityIsCountedPerClientCallAndOwnerClass(t *testing.T) {
 	var ops []history.Operation
 	at := func(s float64) int64 { return int64(s * float64(time.Second)) }
@@ -40,7 +42,9 @@ func TestAvailabilityIsCountedPerClientCallAndOwnerClass(t *testing.T) {
 	b(11.01, 11.1, 2, 2, 201, "eu-west", "")
 	a(12, 12.1, 5, 503, "", "")
 	a(13, 13.1, 5, 201, "eu-west", "")
-	b(15, 15.1, 3, 3, 201, "eu-west", "")
+	b(15, 15.1, 3, 3, 422, "eu-west", "")
+	a(14, 14.5, 6, 504, "eu-west", "")
+	a(14.6, 16, 6, 201, "eu-west", "")
 	ops = append(ops, history.Operation{Seq: int64(len(ops) + 1), Kind: history.KindFault, Call: at(10), Return: at(20),
 		SentTo: "us-east", Shard: -1, Fault: "kill_region", Detail: "kill_region us-east for 8s"})
 	in := synthetic()
@@ -49,18 +53,20 @@ func TestAvailabilityIsCountedPerClientCallAndOwnerClass(t *testing.T) {
 	if got, want := r.Unaffected, (Availability{Calls: 2, OK: 2}); got != want {
 		t.Errorf("unaffected availability = %+v, want %+v: one SDK call is one call, however many attempts", got, want)
 	}
-	if got, want := r.Affected, (Availability{Calls: 3, OK: 1}); got != want {
+	if got, want := r.Affected, (Availability{Calls: 5, OK: 2}); got != want {
 		t.Errorf("affected availability = %+v, want %+v", got, want)
 	}
-	if got, want := r.Faults[0].InFlight, []time.Duration{3100 * time.Millisecond}; !slices.Equal(got, want) {
+	got := slices.Clone(r.Faults[0].InFlight)
+	slices.Sort(got)
+	if want := []time.Duration{3100 * time.Millisecond, 6 * time.Second}; !slices.Equal(got, want) {
 		t.Errorf("in-flight resolution times = %v, want %v", got, want)
 	}
-	if r.InFlight.P99 != 3100*time.Millisecond {
-		t.Errorf("in-flight p99 = %v, want 3.1s", r.InFlight.P99)
+	if r.InFlight.P99 != 6*time.Second {
+		t.Errorf("in-flight p99 = %v, want 6s", r.InFlight.P99)
 	}
 	var text strings.Builder
 	r.WriteText(&text)
-	for _, want := range []string{"unaffected actors 1.0000 (2/2), affected actors 0.3333 (1/3)", "in-flight intents of the lost region (fault start -> final answer, n=1): p50 3.1s"} {
+	for _, want := range []string{"unaffected actors 1.0000 (2/2), affected actors 0.4000 (2/5)", "in-flight intents of the lost region (fault start -> final answer, n=2): p50 6s"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("text summary lacks %q:\n%s", want, text.String())
 		}
@@ -69,7 +75,7 @@ func TestAvailabilityIsCountedPerClientCallAndOwnerClass(t *testing.T) {
 	if err := r.WriteHTML(&html); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`id="availability-unaffected"`, "1.0000 (2/2)", "0.3333 (1/3)", `id="in-flight"`} {
+	for _, want := range []string{`id="availability-unaffected"`, "1.0000 (2/2)", "0.4000 (2/5)", `id="in-flight"`} {
 		if !strings.Contains(html.String(), want) {
 			t.Errorf("HTML report lacks %q", want)
 		}

@@ -41,7 +41,7 @@ func (r Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "latency (acknowledged, n=%d): %s\n", r.Latency.N, r.Latency)
 	fmt.Fprintf(&b, "failover (fault start -> first success of a moved actor in its new owner, n=%d): %s\n",
 		r.Failover.N, r.Failover)
-	fmt.Fprintf(&b, "availability in region-loss windows (client calls acknowledged): unaffected actors %s, affected actors %s\n",
+	fmt.Fprintf(&b, "availability in region-loss windows (client calls with a final answer): unaffected actors %s, affected actors %s\n",
 		r.Unaffected, r.Affected)
 	fmt.Fprintf(&b, "in-flight intents of the lost region (fault start -> final answer, n=%d): %s\n", r.InFlight.N, r.InFlight)
 	for _, f := range r.Faults {

@@ -63,7 +63,7 @@ type drillSummary struct {
 	// Client is the client mode the traffic ran in.
 	Client string `json:"client"`
 	// AvailabilityUnaffected and AvailabilityAffected are the shares of
-	// client calls acknowledged inside region-loss windows, for actors
+	// client calls answered (a success or a final 4xx) inside region-loss windows, for actors
 	// the lost region did not own and for those it owned; null when no
 	// such call returned inside a window.
 	AvailabilityUnaffected *float64 `json:"availability_unaffected"`
