@@ -49,6 +49,19 @@ type Intent struct {
 	// request body; Reference the business reference the body carries.
 	Path, Key, Reference string
 	Body                 []byte
+	// FirstSent is the Idempotency-First-Sent every attempt carries: the
+	// time of the intent's first attempt. LostAnswer and Resolve stamp it
+	// when it is empty, so a retry a second later is not taken for
+	// another intent (422).
+	FirstSent string
+}
+
+// stamped returns in with FirstSent set to now if it was empty.
+func (in Intent) stamped() Intent {
+	if in.FirstSent == "" {
+		in.FirstSent = time.Now().UTC().Format(http.TimeFormat)
+	}
+	return in
 }
 
 // LostAnswer provokes an ambiguous outcome and resolves it, as a client
@@ -63,6 +76,7 @@ func LostAnswer(ctx context.Context, rec *history.Recorder, gws []Gateway, in In
 	if len(gws) == 0 {
 		return history.Operation{}, errors.New("probe: lost answer: no gateway")
 	}
+	in = in.stamped()
 	first := send(ctx, rec, gws[0], in, 1, true)
 	last, err := Resolve(ctx, rec, gws, in, first)
 	if !first.Ambiguous() {
@@ -80,6 +94,7 @@ func Resolve(ctx context.Context, rec *history.Recorder, gws []Gateway, in Inten
 	if len(gws) == 0 {
 		return history.Operation{}, errors.New("probe: resolve: no gateway")
 	}
+	in = in.stamped()
 	last := prev
 	for attempt := prev.Attempt + 1; (attempt == 1 || !last.Ends()) && ctx.Err() == nil; attempt++ {
 		if attempt > 1 {
@@ -114,7 +129,8 @@ func send(ctx context.Context, rec *history.Recorder, gw Gateway, in Intent, att
 	op := history.Operation{Kind: history.KindRequest, ClientID: ClientID, Actor: in.Actor, Intent: in.N, Attempt: attempt,
 		Endpoint: http.MethodPost + " " + in.Path, Key: in.Key, Reference: in.Reference, BodyHash: history.Hash(in.Body),
 		SentTo: gw.Name, Shard: in.Shard, Call: rec.Now()}
-	resp, err := gw.Client.Do(actx, client.Intent{Method: http.MethodPost, Path: in.Path, Key: in.Key, Body: in.Body})
+	resp, err := gw.Client.Do(actx, client.Intent{Method: http.MethodPost, Path: in.Path, Key: in.Key, Body: in.Body,
+		Header: http.Header{client.HeaderFirstSent: {in.FirstSent}}})
 	op.Return = rec.Now()
 	switch {
 	case resp != nil:
