@@ -32,6 +32,9 @@ type DrillConfig struct {
 	Start cluster.Starter
 	// Unsafe is passed to the cluster (cluster.Options.Unsafe).
 	Unsafe string
+	// Client is the client mode (Options.Client): ClientDirect (""),
+	// ClientSDK or ClientEntry.
+	Client string
 	// Validate is passed to the checker.
 	Validate validate.Options
 	// Out receives the progress and the text summary.
@@ -51,6 +54,9 @@ func Drill(ctx context.Context, cfg DrillConfig) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	if err := CheckClientMode(cfg.Client); err != nil {
+		return Result{}, err
+	}
 	out := cfg.Out
 	if out == nil {
 		out = io.Discard
@@ -61,7 +67,7 @@ func Drill(ctx context.Context, cfg DrillConfig) (Result, error) {
 	}
 	defer c.Stop(context.WithoutCancel(ctx))
 	res, err := Run(ctx, sc, cfg.Seed, c, Options{Duration: cfg.Duration, Progress: ProgressPrinter(out, cfg.Terminal),
-		Validate: cfg.Validate})
+		Validate: cfg.Validate, Client: cfg.Client})
 	if cfg.Terminal {
 		fmt.Fprintln(out)
 	}

@@ -35,6 +35,9 @@ type Options struct {
 	// Logger receives the stages' progress; never a key or a body.
 	// Default: discard.
 	Logger *slog.Logger
+	// Client is how the traffic reaches the cluster: ClientDirect (""),
+	// ClientSDK or ClientEntry.
+	Client string
 }
 
 // Progress is a live view of a run, for a progress line.
@@ -91,8 +94,16 @@ func Run(ctx context.Context, sc scenario.Scenario, seed uint64, c cluster.Clust
 		return res, err
 	}
 	res.Schedule = sched
+	if err := CheckClientMode(opts.Client); err != nil {
+		return res, err
+	}
 	rec := history.NewRecorder()
-	tr, err := traffic.New(sc.Profile(d), target(c), seed, rec)
+	tgt, stopClients, err := clientTarget(ctx, c, opts.Client)
+	if err != nil {
+		return res, err
+	}
+	defer stopClients()
+	tr, err := traffic.New(sc.Profile(d), tgt, seed, rec)
 	if err != nil {
 		return res, err
 	}

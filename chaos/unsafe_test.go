@@ -73,11 +73,19 @@ func (n naiveCluster) Regions() []cluster.Region { return n.regions }
 // pipeline with the coordinator replaced by a pass-through: the checker,
 // from the history, the store and the ledger, must report the second
 // payments and charges, the changed bodies that were accepted and the
-// acknowledgements the store never recorded.
+// acknowledgements the store never recorded. It must in every client
+// mode: with the multi-region SDK (whose own retries and region switches
+// happen inside one call) as with the direct baseline.
 func TestCheckerCatchesACoordinatorThatDoesNotDeduplicate(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a dev cluster")
 	}
+	for _, mode := range []string{chaos.ClientDirect, chaos.ClientSDK} {
+		t.Run(mode, func(t *testing.T) { checkCatchesNaive(t, mode) })
+	}
+}
+
+func checkCatchesNaive(t *testing.T, mode string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	sc, err := scenario.Parse([]byte(smoke))
@@ -96,7 +104,7 @@ func TestCheckerCatchesACoordinatorThatDoesNotDeduplicate(t *testing.T) {
 		defer srv.Close()
 		nc.regions = append(nc.regions, cluster.Region{Name: r.Name, URL: srv.URL})
 	}
-	res, err := chaos.Run(ctx, sc, 1, nc, chaos.Options{Validate: validate.Options{AllowUnownedShards: true}})
+	res, err := chaos.Run(ctx, sc, 1, nc, chaos.Options{Validate: validate.Options{AllowUnownedShards: true}, Client: mode})
 	if err != nil {
 		t.Fatal(err)
 	}

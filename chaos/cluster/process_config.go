@@ -85,6 +85,10 @@ endpoints:
     response_headers: [Content-Type, Location]
     failover: %s
     resolve_path: /internal/operations/{operation_id}
+    # the demo payments service keeps payments.operation_id unique: an
+    # intent a dead region left in flight is resolved by the new owner
+    # right after the move, not after its lease
+    upstream_dedup: operation_id
 `, q(f.Region), q(f.Listen), q(f.Upstream), q(f.DSN), procMaxConns, q(f.Etcd), q(f.Peers),
 		q(devcluster.Issuer), q(devcluster.Audience), q(f.SecretFile), f.Lease, f.UpstreamTimeout, q(f.Policy))
 }

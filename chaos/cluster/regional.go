@@ -96,7 +96,7 @@ func StartRegional(ctx context.Context, opts Options) (_ Cluster, err error) {
 		per[name] = ro
 	}
 	r.c, err = devcluster.Start(ctx, devcluster.Options{Logger: slog.New(slog.DiscardHandler), DatabaseURL: dsn,
-		UpstreamTimeout: devUpstreamTimeout, Failover: opts.Policy, FailoverTimings: regionalFailover, Region: per})
+		UpstreamTimeout: devUpstreamTimeout, Failover: opts.Policy, UpstreamDedup: "operation_id", FailoverTimings: regionalFailover, Region: per})
 	if err != nil {
 		return nil, err
 	}

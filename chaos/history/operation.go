@@ -75,6 +75,12 @@ type Operation struct {
 	Intent int64 `json:"intent,omitempty"`
 	// Attempt is 1 for an intent's first attempt.
 	Attempt int `json:"attempt,omitempty"`
+	// ClientCall numbers, per client, the client-level call the attempt
+	// belongs to when one call makes several attempts (the multi-region
+	// SDK's Do, with its own retries inside); 0 when every attempt is a
+	// call of its own. Availability is counted over calls: what a user's
+	// code sees.
+	ClientCall int64 `json:"client_call,omitempty"`
 	// Endpoint is "METHOD /path".
 	Endpoint string `json:"endpoint,omitempty"`
 	// Key is the Idempotency-Key. Drill keys are synthetic; anything that

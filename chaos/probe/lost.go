@@ -49,11 +49,19 @@ type Intent struct {
 	// request body; Reference the business reference the body carries.
 	Path, Key, Reference string
 	Body                 []byte
-	// FirstSent is the Idempotency-First-Sent every attempt carries; empty,
-	// LostAnswer and Resolve set it to the time of their first attempt
-	// (the attempts go through several gateways' clients, and another
-	// first-sent time under the key would be another request: 422).
+	// FirstSent is the Idempotency-First-Sent every attempt carries: the
+	// time of the intent's first attempt. LostAnswer and Resolve stamp it
+	// when it is empty, so a retry a second later is not taken for
+	// another intent (422).
 	FirstSent string
+}
+
+// stamped returns in with FirstSent set to now if it was empty.
+func (in Intent) stamped() Intent {
+	if in.FirstSent == "" {
+		in.FirstSent = time.Now().UTC().Format(http.TimeFormat)
+	}
+	return in
 }
 
 // LostAnswer provokes an ambiguous outcome and resolves it, as a client
@@ -68,9 +76,7 @@ func LostAnswer(ctx context.Context, rec *history.Recorder, gws []Gateway, in In
 	if len(gws) == 0 {
 		return history.Operation{}, errors.New("probe: lost answer: no gateway")
 	}
-	if in.FirstSent == "" {
-		in.FirstSent = time.Now().UTC().Format(http.TimeFormat)
-	}
+	in = in.stamped()
 	first := send(ctx, rec, gws[0], in, 1, true)
 	last, err := Resolve(ctx, rec, gws, in, first)
 	if !first.Ambiguous() {
@@ -88,9 +94,7 @@ func Resolve(ctx context.Context, rec *history.Recorder, gws []Gateway, in Inten
 	if len(gws) == 0 {
 		return history.Operation{}, errors.New("probe: resolve: no gateway")
 	}
-	if in.FirstSent == "" {
-		in.FirstSent = time.Now().UTC().Format(http.TimeFormat)
-	}
+	in = in.stamped()
 	last := prev
 	for attempt := prev.Attempt + 1; (attempt == 1 || !last.Ends()) && ctx.Err() == nil; attempt++ {
 		if attempt > 1 {

@@ -48,6 +48,14 @@ type Window struct {
 	// faults that take a region out (RegionLoss); see window for which
 	// actors and successes count.
 	Failover []time.Duration
+	// Unaffected and Affected are the availability inside the window of
+	// the actors the faulted region did not own when the fault began and
+	// of those it owned, for faults that take a region out (see classes).
+	Unaffected, Affected Availability
+	// InFlight is, for each intent of an affected actor that had a call
+	// in flight when the fault began, the time from the fault's start to
+	// its first final answer.
+	InFlight []time.Duration
 }
 
 // Length is the window's length in seconds.
@@ -92,8 +100,11 @@ type Report struct {
 	// Faults are the fault windows.
 	Faults []Window
 	// Latency is over acknowledged attempts; Failover over every window's
-	// failover times.
-	Latency, Failover Percentiles
+	// failover times; InFlight over every window's in-flight resolution
+	// times.
+	Latency, Failover, InFlight Percentiles
+	// Unaffected and Affected sum the windows' availability per class.
+	Unaffected, Affected Availability
 	// Table is the invariant table, in validate.Invariants order.
 	Table []Row
 	// Coverage and Missing are the coverage counters and the zero ones.
@@ -148,13 +159,20 @@ func Build(in Input) Report {
 		}
 	}
 	r.Latency = percentiles(lat)
-	var failover []time.Duration
+	var failover, inFlight []time.Duration
+	cs := calls(h)
 	for _, f := range h.Filter(history.KindFault) {
 		w := window(h, f)
+		if w.Region != "" && !f.Skipped && RegionLoss[f.Fault] {
+			classes(cs, f, &w)
+		}
 		failover = append(failover, w.Failover...)
+		inFlight = append(inFlight, w.InFlight...)
+		r.Unaffected.add(w.Unaffected)
+		r.Affected.add(w.Affected)
 		r.Faults = append(r.Faults, w)
 	}
-	r.Failover = percentiles(failover)
+	r.Failover, r.InFlight = percentiles(failover), percentiles(inFlight)
 	for _, inv := range validate.Invariants {
 		row := Row{Invariant: inv, Description: inv.Describe(), Checked: in.Result.Checked[inv], Unit: units[inv],
 			Violations: in.Result.Of(inv)}

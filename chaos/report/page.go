@@ -54,10 +54,16 @@ dl.meta{display:grid;grid-template-columns:max-content auto;gap:2px 12px;font-si
 <table id="latency"><tr><th></th><th>n</th><th>p50</th><th>p90</th><th>p99</th><th>max</th></tr>
 <tr><td>acknowledged requests (call to answer)</td><td class="n">{{.Latency.N}}</td><td class="n">{{dur .Latency.P50}}</td><td class="n">{{dur .Latency.P90}}</td><td class="n">{{dur .Latency.P99}}</td><td class="n">{{dur .Latency.Max}}</td></tr>
 <tr><td>failover (fault start to a moved actor's first success in its new owner)</td><td class="n">{{.Failover.N}}</td><td class="n">{{dur .Failover.P50}}</td><td class="n">{{dur .Failover.P90}}</td><td class="n">{{dur .Failover.P99}}</td><td class="n">{{dur .Failover.Max}}</td></tr>
+<tr id="in-flight"><td>in-flight intents of the lost region (fault start to their final answer)</td><td class="n">{{.InFlight.N}}</td><td class="n">{{dur .InFlight.P50}}</td><td class="n">{{dur .InFlight.P90}}</td><td class="n">{{dur .InFlight.P99}}</td><td class="n">{{dur .InFlight.Max}}</td></tr>
 </table>
-<table id="faults"><tr><th>window</th><th>from</th><th>to</th><th>length</th><th>fault (as injected)</th><th>requests</th><th>acknowledged</th><th>503 (of which without Retry-After)</th><th>moved actors</th></tr>
-{{range $i, $f := .Faults}}<tr><td>{{fault $i}}</td><td class="n">{{printf "%.1fs" .From}}</td><td class="n">{{printf "%.1fs" .To}}</td><td class="n">{{printf "%.1fs" (.Length)}}</td><td>{{.What}}</td><td class="n">{{.Requests}}</td><td class="n">{{.Acked}}</td><td class="n">{{.Rejected}} ({{.RejectedNoRetryAfter}})</td><td class="n">{{len .Failover}}</td></tr>
-{{else}}<tr><td colspan="9">no faults</td></tr>{{end}}</table>
+<table id="availability"><tr><th>availability inside region-loss windows</th><th>client calls</th><th>answered</th><th>share</th></tr>
+<tr id="availability-unaffected"><td>actors the lost region did not own (<code>availability_unaffected</code>)</td><td class="n">{{.Unaffected.Calls}}</td><td class="n">{{.Unaffected.OK}}</td><td class="n">{{.Unaffected}}</td></tr>
+<tr id="availability-affected"><td>actors the lost region owned (<code>availability_affected</code>)</td><td class="n">{{.Affected.Calls}}</td><td class="n">{{.Affected.OK}}</td><td class="n">{{.Affected}}</td></tr>
+</table>
+<p class="note">A client call is what the caller's code sees: one request in the direct and entry client modes, one SDK <code>Do</code> (with its own retries and region switches) in the sdk mode; it is available when it got a final answer: a success, or a 4xx that retrying cannot change (a changed body's 422). An actor's owner is the region that served its last success before the fault. A reject-policy 503 is not available: on a reject endpoint an affected actor counts as available only after its failover is accepted.</p>
+<table id="faults"><tr><th>window</th><th>from</th><th>to</th><th>length</th><th>fault (as injected)</th><th>requests</th><th>acknowledged</th><th>503 (of which without Retry-After)</th><th>moved actors</th><th>unaffected / affected availability</th></tr>
+{{range $i, $f := .Faults}}<tr><td>{{fault $i}}</td><td class="n">{{printf "%.1fs" .From}}</td><td class="n">{{printf "%.1fs" .To}}</td><td class="n">{{printf "%.1fs" (.Length)}}</td><td>{{.What}}</td><td class="n">{{.Requests}}</td><td class="n">{{.Acked}}</td><td class="n">{{.Rejected}} ({{.RejectedNoRetryAfter}})</td><td class="n">{{len .Failover}}</td><td class="n">{{.Unaffected}} / {{.Affected}}</td></tr>
+{{else}}<tr><td colspan="10">no faults</td></tr>{{end}}</table>
 <p class="note">A window (the shaded band of the same name in the chart) runs from the fault's injection until its heal completed: it includes the heal (restarting a killed region, waiting for it to register again), so it is longer than the duration the fault's description gives. Requests, acknowledged and 503 count the attempts whose answer came back inside the window.</p>
 
 <h2>Coverage</h2>

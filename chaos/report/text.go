@@ -41,9 +41,16 @@ func (r Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "latency (acknowledged, n=%d): %s\n", r.Latency.N, r.Latency)
 	fmt.Fprintf(&b, "failover (fault start -> first success of a moved actor in its new owner, n=%d): %s\n",
 		r.Failover.N, r.Failover)
+	fmt.Fprintf(&b, "availability in region-loss windows (client calls with a final answer): unaffected actors %s, affected actors %s\n",
+		r.Unaffected, r.Affected)
+	fmt.Fprintf(&b, "in-flight intents of the lost region (fault start -> final answer, n=%d): %s\n", r.InFlight.N, r.InFlight)
 	for _, f := range r.Faults {
-		fmt.Fprintf(&b, "  fault %6.1fs-%6.1fs %s: %d requests, %d acknowledged, %d 503 (%d without Retry-After), %d moved actors\n",
+		fmt.Fprintf(&b, "  fault %6.1fs-%6.1fs %s: %d requests, %d acknowledged, %d 503 (%d without Retry-After), %d moved actors",
 			f.From, f.To, f.What, f.Requests, f.Acked, f.Rejected, f.RejectedNoRetryAfter, len(f.Failover))
+		if f.Unaffected.Calls+f.Affected.Calls > 0 {
+			fmt.Fprintf(&b, ", unaffected %s, affected %s, %d in flight", f.Unaffected, f.Affected, len(f.InFlight))
+		}
+		b.WriteString("\n")
 	}
 	c := r.Coverage
 	fmt.Fprintf(&b, "coverage: stale_epoch_rejected=%d takeover=%d retry_40001=%d ambiguous_resolved=%d move_under_load=%d\n",
@@ -81,4 +88,14 @@ func (p Percentiles) String() string {
 		return "none"
 	}
 	return fmt.Sprintf("p50 %s p90 %s p99 %s max %s", round(p.P50), round(p.P90), round(p.P99), round(p.Max))
+}
+
+// String formats the availability as "0.9990 (999/1000)", or "n/a"
+// without calls.
+func (a Availability) String() string {
+	v, ok := a.Share()
+	if !ok {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.4f (%d/%d)", v, a.OK, a.Calls)
 }

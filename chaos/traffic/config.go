@@ -134,6 +134,13 @@ type Target struct {
 	Shards int
 	// Clock is what waits between attempts run on. Default clock.Real().
 	Clock clock.Clock
+	// SDK gives each actor the multi-region Go SDK (client.Config.Regions
+	// with every region in Regions' order) instead of one single-attempt
+	// client per region: each call is one Do, with the SDK's own retries,
+	// region switches, breakers and owner preference inside, and every
+	// attempt it makes is recorded. Regions need names the SDK accepts
+	// (client.Region.Name).
+	SDK bool
 }
 
 // Validate reports every unusable field.

@@ -18,7 +18,9 @@ import (
 
 // Response headers the drill reads.
 const (
-	headerRegion = "X-Idempotency-Region"
+	headerRegion      = "X-Idempotency-Region"
+	headerReplayed    = "Idempotent-Replayed"
+	headerOperationID = "X-Idempotency-Operation-Id"
 )
 
 // send makes one attempt of in against region and records it. It returns
@@ -33,24 +35,12 @@ func (w *worker) send(ctx context.Context, in *intent, region int, body []byte) 
 		Attempt: in.attempts, Endpoint: http.MethodPost + " " + w.tr.t.Path, Key: in.key, Reference: in.body.Reference,
 		BodyHash: history.Hash(body), SentTo: w.tr.t.Regions[region].Name, Shard: w.shard}
 	op.Call = rec.Now()
-	if in.firstSent == "" {
-		in.firstSent = time.Now().UTC().Format(http.TimeFormat)
-	}
 	resp, err := w.clients[region].Do(tctx, client.Intent{Method: http.MethodPost, Path: w.tr.t.Path, Key: in.key, Body: body,
-		Header: http.Header{client.HeaderFirstSent: {in.firstSent}}})
+		Header: in.header})
 	op.Return = rec.Now()
 	var retryAfter time.Duration
 	if resp != nil {
-		op.Status = resp.Status
-		op.ServedBy = resp.Header.Get(headerRegion)
-		op.Replayed = resp.Replayed
-		op.OperationID = resp.OperationID
-		op.ResponseHash = history.Hash(resp.Body)
-		op.ResourceID = resourceID(resp)
-		if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s >= 0 {
-			op.RetryAfter = max(s, 1) // "0" still says "retry": count it as present
-			retryAfter = time.Duration(s) * time.Second
-		}
+		retryAfter = answered(&op, resp.Status, resp.Header, resp.Body)
 	} else {
 		op.Error = classify(err, wrote.Load())
 		op.Detail = errText(err)
@@ -58,6 +48,28 @@ func (w *worker) send(ctx context.Context, in *intent, region int, body []byte) 
 	op = rec.Add(op)
 	w.tr.counts.observe(op)
 	return op, retryAfter
+}
+
+// answered fills op from an answer and returns its Retry-After.
+func answered(op *history.Operation, status int, h http.Header, body []byte) time.Duration {
+	op.Status = status
+	op.ServedBy = h.Get(headerRegion)
+	op.Replayed = isTrue(h.Get(headerReplayed))
+	op.OperationID = h.Get(headerOperationID)
+	op.ResponseHash = history.Hash(body)
+	op.ResourceID = resourceID(body, h)
+	s, err := strconv.Atoi(h.Get("Retry-After"))
+	if err != nil || s < 0 {
+		return 0
+	}
+	op.RetryAfter = max(s, 1) // "0" still says "retry": count it as present
+	return time.Duration(s) * time.Second
+}
+
+// isTrue accepts the contract's "true" and the RFC 8941 boolean "?1".
+func isTrue(v string) bool {
+	v = strings.TrimSpace(v)
+	return strings.EqualFold(v, "true") || v == "?1"
 }
 
 // classify names how an attempt without an answer failed. Only a request
@@ -87,14 +99,14 @@ func errText(err error) string {
 
 // resourceID reads the business resource an answer names: payment_id from
 // a JSON body, else the last segment of Location.
-func resourceID(resp *client.Response) string {
+func resourceID(body []byte, h http.Header) string {
 	var b struct {
 		PaymentID string `json:"payment_id"`
 	}
-	if json.Unmarshal(resp.Body, &b) == nil && b.PaymentID != "" {
+	if json.Unmarshal(body, &b) == nil && b.PaymentID != "" {
 		return b.PaymentID
 	}
-	if loc := resp.Header.Get("Location"); loc != "" {
+	if loc := h.Get("Location"); loc != "" {
 		return loc[strings.LastIndex(loc, "/")+1:]
 	}
 	return ""

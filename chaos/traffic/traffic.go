@@ -44,9 +44,18 @@ func New(p Profile, t Target, seed uint64, rec *history.Recorder) (*Traffic, err
 		w := &worker{tr: tr, id: i, subject: subject, scope: t.Tenant + "/" + subject,
 			rng: rand.New(rand.NewPCG(seed, uint64(i)+1))}
 		w.shard = fencing.ShardOf(w.scope, t.Shards)
+		token := func(ctx context.Context) (string, error) { return t.Token(ctx, subject) }
+		if t.SDK {
+			c, err := tr.sdkClient(i, token)
+			if err != nil {
+				return nil, err
+			}
+			w.sdk = c
+			tr.workers = append(tr.workers, w)
+			continue
+		}
 		for _, r := range t.Regions {
-			c, err := client.New(client.Config{BaseURL: r.URL, HTTPClient: httpc, MaxAttempts: 1,
-				TokenSource: func(ctx context.Context) (string, error) { return t.Token(ctx, subject) }})
+			c, err := client.New(client.Config{BaseURL: r.URL, HTTPClient: httpc, MaxAttempts: 1, TokenSource: token})
 			if err != nil {
 				return nil, fmt.Errorf("traffic: region %s: %w", r.Name, err)
 			}

@@ -192,3 +192,130 @@ func TestTrafficClassifiesLostAnswers(t *testing.T) {
 		}
 	}
 }
+
+// TestSDKModeRecordsEveryAttemptTheSDKMakes runs the workload with the
+// multi-region SDK against a dead region listed first and two live ones:
+// every attempt the SDK makes inside a call is recorded, numbered in
+// order per intent and tagged with its call, the dead region's as never
+// sent, and each intent ends with an answer, the SDK having moved on to
+// a live region within the call.
+func TestSDKModeRecordsEveryAttemptTheSDKMakes(t *testing.T) {
+	dead, _ := net.Listen("tcp", "127.0.0.1:0")
+	deadURL := "http://" + dead.Addr().String()
+	dead.Close()
+	regions := append([]Region{{Name: "dead", URL: deadURL}}, startRegions(t)[:2]...)
+	tg := target(regions)
+	tg.SDK = true
+	rec := history.NewRecorder()
+	p := profile()
+	p.Intents, p.Actors = 12, 3
+	tr, err := New(p, tg, 5, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Settle(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	h := rec.History()
+	attempts := map[[2]int64]int{}
+	acked := map[[2]int64]bool{}
+	callRegions := map[[2]int64]map[string]bool{}
+	for _, op := range h.Ops {
+		id := [2]int64{int64(op.ClientID), op.Intent}
+		attempts[id]++
+		if op.Attempt != attempts[id] {
+			t.Errorf("attempt numbered %d, want %d: %+v", op.Attempt, attempts[id], op)
+		}
+		if op.ClientCall == 0 || op.SentTo == "" || op.Key == "" || op.BodyHash == "" {
+			t.Fatalf("incomplete operation %+v", op)
+		}
+		if op.SentTo == "dead" && op.Error != history.ErrBeforeSend {
+			t.Errorf("attempt to the dead region classified %q, want %q", op.Error, history.ErrBeforeSend)
+		}
+		if op.Status == http.StatusCreated && (op.ServedBy != op.SentTo || op.OperationID == "" || op.ResourceID == "") {
+			t.Fatalf("answer not recorded: %+v", op)
+		}
+		acked[id] = acked[id] || op.Acknowledged()
+		c := [2]int64{int64(op.ClientID), op.ClientCall}
+		if callRegions[c] == nil {
+			callRegions[c] = map[string]bool{}
+		}
+		callRegions[c][op.SentTo] = true
+	}
+	if len(acked) != 12 {
+		t.Errorf("%d intents, want 12", len(acked))
+	}
+	for id, ok := range acked {
+		if !ok {
+			t.Errorf("intent %v never acknowledged", id)
+		}
+	}
+	switched := 0
+	for _, rs := range callRegions {
+		if len(rs) > 1 {
+			switched++
+		}
+	}
+	if switched == 0 {
+		t.Error("no call went to more than one region: the SDK's switches were not recorded")
+	}
+}
+
+// TestEveryAttemptOfAnIntentCarriesItsFirstSentTime: the gateway takes a
+// retry whose Idempotency-First-Sent differs from the key's first attempt
+// for another intent (422). The first attempt of each intent here is
+// refused with Retry-After: 1, so its retry is sent at least a second
+// later, in another second of the header's resolution: it must still
+// carry the first attempt's value, in every client mode.
+func TestEveryAttemptOfAnIntentCarriesItsFirstSentTime(t *testing.T) {
+	for _, sdk := range []bool{false, true} {
+		var mu sync.Mutex
+		first := map[string]string{}
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			key, sent := r.Header.Get("Idempotency-Key"), r.Header.Get("Idempotency-First-Sent")
+			mu.Lock()
+			defer mu.Unlock()
+			w.Header().Set("X-Idempotency-Region", "us-east")
+			was, seen := first[key]
+			switch {
+			case !seen:
+				first[key] = sent
+				w.Header().Set("Retry-After", "1")
+				w.WriteHeader(http.StatusConflict)
+			case was != sent:
+				w.WriteHeader(http.StatusUnprocessableEntity)
+			default:
+				w.Header().Set("X-Idempotency-Operation-Id", "op-"+key)
+				w.WriteHeader(http.StatusCreated)
+			}
+		}))
+		t.Cleanup(srv.Close)
+		tg := target([]Region{{Name: "us-east", URL: srv.URL}})
+		tg.SDK = sdk
+		p := profile()
+		p.Intents, p.Actors, p.DuplicateRetry, p.ChangedBody = 2, 1, 0, 0
+		rec := history.NewRecorder()
+		tr, err := New(p, tg, 9, rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tr.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		acked := 0
+		for _, op := range rec.History().Ops {
+			if op.Status == http.StatusUnprocessableEntity {
+				t.Errorf("sdk=%v: a retry of intent %d was taken for another intent (422): its First-Sent changed", sdk, op.Intent)
+			}
+			if op.Acknowledged() {
+				acked++
+			}
+		}
+		if acked != 2 {
+			t.Errorf("sdk=%v: %d intents acknowledged, want 2", sdk, acked)
+		}
+	}
+}

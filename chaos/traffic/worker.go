@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"time"
 
+	"github.com/idemcoord/idemcoord/chaos/history"
 	"github.com/idemcoord/idemcoord/client"
 	"github.com/idemcoord/idemcoord/clock"
 )
@@ -21,6 +23,8 @@ type worker struct {
 	shard   int
 	rng     *rand.Rand
 	clients []*client.Client // one per region, in Target.Regions order
+	sdk     *client.Client   // Target.SDK: the one multi-region client
+	calls   int64            // Target.SDK: the Do calls made so far
 	intents []*intent
 }
 
@@ -33,10 +37,11 @@ type intent struct {
 	attempts int
 	final    bool // the last attempt ended the intent
 	acked    bool // an attempt of the original body was acknowledged
-	// firstSent is the Idempotency-First-Sent of the first attempt; every
-	// attempt sends it, whichever region's client makes it (another
-	// first-sent time under the key would be another request: 422).
-	firstSent string
+	// header carries Idempotency-First-Sent, stamped when the intent
+	// began: every call of the intent sends the same value, as a client
+	// retrying an intent across Do calls must (the server takes another
+	// value for another intent and answers 422).
+	header http.Header
 }
 
 func (w *worker) run(ctx context.Context) error {
@@ -44,9 +49,10 @@ func (w *worker) run(ctx context.Context) error {
 	for n := int64(1); ctx.Err() == nil && (quota < 0 || n <= quota); n++ {
 		in := &intent{n: n, key: fmt.Sprintf("drill-%d-%d-%d", w.tr.seed, w.id, n),
 			body:   Body{Amount: randomAmount(w.rng), Currency: "EUR", Reference: fmt.Sprintf("ref-%d-%d-%d", w.tr.seed, w.id, n)},
-			region: w.rng.IntN(len(w.clients))}
+			region: w.rng.IntN(max(1, len(w.clients))),
+			header: http.Header{client.HeaderFirstSent: {w.tr.clock().Now().UTC().Format(http.TimeFormat)}}}
 		w.intents = append(w.intents, in)
-		if err := w.drive(ctx, in, w.tr.p.MaxAttempts); err != nil {
+		if err := w.drive(ctx, in, w.mainCalls()); err != nil {
 			return err
 		}
 		if in.acked && w.rng.Float64() < w.tr.p.DuplicateRetry {
@@ -55,8 +61,7 @@ func (w *worker) run(ctx context.Context) error {
 			if len(w.clients) > 1 && w.rng.Float64() < w.tr.p.CrossRegionRetry {
 				in.region = (in.region + 1 + w.rng.IntN(len(w.clients)-1)) % len(w.clients)
 			}
-			in.attempts++
-			op, _ := w.send(ctx, in, in.region, in.body.Bytes())
+			op, _ := w.call(ctx, in, in.body.Bytes())
 			in.final = op.Ends()
 		}
 		if in.acked && w.rng.Float64() < w.tr.p.ChangedBody {
@@ -65,8 +70,7 @@ func (w *worker) run(ctx context.Context) error {
 			if changed.Amount == in.body.Amount {
 				changed.Amount = "1000.00" // above randomAmount's range: always different
 			}
-			in.attempts++
-			op, _ := w.send(ctx, in, in.region, changed.Bytes())
+			op, _ := w.call(ctx, in, changed.Bytes())
 			in.final = op.Ends()
 		}
 		if err := clock.Sleep(ctx, w.tr.clock(), w.tr.pace()); err != nil {
@@ -88,7 +92,7 @@ func (w *worker) settle(ctx context.Context) error {
 	return nil
 }
 
-// drive sends in's original body until a final answer, limit attempts in
+// drive sends in's original body until a final answer, limit calls in
 // all, or ctx ends.
 func (w *worker) drive(ctx context.Context, in *intent, limit int) error {
 	body := in.body.Bytes()
@@ -96,8 +100,7 @@ func (w *worker) drive(ctx context.Context, in *intent, limit int) error {
 		if in.attempts > 0 && len(w.clients) > 1 && w.rng.Float64() < w.tr.p.CrossRegionRetry {
 			in.region = (in.region + 1 + w.rng.IntN(len(w.clients)-1)) % len(w.clients)
 		}
-		in.attempts++
-		op, retryAfter := w.send(ctx, in, in.region, body)
+		op, retryAfter := w.call(ctx, in, body)
 		in.acked = in.acked || op.Acknowledged()
 		if in.final = op.Ends(); in.final {
 			return nil
@@ -115,4 +118,25 @@ func (w *worker) wait(attempt int, retryAfter time.Duration) time.Duration {
 	ceiling := min(maxRetryWait, w.tr.p.RetryDelay<<min(attempt-1, 10))
 	d := time.Duration(w.rng.Int64N(int64(ceiling) + 1))
 	return min(max(d, retryAfter), maxRetryWait)
+}
+
+// mainCalls bounds the calls of an intent in the main phase: MaxAttempts
+// single attempts, or one SDK Do that makes up to MaxAttempts itself.
+func (w *worker) mainCalls() int {
+	if w.sdk != nil {
+		return 1
+	}
+	return w.tr.p.MaxAttempts
+}
+
+// call makes one client-level call of in with body: one attempt to
+// in.region, or one SDK Do. It returns the call's last recorded attempt
+// and the Retry-After that attempt's answer asked for (0 after a Do,
+// which waited on its own).
+func (w *worker) call(ctx context.Context, in *intent, body []byte) (history.Operation, time.Duration) {
+	if w.sdk != nil {
+		return w.doSDK(ctx, in, body), 0
+	}
+	in.attempts++
+	return w.send(ctx, in, in.region, body)
 }

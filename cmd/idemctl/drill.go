@@ -44,32 +44,44 @@ func drillStarter(kind, source, binary string, progress io.Writer) (cluster.Star
 
 // drillSummary is `idemctl drill run --output json`: the figures of a run.
 type drillSummary struct {
-	Scenario          string   `json:"scenario"`
-	Seed              uint64   `json:"seed"`
-	Safe              bool     `json:"safe"`
-	Green             bool     `json:"green"`
-	Requests          int      `json:"requests"`
-	Acked             int      `json:"acked"`
-	Duplicates        int      `json:"duplicates"`
-	Mismatches        int      `json:"mismatches"`
-	StaleRejected     int      `json:"stale_epoch_rejected"`
-	Takeovers         int      `json:"takeovers"`
-	Retries40001      int      `json:"retries_40001"`
-	AmbiguousResolved int      `json:"ambiguous_resolved"`
-	MovesUnderLoad    int      `json:"moves_under_load"`
-	FailoverP50       string   `json:"failover_p50"`
-	FailoverP99       string   `json:"failover_p99"`
-	Availability      float64  `json:"availability"`
-	Missing           []string `json:"missing_coverage,omitempty"`
-	Violations        []string `json:"violations,omitempty"`
-	Error             string   `json:"error,omitempty"`
+	Scenario          string  `json:"scenario"`
+	Seed              uint64  `json:"seed"`
+	Safe              bool    `json:"safe"`
+	Green             bool    `json:"green"`
+	Requests          int     `json:"requests"`
+	Acked             int     `json:"acked"`
+	Duplicates        int     `json:"duplicates"`
+	Mismatches        int     `json:"mismatches"`
+	StaleRejected     int     `json:"stale_epoch_rejected"`
+	Takeovers         int     `json:"takeovers"`
+	Retries40001      int     `json:"retries_40001"`
+	AmbiguousResolved int     `json:"ambiguous_resolved"`
+	MovesUnderLoad    int     `json:"moves_under_load"`
+	FailoverP50       string  `json:"failover_p50"`
+	FailoverP99       string  `json:"failover_p99"`
+	Availability      float64 `json:"availability"`
+	// Client is the client mode the traffic ran in.
+	Client string `json:"client"`
+	// AvailabilityUnaffected and AvailabilityAffected are the shares of
+	// client calls answered (a success or a final 4xx) inside region-loss windows, for actors
+	// the lost region did not own and for those it owned; null when no
+	// such call returned inside a window.
+	AvailabilityUnaffected *float64 `json:"availability_unaffected"`
+	AvailabilityAffected   *float64 `json:"availability_affected"`
+	// InFlightResolvedP50 and P99 are the times from a region loss to the
+	// final answer of the intents the lost region had in flight.
+	InFlightResolvedP50 string   `json:"in_flight_resolved_p50"`
+	InFlightResolvedP99 string   `json:"in_flight_resolved_p99"`
+	Missing             []string `json:"missing_coverage,omitempty"`
+	Violations          []string `json:"violations,omitempty"`
+	Error               string   `json:"error,omitempty"`
 }
 
 func drillCmd() *cobra.Command {
 	drill := &cobra.Command{Use: "drill", Short: "Run chaos drills against a throwaway cluster"}
 	var (
 		name, reportPath, historyPath, format string
-		unsafe, kind, source, binary          string
+		unsafe, kind, source, binary, mode    string
 		seed                                  uint64
 		duration                              time.Duration
 	)
@@ -110,6 +122,9 @@ Scenarios: ` + strings.Join(scenario.Names(), ", ") + `.`,
 			if _, err := scenario.Load(name); err != nil {
 				return err
 			}
+			if err := chaos.CheckClientMode(mode); err != nil {
+				return fmt.Errorf("--client: %w", err)
+			}
 			// The build's progress goes to stderr, with the line below.
 			start, err := drillStarter(kind, source, binary, cmd.ErrOrStderr())
 			if err != nil {
@@ -135,9 +150,9 @@ Scenarios: ` + strings.Join(scenario.Names(), ", ") + `.`,
 			}
 			res, err := chaos.Drill(ctx, chaos.DrillConfig{Scenario: name, Seed: seed, Duration: duration,
 				ReportPath: reportPath, HistoryPath: historyPath, Start: start, Out: out, Terminal: term,
-				Unsafe: unsafe})
+				Unsafe: unsafe, Client: mode})
 			if format == outputJSON {
-				if rerr := render(cmd.OutOrStdout(), format, table{v: summarize(name, seed, res.Report, err)}); rerr != nil {
+				if rerr := render(cmd.OutOrStdout(), format, table{v: summarize(name, seed, mode, res.Report, err)}); rerr != nil {
 					return errors.Join(err, rerr)
 				}
 			}
@@ -158,6 +173,9 @@ Scenarios: ` + strings.Join(scenario.Names(), ", ") + `.`,
 		drillInProcess+" (regions in this process; fewer fault families)")
 	run.Flags().StringVar(&source, "source", "", "idemcoord module `DIR` to build the drill idemd from (default: found at or above the working directory)")
 	run.Flags().StringVar(&binary, "idemd", "", "an idemd `BIN` built with -tags drill, instead of building one")
+	run.Flags().StringVar(&mode, "client", chaos.ClientDirect, "how the drill's clients reach the cluster: "+chaos.ClientDirect+
+		" (each attempt to one region's address, the baseline), "+chaos.ClientSDK+" (the multi-region Go SDK with every region) or "+
+		chaos.ClientEntry+" (through the HAProxy global entry; needs haproxy)")
 	run.MarkFlagRequired("scenario")
 	addOutputFlag(run, &format)
 	drill.AddCommand(run)
@@ -165,7 +183,7 @@ Scenarios: ` + strings.Join(scenario.Names(), ", ") + `.`,
 }
 
 // summarize turns a report into the JSON summary.
-func summarize(name string, seed uint64, r report.Report, err error) drillSummary {
+func summarize(name string, seed uint64, mode string, r report.Report, err error) drillSummary {
 	s := drillSummary{Scenario: name, Seed: seed, Safe: r.Safe, Green: r.Green, Requests: r.Requests, Acked: r.Acked,
 		Duplicates: r.Duplicates, Mismatches: r.Mismatches, StaleRejected: r.Coverage.StaleEpochRejected,
 		Takeovers: r.Coverage.Takeovers, Retries40001: r.Coverage.Retries40001,
@@ -174,6 +192,14 @@ func summarize(name string, seed uint64, r report.Report, err error) drillSummar
 	if r.Requests > 0 {
 		s.Availability = float64(r.Acked) / float64(r.Requests)
 	}
+	s.Client = mode
+	if v, ok := r.Unaffected.Share(); ok {
+		s.AvailabilityUnaffected = &v
+	}
+	if v, ok := r.Affected.Share(); ok {
+		s.AvailabilityAffected = &v
+	}
+	s.InFlightResolvedP50, s.InFlightResolvedP99 = r.InFlight.P50.String(), r.InFlight.P99.String()
 	for _, row := range r.Table {
 		for _, v := range row.Violations {
 			s.Violations = append(s.Violations, fmt.Sprintf("%s: %s", row.Invariant, v.Message))

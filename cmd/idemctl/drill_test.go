@@ -56,8 +56,8 @@ func TestDrillRunRefusesAnUnknownScenario(t *testing.T) {
 	}
 }
 
-// TestDrillRunNamesWhatItCannotStart: an unknown --cluster, and a
-// process cluster with no idemcoord source to build idemd from, fail
+// TestDrillRunNamesWhatItCannotStart: an unknown --cluster or --client,
+// and a process cluster with no idemcoord source to build idemd from, fail
 // before anything runs, each saying why.
 func TestDrillRunNamesWhatItCannotStart(t *testing.T) {
 	tests := []struct {
@@ -67,6 +67,7 @@ func TestDrillRunNamesWhatItCannotStart(t *testing.T) {
 		{[]string{"--cluster", "docker"}, `--cluster must be process or inprocess, got "docker"`},
 		{[]string{"--cluster", "process", "--source", t.TempDir()}, "module source"},
 		{[]string{"--cluster", "inprocess", "--idemd", "/bin/true"}, "--source and --idemd are for --cluster process"},
+		{[]string{"--cluster", "inprocess", "--client", "browser"}, `--client: chaos: invalid client mode: "browser": must be one of direct, sdk, entry`},
 	}
 	for _, tt := range tests {
 		cmd := rootCmd()

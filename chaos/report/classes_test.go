@@ -1,0 +1,83 @@
+package report
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idemcoord/idemcoord/chaos/history"
+)
+
+// TestAvailabilityIsCountedPerClientCallAndOwnerClass builds a run where
+// us-east dies from 10 s to 20 s. Actor a (owned by us-east) had an
+// intent in flight there: its attempt lost its answer at 10.5 s, its
+// retry got a 503 at 12.1 s and its next one a success from eu-west at
+// 13.1 s; its next intent got a 504 at 14.5 s (its run lost in the
+// region) and a success at 16 s. Actor b (owned by eu-west) made one SDK
+// call at 11 s whose first attempt to us-east was refused and whose
+// second, at once, was served by eu-west, then a call at 15 s with a
+// changed body, rightly answered 422. The user saw b answered every time
+// (2 of 2 calls, not 2 of 3 attempts), a answered in 2 of 5 calls, and
+// a's in-flight intents answered 3.1 s and 6 s after the fault began.
+func TestAvailabilityIsCountedPerClientCallAndOwnerClass(t *testing.T) {
+	var ops []history.Operation
+	at := func(s float64) int64 { return int64(s * float64(time.Second)) }
+	add := func(op history.Operation) {
+		op.Seq, op.Kind = int64(len(ops)+1), history.KindRequest
+		ops = append(ops, op)
+	}
+	a := func(call, ret float64, intent int64, status int, servedBy string, e history.ErrorClass) {
+		add(history.Operation{ClientID: 0, Actor: "demo/a", Shard: 1, Intent: intent, Call: at(call), Return: at(ret),
+			Status: status, ServedBy: servedBy, Error: e})
+	}
+	b := func(call, ret float64, intent, clientCall int64, status int, servedBy string, e history.ErrorClass) {
+		add(history.Operation{ClientID: 1, Actor: "demo/b", Shard: 2, Intent: intent, ClientCall: clientCall,
+			Call: at(call), Return: at(ret), Status: status, ServedBy: servedBy, Error: e})
+	}
+	a(8, 8.1, 4, 201, "us-east", "")
+	b(8, 8.1, 1, 1, 201, "eu-west", "")
+	a(9.5, 10.5, 5, 0, "", history.ErrAfterSend)
+	b(11, 11.01, 2, 2, 0, "", history.ErrBeforeSend)
+	b(11.01, 11.1, 2, 2, 201, "eu-west", "")
+	a(12, 12.1, 5, 503, "", "")
+	a(13, 13.1, 5, 201, "eu-west", "")
+	b(15, 15.1, 3, 3, 422, "eu-west", "")
+	a(14, 14.5, 6, 504, "eu-west", "")
+	a(14.6, 16, 6, 201, "eu-west", "")
+	ops = append(ops, history.Operation{Seq: int64(len(ops) + 1), Kind: history.KindFault, Call: at(10), Return: at(20),
+		SentTo: "us-east", Shard: -1, Fault: "kill_region", Detail: "kill_region us-east for 8s"})
+	in := synthetic()
+	in.History = history.History{Ops: ops}
+	r := Build(in)
+	if got, want := r.Unaffected, (Availability{Calls: 2, OK: 2}); got != want {
+		t.Errorf("unaffected availability = %+v, want %+v: one SDK call is one call, however many attempts", got, want)
+	}
+	if got, want := r.Affected, (Availability{Calls: 5, OK: 2}); got != want {
+		t.Errorf("affected availability = %+v, want %+v", got, want)
+	}
+	got := slices.Clone(r.Faults[0].InFlight)
+	slices.Sort(got)
+	if want := []time.Duration{3100 * time.Millisecond, 6 * time.Second}; !slices.Equal(got, want) {
+		t.Errorf("in-flight resolution times = %v, want %v", got, want)
+	}
+	if r.InFlight.P99 != 6*time.Second {
+		t.Errorf("in-flight p99 = %v, want 6s", r.InFlight.P99)
+	}
+	var text strings.Builder
+	r.WriteText(&text)
+	for _, want := range []string{"unaffected actors 1.0000 (2/2), affected actors 0.4000 (2/5)", "in-flight intents of the lost region (fault start -> final answer, n=2): p50 6s"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("text summary lacks %q:\n%s", want, text.String())
+		}
+	}
+	var html strings.Builder
+	if err := r.WriteHTML(&html); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`id="availability-unaffected"`, "1.0000 (2/2)", "0.4000 (2/5)", `id="in-flight"`} {
+		if !strings.Contains(html.String(), want) {
+			t.Errorf("HTML report lacks %q", want)
+		}
+	}
+}
