@@ -167,7 +167,8 @@ func Run(ctx context.Context, sc scenario.Scenario, seed uint64, c cluster.Clust
 		return res, err
 	}
 	res.Verdict = verdict
-	res.Report = report.Build(report.Input{Scenario: sc.Name, Seed: seed, History: res.History, Result: verdict})
+	res.Report = report.Build(report.Input{Scenario: sc.Name, Seed: seed, History: res.History, Result: verdict,
+		Client: opts.Client})
 	log.Info("drill: checked", "violations", len(verdict.Violations), "green", verdict.Green())
 	return res, nil
 }

@@ -19,6 +19,9 @@ type Input struct {
 	History history.History
 	// Result is the checker's verdict on it.
 	Result validate.Result
+	// Client is how the traffic reached the cluster (the drill's client
+	// mode: direct, sdk or entry); empty reads as direct.
+	Client string
 }
 
 // Second is one bucket of the timeline.
@@ -89,6 +92,9 @@ func (r Row) Pass() bool { return len(r.Violations) == 0 }
 type Report struct {
 	Scenario string
 	Seed     uint64
+	// Client is the drill's client mode (Input.Client), "direct" when
+	// the input named none.
+	Client string
 	// Requests counts attempts; Acked their successes; Replayed the
 	// successes that were replays; Mismatches the 422s; Duplicates the
 	// I1 and I2 violations (a second claim, resource or charge).
@@ -120,7 +126,11 @@ type Report struct {
 func Build(in Input) Report {
 	h := in.History
 	h.Sort()
-	r := Report{Scenario: in.Scenario, Seed: in.Seed, Errors: map[string]int{}, Coverage: in.Result.Coverage,
+	client := in.Client
+	if client == "" {
+		client = "direct"
+	}
+	r := Report{Scenario: in.Scenario, Seed: in.Seed, Client: client, Errors: map[string]int{}, Coverage: in.Result.Coverage,
 		Missing: in.Result.Coverage.Missing(), Safe: in.Result.Safe(), Green: in.Result.Green()}
 	var lat []time.Duration
 	var first, last int64 = -1, 0

@@ -26,6 +26,7 @@ dl.meta{display:grid;grid-template-columns:max-content auto;gap:2px 12px;font-si
 <dt>seed</dt><dd>{{.Seed}} (the same seed replays the same faults and workload)</dd>
 <dt>build</dt><dd>{{.Meta.Version}}</dd>
 <dt>cluster</dt><dd>as the command's <code>--cluster</code> says (default <code>process</code>: one idemd process per region)</dd>
+<dt>clients</dt><dd>{{.Client}} (<code>direct</code>: each call to one region's address; <code>sdk</code>: the multi-region Go SDK; <code>entry</code>: through the HAProxy global entry)</dd>
 <dt>run length</dt><dd>{{dur .Meta.Span}} from the first request to the last answer</dd>
 </dl>
 

@@ -155,7 +155,8 @@ func TestFailoverIsMeasuredOnlyForFaultsThatTakeARegionOut(t *testing.T) {
 // down by class; durations are rounded; each "checked" count has its unit
 // and each invariant links to its definition in the page; the coverage
 // counters that come from the drill's probes are marked; the page says
-// what GREEN requires and carries the run's metadata.
+// what GREEN requires and carries the run's metadata, its client mode
+// included (direct when the input names none).
 func TestHTMLReportSaysWhatItShows(t *testing.T) {
 	_, page := writeHTML(t)
 	for _, want := range []string{
@@ -165,6 +166,7 @@ func TestHTMLReportSaysWhatItShows(t *testing.T) {
 		`<td class="n">1 keys</td>`, `<a href="#def-I1">I1</a>`, `<dt id="def-I1">`, `<dt id="def-liveness">`,
 		`stale-epoch write rejected &dagger;`, `counted from the drill's own probes`,
 		`GREEN requires both`, `<dt>command</dt>`, `<dt>build</dt>`, `<dt>seed</dt><dd>42 `, `<dt>run length</dt><dd>9.5s `,
+		`<dt>clients</dt><dd>direct (`,
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("report lacks %s", want)
