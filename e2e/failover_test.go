@@ -28,6 +28,10 @@ import (
 // a loaded machine does not fail the test on time alone.
 const failoverDeadline = 30 * time.Second
 
+// e2eHoldTime is how long a returning region stays recovering in the
+// e2e clusters (startCluster's default).
+const e2eHoldTime = 500 * time.Millisecond
+
 // failoverRuns is how many kill/failover/failback rounds the transfer test
 // makes: IDEMCOORD_FAILOVER_RUNS, default 1 (a p50/p99 wants 20 or more).
 func failoverRuns(t *testing.T) int {

@@ -69,6 +69,11 @@ func sharedCluster(t *testing.T) *devcluster.Cluster {
 func startCluster(t *testing.T, opts devcluster.Options) *devcluster.Cluster {
 	t.Helper()
 	opts.PortBase = 0
+	if opts.FailoverTimings.HoldTime == 0 {
+		// A region a test brings back must be healthy again well within
+		// failBack's deadline: the default hold (30 s) equals it.
+		opts.FailoverTimings.HoldTime = e2eHoldTime
+	}
 	if opts.Logger == nil {
 		opts.Logger = testLogger()
 	}
