@@ -7,21 +7,21 @@ import (
 
 	"github.com/idemcoord/idemcoord/chaos/history"
 	"github.com/idemcoord/idemcoord/chaos/probe"
-	"github.com/idemcoord/idemcoord/crdb"
 	"github.com/idemcoord/idemcoord/fencing"
+	"github.com/idemcoord/idemcoord/sqlstore"
 )
 
 // prober runs the drill-side probes on a store of its own, so a probe
 // goes through the same fenced claim the coordinator uses.
 type prober struct {
-	store *crdb.Store
+	store *sqlstore.Store
 	rec   *history.Recorder
 	seed  uint64
 	n     int64
 }
 
 func newProber(ctx context.Context, dsn string, rec *history.Recorder, seed uint64) (*prober, error) {
-	store, err := crdb.Open(ctx, crdb.Config{DSN: dsn, MaxConns: 4})
+	store, err := sqlstore.Open(ctx, sqlstore.Config{DSN: dsn, MaxConns: 4})
 	if err != nil {
 		return nil, fmt.Errorf("chaos: probe store: %w", err)
 	}

@@ -17,9 +17,9 @@ import (
 	"github.com/idemcoord/idemcoord/chaos/traffic"
 	"github.com/idemcoord/idemcoord/client"
 	"github.com/idemcoord/idemcoord/clock"
-	"github.com/idemcoord/idemcoord/crdb"
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/idempotency"
+	"github.com/idemcoord/idemcoord/sqlstore"
 )
 
 // A green verdict needs an ambiguous outcome resolved, a takeover and a
@@ -78,7 +78,7 @@ type provoker struct {
 	rec    *history.Recorder
 	seed   uint64
 	path   string
-	store  *crdb.Store     // the probes' own store, for the dead claim
+	store  *sqlstore.Store // the probes' own store, for the dead claim
 	actors []traffic.Actor // the workload's actors, whose shards are loaded
 }
 

@@ -18,7 +18,7 @@ const (
 	DefaultCleanupInterval = time.Minute
 	// DefaultCleanupBatchSize bounds one cleanup statement (one bounded
 	// delete by primary key); a pass runs batches until one comes back
-	// short. It matches crdb.DefaultCleanupBatch.
+	// short. It matches sqlstore.DefaultCleanupBatch.
 	DefaultCleanupBatchSize = 500
 	// maxCleanupBatchSize keeps one delete's locks and WAL short.
 	maxCleanupBatchSize = 10000

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/idemcoord/idemcoord/crdb"
 	"github.com/idemcoord/idemcoord/daemon"
+	"github.com/idemcoord/idemcoord/sqlstore"
 )
 
 // TestStartBootstrapsFencesAndRefusesAnotherShardCount: the first daemon
@@ -21,7 +21,7 @@ func TestStartBootstrapsFencesAndRefusesAnotherShardCount(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.Close(ctx)
-	s, err := crdb.Open(ctx, crdb.Config{Migrate: true, DSN: cfg.Store.DSN, MaxConns: 2})
+	s, err := sqlstore.Open(ctx, sqlstore.Config{Migrate: true, DSN: cfg.Store.DSN, MaxConns: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func TestStartBootstrapsFencesAndRefusesAnotherShardCount(t *testing.T) {
 	other := *cfg
 	other.Shards = 16
 	d2, err := daemon.Start(ctx, &other, daemon.Options{Logger: quiet(), Migrate: true})
-	var mm *crdb.ShardCountMismatchError
+	var mm *sqlstore.ShardCountMismatchError
 	if !errors.As(err, &mm) || mm.Store != cfg.Shards || mm.Configured != 16 {
 		if d2 != nil && err == nil {
 			d2.Close(ctx)

@@ -22,12 +22,12 @@ import (
 	"github.com/idemcoord/idemcoord/authn"
 	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/config"
-	"github.com/idemcoord/idemcoord/crdb"
 	"github.com/idemcoord/idemcoord/failover"
 	"github.com/idemcoord/idemcoord/gateway"
 	"github.com/idemcoord/idemcoord/internal/reach"
 	"github.com/idemcoord/idemcoord/ownership"
 	"github.com/idemcoord/idemcoord/region"
+	"github.com/idemcoord/idemcoord/sqlstore"
 )
 
 // LivenessPrefix is where instances keep their liveness keys in etcd:
@@ -60,7 +60,7 @@ type Options struct {
 	Listener net.Listener
 	// Migrate applies the store's migrations at start (idemd run
 	// --migrate, the dev cluster, tests). Default false: a store without
-	// the schema fails the start with crdb.ErrSchemaMissing.
+	// the schema fails the start with sqlstore.ErrSchemaMissing.
 	Migrate bool
 	// SpanExporter, if set, receives the daemon's spans (tests pass an
 	// in-memory one). Default: OTLP when OTEL_EXPORTER_OTLP_ENDPOINT or
@@ -83,7 +83,7 @@ type Options struct {
 // Daemon is one running region instance.
 type Daemon struct {
 	cfg   *config.Config
-	store *crdb.Store
+	store *sqlstore.Store
 	gw    *gateway.Gateway
 	srv   *http.Server
 	ln    net.Listener
@@ -133,7 +133,7 @@ func Start(ctx context.Context, cfg *config.Config, opts Options) (d *Daemon, er
 	if err := reach.Store(ctx, cfg.Store.DSN, cfg.Store.ConnectTimeout); err != nil {
 		return nil, fmt.Errorf("%w (store.connect_timeout %s)", err, cfg.Store.ConnectTimeout)
 	}
-	d.store, err = crdb.Open(ctx, crdb.Config{DSN: cfg.Store.DSN, MaxConns: int32(cfg.Store.MaxConns),
+	d.store, err = sqlstore.Open(ctx, sqlstore.Config{DSN: cfg.Store.DSN, MaxConns: int32(cfg.Store.MaxConns),
 		Meter: meter, Logger: log, Migrate: opts.Migrate})
 	if err != nil {
 		return nil, &reach.Error{Part: "store", Addrs: reach.StoreDisplay(cfg.Store.DSN), Err: err}
@@ -263,7 +263,7 @@ func (d *Daemon) Err() error {
 func (d *Daemon) Addr() string { return d.ln.Addr().String() }
 
 // Store returns the daemon's store (for tests and tools).
-func (d *Daemon) Store() *crdb.Store { return d.store }
+func (d *Daemon) Store() *sqlstore.Store { return d.store }
 
 // Close drains and stops the daemon: it stops accepting connections (a
 // new request is refused at connect), lets in-flight requests finish and

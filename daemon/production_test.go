@@ -15,14 +15,14 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/idemcoord/idemcoord/clock"
-	"github.com/idemcoord/idemcoord/crdb"
 	"github.com/idemcoord/idemcoord/daemon"
 	"github.com/idemcoord/idemcoord/internal/etcdlocal"
+	"github.com/idemcoord/idemcoord/sqlstore"
 )
 
 // insertRecord writes one record in state, expired (expires_at in the
 // past) when expired, with a lease that ran out an hour ago.
-func insertRecord(t *testing.T, s *crdb.Store, key, state string, expired bool) {
+func insertRecord(t *testing.T, s *sqlstore.Store, key, state string, expired bool) {
 	t.Helper()
 	expires := "now() + interval '1 day'"
 	if expired {
@@ -121,8 +121,8 @@ func TestDaemonDoneWithoutErrorAfterClose(t *testing.T) {
 func TestStartRefusesAStoreWithoutSchema(t *testing.T) {
 	cfg := review2Config(t, nil)
 	_, err := daemon.Start(t.Context(), cfg, daemon.Options{Logger: quiet()})
-	if !errors.Is(err, crdb.ErrSchemaMissing) || !strings.Contains(err.Error(), "idemctl migrate") {
-		t.Fatalf("Start on an empty database: %v, want crdb.ErrSchemaMissing naming idemctl migrate", err)
+	if !errors.Is(err, sqlstore.ErrSchemaMissing) || !strings.Contains(err.Error(), "idemctl migrate") {
+		t.Fatalf("Start on an empty database: %v, want sqlstore.ErrSchemaMissing naming idemctl migrate", err)
 	}
 }
 

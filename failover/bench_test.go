@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/idemcoord/idemcoord/crdb"
 	"github.com/idemcoord/idemcoord/failover"
 	"github.com/idemcoord/idemcoord/internal/pgtest"
 	"github.com/idemcoord/idemcoord/ownership"
+	"github.com/idemcoord/idemcoord/sqlstore"
 )
 
 // BenchmarkRegionFailover1024Shards times the move part of a failover at
@@ -17,7 +17,7 @@ import (
 // PostgreSQL). Each iteration fails us-east over, then (untimed) back.
 func BenchmarkRegionFailover1024Shards(b *testing.B) {
 	ctx := context.Background()
-	s, err := crdb.Open(ctx, crdb.Config{Migrate: true, DSN: pgtest.NewDatabase(b), Seed: 1, Logger: quiet(), MaxConns: 32})
+	s, err := sqlstore.Open(ctx, sqlstore.Config{Migrate: true, DSN: pgtest.NewDatabase(b), Seed: 1, Logger: quiet(), MaxConns: 32})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -87,7 +87,7 @@ type Topology interface {
 	Successors(name string) ([]string, error)
 }
 
-// Auditor writes a repair audit row (crdb.Store implements it).
+// Auditor writes a repair audit row (sqlstore.Store implements it).
 type Auditor interface {
 	// Audit records that operator did action for reason; detail says on
 	// what.

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/idemcoord/idemcoord/clock"
-	"github.com/idemcoord/idemcoord/crdb"
 	"github.com/idemcoord/idemcoord/failover"
 	"github.com/idemcoord/idemcoord/ownership"
+	"github.com/idemcoord/idemcoord/sqlstore"
 )
 
 // start runs a controller named name until the test ends.
@@ -41,13 +41,13 @@ func everyRegion(t *testing.T, e env) map[string]*member {
 }
 
 // audit returns the audit rows of action.
-func audit(t *testing.T, s *crdb.Store, action string) []crdb.AuditRow {
+func audit(t *testing.T, s *sqlstore.Store, action string) []sqlstore.AuditRow {
 	t.Helper()
-	rows, err := s.QueryAudit(context.Background(), crdb.AuditFilter{Limit: 1000})
+	rows, err := s.QueryAudit(context.Background(), sqlstore.AuditFilter{Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []crdb.AuditRow
+	var out []sqlstore.AuditRow
 	for _, r := range rows {
 		if r.Action == action {
 			out = append(out, r)

@@ -10,12 +10,12 @@ import (
 
 	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/config"
-	"github.com/idemcoord/idemcoord/crdb"
 	"github.com/idemcoord/idemcoord/internal/etcdlocal"
 	"github.com/idemcoord/idemcoord/internal/etcdtest"
 	"github.com/idemcoord/idemcoord/internal/pgtest"
 	"github.com/idemcoord/idemcoord/ownership"
 	"github.com/idemcoord/idemcoord/region"
+	"github.com/idemcoord/idemcoord/sqlstore"
 )
 
 func TestMain(m *testing.M) { etcdtest.Main(m) }
@@ -63,7 +63,7 @@ func epoch0() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }
 type env struct {
 	cli   *clientv3.Client
 	dir   *ownership.Directory
-	store *crdb.Store
+	store *sqlstore.Store
 	topo  *region.Topology
 	pfx   string
 }
@@ -72,7 +72,7 @@ const shards = 12
 
 func setup(t *testing.T) env {
 	t.Helper()
-	s, err := crdb.Open(context.Background(), crdb.Config{Migrate: true, DSN: pgtest.NewDatabase(t), Seed: 1, Logger: quiet()})
+	s, err := sqlstore.Open(context.Background(), sqlstore.Config{Migrate: true, DSN: pgtest.NewDatabase(t), Seed: 1, Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}

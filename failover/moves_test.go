@@ -3,11 +3,11 @@ package failover_test
 import (
 	"testing"
 
-	"github.com/idemcoord/idemcoord/crdb"
 	"github.com/idemcoord/idemcoord/failover"
 	"github.com/idemcoord/idemcoord/internal/etcdtest"
 	"github.com/idemcoord/idemcoord/internal/pgtest"
 	"github.com/idemcoord/idemcoord/ownership"
+	"github.com/idemcoord/idemcoord/sqlstore"
 )
 
 // TestARegionFailoverBatchesItsEtcdWrites: failing a region over moves its
@@ -19,7 +19,7 @@ import (
 // move_fence audit row per shard.
 func TestARegionFailoverBatchesItsEtcdWrites(t *testing.T) {
 	ctx := ctxT(t)
-	s, err := crdb.Open(ctx, crdb.Config{Migrate: true, DSN: pgtest.NewDatabase(t), Seed: 1, Logger: quiet(), MaxConns: 16})
+	s, err := sqlstore.Open(ctx, sqlstore.Config{Migrate: true, DSN: pgtest.NewDatabase(t), Seed: 1, Logger: quiet(), MaxConns: 16})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,19 +11,19 @@ import (
 	"time"
 
 	"github.com/idemcoord/idemcoord/clock"
-	"github.com/idemcoord/idemcoord/crdb"
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/gateway"
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/internal/pgtest"
+	"github.com/idemcoord/idemcoord/sqlstore"
 )
 
 // clockedStore opens a store on a fresh database whose lease time is the
-// fake clock's (crdb.Config.Clock), so a test moves leases past expiry
+// fake clock's (sqlstore.Config.Clock), so a test moves leases past expiry
 // instead of waiting for them.
-func storeOnClock(t testing.TB, lease *clock.Fake, maxConns int32) *crdb.Store {
+func storeOnClock(t testing.TB, lease *clock.Fake, maxConns int32) *sqlstore.Store {
 	t.Helper()
-	s, err := crdb.Open(context.Background(), crdb.Config{Migrate: true, DSN: pgtest.NewDatabase(t), MaxConns: maxConns, Clock: lease})
+	s, err := sqlstore.Open(context.Background(), sqlstore.Config{Migrate: true, DSN: pgtest.NewDatabase(t), MaxConns: maxConns, Clock: lease})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,10 +82,10 @@ func TestRetryAfterUnsentTakeoverOfRetryableFailureRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := s.Begin(ctx, crdb.ClaimRequest{Scope: sc, Fingerprint: fp,
+	c, err := s.Begin(ctx, sqlstore.ClaimRequest{Scope: sc, Fingerprint: fp,
 		Token:  fencing.Token{Shard: fencing.ShardOf("t/alice", fencing.DefaultShards), Epoch: 1, Region: "test"},
 		Worker: "dies-before-sending", Lease: 10 * time.Second, TTL: time.Hour})
-	if err != nil || c.Outcome != crdb.TakenOver {
+	if err != nil || c.Outcome != sqlstore.TakenOver {
 		t.Fatalf("attempt 2's takeover: %v %v", c.Outcome, err)
 	}
 	lease.Advance(11 * time.Second) // its lease runs out

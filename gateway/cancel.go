@@ -12,9 +12,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/idemcoord/idemcoord/config"
-	"github.com/idemcoord/idemcoord/crdb"
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/idempotency"
+	"github.com/idemcoord/idemcoord/sqlstore"
 )
 
 // CancelVerdict is the upstream's answer to "cancel operation X".
@@ -45,12 +45,12 @@ type Canceller interface {
 
 var _ Canceller = (*Proxy)(nil)
 
-// cancelStore records a confirmed cancel (*crdb.Store).
+// cancelStore records a confirmed cancel (*sqlstore.Store).
 type cancelStore interface {
-	Cancel(ctx context.Context, rec crdb.Record, tok fencing.Token, res crdb.Result) error
+	Cancel(ctx context.Context, rec sqlstore.Record, tok fencing.Token, res sqlstore.Result) error
 }
 
-var _ cancelStore = (*crdb.Store)(nil)
+var _ cancelStore = (*sqlstore.Store)(nil)
 
 // Cancel POSTs to the endpoint's cancel_path with the operation id and
 // actor, within the endpoint's upstream timeout, detached from the
@@ -90,8 +90,8 @@ const cancelRounds = 4
 // records (the DELETE, the worker whose upstream call ends in the
 // cancellation, a resolve): one answer, the same whichever path recorded
 // it, replayed to every retry of the original request.
-var cancelledResult = crdb.Result{State: idempotency.Cancelled, ErrorSummary: "cancelled by the owning actor",
-	Snapshot: crdb.Snapshot{Status: http.StatusConflict,
+var cancelledResult = sqlstore.Result{State: idempotency.Cancelled, ErrorSummary: "cancelled by the owning actor",
+	Snapshot: sqlstore.Snapshot{Status: http.StatusConflict,
 		Header: http.Header{"Content-Type": {"application/problem+json"}},
 		Body: mustJSON(problem{Type: problemBase + "operation-cancelled", Title: "operation cancelled",
 			Detail: "the owning actor cancelled this operation before its irreversible stage; it never took effect",
@@ -153,7 +153,7 @@ func (g *Gateway) cancelOperation(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := context.WithoutCancel(r.Context())
 	rec, err := g.cfg.Store.Lookup(ctx, actor, id)
-	if errors.Is(err, crdb.ErrNotFound) {
+	if errors.Is(err, sqlstore.ErrNotFound) {
 		writeProblem(w, notFound, 0)
 		return
 	}
@@ -209,7 +209,7 @@ func (g *Gateway) cancelOperation(w http.ResponseWriter, r *http.Request) {
 			writeCancelled(w, id, true)
 			return
 		}
-		if ok, stage := crdb.Cancellable(rec); !ok {
+		if ok, stage := sqlstore.Cancellable(rec); !ok {
 			g.cancelled(ctx, ep.Name, "irreversible", id, stage)
 			writeNotCancellable(w, id, rec.State, stage)
 			return
@@ -243,8 +243,8 @@ func (g *Gateway) cancelOperation(w http.ResponseWriter, r *http.Request) {
 		case errors.As(err, &staleEpoch):
 			g.fences.invalidate(tok.Shard)
 			stale = err
-		case !errors.Is(err, crdb.ErrLostOwnership) && !errors.Is(err, crdb.ErrNotCancellable) &&
-			!errors.As(err, new(*crdb.AmbiguousCommitError)):
+		case !errors.Is(err, sqlstore.ErrLostOwnership) && !errors.Is(err, sqlstore.ErrNotCancellable) &&
+			!errors.As(err, new(*sqlstore.AmbiguousCommitError)):
 			g.cancelStoreDown(ctx, w, ep.Name, id, err)
 			return
 		}

@@ -19,11 +19,11 @@ import (
 
 	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/config"
-	"github.com/idemcoord/idemcoord/crdb"
 	"github.com/idemcoord/idemcoord/demo/bank"
 	"github.com/idemcoord/idemcoord/demo/payments"
 	"github.com/idemcoord/idemcoord/gateway"
 	"github.com/idemcoord/idemcoord/internal/pgtest"
+	"github.com/idemcoord/idemcoord/sqlstore"
 )
 
 // cancelHold is how long the demo holds a payment reserved; only the
@@ -39,7 +39,7 @@ type cancelEnv struct {
 	t     *testing.T
 	g     *gateway.Gateway
 	srv   *httptest.Server
-	store *crdb.Store
+	store *sqlstore.Store
 	pool  *pgxpool.Pool
 	bank  *bank.Server
 	hold  *clock.Fake
@@ -77,7 +77,7 @@ func newCancelEnv(t *testing.T) *cancelEnv {
 	e := &cancelEnv{t: t, pool: pgtest.NewPool(t, 24), hold: clock.NewFake(time.Unix(1_700_000_000, 0)),
 		leases: clock.NewFake(time.Now())}
 	var err error
-	e.store, err = crdb.Open(ctx, crdb.Config{Migrate: true, DSN: pgtest.NewDatabase(t), MaxConns: 16, Clock: e.leases})
+	e.store, err = sqlstore.Open(ctx, sqlstore.Config{Migrate: true, DSN: pgtest.NewDatabase(t), MaxConns: 16, Clock: e.leases})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +213,7 @@ func (e *cancelEnv) effects(op string) (charges, rows int) {
 }
 
 // record reads op's record as subject.
-func (e *cancelEnv) record(subject, op string) crdb.Record {
+func (e *cancelEnv) record(subject, op string) sqlstore.Record {
 	e.t.Helper()
 	rec, err := e.store.Lookup(context.Background(), "t/"+subject, uuid.MustParse(op))
 	if err != nil {
@@ -224,7 +224,7 @@ func (e *cancelEnv) record(subject, op string) crdb.Record {
 
 // waitRecord waits, on the store's own answers, until op's record
 // satisfies ok (a background worker writes it); no timing is asserted.
-func (e *cancelEnv) waitRecord(subject, op string, ok func(crdb.Record) bool) crdb.Record {
+func (e *cancelEnv) waitRecord(subject, op string, ok func(sqlstore.Record) bool) sqlstore.Record {
 	e.t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemcoord/idemcoord/crdb"
 	"github.com/idemcoord/idemcoord/idempotency"
+	"github.com/idemcoord/idemcoord/sqlstore"
 )
 
 // TestCancelRacingTheCaptureNeverBothCancelsAndCharges: DELETEs race the
@@ -95,7 +95,7 @@ func TestDroppedPostConnectionNeverCancels(t *testing.T) {
 			}
 			e.hold.Advance(cancelHold)
 			key, _ := idempotency.ParseKeyHeader("pay-1")
-			sc := crdb.Scope{Actor: "t/alice", Endpoint: "create-payment", Key: key}
+			sc := sqlstore.Scope{Actor: "t/alice", Endpoint: "create-payment", Key: key}
 			if st := waitState(t, e.store, sc, idempotency.Completed, 20*time.Second); st != idempotency.Completed {
 				t.Fatalf("record %s, want COMPLETED", st)
 			}

@@ -2,7 +2,7 @@ package gateway
 
 import "strings"
 
-// errorPrefixes are the package prefixes ("idempotency: ", "crdb: ") that
+// errorPrefixes are the package prefixes ("idempotency: ", "sqlstore: ") that
 // Go errors carry by house style (STYLE.md rule 3). They name a package of
 // this server, which means nothing to a client, so clientText drops them
 // from every problem detail. TestErrorPrefixesCoverGatewayImports keeps the
@@ -10,7 +10,7 @@ import "strings"
 // library's are those whose errors reach a detail through a body check.
 var errorPrefixes = []string{
 	// This module's packages whose errors can reach the gateway.
-	"authn", "clock", "config", "crdb", "daemon", "failover", "fencing",
+	"authn", "clock", "config", "sqlstore", "daemon", "failover", "fencing",
 	"gateway", "idempotency", "ownership", "policy", "region",
 	// The standard library's, met while checking a body.
 	"json", "mime", "multipart",

@@ -18,7 +18,7 @@ func TestClientTextDropsOnlyPackagePrefixes(t *testing.T) {
 			"key contains a character outside visible ASCII: at byte 4"},
 		{"gateway: malformed multipart/form-data body: multipart: NextPart: EOF",
 			"malformed multipart/form-data body: NextPart: EOF"},
-		{"crdb: config: store down", "store down"},
+		{"sqlstore: config: store down", "store down"},
 		{"wait: must not be negative, got -1s", "wait: must not be negative, got -1s"},
 		{"shard 3: owner \"eu\" is failed; nothing was executed", "shard 3: owner \"eu\" is failed; nothing was executed"},
 		{"nothing was executed; retry with the same key", "nothing was executed; retry with the same key"},

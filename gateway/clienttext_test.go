@@ -85,7 +85,7 @@ func TestProblemDetailsCarryNoPackagePrefix(t *testing.T) {
 			if !strings.Contains(detail, tt.want) {
 				t.Errorf("detail %q lost %q", detail, tt.want)
 			}
-			for _, pkg := range []string{"idempotency: ", "gateway: ", "crdb: ", "config: "} {
+			for _, pkg := range []string{"idempotency: ", "gateway: ", "sqlstore: ", "config: "} {
 				if strings.Contains(detail, pkg) {
 					t.Errorf("detail %q leaks the package prefix %q", detail, pkg)
 				}

@@ -7,9 +7,9 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/idemcoord/idemcoord/crdb"
 	"github.com/idemcoord/idemcoord/internal/pgtest"
 	"github.com/idemcoord/idemcoord/internal/toxitest"
+	"github.com/idemcoord/idemcoord/sqlstore"
 )
 
 // TestStoreContentionIs409AndOutageIs503: when the store gives up because
@@ -22,7 +22,7 @@ func TestStoreContentionIs409AndOutageIs503(t *testing.T) {
 	alice := token(t, "alice")
 
 	t.Run("contention", func(t *testing.T) {
-		s, err := crdb.Open(context.Background(), crdb.Config{Migrate: true, DSN: pgtest.NewDatabase(t), MaxAttempts: 3})
+		s, err := sqlstore.Open(context.Background(), sqlstore.Config{Migrate: true, DSN: pgtest.NewDatabase(t), MaxAttempts: 3})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -52,7 +52,7 @@ func TestStoreContentionIs409AndOutageIs503(t *testing.T) {
 		}
 		p := toxitest.Proxy(t, "pg", u.Host)
 		u.Host = p.Listen
-		s, err := crdb.Open(context.Background(), crdb.Config{Migrate: true, DSN: u.String(), MaxConns: 4})
+		s, err := sqlstore.Open(context.Background(), sqlstore.Config{Migrate: true, DSN: u.String(), MaxConns: 4})
 		if err != nil {
 			t.Fatal(err)
 		}

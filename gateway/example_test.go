@@ -8,8 +8,8 @@ import (
 
 	"github.com/idemcoord/idemcoord/authn"
 	"github.com/idemcoord/idemcoord/config"
-	"github.com/idemcoord/idemcoord/crdb"
 	"github.com/idemcoord/idemcoord/gateway"
+	"github.com/idemcoord/idemcoord/sqlstore"
 )
 
 // Example_middleware coordinates a Go service's own handler in-process:
@@ -21,7 +21,7 @@ func Example_middleware() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	store, err := crdb.Open(ctx, crdb.Config{Migrate: true, DSN: cfg.Store.DSN})
+	store, err := sqlstore.Open(ctx, sqlstore.Config{Migrate: true, DSN: cfg.Store.DSN})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -18,10 +18,10 @@ import (
 	"github.com/idemcoord/idemcoord/authn"
 	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/config"
-	"github.com/idemcoord/idemcoord/crdb"
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/region"
+	"github.com/idemcoord/idemcoord/sqlstore"
 )
 
 // Headers the gateway reads and writes.
@@ -33,19 +33,19 @@ const (
 	HeaderRegion      = "X-Idempotency-Region"
 )
 
-// Store is what the gateway needs of the SQL store (*crdb.Store).
+// Store is what the gateway needs of the SQL store (*sqlstore.Store).
 type Store interface {
-	Begin(ctx context.Context, req crdb.ClaimRequest) (crdb.Claim, error)
-	Heartbeat(ctx context.Context, l *crdb.Lease) error
-	RecordStage(ctx context.Context, l *crdb.Lease, stage string) error
-	Finish(ctx context.Context, l *crdb.Lease, res crdb.Result) error
-	Resolve(ctx context.Context, rec crdb.Record, tok fencing.Token, res crdb.Result) error
-	Lookup(ctx context.Context, actor string, opID uuid.UUID) (crdb.Record, error)
+	Begin(ctx context.Context, req sqlstore.ClaimRequest) (sqlstore.Claim, error)
+	Heartbeat(ctx context.Context, l *sqlstore.Lease) error
+	RecordStage(ctx context.Context, l *sqlstore.Lease, stage string) error
+	Finish(ctx context.Context, l *sqlstore.Lease, res sqlstore.Result) error
+	Resolve(ctx context.Context, rec sqlstore.Record, tok fencing.Token, res sqlstore.Result) error
+	Lookup(ctx context.Context, actor string, opID uuid.UUID) (sqlstore.Record, error)
 	Fence(ctx context.Context, shard int) (epoch int64, owner string, err error)
 	Ping(ctx context.Context) error
 }
 
-var _ Store = (*crdb.Store)(nil)
+var _ Store = (*sqlstore.Store)(nil)
 
 // Authenticator maps a request to its principal (*authn.Verifier).
 type Authenticator interface {
@@ -110,7 +110,7 @@ type Config struct {
 	// Clock drives heartbeats, the lease check before every send, the
 	// backoff of result recording and the execution-time estimate behind
 	// Retry-After. Default clock.Real(). Tests pass a *clock.Fake (and the
-	// same one as the store's crdb.Config.Clock) to move time instead of
+	// same one as the store's sqlstore.Config.Clock) to move time instead of
 	// sleeping.
 	Clock clock.Clock
 	// FingerprintBudget bounds the request-body bytes fingerprinted at

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/idemcoord/idemcoord/config"
-	"github.com/idemcoord/idemcoord/crdb"
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/idempotency"
+	"github.com/idemcoord/idemcoord/sqlstore"
 )
 
 // reviewEndpoints parses one endpoint "create-thing" (POST /v1/things, key
@@ -26,13 +26,13 @@ func reviewEndpoints(t testing.TB, extra string) []config.Endpoint {
 }
 
 // reviewScope is the store scope the gateway uses for actor t/<subject>.
-func reviewScope(t testing.TB, subject, key string) crdb.Scope {
+func reviewScope(t testing.TB, subject, key string) sqlstore.Scope {
 	t.Helper()
 	k, err := idempotency.ParseKeyHeader(key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return crdb.Scope{Actor: "t/" + subject, Endpoint: "create-thing", Key: k}
+	return sqlstore.Scope{Actor: "t/" + subject, Endpoint: "create-thing", Key: k}
 }
 
 // do sends req and returns status, headers and body.
@@ -49,7 +49,7 @@ func do(t testing.TB, req *http.Request) (int, http.Header, string) {
 
 // waitState polls the store until the record reaches want or d passes, and
 // returns the last state seen.
-func waitState(t testing.TB, s *crdb.Store, sc crdb.Scope, want idempotency.State, d time.Duration) idempotency.State {
+func waitState(t testing.TB, s *sqlstore.Store, sc sqlstore.Scope, want idempotency.State, d time.Duration) idempotency.State {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for {
@@ -70,11 +70,11 @@ func waitState(t testing.TB, s *crdb.Store, sc crdb.Scope, want idempotency.Stat
 // failFinish is the real store, except that its first n Finish calls fail
 // as if the worker died (or the store blipped) right after the execution.
 type failFinish struct {
-	*crdb.Store
+	*sqlstore.Store
 	n atomic.Int64
 }
 
-func (f *failFinish) Finish(ctx context.Context, l *crdb.Lease, res crdb.Result) error {
+func (f *failFinish) Finish(ctx context.Context, l *sqlstore.Lease, res sqlstore.Result) error {
 	if f.n.Add(-1) >= 0 {
 		return errors.New("injected: worker died before recording the result")
 	}
@@ -83,10 +83,10 @@ func (f *failFinish) Finish(ctx context.Context, l *crdb.Lease, res crdb.Result)
 
 // staleForever is the real store whose claims are always refused by the
 // fence, as during a burst of epoch changes.
-type staleForever struct{ *crdb.Store }
+type staleForever struct{ *sqlstore.Store }
 
-func (s staleForever) Begin(ctx context.Context, req crdb.ClaimRequest) (crdb.Claim, error) {
-	return crdb.Claim{}, &fencing.StaleEpochError{Token: req.Token, Current: req.Token.Epoch + 1}
+func (s staleForever) Begin(ctx context.Context, req sqlstore.ClaimRequest) (sqlstore.Claim, error) {
+	return sqlstore.Claim{}, &fencing.StaleEpochError{Token: req.Token, Current: req.Token.Epoch + 1}
 }
 
 // resolutionBody is a resolve endpoint's 200 answer.

@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/idemcoord/idemcoord/clock"
-	"github.com/idemcoord/idemcoord/crdb"
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/gateway"
 	"github.com/idemcoord/idemcoord/idempotency"
+	"github.com/idemcoord/idemcoord/sqlstore"
 )
 
 // dedupBank is an upstream shared by every region that takes effect at
@@ -97,7 +97,7 @@ func (b *dedupBank) handler(region string) http.Handler {
 // shard over to west at epoch 2: the SQL fence, then both regions'
 // directory caches. It returns the operation id and east's answer, once
 // the bank is released.
-func inFlightInEast(t *testing.T, s *crdb.Store, bank *dedupBank, east, west *regionGW, key, body string) (string, <-chan int) {
+func inFlightInEast(t *testing.T, s *sqlstore.Store, bank *dedupBank, east, west *regionGW, key, body string) (string, <-chan int) {
 	t.Helper()
 	t.Cleanup(bank.unblock) // before the servers close
 	answered := make(chan int, 1)

@@ -3,8 +3,8 @@ package gateway
 import (
 	"net/http"
 
-	"github.com/idemcoord/idemcoord/crdb"
 	"github.com/idemcoord/idemcoord/idempotency"
+	"github.com/idemcoord/idemcoord/sqlstore"
 )
 
 // HeaderKeyStatus is the response header that tells a client what became
@@ -101,7 +101,7 @@ func setKeyStatus(w http.ResponseWriter, status string) {
 
 // recordKeyStatus is the status of an answer read from rec: replayed once
 // the operation is final, in progress before.
-func recordKeyStatus(rec crdb.Record) string {
+func recordKeyStatus(rec sqlstore.Record) string {
 	switch rec.State {
 	case idempotency.Completed, idempotency.TerminalFailure, idempotency.Cancelled:
 		return KeyStatusReplayed
@@ -110,13 +110,13 @@ func recordKeyStatus(rec crdb.Record) string {
 }
 
 // claimKeyStatus is the status of the answer to a claim's decision.
-func claimKeyStatus(claim crdb.Claim) string {
+func claimKeyStatus(claim sqlstore.Claim) string {
 	switch claim.Outcome {
-	case crdb.FirstRun, crdb.TakenOver:
+	case sqlstore.FirstRun, sqlstore.TakenOver:
 		return KeyStatusCreated
-	case crdb.Replayed:
+	case sqlstore.Replayed:
 		return KeyStatusReplayed
-	case crdb.Mismatch:
+	case sqlstore.Mismatch:
 		return KeyStatusConflict
 	}
 	return KeyStatusInProgress

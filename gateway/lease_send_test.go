@@ -13,13 +13,13 @@ import (
 	"time"
 
 	"github.com/idemcoord/idemcoord/clock"
-	"github.com/idemcoord/idemcoord/crdb"
 	"github.com/idemcoord/idemcoord/gateway"
+	"github.com/idemcoord/idemcoord/sqlstore"
 )
 
 // clockedStore opens a store whose lease time is the returned fake clock:
 // give the same clock to the gateway, and move it instead of sleeping.
-func clockedStore(t testing.TB, maxConns int32) (*crdb.Store, *clock.Fake) {
+func clockedStore(t testing.TB, maxConns int32) (*sqlstore.Store, *clock.Fake) {
 	t.Helper()
 	fake := clock.NewFake(time.Now())
 	return storeOnClock(t, fake, maxConns), fake
@@ -29,15 +29,15 @@ func clockedStore(t testing.TB, maxConns int32) (*crdb.Store, *clock.Fake) {
 // stalls after committing, until released: a worker paused (GC, slow
 // network) between its claim and its send.
 type stallBegin struct {
-	*crdb.Store
+	*sqlstore.Store
 	stalled chan struct{}
 	release chan struct{}
 	once    sync.Once
 }
 
-func (s *stallBegin) Begin(ctx context.Context, req crdb.ClaimRequest) (crdb.Claim, error) {
+func (s *stallBegin) Begin(ctx context.Context, req sqlstore.ClaimRequest) (sqlstore.Claim, error) {
 	c, err := s.Store.Begin(ctx, req)
-	if err == nil && c.Outcome == crdb.FirstRun {
+	if err == nil && c.Outcome == sqlstore.FirstRun {
 		s.once.Do(func() {
 			close(s.stalled)
 			<-s.release
@@ -48,11 +48,11 @@ func (s *stallBegin) Begin(ctx context.Context, req crdb.ClaimRequest) (crdb.Cla
 
 // countHeartbeats is the real store, counting Heartbeat calls.
 type countHeartbeats struct {
-	*crdb.Store
+	*sqlstore.Store
 	n atomic.Int64
 }
 
-func (s *countHeartbeats) Heartbeat(ctx context.Context, l *crdb.Lease) error {
+func (s *countHeartbeats) Heartbeat(ctx context.Context, l *sqlstore.Lease) error {
 	s.n.Add(1)
 	return s.Store.Heartbeat(ctx, l)
 }
@@ -152,11 +152,11 @@ func TestFreshClaimSendsWithoutAnExtraStoreCall(t *testing.T) {
 
 // failHeartbeat is the real store whose Heartbeat fails while down is set.
 type failHeartbeat struct {
-	*crdb.Store
+	*sqlstore.Store
 	down atomic.Bool
 }
 
-func (s *failHeartbeat) Heartbeat(ctx context.Context, l *crdb.Lease) error {
+func (s *failHeartbeat) Heartbeat(ctx context.Context, l *sqlstore.Lease) error {
 	if s.down.Load() {
 		return errors.New("injected: store unreachable")
 	}

@@ -11,10 +11,10 @@ import (
 
 	"github.com/idemcoord/idemcoord/authn"
 	"github.com/idemcoord/idemcoord/config"
-	"github.com/idemcoord/idemcoord/crdb"
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/gateway"
 	"github.com/idemcoord/idemcoord/internal/pgtest"
+	"github.com/idemcoord/idemcoord/sqlstore"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
@@ -44,9 +44,9 @@ func token(t testing.TB, subject string) string {
 	return "Bearer " + tok
 }
 
-func store(t testing.TB, maxConns int32) *crdb.Store {
+func store(t testing.TB, maxConns int32) *sqlstore.Store {
 	t.Helper()
-	s, err := crdb.Open(context.Background(), crdb.Config{Migrate: true, DSN: pgtest.NewDatabase(t), MaxConns: maxConns})
+	s, err := sqlstore.Open(context.Background(), sqlstore.Config{Migrate: true, DSN: pgtest.NewDatabase(t), MaxConns: maxConns})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func store(t testing.TB, maxConns int32) *crdb.Store {
 
 // bootstrap gives every shard of s to region "test" (an unowned shard
 // admits nobody).
-func bootstrap(t testing.TB, s *crdb.Store) {
+func bootstrap(t testing.TB, s *sqlstore.Store) {
 	t.Helper()
 	if err := s.BootstrapFences(context.Background(), fencing.DefaultShards, func(int) string { return "test" }); err != nil {
 		t.Fatal(err)

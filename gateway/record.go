@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/idemcoord/idemcoord/clock"
-	"github.com/idemcoord/idemcoord/crdb"
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/idempotency"
+	"github.com/idemcoord/idemcoord/sqlstore"
 )
 
 // Recording a result that the store did not take. The upstream has
@@ -45,12 +45,12 @@ var errTakerRunning = errors.New("gateway: operation taken over and still in pro
 //
 // It returns nil when the result is recorded, by Finish or by settling a
 // takeover's OUTCOME_UNKNOWN with it (see finish), an error wrapping
-// crdb.ErrLostOwnership when the record holds another answer, and one
+// sqlstore.ErrLostOwnership when the record holds another answer, and one
 // wrapping fencing.ErrStaleEpoch, with no retry, when the fence refused
 // it (the shard moved on).
-func (g *Gateway) record(ctx context.Context, c *call, lease *crdb.Lease, res crdb.Result) error {
+func (g *Gateway) record(ctx context.Context, c *call, lease *sqlstore.Lease, res sqlstore.Result) error {
 	err := g.finish(ctx, c, lease, res)
-	if err == nil || errors.Is(err, crdb.ErrLostOwnership) {
+	if err == nil || errors.Is(err, sqlstore.ErrLostOwnership) {
 		return err
 	}
 	if errors.Is(err, fencing.ErrStaleEpoch) {
@@ -84,7 +84,7 @@ func (g *Gateway) record(ctx context.Context, c *call, lease *crdb.Lease, res cr
 
 // recordAgain retries finish until the result is recorded, the record
 // holds another answer, or finishRetryFor has passed.
-func (g *Gateway) recordAgain(ctx context.Context, c *call, lease *crdb.Lease, res crdb.Result) {
+func (g *Gateway) recordAgain(ctx context.Context, c *call, lease *sqlstore.Lease, res sqlstore.Result) {
 	deadline := g.clock.Now().Add(finishRetryFor)
 	wait := finishRetryBase
 	for {
@@ -96,7 +96,7 @@ func (g *Gateway) recordAgain(ctx context.Context, c *call, lease *crdb.Lease, r
 		case err == nil:
 			g.log.InfoContext(ctx, "result recorded after a retry", "operation_id", lease.OperationID, "state", res.State)
 			return
-		case errors.Is(err, crdb.ErrLostOwnership):
+		case errors.Is(err, sqlstore.ErrLostOwnership):
 			g.log.WarnContext(ctx, "result not recorded: operation taken over", "operation_id", lease.OperationID, "key", c.key)
 			return
 		case !g.clock.Now().Before(deadline):
@@ -113,19 +113,19 @@ func (g *Gateway) recordAgain(ctx context.Context, c *call, lease *crdb.Lease, r
 // lease), the taker could not know what this worker's send did: on an
 // endpoint without a resolve path, or when the upstream could not tell,
 // it recorded OUTCOME_UNKNOWN. This worker holds the answer of that send,
-// so it settles the unknown outcome with it (crdb.Store.Resolve,
+// so it settles the unknown outcome with it (sqlstore.Store.Resolve,
 // conditioned on the version it read: a concurrent resolver wins or
 // loses cleanly).
 //
 // It returns nil when res is recorded; an error wrapping
-// crdb.ErrLostOwnership when the record holds another answer (or this
+// sqlstore.ErrLostOwnership when the record holds another answer (or this
 // one, recorded by someone else); errTakerRunning while a taker holds the
 // operation without a result; any other error is the store's.
-func (g *Gateway) finish(ctx context.Context, c *call, lease *crdb.Lease, res crdb.Result) error {
+func (g *Gateway) finish(ctx context.Context, c *call, lease *sqlstore.Lease, res sqlstore.Result) error {
 	sctx, cancel := context.WithTimeout(ctx, storeCallTimeout)
 	defer cancel()
 	err := g.traceFinish(sctx, lease, res)
-	if !errors.Is(err, crdb.ErrLostOwnership) || res.State == idempotency.OutcomeUnknown {
+	if !errors.Is(err, sqlstore.ErrLostOwnership) || res.State == idempotency.OutcomeUnknown {
 		// An unknown outcome is no answer: nothing to settle another
 		// record with.
 		return err
@@ -140,7 +140,7 @@ func (g *Gateway) finish(ctx context.Context, c *call, lease *crdb.Lease, res cr
 		return err
 	}
 	if rerr := g.cfg.Store.Resolve(sctx, rec, lease.Token, res); rerr != nil {
-		if errors.Is(rerr, crdb.ErrLostOwnership) || errors.Is(rerr, crdb.ErrNotUnknown) {
+		if errors.Is(rerr, sqlstore.ErrLostOwnership) || errors.Is(rerr, sqlstore.ErrNotUnknown) {
 			return errTakerRunning // moved on meanwhile: look again
 		}
 		return rerr

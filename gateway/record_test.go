@@ -13,18 +13,18 @@ import (
 	"time"
 
 	"github.com/idemcoord/idemcoord/clock"
-	"github.com/idemcoord/idemcoord/crdb"
 	"github.com/idemcoord/idemcoord/idempotency"
+	"github.com/idemcoord/idemcoord/sqlstore"
 )
 
 // flakyFinish is the real store whose Finish fails while down is set: the
 // store unreachable from one instance for a while.
 type flakyFinish struct {
-	*crdb.Store
+	*sqlstore.Store
 	down atomic.Bool
 }
 
-func (f *flakyFinish) Finish(ctx context.Context, l *crdb.Lease, res crdb.Result) error {
+func (f *flakyFinish) Finish(ctx context.Context, l *sqlstore.Lease, res sqlstore.Result) error {
 	if f.down.Load() {
 		return errors.New("injected: store unreachable")
 	}

@@ -9,8 +9,8 @@ import (
 
 	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/config"
-	"github.com/idemcoord/idemcoord/crdb"
 	"github.com/idemcoord/idemcoord/fencing"
+	"github.com/idemcoord/idemcoord/sqlstore"
 )
 
 // Defaults for RecoveryConfig.
@@ -48,13 +48,13 @@ type RecoveryConfig struct {
 	MoveSweepInterval time.Duration
 }
 
-// recoveryStore finds and takes over stranded async work (*crdb.Store).
+// recoveryStore finds and takes over stranded async work (*sqlstore.Store).
 type recoveryStore interface {
-	Stranded(ctx context.Context, scan crdb.StrandedScan) ([]crdb.Queued, error)
-	TakeOver(ctx context.Context, rec crdb.Record, req crdb.ClaimRequest) (crdb.Claim, error)
+	Stranded(ctx context.Context, scan sqlstore.StrandedScan) ([]sqlstore.Queued, error)
+	TakeOver(ctx context.Context, rec sqlstore.Record, req sqlstore.ClaimRequest) (sqlstore.Claim, error)
 }
 
-var _ recoveryStore = (*crdb.Store)(nil)
+var _ recoveryStore = (*sqlstore.Store)(nil)
 
 // recovery is the running loop; its owner (the Gateway) stops it in Close.
 type recovery struct {
@@ -83,7 +83,7 @@ func (g *Gateway) startRecovery() *recovery {
 	go func() {
 		defer close(r.done)
 		defer t.Stop()
-		var after crdb.Cursor // only this goroutine pages
+		var after sqlstore.Cursor // only this goroutine pages
 		for {
 			select {
 			case <-ctx.Done():
@@ -140,17 +140,17 @@ func (g *Gateway) endpoint(name string) *config.Endpoint {
 // returns the cursor after its last operation, where the next scan
 // resumes; a short one reached the end, and the next scan starts over,
 // trying again what was skipped.
-func (g *Gateway) recoverBatch(ctx context.Context, rs recoveryStore, batch int, after crdb.Cursor) crdb.Cursor {
+func (g *Gateway) recoverBatch(ctx context.Context, rs recoveryStore, batch int, after sqlstore.Cursor) sqlstore.Cursor {
 	sctx, cancel := context.WithTimeout(ctx, storeCallTimeout)
-	stranded, err := rs.Stranded(sctx, crdb.StrandedScan{Runnable: g.runnable(), After: after, Limit: batch})
+	stranded, err := rs.Stranded(sctx, sqlstore.StrandedScan{Runnable: g.runnable(), After: after, Limit: batch})
 	cancel()
 	if err != nil {
 		if ctx.Err() == nil {
 			g.log.WarnContext(ctx, "async recovery scan failed", "err", err)
 		}
-		return crdb.Cursor{}
+		return sqlstore.Cursor{}
 	}
-	next := crdb.Cursor{}
+	next := sqlstore.Cursor{}
 	if len(stranded) == batch {
 		next = stranded[len(stranded)-1].Cursor()
 	}
@@ -174,8 +174,8 @@ func (g *Gateway) recoverBatch(ctx context.Context, rs recoveryStore, batch int,
 		sctx, cancel := context.WithTimeout(ctx, storeCallTimeout)
 		tok, err := g.fences.token(sctx, rec.Scope.Actor)
 		if err == nil {
-			var claim crdb.Claim
-			claim, err = rs.TakeOver(sctx, rec, crdb.ClaimRequest{Token: tok, Worker: g.cfg.Worker,
+			var claim sqlstore.Claim
+			claim, err = rs.TakeOver(sctx, rec, sqlstore.ClaimRequest{Token: tok, Worker: g.cfg.Worker,
 				Lease: policy.Lease, TTL: policy.TTL})
 			if err == nil {
 				c := &call{w: discard{}, r: r, ep: ep, policy: policy, actor: rec.Scope.Actor, body: body, start: time.Now()}
@@ -191,7 +191,7 @@ func (g *Gateway) recoverBatch(ctx context.Context, rs recoveryStore, batch int,
 		}
 		cancel()
 		switch {
-		case err == nil, errors.Is(err, errNotOwner), errors.Is(err, crdb.ErrLostOwnership):
+		case err == nil, errors.Is(err, errNotOwner), errors.Is(err, sqlstore.ErrLostOwnership):
 			// Ran, another region's, or another instance won the takeover.
 		case errors.Is(err, fencing.ErrStaleEpoch):
 			g.fences.invalidate(tok.Shard)

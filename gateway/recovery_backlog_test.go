@@ -12,11 +12,11 @@ import (
 
 	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/config"
-	"github.com/idemcoord/idemcoord/crdb"
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/gateway"
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/region"
+	"github.com/idemcoord/idemcoord/sqlstore"
 )
 
 // Two async endpoints: create-thing (POST /v1/things) fails over by
@@ -39,7 +39,7 @@ type backlogCase struct {
 	// aliceState is the state of alice's shard in east's directory cache.
 	aliceState string
 	// hold makes the held tasks unrunnable after they were queued.
-	hold func(t *testing.T, s *crdb.Store, held []uuid.UUID)
+	hold func(t *testing.T, s *sqlstore.Store, held []uuid.UUID)
 	// scans is how many scans may pass before the runnable task runs: the
 	// scan filters what is held by policy, ownership or configuration (1);
 	// what it cannot filter (a request that no longer decodes) is paged
@@ -69,7 +69,7 @@ func TestAHeldBacklogNeverDelaysARunnableTask(t *testing.T) {
 			liveEndpoints: transferAsync, aliceState: gateway.ShardActive, scans: 1},
 		{name: "requests that no longer decode", holder: "alice", path: "/v1/things",
 			liveEndpoints: transferAsync, aliceState: gateway.ShardActive,
-			hold: func(t *testing.T, s *crdb.Store, held []uuid.UUID) {
+			hold: func(t *testing.T, s *sqlstore.Store, held []uuid.UUID) {
 				if _, err := s.Pool().Exec(context.Background(),
 					`UPDATE async_requests SET request = $2 WHERE operation_id = ANY($1)`, held, []byte("\x00not a request")); err != nil {
 					t.Fatal(err)

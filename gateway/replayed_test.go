@@ -10,14 +10,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemcoord/idemcoord/crdb"
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/idempotency"
+	"github.com/idemcoord/idemcoord/sqlstore"
 )
 
 // deadClaim claims key for actor t/<subject> as a worker that then dies,
 // with the fingerprint the gateway computes for body on endpoint extra.
-func deadClaim(t testing.TB, s *crdb.Store, subject, key, body, extra string, lease time.Duration) {
+func deadClaim(t testing.TB, s *sqlstore.Store, subject, key, body, extra string, lease time.Duration) {
 	t.Helper()
 	eps := endpoints(t, extra)
 	fp, err := idempotency.ComputeFingerprint(idempotency.Request{Method: "POST", Path: "/v1/things",
@@ -25,10 +25,10 @@ func deadClaim(t testing.TB, s *crdb.Store, subject, key, body, extra string, le
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := s.Begin(context.Background(), crdb.ClaimRequest{Scope: reviewScope(t, subject, key), Fingerprint: fp,
+	c, err := s.Begin(context.Background(), sqlstore.ClaimRequest{Scope: reviewScope(t, subject, key), Fingerprint: fp,
 		Token:  fencing.Token{Shard: fencing.ShardOf("t/"+subject, fencing.DefaultShards), Epoch: 1, Region: "test"},
 		Worker: "dead", Lease: lease, TTL: time.Hour})
-	if err != nil || c.Outcome != crdb.FirstRun {
+	if err != nil || c.Outcome != sqlstore.FirstRun {
 		t.Fatalf("setup claim: %v %v", c.Outcome, err)
 	}
 }

@@ -14,10 +14,10 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/idemcoord/idemcoord/config"
-	"github.com/idemcoord/idemcoord/crdb"
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/gateway"
 	"github.com/idemcoord/idemcoord/region"
+	"github.com/idemcoord/idemcoord/sqlstore"
 )
 
 // staticOwners stands in for the ownership directory's watch-fed cache (not
@@ -96,7 +96,7 @@ var actorShard = fencing.ShardOf("t/alice", fencing.DefaultShards)
 // startRegions starts gateways "east" and "west" on one shared store (the
 // global SQL store), with the test actor's shard owned by owner at epoch 1
 // in the store's fence and in both directory caches.
-func startRegions(t testing.TB, s *crdb.Store, owner string, o regionsOptions) (east, west *regionGW) {
+func startRegions(t testing.TB, s *sqlstore.Store, owner string, o regionsOptions) (east, west *regionGW) {
 	t.Helper()
 	if _, err := s.Pool().Exec(context.Background(), `UPDATE shard_fences SET epoch = 1, owner_region = $2 WHERE shard = $1`,
 		actorShard, owner); err != nil {

@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/idemcoord/idemcoord/config"
-	"github.com/idemcoord/idemcoord/crdb"
 	"github.com/idemcoord/idemcoord/gateway"
+	"github.com/idemcoord/idemcoord/sqlstore"
 )
 
 const routeBody = `{"amount":"12.50","currency":"EUR"}`
@@ -35,9 +35,9 @@ func parseProblem(body string) (typ, detail string) {
 }
 
 // assertNoRecord fails unless the store holds nothing for alice's key.
-func assertNoRecord(t testing.TB, s *crdb.Store, key string) {
+func assertNoRecord(t testing.TB, s *sqlstore.Store, key string) {
 	t.Helper()
-	if rec, err := s.Read(context.Background(), reviewScope(t, "alice", key)); !errors.Is(err, crdb.ErrNotFound) {
+	if rec, err := s.Read(context.Background(), reviewScope(t, "alice", key)); !errors.Is(err, sqlstore.ErrNotFound) {
 		t.Errorf("key %q: store holds a record (state %s, err %v), want none: nothing may be claimed", key, rec.State, err)
 	}
 }
@@ -165,21 +165,21 @@ func TestRedirectModeAnswers307ToTheOwner(t *testing.T) {
 func TestShardWithoutASettledOwnerIsNeverServed(t *testing.T) {
 	tests := []struct {
 		name  string
-		setup func(t *testing.T, s *crdb.Store, east *regionGW)
+		setup func(t *testing.T, s *sqlstore.Store, east *regionGW)
 		want  string
 	}{
-		{"moving away", func(t *testing.T, s *crdb.Store, east *regionGW) {
+		{"moving away", func(t *testing.T, s *sqlstore.Store, east *regionGW) {
 			east.owners.set(actorShard, "west", 2, gateway.ShardFencing)
 		}, "ownership-moving"},
-		{"moving here", func(t *testing.T, s *crdb.Store, east *regionGW) {
+		{"moving here", func(t *testing.T, s *sqlstore.Store, east *regionGW) {
 			east.owners.set(actorShard, "east", 2, gateway.ShardFencing)
 		}, "ownership-moving"},
-		{"cache not loaded", func(t *testing.T, s *crdb.Store, east *regionGW) {
+		{"cache not loaded", func(t *testing.T, s *sqlstore.Store, east *regionGW) {
 			east.owners.mu.Lock()
 			delete(east.owners.shards, actorShard)
 			east.owners.mu.Unlock()
 		}, "ownership-unknown"},
-		{"store fence ahead of the cache", func(t *testing.T, s *crdb.Store, east *regionGW) {
+		{"store fence ahead of the cache", func(t *testing.T, s *sqlstore.Store, east *regionGW) {
 			// Moved away and back (epoch 3): the cache has seen neither
 			// move, and the last one may still be FENCING.
 			if _, err := s.Pool().Exec(context.Background(), `UPDATE shard_fences SET epoch = 3 WHERE shard = $1`, actorShard); err != nil {

@@ -16,8 +16,8 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
-	"github.com/idemcoord/idemcoord/crdb"
 	"github.com/idemcoord/idemcoord/gateway"
+	"github.com/idemcoord/idemcoord/sqlstore"
 )
 
 const (
@@ -28,7 +28,7 @@ const (
 
 // secretGateway serves an endpoint whose upstream answers secretDoc, with
 // the secrets config given, logging into logs and metering into reader.
-func secretGateway(t *testing.T, s *crdb.Store, secrets string, logs *lockedBuffer, readers *[]*sdkmetric.ManualReader,
+func secretGateway(t *testing.T, s *sqlstore.Store, secrets string, logs *lockedBuffer, readers *[]*sdkmetric.ManualReader,
 	runs *atomic.Int64) *httptest.Server {
 	t.Helper()
 	reader := sdkmetric.NewManualReader()
@@ -61,7 +61,7 @@ func newKey(t *testing.T, env string) {
 }
 
 // rowsHolding counts records whose row, as text (bytea in hex), holds s.
-func rowsHolding(t *testing.T, s *crdb.Store, needle string) int {
+func rowsHolding(t *testing.T, s *sqlstore.Store, needle string) int {
 	t.Helper()
 	var n int
 	err := s.Pool().QueryRow(context.Background(), `SELECT count(*) FROM idempotency_records r

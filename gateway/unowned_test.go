@@ -7,14 +7,14 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/idemcoord/idemcoord/crdb"
 	"github.com/idemcoord/idemcoord/internal/pgtest"
+	"github.com/idemcoord/idemcoord/sqlstore"
 )
 
 // TestUnownedShardIsServedByNoRegion: on a store nobody bootstrapped, no
 // shard has an owner, so no region runs anything: 503, nothing executed.
 func TestUnownedShardIsServedByNoRegion(t *testing.T) {
-	s, err := crdb.Open(context.Background(), crdb.Config{Migrate: true, DSN: pgtest.NewDatabase(t), MaxConns: 4})
+	s, err := sqlstore.Open(context.Background(), sqlstore.Config{Migrate: true, DSN: pgtest.NewDatabase(t), MaxConns: 4})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,8 +11,8 @@ import (
 
 	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/config"
-	"github.com/idemcoord/idemcoord/crdb"
 	"github.com/idemcoord/idemcoord/idempotency"
+	"github.com/idemcoord/idemcoord/sqlstore"
 )
 
 // A waiter's operation record is read again after waitPollFirst, then
@@ -63,9 +63,9 @@ type waits struct {
 // watch is the shared wait on one operation.
 type watch struct {
 	refs int
-	kick chan struct{} // read the record now (capacity 1)
-	done chan struct{} // closed once the record is seen not running
-	last crdb.Record   // the latest record read; guarded by waits.mu
+	kick chan struct{}   // read the record now (capacity 1)
+	done chan struct{}   // closed once the record is seen not running
+	last sqlstore.Record // the latest record read; guarded by waits.mu
 	stop context.CancelFunc
 }
 
@@ -83,7 +83,7 @@ func newWaits(store Store, c clock.Clock, log *slog.Logger, eps []config.Endpoin
 // record read (rec itself if none was) and why it returned. endpoint
 // names whose waiter limit applies; an endpoint unknown to the gateway
 // gets DefaultMaxWaiters.
-func (w *waits) wait(ctx context.Context, endpoint string, rec crdb.Record, until time.Time) (crdb.Record, waitOutcome) {
+func (w *waits) wait(ctx context.Context, endpoint string, rec sqlstore.Record, until time.Time) (sqlstore.Record, waitOutcome) {
 	d := until.Sub(w.clock.Now())
 	if d <= 0 {
 		return rec, waitTimedOut
@@ -188,7 +188,7 @@ func (w *waits) poll(ctx context.Context, actor string, id uuid.UUID, wt *watch)
 		rec, err := w.store.Lookup(sctx, actor, id)
 		cancel()
 		switch {
-		case errors.Is(err, crdb.ErrNotFound):
+		case errors.Is(err, sqlstore.ErrNotFound):
 			// Swept or purged meanwhile: let the waiter's claim decide.
 		case err != nil:
 			if ctx.Err() == nil {
@@ -215,7 +215,7 @@ func (w *waits) poll(ctx context.Context, actor string, id uuid.UUID, wt *watch)
 }
 
 // running reports whether rec's operation is being run under a live lease.
-func running(rec crdb.Record, now time.Time) bool {
+func running(rec sqlstore.Record, now time.Time) bool {
 	return (rec.State == idempotency.InProgress || rec.State == idempotency.Pending) && rec.LeaseExpiresAt.After(now)
 }
 

@@ -18,7 +18,7 @@ import (
 const DefaultPrefix = "/idemcoord/"
 
 // FenceStore is the SQL side of a transfer: the authoritative fence rows.
-// crdb.Store implements it.
+// sqlstore.Store implements it.
 type FenceStore interface {
 	// MoveFence applies m as a compare-and-swap on m.From, audited; it is
 	// a no-op when m was already applied and returns

@@ -13,7 +13,7 @@
 // of an ownership key is a compare-and-swap on the key's mod revision, and
 // every decision that changes ownership starts from a linearizable read.
 //
-// The authoritative fence is the SQL store's (crdb.Store): Directory.Move
+// The authoritative fence is the SQL store's (sqlstore.Store): Directory.Move
 // changes etcd and the store in a fixed order (etcd FENCING, SQL epoch
 // bump, etcd final state) so that whoever finds a shard FENCING can finish
 // the transfer. See docs/multi-region.md.

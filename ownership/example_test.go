@@ -6,10 +6,10 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/idemcoord/idemcoord/crdb"
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/ownership"
 	"github.com/idemcoord/idemcoord/region"
+	"github.com/idemcoord/idemcoord/sqlstore"
 )
 
 // A daemon bootstraps the directory at start (refusing to run with a
@@ -19,7 +19,7 @@ func Example() {
 	ctx := context.Background()
 	var (
 		cli   *clientv3.Client    // connected to etcd
-		store *crdb.Store         // the SQL store, holding the fences
+		store *sqlstore.Store     // the SQL store, holding the fences
 		topo  *region.Topology    // from the config
 		actor = "tenant-1/user-7" // from the authenticated principal
 	)

@@ -12,12 +12,12 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/idemcoord/idemcoord/config"
-	"github.com/idemcoord/idemcoord/crdb"
 	"github.com/idemcoord/idemcoord/internal/etcdlocal"
 	"github.com/idemcoord/idemcoord/internal/etcdtest"
 	"github.com/idemcoord/idemcoord/internal/pgtest"
 	"github.com/idemcoord/idemcoord/ownership"
 	"github.com/idemcoord/idemcoord/region"
+	"github.com/idemcoord/idemcoord/sqlstore"
 )
 
 func TestMain(m *testing.M) { etcdtest.Main(m) }
@@ -54,12 +54,12 @@ func topology(t *testing.T) *region.Topology {
 }
 
 // store opens a real store on a fresh database; reader sees its counters.
-func store(t *testing.T) (*crdb.Store, *metric.ManualReader) {
+func store(t *testing.T) (*sqlstore.Store, *metric.ManualReader) {
 	t.Helper()
 	reader := metric.NewManualReader()
 	mp := metric.NewMeterProvider(metric.WithReader(reader))
 	t.Cleanup(func() { mp.Shutdown(context.Background()) })
-	s, err := crdb.Open(context.Background(), crdb.Config{Migrate: true, DSN: pgtest.NewDatabase(t), Seed: 1,
+	s, err := sqlstore.Open(context.Background(), sqlstore.Config{Migrate: true, DSN: pgtest.NewDatabase(t), Seed: 1,
 		Meter: mp.Meter("test"), Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
@@ -93,7 +93,7 @@ func fenced(t *testing.T, r *metric.ManualReader) int64 {
 
 // setup bootstraps shards shards in a directory under the test's prefix
 // on the shared cluster and a fresh store.
-func setup(t *testing.T, shards int) (*ownership.Directory, *crdb.Store, *metric.ManualReader) {
+func setup(t *testing.T, shards int) (*ownership.Directory, *sqlstore.Store, *metric.ManualReader) {
 	t.Helper()
 	s, r := store(t)
 	d := ownership.NewDirectory(client(t, cluster(t).Endpoints()), s, ownership.WithPrefix(prefix(t)),
@@ -106,7 +106,7 @@ func setup(t *testing.T, shards int) (*ownership.Directory, *crdb.Store, *metric
 
 // agree fails unless etcd's entries and the SQL fence rows hold the same
 // owner and epoch for every shard (no shard FENCING).
-func agree(t *testing.T, d *ownership.Directory, s *crdb.Store) []ownership.Entry {
+func agree(t *testing.T, d *ownership.Directory, s *sqlstore.Store) []ownership.Entry {
 	t.Helper()
 	ctx := context.Background()
 	entries, _, err := d.List(ctx)

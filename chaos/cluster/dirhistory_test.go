@@ -10,12 +10,12 @@ import (
 
 	"github.com/idemcoord/idemcoord/chaos/history"
 	"github.com/idemcoord/idemcoord/chaos/validate"
-	"github.com/idemcoord/idemcoord/crdb"
 	"github.com/idemcoord/idemcoord/demo/bank"
 	"github.com/idemcoord/idemcoord/demo/payments"
 	"github.com/idemcoord/idemcoord/internal/etcdlocal"
 	"github.com/idemcoord/idemcoord/internal/pglocal"
 	"github.com/idemcoord/idemcoord/ownership"
+	"github.com/idemcoord/idemcoord/sqlstore"
 )
 
 // homes is a three-region topology: shard s lives in homes[s%3].
@@ -39,7 +39,7 @@ func TestDirectoryHistoryHoldsEveryTransferTheOwnershipPackageWrote(t *testing.T
 	}
 	defer pg.Close()
 	quiet := slog.New(slog.DiscardHandler)
-	store, err := crdb.Open(ctx, crdb.Config{DSN: pg.DSN("postgres"), Migrate: true, Logger: quiet})
+	store, err := sqlstore.Open(ctx, sqlstore.Config{DSN: pg.DSN("postgres"), Migrate: true, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,11 +18,11 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
-	"github.com/idemcoord/idemcoord/crdb"
 	"github.com/idemcoord/idemcoord/devcluster"
 	"github.com/idemcoord/idemcoord/internal/etcdlocal"
 	"github.com/idemcoord/idemcoord/internal/pglocal"
 	"github.com/idemcoord/idemcoord/ownership"
+	"github.com/idemcoord/idemcoord/sqlstore"
 )
 
 // ProcessConfig says where the process cluster finds its idemd and keeps
@@ -72,7 +72,7 @@ type Process struct {
 	procs   *Procs
 	regions []*procRegion
 	cli     *clientv3.Client
-	store   *crdb.Store
+	store   *sqlstore.Store
 	owners  *ownership.Directory
 	http    *http.Client
 
@@ -191,7 +191,7 @@ func (p *Process) startStores(ctx context.Context) (err error) {
 		return err
 	}
 	dsn := p.pg.DSN("postgres")
-	if p.store, err = crdb.Open(ctx, crdb.Config{DSN: dsn, MaxConns: 8, Migrate: true,
+	if p.store, err = sqlstore.Open(ctx, sqlstore.Config{DSN: dsn, MaxConns: 8, Migrate: true,
 		Logger: slog.New(slog.DiscardHandler)}); err != nil {
 		return err
 	}

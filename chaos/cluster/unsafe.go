@@ -7,9 +7,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/idemcoord/idemcoord/crdb"
 	"github.com/idemcoord/idemcoord/gateway"
 	"github.com/idemcoord/idemcoord/idempotency"
+	"github.com/idemcoord/idemcoord/sqlstore"
 )
 
 // UnsafeSkewedExpiry is the Options.Unsafe value of a coordinator that
@@ -25,7 +25,7 @@ const UnsafeSkewedExpiry = "skewed-expiry"
 
 var (
 	// errUnsafeNeedsSQL is returned by a skewed-expiry claim whose store
-	// cannot run a transaction of its own (not a *crdb.Store).
+	// cannot run a transaction of its own (not a *sqlstore.Store).
 	errUnsafeNeedsSQL = errors.New("cluster: unsafe skewed-expiry needs a store with RunTx")
 )
 
@@ -61,12 +61,12 @@ type regionLocalStore struct {
 
 // Begin implements gateway.Store: it claims the key in the region's own
 // space.
-func (u regionLocalStore) Begin(ctx context.Context, req crdb.ClaimRequest) (crdb.Claim, error) {
+func (u regionLocalStore) Begin(ctx context.Context, req sqlstore.ClaimRequest) (sqlstore.Claim, error) {
 	req.Scope.Key = idempotency.Key(string(req.Scope.Key) + "~" + u.region)
 	return u.Store.Begin(ctx, req)
 }
 
-// txRunner is the part of *crdb.Store a skewed-expiry claim uses to
+// txRunner is the part of *sqlstore.Store a skewed-expiry claim uses to
 // delete a record.
 type txRunner interface {
 	RunTx(ctx context.Context, fn func(pgx.Tx) error) error
@@ -81,14 +81,14 @@ type skewedExpiryStore struct {
 
 // Begin implements gateway.Store: a claim that finds a finished record
 // deletes it as expired and claims again, which inserts a new operation.
-func (u skewedExpiryStore) Begin(ctx context.Context, req crdb.ClaimRequest) (crdb.Claim, error) {
+func (u skewedExpiryStore) Begin(ctx context.Context, req sqlstore.ClaimRequest) (sqlstore.Claim, error) {
 	c, err := u.Store.Begin(ctx, req)
-	if err != nil || (c.Outcome != crdb.Replayed && c.Outcome != crdb.Mismatch) || !finished(c.Record.State) {
+	if err != nil || (c.Outcome != sqlstore.Replayed && c.Outcome != sqlstore.Mismatch) || !finished(c.Record.State) {
 		return c, err
 	}
 	tx, ok := u.Store.(txRunner)
 	if !ok {
-		return crdb.Claim{}, errUnsafeNeedsSQL
+		return sqlstore.Claim{}, errUnsafeNeedsSQL
 	}
 	rec := c.Record
 	err = tx.RunTx(ctx, func(tx pgx.Tx) error {

@@ -6,11 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemcoord/idemcoord/crdb"
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/gateway"
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/internal/pglocal"
+	"github.com/idemcoord/idemcoord/sqlstore"
 )
 
 // The skewed-expiry mode, on the real store, runs a finished key again
@@ -27,7 +27,7 @@ func TestSkewedExpiryRunsAFinishedKeyAgainUnderANewOperation(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pg.Close()
-	store, err := crdb.Open(ctx, crdb.Config{DSN: pg.DSN("postgres"), Migrate: true, Logger: slog.New(slog.DiscardHandler)})
+	store, err := sqlstore.Open(ctx, sqlstore.Config{DSN: pg.DSN("postgres"), Migrate: true, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func TestSkewedExpiryRunsAFinishedKeyAgainUnderANewOperation(t *testing.T) {
 		t.Fatal(err)
 	}
 	unsafe := wrap(store)
-	request := func(key, body string) crdb.ClaimRequest {
+	request := func(key, body string) sqlstore.ClaimRequest {
 		k, err := idempotency.ParseKeyHeader(key)
 		if err != nil {
 			t.Fatal(err)
@@ -51,11 +51,11 @@ func TestSkewedExpiryRunsAFinishedKeyAgainUnderANewOperation(t *testing.T) {
 			t.Fatal(err)
 		}
 		actor := "drill/a1"
-		return crdb.ClaimRequest{Scope: crdb.Scope{Actor: actor, Endpoint: "create-payment", Key: k}, Fingerprint: fp,
+		return sqlstore.ClaimRequest{Scope: sqlstore.Scope{Actor: actor, Endpoint: "create-payment", Key: k}, Fingerprint: fp,
 			Token:  fencing.Token{Shard: fencing.ShardOf(actor, fencing.DefaultShards), Epoch: 1, Region: "us-east"},
 			Worker: "test", Lease: 30 * time.Second, TTL: 24 * time.Hour}
 	}
-	begin := func(s gateway.Store, req crdb.ClaimRequest, want crdb.Outcome) crdb.Claim {
+	begin := func(s gateway.Store, req sqlstore.ClaimRequest, want sqlstore.Outcome) sqlstore.Claim {
 		t.Helper()
 		c, err := s.Begin(ctx, req)
 		if err != nil || c.Outcome != want {
@@ -63,16 +63,16 @@ func TestSkewedExpiryRunsAFinishedKeyAgainUnderANewOperation(t *testing.T) {
 		}
 		return c
 	}
-	done := crdb.Result{State: idempotency.Completed, Snapshot: crdb.Snapshot{Status: 201, Body: []byte(`{}`)}}
+	done := sqlstore.Result{State: idempotency.Completed, Snapshot: sqlstore.Snapshot{Status: 201, Body: []byte(`{}`)}}
 
 	req := request("k-1", `{"amount":"10.00"}`)
-	first := begin(unsafe, req, crdb.FirstRun)
-	begin(unsafe, req, crdb.InFlight) // running: the real store's answer
+	first := begin(unsafe, req, sqlstore.FirstRun)
+	begin(unsafe, req, sqlstore.InFlight) // running: the real store's answer
 	if err := store.Finish(ctx, first.Lease, done); err != nil {
 		t.Fatal(err)
 	}
-	begin(store, req, crdb.Replayed) // the real store replays
-	again := begin(unsafe, req, crdb.FirstRun)
+	begin(store, req, sqlstore.Replayed) // the real store replays
+	again := begin(unsafe, req, sqlstore.FirstRun)
 	if again.Record.OperationID == first.Record.OperationID {
 		t.Errorf("the second run kept operation %s, want a new one", first.Record.OperationID)
 	}
@@ -80,6 +80,6 @@ func TestSkewedExpiryRunsAFinishedKeyAgainUnderANewOperation(t *testing.T) {
 		t.Fatal(err)
 	}
 	changed := request("k-1", `{"amount":"99.00"}`)
-	begin(store, changed, crdb.Mismatch)
-	begin(unsafe, changed, crdb.FirstRun) // a changed body takes effect too
+	begin(store, changed, sqlstore.Mismatch)
+	begin(unsafe, changed, sqlstore.FirstRun) // a changed body takes effect too
 }

@@ -6,23 +6,23 @@ import (
 	"testing"
 
 	"github.com/idemcoord/idemcoord/chaos/history"
-	"github.com/idemcoord/idemcoord/crdb"
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/internal/pgtest"
+	"github.com/idemcoord/idemcoord/sqlstore"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
-func openStore(t *testing.T) *crdb.Store {
+func openStore(t *testing.T) *sqlstore.Store {
 	t.Helper()
 	ctx := context.Background()
 	dsn := pgtest.NewDatabase(t)
-	store, err := crdb.Open(ctx, crdb.Config{DSN: dsn, MaxConns: 4, Migrate: true})
+	store, err := sqlstore.Open(ctx, sqlstore.Config{DSN: dsn, MaxConns: 4, Migrate: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(store.Close)
-	if err := crdb.Migrate(ctx, store.Pool()); err != nil {
+	if err := sqlstore.Migrate(ctx, store.Pool()); err != nil {
 		t.Fatal(err)
 	}
 	return store

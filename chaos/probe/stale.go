@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/idemcoord/idemcoord/chaos/history"
-	"github.com/idemcoord/idemcoord/crdb"
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/idempotency"
+	"github.com/idemcoord/idemcoord/sqlstore"
 )
 
 // Endpoint is the endpoint name probe claims are made under, so they never
@@ -25,7 +25,7 @@ const Endpoint = "chaos-probe"
 //
 // Any other error (the store is unreachable) is returned and nothing is
 // recorded: a probe that could not ask proves nothing either way.
-func StaleEpoch(ctx context.Context, store *crdb.Store, rec *history.Recorder, actor string, shards int, n int64) (history.Operation, error) {
+func StaleEpoch(ctx context.Context, store *sqlstore.Store, rec *history.Recorder, actor string, shards int, n int64) (history.Operation, error) {
 	shard := fencing.ShardOf(actor, shards)
 	call := rec.Now()
 	epoch, owner, err := store.Fence(ctx, shard)
@@ -34,8 +34,8 @@ func StaleEpoch(ctx context.Context, store *crdb.Store, rec *history.Recorder, a
 	}
 	tok := fencing.Token{Shard: shard, Epoch: epoch - 1, Region: owner}
 	key := fmt.Sprintf("stale-probe-%d", n)
-	_, err = store.Begin(ctx, crdb.ClaimRequest{
-		Scope:       crdb.Scope{Actor: actor, Endpoint: Endpoint, Key: idempotency.Key(key)},
+	_, err = store.Begin(ctx, sqlstore.ClaimRequest{
+		Scope:       sqlstore.Scope{Actor: actor, Endpoint: Endpoint, Key: idempotency.Key(key)},
 		Fingerprint: idempotency.Fingerprint{Version: idempotency.FingerprintV1, Sum: sha256.Sum256([]byte(key))},
 		Token:       tok, Worker: "chaos-probe", Lease: time.Second, TTL: time.Hour,
 	})

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/idemcoord/idemcoord/chaos/history"
-	"github.com/idemcoord/idemcoord/crdb"
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/idempotency"
+	"github.com/idemcoord/idemcoord/sqlstore"
 )
 
 // GatewayEndpoint is the gateway endpoint a dead claim is made for: its name in
@@ -35,15 +35,15 @@ const deadWorker = "chaos-probe/dead-worker"
 // finds out from the upstream what to do. It returns the last recorded
 // attempt; ErrFingerprintDiffers when a gateway found the request
 // different from the claim (422).
-func Takeover(ctx context.Context, store *crdb.Store, rec *history.Recorder, gws []Gateway, ep GatewayEndpoint, in Intent,
+func Takeover(ctx context.Context, store *sqlstore.Store, rec *history.Recorder, gws []Gateway, ep GatewayEndpoint, in Intent,
 	lease time.Duration) (history.Operation, error) {
 	fp, err := idempotency.ComputeFingerprint(idempotency.Request{Method: http.MethodPost, Path: in.Path,
 		ContentType: "application/json", Body: in.Body}, ep.Fingerprint)
 	if err != nil {
 		return history.Operation{}, fmt.Errorf("probe: takeover: fingerprint: %w", err)
 	}
-	req := crdb.ClaimRequest{
-		Scope:       crdb.Scope{Actor: in.Actor, Endpoint: ep.Name, Key: idempotency.Key(in.Key)},
+	req := sqlstore.ClaimRequest{
+		Scope:       sqlstore.Scope{Actor: in.Actor, Endpoint: ep.Name, Key: idempotency.Key(in.Key)},
 		Fingerprint: fp, Worker: deadWorker, Lease: lease, TTL: 24 * time.Hour,
 	}
 	for try := 0; ; try++ {
@@ -59,7 +59,7 @@ func Takeover(ctx context.Context, store *crdb.Store, rec *history.Recorder, gws
 		if err != nil {
 			return history.Operation{}, fmt.Errorf("probe: takeover: dead claim: %w", err)
 		}
-		if c.Outcome != crdb.FirstRun {
+		if c.Outcome != sqlstore.FirstRun {
 			return history.Operation{}, fmt.Errorf("probe: takeover: dead claim found the key taken (%s)", c.Outcome)
 		}
 		break

@@ -12,9 +12,9 @@ import (
 	"github.com/idemcoord/idemcoord/chaos/history"
 	"github.com/idemcoord/idemcoord/chaos/probe"
 	"github.com/idemcoord/idemcoord/client"
-	"github.com/idemcoord/idemcoord/crdb"
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/idempotency"
+	"github.com/idemcoord/idemcoord/sqlstore"
 )
 
 // TestGatewayProbesProvokeAndResolveOnARealCluster drives the probes that
@@ -34,7 +34,7 @@ func TestGatewayProbesProvokeAndResolveOnARealCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Stop(context.Background())
-	store, err := crdb.Open(ctx, crdb.Config{DSN: c.DSN(), MaxConns: 4})
+	store, err := sqlstore.Open(ctx, sqlstore.Config{DSN: c.DSN(), MaxConns: 4})
 	if err != nil {
 		t.Fatal(err)
 	}

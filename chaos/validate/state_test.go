@@ -10,12 +10,12 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/idemcoord/idemcoord/chaos/history"
-	"github.com/idemcoord/idemcoord/crdb"
 	"github.com/idemcoord/idemcoord/demo/bank"
 	"github.com/idemcoord/idemcoord/demo/payments"
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/internal/pgtest"
+	"github.com/idemcoord/idemcoord/sqlstore"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
@@ -26,14 +26,14 @@ func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 // real ledger is flagged.
 func TestReadStateReadsWhatTheStoreAndLedgerHold(t *testing.T) {
 	ctx := context.Background()
-	store, err := crdb.Open(ctx, crdb.Config{DSN: pgtest.NewDatabase(t), MaxConns: 4, Migrate: true})
+	store, err := sqlstore.Open(ctx, sqlstore.Config{DSN: pgtest.NewDatabase(t), MaxConns: 4, Migrate: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer store.Close()
 	pool := store.Pool()
 	for _, m := range []func(context.Context) error{
-		func(ctx context.Context) error { return crdb.Migrate(ctx, pool) },
+		func(ctx context.Context) error { return sqlstore.Migrate(ctx, pool) },
 		func(ctx context.Context) error { return bank.Migrate(ctx, pool) },
 		func(ctx context.Context) error { return payments.Migrate(ctx, pool) },
 	} {
@@ -45,8 +45,8 @@ func TestReadStateReadsWhatTheStoreAndLedgerHold(t *testing.T) {
 	if _, err := pool.Exec(ctx, `UPDATE shard_fences SET owner_region = 'us-east' WHERE TRUE`); err != nil {
 		t.Fatal(err)
 	}
-	c, err := store.Begin(ctx, crdb.ClaimRequest{
-		Scope:       crdb.Scope{Actor: fxActor, Endpoint: "create-payment", Key: idempotency.Key(fxKey)},
+	c, err := store.Begin(ctx, sqlstore.ClaimRequest{
+		Scope:       sqlstore.Scope{Actor: fxActor, Endpoint: "create-payment", Key: idempotency.Key(fxKey)},
 		Fingerprint: idempotency.Fingerprint{Version: 1, Sum: sha256.Sum256([]byte("fp"))},
 		Token:       fencing.Token{Shard: shard, Epoch: 1, Region: "us-east"}, Worker: "w", Lease: time.Minute, TTL: time.Hour,
 	})
@@ -54,8 +54,8 @@ func TestReadStateReadsWhatTheStoreAndLedgerHold(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp := []byte(`{"payment_id":"p1"}`)
-	if err := store.Finish(ctx, c.Lease, crdb.Result{State: idempotency.Completed,
-		Snapshot: crdb.Snapshot{Status: 201, Body: resp, ResourceID: "p1"}}); err != nil {
+	if err := store.Finish(ctx, c.Lease, sqlstore.Result{State: idempotency.Completed,
+		Snapshot: sqlstore.Snapshot{Status: 201, Body: resp, ResourceID: "p1"}}); err != nil {
 		t.Fatal(err)
 	}
 	op := c.Lease.OperationID

@@ -7,9 +7,9 @@ import (
 	"github.com/spf13/cobra"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/idemcoord/idemcoord/crdb"
 	"github.com/idemcoord/idemcoord/ownership"
 	"github.com/idemcoord/idemcoord/region"
+	"github.com/idemcoord/idemcoord/sqlstore"
 )
 
 // repairStoreConns is the store pool of a region-wide repair: enough for
@@ -43,7 +43,7 @@ func (f *regionRepairFlags) check() error {
 // conn is an open connection to a deployment.
 type conn struct {
 	cli   *clientv3.Client
-	store *crdb.Store
+	store *sqlstore.Store
 	dir   *ownership.Directory
 	topo  *region.Topology
 }
@@ -62,7 +62,7 @@ func (f *regionRepairFlags) open(ctx context.Context) (*conn, error) {
 	if len(cfg.Regions) < 2 {
 		return nil, fmt.Errorf("--config: %d region(s): failover needs a multi-region topology", len(cfg.Regions))
 	}
-	store, err := f.conn.openWith(ctx, crdb.Config{MaxConns: repairStoreConns})
+	store, err := f.conn.openWith(ctx, sqlstore.Config{MaxConns: repairStoreConns})
 	if err != nil {
 		return nil, err
 	}

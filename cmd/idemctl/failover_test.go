@@ -10,11 +10,11 @@ import (
 	"time"
 
 	"github.com/idemcoord/idemcoord/config"
-	"github.com/idemcoord/idemcoord/crdb"
 	"github.com/idemcoord/idemcoord/internal/etcdlocal"
 	"github.com/idemcoord/idemcoord/internal/pgtest"
 	"github.com/idemcoord/idemcoord/ownership"
 	"github.com/idemcoord/idemcoord/region"
+	"github.com/idemcoord/idemcoord/sqlstore"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -63,7 +63,7 @@ func TestFailoverAcceptFailbackAndAuditFromTheCommandLine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := crdb.Open(ctx, crdb.Config{Migrate: true, DSN: dsn})
+	store, err := sqlstore.Open(ctx, sqlstore.Config{Migrate: true, DSN: dsn})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,8 +144,8 @@ func TestFailoverAcceptFailbackAndAuditFromTheCommandLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	var page struct {
-		Rows  []crdb.AuditRow `json:"rows"`
-		Total int             `json:"total"`
+		Rows  []sqlstore.AuditRow `json:"rows"`
+		Total int                 `json:"total"`
 	}
 	if err := json.Unmarshal([]byte(out), &page); err != nil || page.Total != len(page.Rows) {
 		t.Fatalf("audit output %q: %v", out, err)

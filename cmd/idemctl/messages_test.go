@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/idemcoord/idemcoord/crdb"
 	"github.com/idemcoord/idemcoord/internal/pgtest"
+	"github.com/idemcoord/idemcoord/sqlstore"
 )
 
 // TestMessagesSayWhatHappenedInTheCommandsOwnTerms: against a real dev
@@ -49,10 +49,10 @@ func TestMessagesSayWhatHappenedInTheCommandsOwnTerms(t *testing.T) {
 }
 
 // TestCLIErrorsCarryNoPackagePrefixes: a library error printed by idemctl
-// reads in idemctl's words, without "crdb: " or "failover: ".
+// reads in idemctl's words, without "sqlstore: " or "failover: ".
 func TestCLIErrorsCarryNoPackagePrefixes(t *testing.T) {
 	var b strings.Builder
-	printError(&b, nil, fmt.Errorf("no record: %w", crdb.ErrNotFound))
+	printError(&b, nil, fmt.Errorf("no record: %w", sqlstore.ErrNotFound))
 	if got := b.String(); got != "idemctl: no record: operation not found\n" {
 		t.Errorf("printError = %q", got)
 	}

@@ -5,8 +5,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/idemcoord/idemcoord/crdb"
 	"github.com/idemcoord/idemcoord/internal/buildinfo"
+	"github.com/idemcoord/idemcoord/sqlstore"
 )
 
 func migrateCmd() *cobra.Command {
@@ -15,7 +15,7 @@ func migrateCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "migrate [--dsn URL]",
 		Short: "Apply the store's schema migrations (the only command that changes the schema)",
-		Long: `migrate applies the portable migrations (crdb/migrations/portable); it is
+		Long: `migrate applies the portable migrations (sqlstore/migrations/portable); it is
 idempotent. No other idemctl command, and idemd only with run --migrate,
 changes the schema: a store without it makes them fail with "run idemctl
 migrate". The CockroachDB multi-region layout is separate
@@ -28,10 +28,10 @@ migrate". The CockroachDB multi-region layout is separate
 			// Open without migrating first: whether the schema was
 			// already there is what the operator wants to know.
 			s, err := sf.open(cmd.Context())
-			applied := errors.Is(err, crdb.ErrSchemaMissing)
+			applied := errors.Is(err, sqlstore.ErrSchemaMissing)
 			switch {
 			case applied:
-				if s, err = sf.openWith(cmd.Context(), crdb.Config{MaxConns: 2, Migrate: true}); err != nil {
+				if s, err = sf.openWith(cmd.Context(), sqlstore.Config{MaxConns: 2, Migrate: true}); err != nil {
 					return err
 				}
 			case err != nil:

@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemcoord/idemcoord/crdb"
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/internal/pgtest"
+	"github.com/idemcoord/idemcoord/sqlstore"
 )
 
 // idemctl runs idemctl with args and returns its output and error.
@@ -30,11 +30,11 @@ func idemctl(t *testing.T, args ...string) (string, error) {
 
 // storeWithRecord returns a fresh database holding one COMPLETED record
 // of actor, and the record.
-func storeWithRecord(t *testing.T, actor string) (string, *crdb.Store, crdb.Record) {
+func storeWithRecord(t *testing.T, actor string) (string, *sqlstore.Store, sqlstore.Record) {
 	t.Helper()
 	ctx := context.Background()
 	dsn := pgtest.NewDatabase(t)
-	s, err := crdb.Open(ctx, crdb.Config{Migrate: true, DSN: dsn, MaxConns: 4})
+	s, err := sqlstore.Open(ctx, sqlstore.Config{Migrate: true, DSN: dsn, MaxConns: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,8 +51,8 @@ func storeWithRecord(t *testing.T, actor string) (string, *crdb.Store, crdb.Reco
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := s.Begin(ctx, crdb.ClaimRequest{
-		Scope:       crdb.Scope{Actor: actor, Endpoint: "create-payment", Key: key},
+	c, err := s.Begin(ctx, sqlstore.ClaimRequest{
+		Scope:       sqlstore.Scope{Actor: actor, Endpoint: "create-payment", Key: key},
 		Fingerprint: fp,
 		Token:       fencing.Token{Shard: fencing.ShardOf(actor, fencing.DefaultShards), Epoch: 1, Region: "us-east"},
 		Worker:      "test", Lease: 30 * time.Second, TTL: time.Hour,
@@ -60,8 +60,8 @@ func storeWithRecord(t *testing.T, actor string) (string, *crdb.Store, crdb.Reco
 	if err != nil || c.Lease == nil {
 		t.Fatalf("begin: %v (%v)", err, c.Outcome)
 	}
-	if err := s.Finish(ctx, c.Lease, crdb.Result{State: idempotency.Completed,
-		Snapshot: crdb.Snapshot{Status: 201, Body: []byte(`{"id":"p1"}`)}}); err != nil {
+	if err := s.Finish(ctx, c.Lease, sqlstore.Result{State: idempotency.Completed,
+		Snapshot: sqlstore.Snapshot{Status: 201, Body: []byte(`{"id":"p1"}`)}}); err != nil {
 		t.Fatal(err)
 	}
 	rec, err := s.Read(ctx, c.Record.Scope)
@@ -72,7 +72,7 @@ func storeWithRecord(t *testing.T, actor string) (string, *crdb.Store, crdb.Reco
 }
 
 // auditRows returns the audit log as "action operator reason detail" lines.
-func auditRows(t *testing.T, s *crdb.Store) []string {
+func auditRows(t *testing.T, s *sqlstore.Store) []string {
 	t.Helper()
 	log, err := s.AuditLog(context.Background(), 100)
 	if err != nil {
@@ -123,7 +123,7 @@ func TestRepairsNameTheMissingFlag(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := idemctl(t, append(tt.args, "--dsn", dsn)...)
-			if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "crdb:") {
+			if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "sqlstore:") {
 				t.Errorf("%v: err = %v, want an error naming %s", tt.args, err, tt.want)
 			}
 		})

@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/idemcoord/idemcoord/authn"
-	"github.com/idemcoord/idemcoord/crdb"
+	"github.com/idemcoord/idemcoord/sqlstore"
 )
 
 func opPurgeCmd() *cobra.Command {
@@ -160,7 +160,7 @@ are in progress or whose outcome is unknown are never deleted.`,
 	}
 	sf.addStore(cmd)
 	af.add(cmd, "why, e.g. a ticket or \"nightly\" (required; recorded in repair_audit)")
-	cmd.Flags().IntVar(&batch, "batch", crdb.DefaultCleanupBatch, "rows per delete transaction (1 to 10000)")
+	cmd.Flags().IntVar(&batch, "batch", sqlstore.DefaultCleanupBatch, "rows per delete transaction (1 to 10000)")
 	addOutputFlag(cmd, &format)
 	return cmd
 }

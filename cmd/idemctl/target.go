@@ -13,11 +13,11 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/idemcoord/idemcoord/config"
-	"github.com/idemcoord/idemcoord/crdb"
 	"github.com/idemcoord/idemcoord/devcluster"
 	"github.com/idemcoord/idemcoord/internal/reach"
 	"github.com/idemcoord/idemcoord/ownership"
 	"github.com/idemcoord/idemcoord/region"
+	"github.com/idemcoord/idemcoord/sqlstore"
 )
 
 // etcdCallTimeout bounds each etcd read or move of a command.
@@ -125,14 +125,14 @@ func (f *connFlags) resolve() (string, error) {
 }
 
 // open connects to the store within --connect-timeout. It never
-// migrates: a store without the schema fails with crdb.ErrSchemaMissing
+// migrates: a store without the schema fails with sqlstore.ErrSchemaMissing
 // ("run idemctl migrate").
-func (f *connFlags) open(ctx context.Context) (*crdb.Store, error) {
-	return f.openWith(ctx, crdb.Config{MaxConns: 2})
+func (f *connFlags) open(ctx context.Context) (*sqlstore.Store, error) {
+	return f.openWith(ctx, sqlstore.Config{MaxConns: 2})
 }
 
 // openWith connects to the store with cfg (its DSN resolved here).
-func (f *connFlags) openWith(ctx context.Context, cfg crdb.Config) (*crdb.Store, error) {
+func (f *connFlags) openWith(ctx context.Context, cfg sqlstore.Config) (*sqlstore.Store, error) {
 	dsn, err := f.resolve()
 	if err != nil {
 		return nil, err
@@ -147,7 +147,7 @@ func (f *connFlags) openWith(ctx context.Context, cfg crdb.Config) (*crdb.Store,
 	if cfg.Logger == nil {
 		cfg.Logger = libraryLogger()
 	}
-	s, err := crdb.Open(ctx, cfg)
+	s, err := sqlstore.Open(ctx, cfg)
 	if err != nil {
 		return nil, &reach.Error{Part: "store", Addrs: reach.StoreDisplay(dsn), Err: err}
 	}

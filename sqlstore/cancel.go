@@ -1,0 +1,93 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/idemcoord/idemcoord/fencing"
+	"github.com/idemcoord/idemcoord/idempotency"
+)
+
+// cancelCond is what a record must still be, besides its version, lease
+// owner and fence, for a cancel to take: not terminal, and its last stage
+// reversible or none reported yet. A stage is stored in
+// idempotency.Stage.String's form.
+const cancelCond = `state IN ('PENDING', 'IN_PROGRESS', 'RETRYABLE_FAILURE', 'OUTCOME_UNKNOWN')
+	AND (last_stage = '' OR last_stage LIKE '%` + idempotency.ReversibleParam + `')`
+
+// Cancellable reports whether rec may still be cancelled, by the rule the
+// store's Cancel enforces: not terminal, and its last stage reversible or
+// none. When it may not, stage is what prevents it (the irreversible
+// stage, or the terminal state's name when no stage was reported).
+func Cancellable(rec Record) (ok bool, stage string) {
+	st, err := idempotency.ParseStage(rec.LastStage)
+	switch {
+	case rec.State.Terminal() && rec.LastStage != "" && err == nil:
+		return false, st.Name
+	case rec.State.Terminal():
+		return false, string(rec.State)
+	case rec.LastStage == "":
+		return true, ""
+	case err != nil || !st.Reversible:
+		return false, rec.LastStage
+	}
+	return true, ""
+}
+
+// Cancel records the cancellation of an async operation that the upstream
+// has confirmed it cancelled (the upstream decides the race between its
+// own irreversible step and the cancel): CANCELLED, with res.Snapshot as
+// the answer every retry of the original request replays from then on.
+//
+// rec is the record as the caller read it, for the caller's actor (Lookup).
+// The update is fenced by tok (the shard's current epoch and owner region)
+// and conditioned on rec's version and lease owner, on the record not
+// being terminal and on its last stage being reversible (see Cancellable),
+// in one serializable transaction that also drops the operation's stored
+// async request: no recovery takes over a cancelled operation. A worker
+// still running it then finds its lease gone: its result, heartbeat or
+// stage cannot overwrite the cancel.
+//
+// It returns ErrNotCancellable when rec itself is not cancellable,
+// ErrLostOwnership when the record moved on since it was read (read it
+// again and decide again), *fencing.StaleEpochError when tok is stale,
+// and *AmbiguousCommitError when the commit's outcome was lost (read
+// again: the record is CANCELLED or as it was).
+func (s *Store) Cancel(ctx context.Context, rec Record, tok fencing.Token, res Result) error {
+	if ok, _ := Cancellable(rec); !ok {
+		return ErrNotCancellable
+	}
+	if res.State != idempotency.Cancelled {
+		return fmt.Errorf("sqlstore: cancel: state must be %s, got %s", idempotency.Cancelled, res.State)
+	}
+	if err := idempotency.Transition(rec.State, res.State); err != nil {
+		return fmt.Errorf("sqlstore: cancel: %w", err)
+	}
+	status, headers, body, resourceID, errSummary, err := snapshotArgs(res)
+	if err != nil {
+		return err
+	}
+	l := leaseOf(rec, tok)
+	u := s.prepareUpdate(l, l.Owner, "cancel", finishSet, cancelCond,
+		string(res.State), status, headers, body, res.Snapshot.BodyOmitted, resourceID, errSummary, l.ttl.Milliseconds())
+	var ok bool
+	err = s.RunTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		if ok, err = u.run(ctx, s, tx); err != nil || !ok {
+			return err
+		}
+		_, err = tx.Exec(ctx, `DELETE FROM async_requests WHERE operation_id = $1`, rec.OperationID)
+		return err
+	})
+	var stale *fencing.StaleEpochError
+	if errors.As(err, &stale) {
+		return err
+	}
+	if err != nil {
+		return fmt.Errorf("sqlstore: cancel: %w", err)
+	}
+	return s.owned(ctx, l, "cancel", ok, nil)
+}

@@ -1,0 +1,470 @@
+package sqlstore
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/idemcoord/idemcoord/fencing"
+	"github.com/idemcoord/idemcoord/idempotency"
+)
+
+// Outcome is what a claim decided.
+type Outcome int
+
+// Claim outcomes.
+const (
+	// FirstRun: the key was new; the caller owns the operation and must run it.
+	FirstRun Outcome = iota + 1
+	// TakenOver: a lease expired or a retryable failure was recorded; the
+	// caller owns the operation again and must resume from Lease.LastStage.
+	TakenOver
+	// Replayed: the operation is COMPLETED, TERMINAL_FAILURE or CANCELLED; answer with
+	// Record.Snapshot.
+	Replayed
+	// Mismatch: the key was used with a different request. Nothing changed.
+	Mismatch
+	// InFlight: another worker holds a live lease; retry after RetryAfter.
+	InFlight
+	// Unresolved: the operation is OUTCOME_UNKNOWN and must be resolved
+	// (downstream queried by operation id) before anything re-runs it.
+	Unresolved
+)
+
+var outcomeNames = [...]string{"", "first_run", "takeover", "replay", "fingerprint_conflict", "in_progress", "outcome_unknown"}
+
+// String names the outcome as the metrics do.
+func (o Outcome) String() string {
+	if int(o) < len(outcomeNames) {
+		return outcomeNames[o]
+	}
+	return fmt.Sprintf("outcome(%d)", int(o))
+}
+
+// ClaimRequest asks for ownership of one key.
+type ClaimRequest struct {
+	Scope       Scope
+	Fingerprint idempotency.Fingerprint
+	// Refingerprint computes the request's fingerprint under an older
+	// algorithm version, so a record stored before an upgrade still
+	// matches its retries. Nil means only Fingerprint.Version is known.
+	Refingerprint func(version int) (idempotency.Fingerprint, error)
+	// Token is the writer's fencing token.
+	Token fencing.Token
+	// Worker identifies this instance in lease_owner (for operators).
+	Worker string
+	// Lease is how long the claim is owned without a heartbeat.
+	Lease time.Duration
+	// TTL is how long the record lives after its last change, at least. A
+	// claim starts it at Lease + TTL, so a finish within the lease need not
+	// move it.
+	TTL time.Duration
+	// Pending starts the operation in PENDING (queued async work) instead
+	// of IN_PROGRESS.
+	Pending bool
+	// TakeOverFenced lets the claim take over a running (PENDING or
+	// IN_PROGRESS) record before its lease ends when the record was last
+	// written under an older epoch than the shard's: its holder is fenced
+	// out (every heartbeat, stage and finish it tries is refused) and can
+	// never record a result, so its lease protects nothing the store can
+	// see. Only an upstream call the holder already sent may still land:
+	// set it only for an endpoint whose upstream deduplicates by operation
+	// id and that has a resolve path (config.Endpoint.TakesOverFenced),
+	// whose takeover resolves before it runs anything. See
+	// docs/failover.md, "In-flight intents of a moved shard".
+	TakeOverFenced bool
+	// KeepStages keeps the recovery point (the last stage recorded) when
+	// a RETRYABLE_FAILURE is taken over, so that the new attempt resumes
+	// from it (an endpoint with on_retry: complete). By default the
+	// takeover clears it: the failed attempt took no effect.
+	KeepStages bool
+	// FirstSent is when the client says it first sent the intent, zero
+	// when it does not say. It is stored with a new record; a claim of an
+	// existing record that names another time than the record's is a
+	// Mismatch (another request), unless either is zero.
+	FirstSent time.Time
+}
+
+// Claim is the decision on one key.
+type Claim struct {
+	Outcome Outcome
+	// Record is the stored operation as the decision saw it.
+	Record Record
+	// Lease is set when the caller owns the operation (FirstRun, TakenOver).
+	Lease *Lease
+	// RetryAfter is how long an InFlight caller should wait.
+	RetryAfter time.Duration
+	// Fenced is set on a TakenOver claim whose lease was still live: its
+	// holder wrote last under an older epoch and was fenced out
+	// (ClaimRequest.TakeOverFenced).
+	Fenced bool
+}
+
+// Lease is a worker's ownership of an operation. Every update through it is
+// conditioned on its version and advances it.
+type Lease struct {
+	Scope       Scope
+	OperationID uuid.UUID
+	Owner       string
+	Version     int64
+	Token       fencing.Token
+	ExpiresAt   time.Time
+	// RecordExpiresAt is the record's expires_at as this lease's claim,
+	// takeover or last write left it: until when the key is honoured at
+	// least. A takeover extends it (to now + lease + TTL at least), so
+	// the Record a Claim carries, read before the takeover, may hold an
+	// earlier one.
+	RecordExpiresAt time.Time
+	// LastStage is the recovery point recorded before this lease (empty on
+	// a first run). A takeover resumes from it.
+	LastStage string
+	Attempts  int
+	keyHash   [32]byte
+	lease     time.Duration
+	ttl       time.Duration
+}
+
+// readSQL reads a key's record and the decision time: the read-first path.
+// Every query on records names shard first, the head of CockroachDB's
+// primary key (see migrations/cockroach), so it is a local point lookup.
+const readSQL = `SELECT COALESCE($1::TIMESTAMPTZ, now()), ` + recordCols + ` FROM idempotency_records
+	WHERE shard = $5 AND actor_scope = $2 AND endpoint = $3 AND key_hash = $4`
+
+// claimSQL is the claim: one portable statement (a data-modifying CTE),
+// one round trip, one serializable transaction, on PostgreSQL and on
+// CockroachDB (whose PL/pgSQL lacks FOUND and, before v25.2, set-returning
+// RETURN QUERY, so no function is used). It returns the record this
+// statement inserted, or the record found, or no row (the fence refused
+// and there is no record, or a racer's insert is not visible to this
+// snapshot).
+//
+//   - claimed inserts only when the shard's fence row, locked FOR SHARE,
+//     holds the caller's epoch and is owned by the caller's region. An
+//     unowned shard (an empty owner) admits nobody. The lock makes a
+//     concurrent epoch bump (MoveFence) wait for this claim, or this claim
+//     fail with a serialization error.
+//   - ON CONFLICT DO NOTHING names no target, so it matches the primary key
+//     on both layouts: (actor_scope, endpoint, key_hash) on PostgreSQL,
+//     (shard, actor_scope, endpoint, key_hash) on CockroachDB, equivalent
+//     because shard is a function of actor_scope. On PostgreSQL
+//     SERIALIZABLE a conflict with a row committed after the snapshot
+//     raises 40001 instead of returning nothing: exec1 retries, and the
+//     retry finds the row.
+//   - Only when nothing was inserted (a one-time filter) is the existing
+//     record read.
+//
+// Insert first, not read first: on PostgreSQL a read under SERIALIZABLE
+// takes a predicate lock on the primary key's leaf page, and concurrent
+// first runs of one actor insert into that same page, so read-first claims
+// of a busy actor abort each other with 40001 (measured: 10-14 % of the
+// first runs of one actor with 16 clients; none with insert-first). The
+// arbiter check of ON CONFLICT takes no predicate lock. The price is paid
+// by a retry that arrives while first runs dominate: it takes the fence
+// lock too. While retries dominate, Begin reads first (retryrate.go).
+//
+// expires_at starts at lease + TTL from now, so the finish of a run that
+// ends within its lease leaves it unchanged (GREATEST in finishSet) and
+// touches no indexed column: PostgreSQL makes it a HOT update, without new
+// entries in the three indexes (fillfactor 80 leaves the room).
+//
+// The caller recognises its own insert by lease_owner, unique per claim
+// attempt: that is also how an ambiguous commit is resolved.
+const claimSQL = `WITH claimed AS (
+	INSERT INTO idempotency_records (actor_scope, endpoint, key_hash, operation_id, fingerprint,
+		fingerprint_version, state, version, lease_owner, lease_expires_at, attempts, last_stage, shard,
+		epoch, created_at, updated_at, expires_at, first_sent)
+	SELECT $2, $3, $4, $7, $8, $9, $10, 1, $11, f.t + $12::INT8 * INTERVAL '1 millisecond', 1, '', $5, $6,
+		f.t, f.t, f.t + ($12::INT8 + $13::INT8) * INTERVAL '1 millisecond', $15::TIMESTAMPTZ
+	FROM (SELECT COALESCE($1::TIMESTAMPTZ, now()) AS t, epoch, owner_region FROM shard_fences
+		WHERE shard = $5 FOR SHARE) AS f
+	WHERE f.epoch = $6 AND f.owner_region = $14 AND f.owner_region <> ''
+	ON CONFLICT DO NOTHING
+	RETURNING ` + recordCols + `
+)
+SELECT COALESCE($1::TIMESTAMPTZ, now()), ` + recordCols + ` FROM claimed
+UNION ALL
+SELECT COALESCE($1::TIMESTAMPTZ, now()), ` + recordCols + ` FROM idempotency_records
+WHERE shard = $5 AND actor_scope = $2 AND endpoint = $3 AND key_hash = $4 AND NOT EXISTS (SELECT 1 FROM claimed)`
+
+// Begin claims a key, or reports why the caller may not run it: one
+// statement that reads the key's record and, only if there is none, locks
+// the shard's fence and inserts the claim. It never selects and then
+// inserts in separate transactions.
+//
+// Begin returns *fencing.StaleEpochError when the token's epoch is not the
+// shard's. A connection lost during the claim is resolved inside Begin by
+// re-running the claim and recognising its own insert.
+func (s *Store) Begin(ctx context.Context, req ClaimRequest) (Claim, error) {
+	c, err := s.begin(ctx, req)
+	if err == nil {
+		s.metrics.outcome(ctx, req.Scope.Endpoint, c.Outcome.String())
+	} else if errors.Is(err, fencing.ErrStaleEpoch) {
+		s.metrics.fenced(ctx, "claim")
+	}
+	return c, err
+}
+
+func (s *Store) begin(ctx context.Context, req ClaimRequest) (Claim, error) {
+	owner := req.Worker + "/" + nonce()
+	opID := uuid.New()
+	state := idempotency.InProgress
+	if req.Pending {
+		state = idempotency.Pending
+	}
+	var lastAmbiguous error
+	for round := 0; round < claimRounds; round++ {
+		var (
+			rec   Record
+			now   time.Time
+			found bool
+			err   error
+		)
+		lastAmbiguous = nil
+		// While most requests on this endpoint are retries, a plain point
+		// read answers them in one cheap round trip; a miss falls through
+		// to the claim, which alone arbitrates.
+		readFirst := round == 0 && s.retries.readFirst(req.Scope.Endpoint)
+		if readFirst {
+			err = s.exec1(ctx, "read", func(ctx context.Context) (err error) {
+				found, err = s.readRow(ctx, req, &rec, &now)
+				return err
+			})
+			if err != nil {
+				return Claim{}, fmt.Errorf("sqlstore: read: %w", err)
+			}
+		}
+		if !found {
+			// One round trip, one serializable transaction: read the
+			// record and, only if there is none, claim it.
+			err = s.exec1(ctx, "claim", func(ctx context.Context) (err error) {
+				found, err = s.claimRow(ctx, s.pool, req, owner, opID, state, &rec, &now)
+				return err
+			})
+		}
+		var amb *AmbiguousCommitError
+		switch {
+		case errors.As(err, &amb):
+			s.log.WarnContext(ctx, "claim outcome ambiguous, re-running the claim", "err", err)
+			lastAmbiguous = err
+			continue // the re-run recognises our own insert by its owner
+		case err != nil:
+			return Claim{}, fmt.Errorf("sqlstore: claim: %w", err)
+		case found && rec.LeaseOwner == owner && rec.Version == 1:
+			// Our insert (or our earlier one, whose answer was lost).
+			s.retries.observe(req.Scope.Endpoint, false)
+			return Claim{Outcome: FirstRun, Record: rec, Lease: newLease(rec, req)}, nil
+		case found:
+			s.retries.observe(req.Scope.Endpoint, true)
+			c, retry, err := s.decide(ctx, req, rec, now)
+			if err != nil || !retry {
+				return c, err
+			}
+		default:
+			// Neither found nor inserted: the fence refused, or a racer's
+			// insert committed in between (read it on the next round).
+			if err := s.checkFence(ctx, s.pool, req.Token); err != nil {
+				return Claim{}, err
+			}
+		}
+	}
+	if lastAmbiguous != nil {
+		return Claim{}, fmt.Errorf("sqlstore: claim: %w", lastAmbiguous) // the store kept losing the answer
+	}
+	return Claim{}, &RetriesExhaustedError{Op: "claim", Attempts: claimRounds}
+}
+
+// claimRounds bounds Begin's read-claim-decide rounds. A round repeats only
+// when the record changed between the claim and the takeover (a racer won),
+// or a commit's answer was lost; eight in a row is contention, not chance.
+const claimRounds = 8
+
+// querier is a pool or a transaction.
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// readRow reads the key's record with a plain point select.
+func (s *Store) readRow(ctx context.Context, req ClaimRequest, rec *Record, now *time.Time) (bool, error) {
+	keyHash := req.Scope.Key.Hash()
+	err := scanRecord(s.pool.QueryRow(ctx, readSQL, s.now(), req.Scope.Actor, req.Scope.Endpoint, keyHash[:],
+		req.Token.Shard), rec, now)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	rec.Scope.Key = req.Scope.Key
+	return err == nil, err
+}
+
+// claimRow runs the claim on q (the pool, or the caller's transaction).
+func (s *Store) claimRow(ctx context.Context, q querier, req ClaimRequest, owner string, opID uuid.UUID,
+	state idempotency.State, rec *Record, now *time.Time) (bool, error) {
+	keyHash := req.Scope.Key.Hash()
+	err := scanRecord(q.QueryRow(ctx, claimSQL, s.now(), req.Scope.Actor, req.Scope.Endpoint, keyHash[:],
+		req.Token.Shard, req.Token.Epoch, opID, req.Fingerprint.Sum[:], req.Fingerprint.Version, string(state),
+		owner, req.Lease.Milliseconds(), req.TTL.Milliseconds(), req.Token.Region, firstSentArg(req.FirstSent)), rec, now)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	rec.Scope.Key = req.Scope.Key
+	return err == nil, err
+}
+
+// classify answers a claim that found an existing record, without
+// writing. takeover means the caller may take the operation over (an
+// expired lease or a retryable failure), conditioned on rec's version.
+func classify(req ClaimRequest, rec Record, now time.Time) (c Claim, takeover bool, err error) {
+	c.Record = rec
+	want := req.Fingerprint
+	if rec.Fingerprint.Version != want.Version {
+		if req.Refingerprint == nil {
+			return c, false, fmt.Errorf("%w: version %d", ErrFingerprintVersion, rec.Fingerprint.Version)
+		}
+		if want, err = req.Refingerprint(rec.Fingerprint.Version); err != nil {
+			return c, false, fmt.Errorf("%w: version %d: %v", ErrFingerprintVersion, rec.Fingerprint.Version, err)
+		}
+	}
+	if !rec.Fingerprint.Equal(want) || !sameFirstSent(rec.FirstSent, req.FirstSent) {
+		c.Outcome = Mismatch
+		return c, false, nil
+	}
+	switch rec.State {
+	case idempotency.Completed, idempotency.TerminalFailure, idempotency.Cancelled:
+		c.Outcome = Replayed
+		return c, false, nil
+	case idempotency.OutcomeUnknown:
+		c.Outcome = Unresolved
+		return c, false, nil
+	case idempotency.Pending, idempotency.InProgress:
+		if rec.LeaseExpiresAt.After(now) && fencedOut(req, rec) {
+			c.Fenced = true
+		} else if rec.LeaseExpiresAt.After(now) {
+			c.Outcome = InFlight
+			c.RetryAfter = rec.LeaseExpiresAt.Sub(now)
+			return c, false, nil
+		}
+	}
+	return c, true, nil
+}
+
+// takeover prepares the version-conditioned update that takes rec over
+// for a new owner. Run it on the pool (Begin) or inside the caller's
+// transaction (RunLocal).
+//
+// Stages belong to an attempt. The takeover of a crashed attempt (a
+// running record whose lease expired) keeps its last stage: that is the
+// recovery point the new owner resumes from. The takeover of a
+// RETRYABLE_FAILURE clears it: that attempt ended and was recorded as
+// having taken no effect, so its stages say nothing about the new one, and
+// a stale "sending" would make a later takeover of a new attempt that
+// never sent believe it might have. Unless req.KeepStages: an endpoint
+// whose retries complete a partly done intent resumes from them (such an
+// endpoint has a resolve path, so it records no "sending" mark).
+func (s *Store) takeover(req ClaimRequest, rec Record, newOwner string) (*Lease, fencedUpdate) {
+	lease := newLease(rec, req)
+	if rec.State == idempotency.RetryableFailure && !req.KeepStages {
+		lease.LastStage = ""
+	}
+	return lease, s.prepareUpdate(lease, newOwner, "takeover", `state = 'IN_PROGRESS', lease_owner = $10,
+		lease_expires_at = {now} + $11::INT8 * INTERVAL '1 millisecond', attempts = attempts + 1,
+		last_stage = CASE WHEN state = 'RETRYABLE_FAILURE' AND NOT $14::BOOL THEN '' ELSE last_stage END,
+		expires_at = GREATEST(expires_at, {now} + ($11::INT8 + $12::INT8) * INTERVAL '1 millisecond')`,
+		`(state = 'RETRYABLE_FAILURE' OR (state IN ('PENDING', 'IN_PROGRESS') AND (lease_expires_at <= {now} OR `+
+			fencedCond+`)))`,
+		newOwner, req.Lease.Milliseconds(), req.TTL.Milliseconds(), req.TakeOverFenced, req.KeepStages)
+}
+
+// decide classifies an existing record and, where allowed, takes it over.
+// retry means the record changed under us and the claim should run again.
+func (s *Store) decide(ctx context.Context, req ClaimRequest, rec Record, now time.Time) (c Claim, retry bool, err error) {
+	c, take, err := classify(req, rec, now)
+	if err != nil || !take {
+		return c, false, err
+	}
+	lease, u := s.takeover(req, rec, req.Worker+"/"+nonce())
+	ok, err := s.runUpdate(ctx, u)
+	if err != nil || !ok {
+		return c, !ok && err == nil, err
+	}
+	lease.Attempts++
+	c.Outcome = TakenOver
+	c.Lease = lease
+	if c.Fenced {
+		s.metrics.outcome(ctx, req.Scope.Endpoint, eventFencedTakeover)
+	}
+	return c, false, nil
+}
+
+func newLease(rec Record, req ClaimRequest) *Lease {
+	return &Lease{
+		Scope:           req.Scope,
+		keyHash:         rec.KeyHash,
+		OperationID:     rec.OperationID,
+		Owner:           rec.LeaseOwner,
+		Version:         rec.Version,
+		Token:           req.Token,
+		ExpiresAt:       rec.LeaseExpiresAt,
+		RecordExpiresAt: rec.ExpiresAt,
+		LastStage:       rec.LastStage,
+		Attempts:        rec.Attempts,
+		lease:           req.Lease,
+		ttl:             req.TTL,
+	}
+}
+
+// checkFence returns *fencing.StaleEpochError unless the shard admits the
+// token (same epoch, owned by the token's region; see fencing.Token.Admits).
+func (s *Store) checkFence(ctx context.Context, q querier, tok fencing.Token) error {
+	var (
+		epoch int64
+		owner string
+	)
+	err := q.QueryRow(ctx, `SELECT epoch, owner_region FROM shard_fences WHERE shard = $1`, tok.Shard).Scan(&epoch, &owner)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("sqlstore: shard %d has no fence row: %w", tok.Shard, fencing.ErrStaleEpoch)
+	}
+	if err != nil {
+		return fmt.Errorf("sqlstore: read fence: %w", err)
+	}
+	if !tok.Admits(epoch, owner) {
+		return &fencing.StaleEpochError{Token: tok, Current: epoch, Owner: owner}
+	}
+	return nil
+}
+
+func nonce() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Fence returns a shard's current epoch and owner region ("" when not
+// bootstrapped: such a shard admits nobody) from the fence table. Callers cache it as a hint; every write
+// checks it again.
+func (s *Store) Fence(ctx context.Context, shard int) (epoch int64, owner string, err error) {
+	err = s.pool.QueryRow(ctx, `SELECT epoch, owner_region FROM shard_fences WHERE shard = $1`, shard).Scan(&epoch, &owner)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, "", fmt.Errorf("sqlstore: shard %d has no fence row: %w", shard, fencing.ErrStaleEpoch)
+	}
+	return epoch, owner, err
+}
+
+// firstSentArg is t as a nullable timestamp argument: NULL when zero.
+func firstSentArg(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	t = t.UTC()
+	return &t
+}
+
+// sameFirstSent reports whether a record's first-sent time and a claim's
+// name the same request: equal, or either unknown.
+func sameFirstSent(stored, claimed time.Time) bool {
+	return stored.IsZero() || claimed.IsZero() || stored.Equal(claimed)
+}

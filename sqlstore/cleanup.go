@@ -1,0 +1,164 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/idemcoord/idemcoord/fencing"
+)
+
+// DefaultCleanupBatch bounds one cleanup statement: small enough that its
+// locks and WAL stay short, large enough to keep up with a busy endpoint.
+const DefaultCleanupBatch = 500
+
+// Cleanup deletes up to batch expired records in resting states (COMPLETED, CANCELLED,
+// TERMINAL_FAILURE, RETRYABLE_FAILURE), oldest expiry first, by primary key.
+// It never deletes PENDING, IN_PROGRESS or OUTCOME_UNKNOWN records: their
+// effect may be under way or may have happened, and forgetting them would
+// let a retry run the intent twice. A record expires when now >= expires_at.
+// It also deletes up to batch stored async requests whose operation no
+// longer runs.
+func (s *Store) Cleanup(ctx context.Context, batch int) (int, error) {
+	if batch <= 0 {
+		batch = DefaultCleanupBatch
+	}
+	var n int64
+	err := s.exec1(ctx, "cleanup", func(ctx context.Context) error {
+		tag, err := s.pool.Exec(ctx, cleanupSQL, s.now(), batch)
+		n = tag.RowsAffected()
+		return err
+	})
+	var amb *AmbiguousCommitError
+	if errors.As(err, &amb) && ctx.Err() == nil {
+		return 0, nil // a delete of expired rows is safe to leave to the next pass
+	}
+	if err != nil {
+		return 0, fmt.Errorf("sqlstore: cleanup: %w", err)
+	}
+	s.metrics.cleanedUp.Add(ctx, n)
+	s.cleanupRequests(ctx, batch)
+	return int(n), nil
+}
+
+// cleanupRequests deletes up to batch stored async requests whose
+// operation no longer runs (finished, unknown, or deleted): only a running
+// operation may be taken over from its stored request. A failure is left
+// to the next pass; the rows are inert.
+func (s *Store) cleanupRequests(ctx context.Context, batch int) {
+	err := s.exec1(ctx, "cleanup_requests", func(ctx context.Context) error {
+		_, err := s.pool.Exec(ctx, `DELETE FROM async_requests WHERE operation_id IN (
+			SELECT q.operation_id FROM async_requests q
+			WHERE NOT EXISTS (SELECT 1 FROM idempotency_records r
+				WHERE r.operation_id = q.operation_id AND r.state IN ('PENDING', 'IN_PROGRESS'))
+			LIMIT $1)`, batch)
+		return err
+	})
+	if err != nil {
+		s.log.WarnContext(ctx, "cleanup of stored async requests failed", "err", err)
+	}
+}
+
+// Purge removes an actor's stored response bodies, headers, error
+// summaries and queued async requests (which may hold personal data) and
+// marks the records purged. It
+// keeps the minimal dedup marker (scope, key hash, fingerprint, state,
+// operation id), so a late retry is still recognised and not run again. The
+// purge is audited in the same transaction.
+//
+// Records whose operation is still running or unknown are purged too, and
+// stay purged: the finish or resolution that comes later records its state
+// and status but never stores a body, headers or a summary again. Their
+// version is left alone so the worker that owns them can still finish
+// (a record at rest gets a new version, as any change does).
+func (s *Store) Purge(ctx context.Context, operator, reason, actor string) (int, error) {
+	if err := checkOperator(operator, reason); err != nil {
+		return 0, err
+	}
+	var n int64
+	err := s.RunTx(ctx, func(tx pgx.Tx) error {
+		// The actor's records all live on its shard: naming it keeps the
+		// update on one stretch of CockroachDB's primary key (shard first)
+		// instead of a scan of every region. A store without a shard count
+		// (never bootstrapped) may only hold records from before: scan.
+		var shards int
+		err := tx.QueryRow(ctx, `SELECT shards FROM shard_config WHERE id = 1`).Scan(&shards)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		where, args := `actor_scope = $1`, []any{actor, s.now()}
+		if err == nil {
+			where, args = `shard = $3 AND actor_scope = $1`, append(args, fencing.ShardOf(actor, shards))
+		}
+		tag, err := tx.Exec(ctx, `UPDATE idempotency_records SET response_body = NULL, response_headers = NULL,
+			error_summary = NULL, body_omitted = false, purged = true,
+			version = CASE WHEN state IN ('PENDING', 'IN_PROGRESS', 'OUTCOME_UNKNOWN') THEN version ELSE version + 1 END,
+			updated_at = COALESCE($2::TIMESTAMPTZ, now())
+			WHERE `+where+` AND NOT purged`, args...)
+		if err != nil {
+			return err
+		}
+		n = tag.RowsAffected()
+		// A queued request may carry personal data too. Its operation then
+		// waits for the client's retry, which sends the request again.
+		if _, err := tx.Exec(ctx, `DELETE FROM async_requests WHERE actor_scope = $1`, actor); err != nil {
+			return err
+		}
+		return s.audit(ctx, tx, operator, "purge", reason, nil, actor, fmt.Sprintf("records=%d", n))
+	})
+	if err != nil {
+		return 0, fmt.Errorf("sqlstore: purge: %w", err)
+	}
+	return int(n), nil
+}
+
+// AuditEntry is one row of the repair audit.
+type AuditEntry struct {
+	ID          uuid.UUID
+	Operator    string
+	Action      string
+	Reason      string
+	OperationID *uuid.UUID
+	ActorScope  string
+	Detail      string
+}
+
+// audit writes one repair audit row inside tx. Every manual repair calls it
+// in the transaction that makes the change, so no change goes unrecorded.
+func (s *Store) audit(ctx context.Context, tx pgx.Tx, operator, action, reason string, opID *uuid.UUID, actor, detail string) error {
+	if err := checkOperator(operator, reason); err != nil {
+		return err
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO repair_audit (id, at, operator, action, reason, operation_id, actor_scope, detail)
+		VALUES ($1, COALESCE($2::TIMESTAMPTZ, now()), $3, $4, $5, $6, $7, $8)`,
+		uuid.New(), s.now(), operator, action, reason, opID, actor, detail)
+	return err
+}
+
+// ErrNoOperator is returned for a repair without an operator or a reason.
+var ErrNoOperator = errors.New("sqlstore: audit: operator and reason are required for every repair")
+
+func checkOperator(operator, reason string) error {
+	if strings.TrimSpace(operator) == "" || strings.TrimSpace(reason) == "" {
+		return ErrNoOperator
+	}
+	return nil
+}
+
+// AuditLog returns the newest audit entries, newest first.
+func (s *Store) AuditLog(ctx context.Context, limit int) ([]AuditEntry, error) {
+	rows, err := s.pool.Query(ctx, `SELECT id, operator, action, reason, operation_id, COALESCE(actor_scope, ''), detail
+		FROM repair_audit ORDER BY at DESC, id LIMIT $1`, limit)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (AuditEntry, error) {
+		var e AuditEntry
+		err := r.Scan(&e.ID, &e.Operator, &e.Action, &e.Reason, &e.OperationID, &e.ActorScope, &e.Detail)
+		return e, err
+	})
+}

@@ -1,0 +1,39 @@
+package sqlstore
+
+import (
+	"context"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Statements exported for the benchmarks' raw baselines, so the raw side
+// runs exactly the SQL the store runs.
+var (
+	ClaimSQL  = claimSQL
+	FinishSQL = strings.ReplaceAll(strings.NewReplacer("{set}", finishSet,
+		"{cond}", `state IN ('PENDING', 'IN_PROGRESS')`).Replace(updateSQL), "{now}", "COALESCE($1::TIMESTAMPTZ, now())")
+	RecordCols = recordCols
+)
+
+// PinClaimFirst keeps every endpoint on the claim-first path, so a
+// benchmark can measure it alone.
+func (s *Store) PinClaimFirst() {
+	s.retries.mu.Lock()
+	s.retries.pinned = true
+	s.retries.mu.Unlock()
+}
+
+// ReadFirst reports whether an endpoint is on the read-first path.
+func (s *Store) ReadFirst(endpoint string) bool { return s.retries.readFirst(endpoint) }
+
+// ApplyMigrationOnce runs one portable migration file once, with no
+// retry, so a test sees what its SQL does on a live store.
+func ApplyMigrationOnce(ctx context.Context, pool *pgxpool.Pool, file string) error {
+	b, err := migrations.ReadFile("migrations/portable/" + file)
+	if err != nil {
+		return err
+	}
+	_, err = pool.Exec(ctx, string(b))
+	return err
+}

@@ -1,0 +1,201 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/idemcoord/idemcoord/fencing"
+)
+
+// ErrNotBootstrapped means the store has no shard count yet: no daemon has
+// run BootstrapFences against it, so no shard has an owner and every write
+// is refused by the fence.
+var ErrNotBootstrapped = errors.New("sqlstore: shard fences not bootstrapped")
+
+// ShardCountMismatchError reports a daemon configured with a shard count
+// other than the one the store was bootstrapped with. Actors would hash to
+// other shards than the fences guard, so the daemon must not start.
+type ShardCountMismatchError struct {
+	// Store is the count recorded in shard_config.
+	Store int
+	// Configured is the count the caller asked for.
+	Configured int
+}
+
+// Error implements error.
+func (e *ShardCountMismatchError) Error() string {
+	return fmt.Sprintf("sqlstore: the store was bootstrapped with %d shards, the configuration says %d: "+
+		"the shard count is fixed for the life of a deployment", e.Store, e.Configured)
+}
+
+// FenceRow is one shard's fence as the store holds it.
+type FenceRow struct {
+	// Shard is the shard number.
+	Shard int
+	// Epoch is the shard's ownership epoch (1 after bootstrap, +1 per move).
+	Epoch int64
+	// Owner is the region that may write the shard at Epoch.
+	Owner string
+}
+
+// ShardCount returns the shard count recorded by BootstrapFences, or
+// ErrNotBootstrapped.
+func (s *Store) ShardCount(ctx context.Context) (int, error) {
+	var n int
+	err := s.pool.QueryRow(ctx, `SELECT shards FROM shard_config WHERE id = 1`).Scan(&n)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, ErrNotBootstrapped
+	}
+	if err != nil {
+		return 0, fmt.Errorf("sqlstore: read shard count: %w", err)
+	}
+	return n, nil
+}
+
+// Fences returns the fence rows of shards 0 .. ShardCount()-1, ordered by
+// shard: what etcd's directory and the Go hash must agree with. It returns
+// no rows when the store is not bootstrapped. (Migration 0001 leaves
+// unowned rows for shards 0..1023; those past the count are not returned.)
+func (s *Store) Fences(ctx context.Context) ([]FenceRow, error) {
+	rows, err := s.pool.Query(ctx, `SELECT f.shard, f.epoch, f.owner_region
+		FROM shard_fences AS f, shard_config AS c
+		WHERE c.id = 1 AND f.shard < c.shards ORDER BY f.shard`)
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: read fences: %w", err)
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (FenceRow, error) {
+		var f FenceRow
+		err := r.Scan(&f.Shard, &f.Epoch, &f.Owner)
+		return f, err
+	})
+}
+
+// BootstrapFences gives every shard an owner. It records shards as the
+// store's shard count (or returns *ShardCountMismatchError if another count
+// is recorded), creates the missing fence rows 0..shards-1 at epoch 1 owned
+// by home(shard), and gives the unowned epoch-1 rows that migration 0001
+// left their home owner. It never changes a row that has an owner, so it is
+// safe to run on every start of every instance, concurrently.
+func (s *Store) BootstrapFences(ctx context.Context, shards int, home func(shard int) string) error {
+	if shards < 1 {
+		return fmt.Errorf("sqlstore: bootstrap: shard count must be at least 1, got %d", shards)
+	}
+	if home == nil {
+		return errors.New("sqlstore: bootstrap: home must be set")
+	}
+	nums := make([]int32, shards)
+	owners := make([]string, shards)
+	for i := range shards {
+		nums[i], owners[i] = int32(i), home(i)
+		if strings.TrimSpace(owners[i]) == "" {
+			return fmt.Errorf("sqlstore: bootstrap: shard %d has no home region", i)
+		}
+	}
+	for attempt := 0; ; attempt++ {
+		err := s.RunTx(ctx, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, `INSERT INTO shard_config (id, shards) VALUES (1, $1)
+				ON CONFLICT (id) DO NOTHING`, shards); err != nil {
+				return err
+			}
+			var stored int
+			if err := tx.QueryRow(ctx, `SELECT shards FROM shard_config WHERE id = 1`).Scan(&stored); err != nil {
+				return err
+			}
+			if stored != shards {
+				return &ShardCountMismatchError{Store: stored, Configured: shards}
+			}
+			_, err := tx.Exec(ctx, `INSERT INTO shard_fences (shard, epoch, owner_region)
+				SELECT u.s, 1, u.o FROM unnest($1::INT4[], $2::TEXT[]) AS u(s, o)
+				ON CONFLICT (shard) DO UPDATE SET owner_region = excluded.owner_region, updated_at = now()
+				WHERE shard_fences.owner_region = '' AND shard_fences.epoch = 1`, nums, owners)
+			return err
+		})
+		var amb *AmbiguousCommitError
+		if errors.As(err, &amb) && attempt < 3 {
+			continue // idempotent: running it again settles it
+		}
+		if err != nil {
+			return fmt.Errorf("sqlstore: bootstrap fences: %w", err)
+		}
+		return nil
+	}
+}
+
+// MoveFence applies one ownership move to the shard's fence: a
+// compare-and-swap that sets epoch m.From+1 and owner m.To only where the
+// fence holds epoch m.From, with a repair_audit row (action "move_fence")
+// in the same serializable transaction. The UPDATE conflicts with every
+// claim and update holding the row FOR SHARE: those either commit before
+// the move or fail and see the new epoch.
+//
+// It is idempotent: if the fence already holds (m.From+1, m.To), it returns
+// nil and writes no second audit row, so a mover that died after this step
+// is rolled forward by the next. Any other state returns
+// *fencing.MoveConflictError (errors.Is fencing.ErrMoveConflict) and
+// changes nothing. With m.Drain, a shard that still has operations in
+// flight at m.From returns fencing.ErrNotDrained and changes nothing. A
+// lost connection during the commit is resolved inside by running the move
+// again.
+func (s *Store) MoveFence(ctx context.Context, m fencing.Move) error {
+	if m.From < 1 || strings.TrimSpace(m.To) == "" {
+		return fmt.Errorf("sqlstore: move fence %s: epoch must be at least 1 and the target region set", m)
+	}
+	if err := checkOperator(m.Operator, m.Reason); err != nil {
+		return err
+	}
+	for attempt := 0; ; attempt++ {
+		var (
+			conflict   *fencing.MoveConflictError
+			notDrained bool
+		)
+		err := s.RunTx(ctx, func(tx pgx.Tx) error {
+			conflict, notDrained = nil, false
+			q := `UPDATE shard_fences SET epoch = $2, owner_region = $3,
+				updated_at = COALESCE($5::TIMESTAMPTZ, now()) WHERE shard = $1 AND epoch = $4`
+			if m.Drain {
+				// Serializable: a claim that commits in between either is
+				// seen here or makes this transaction (or itself) retry.
+				q += ` AND NOT EXISTS (SELECT 1 FROM idempotency_records r WHERE r.shard = $1 AND r.epoch = $4
+					AND r.state IN ('PENDING', 'IN_PROGRESS') AND r.lease_expires_at > COALESCE($5::TIMESTAMPTZ, now()))`
+			}
+			tag, err := tx.Exec(ctx, q, m.Shard, m.Epoch(), m.To, m.From, s.now())
+			if err != nil {
+				return err
+			}
+			if tag.RowsAffected() == 1 {
+				return s.audit(ctx, tx, m.Operator, "move_fence", m.Reason, nil, "", m.String())
+			}
+			cur := fencing.MoveConflictError{Move: m}
+			err = tx.QueryRow(ctx, `SELECT epoch, owner_region FROM shard_fences WHERE shard = $1`, m.Shard).
+				Scan(&cur.Epoch, &cur.Owner)
+			if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+				return err
+			}
+			if err == nil && cur.Epoch == m.Epoch() && cur.Owner == m.To {
+				return nil // already applied, by us or by the mover we roll forward
+			}
+			if err == nil && m.Drain && cur.Epoch == m.From {
+				notDrained = true
+				return nil
+			}
+			conflict = &cur
+			return nil
+		})
+		var amb *AmbiguousCommitError
+		switch {
+		case errors.As(err, &amb) && attempt < 3:
+			continue // idempotent: the re-run sees our move or applies it
+		case err != nil:
+			return fmt.Errorf("sqlstore: move fence %s: %w", m, err)
+		case conflict != nil:
+			return conflict
+		case notDrained:
+			return fmt.Errorf("sqlstore: move fence %s: %w", m, fencing.ErrNotDrained)
+		}
+		return nil
+	}
+}

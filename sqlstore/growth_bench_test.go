@@ -1,0 +1,176 @@
+package sqlstore_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idemcoord/idemcoord/internal/pgtest"
+	"github.com/idemcoord/idemcoord/sqlstore"
+)
+
+// growthBase is the size of the "empty" table the other sizes are compared
+// with: a few replayable and in-flight keys, nothing more.
+const growthBase = 1000
+
+// growthPaths are the request paths measured at each size.
+var growthPaths = [...]string{"first run", "replay", "409 in flight"}
+
+// growthEnv is one store preloaded with size records.
+type growthEnv struct {
+	size int
+	s    *sqlstore.Store
+	req  sqlstore.ClaimRequest
+	lat  [len(growthPaths)][]time.Duration
+	dur  [len(growthPaths)]time.Duration
+}
+
+// BenchmarkGrowth: first run, replay and 409 latency (p50, p99) and
+// throughput on records tables preloaded to each size in
+// IDEMCOORD_GROWTH_SIZES (default 100000), side by side with a table of
+// growthBase records on the same server, in interleaved rounds, 16
+// clients, IDEMCOORD_GROWTH_OPS operations per path and size (default
+// 4000). Run it with -benchtime 1x: the load takes minutes, and any other
+// count makes the testing package run the whole benchmark twice (once with
+// b.N = 1, then with the count). The full run:
+//
+//	IDEMCOORD_GROWTH_SIZES=1000000,10000000,30000000 go test ./sqlstore -run '^$' \
+//	    -bench Growth -benchtime 1x -timeout 3h
+func BenchmarkGrowth(b *testing.B) {
+	sizes := []int{100000}
+	if v := os.Getenv("IDEMCOORD_GROWTH_SIZES"); v != "" {
+		sizes = nil
+		for _, f := range strings.Split(v, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < growthBase {
+				b.Fatalf("IDEMCOORD_GROWTH_SIZES: %q is not a record count of at least %d", f, growthBase)
+			}
+			sizes = append(sizes, n)
+		}
+	}
+	b.ResetTimer()
+	growthRun(b, sizes, envInt(b, "IDEMCOORD_GROWTH_OPS", 4000), os.Stderr, os.Stdout)
+}
+
+// growthRun loads a store per size (and the base), measures every path on
+// each, ops operations per path and size in four interleaved rounds, and
+// writes the table to out.
+func growthRun(tb testing.TB, sizes []int, ops int, progress, out io.Writer) {
+	ctx := context.Background()
+	base := request(tb, "tenant/g0", "k", `{"amount":"12.50","currency":"EUR"}`)
+	var envs []*growthEnv
+	for _, size := range append([]int{growthBase}, sizes...) {
+		dsn := pgtest.NewDatabase(tb)
+		s, err := sqlstore.Open(ctx, sqlstore.Config{Migrate: true, DSN: dsn, MaxConns: benchWorkers})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(s.Close)
+		bootstrap(tb, s)
+		start := time.Now()
+		loadGrowth(tb, s, size, base.Fingerprint.Sum[:], base.Fingerprint.Version, progress)
+		fmt.Fprintf(progress, "loaded %d records in %s\n", size, time.Since(start).Round(time.Second))
+		envs = append(envs, &growthEnv{size: size, s: s, req: base})
+	}
+	const rounds = 4
+	for range rounds {
+		for _, e := range envs {
+			for p := range growthPaths {
+				op := e.op(tb, p)
+				t := time.Now()
+				_, lat := measure(tb, ops/rounds, op)
+				e.dur[p] += time.Since(t)
+				e.lat[p] = append(e.lat[p], lat...)
+			}
+		}
+	}
+	fmt.Fprintf(out, "%-10s %-14s %9s %9s %9s %10s %12s\n", "records", "path", "p50 ms", "p99 ms", "ops/s", "p99/empty", "table+idx MB")
+	for _, e := range envs {
+		var bytes int64
+		if err := e.s.Pool().QueryRow(ctx, `SELECT pg_total_relation_size('idempotency_records')`).Scan(&bytes); err != nil {
+			tb.Fatal(err)
+		}
+		for p, name := range growthPaths {
+			lat := slices.Clone(e.lat[p])
+			slices.Sort(lat)
+			p50, p99 := lat[len(lat)/2], lat[len(lat)*99/100]
+			baseLat := slices.Clone(envs[0].lat[p])
+			slices.Sort(baseLat)
+			fmt.Fprintf(out, "%-10d %-14s %9.2f %9.2f %9.0f %10.2f %12d\n", e.size, name,
+				ms(p50), ms(p99), float64(len(lat))/e.dur[p].Seconds(), ms(p99)/ms(baseLat[len(baseLat)*99/100]), bytes>>20)
+		}
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// op returns the operation of path p on e: a first run (Begin + Finish)
+// on a fresh key, a replay of a random COMPLETED preloaded key, or a retry
+// of a random preloaded key in flight under a live lease (409).
+func (e *growthEnv) op(tb testing.TB, p int) func() error {
+	ctx := context.Background()
+	pick := func(want func(i int) bool) sqlstore.ClaimRequest {
+		for {
+			i := rand.IntN(e.size)
+			if want(i) {
+				r := e.req
+				r.Scope.Actor, r.Scope.Endpoint = growthActor(i), growthEndpoint(i)
+				r.Scope.Key = mustKey(tb, growthKey(i))
+				r.Token.Shard = shardOf(r.Scope.Actor)
+				return r
+			}
+		}
+	}
+	switch p {
+	case 0:
+		return func() error {
+			r := e.req
+			n := int(rand.Int64())
+			r.Scope.Actor, r.Scope.Endpoint = growthActor(n), growthEndpoint(n)
+			r.Scope.Key = mustKey(tb, fmt.Sprintf("new-%d", n))
+			r.Token.Shard = shardOf(r.Scope.Actor)
+			c, err := e.s.Begin(ctx, r)
+			if err != nil {
+				return err
+			}
+			if c.Outcome != sqlstore.FirstRun {
+				return fmt.Errorf("first run: outcome %v", c.Outcome)
+			}
+			return e.s.Finish(ctx, c.Lease, completed(`{"payment_id":"pay_1"}`))
+		}
+	case 1:
+		return func() error {
+			c, err := e.s.Begin(ctx, pick(func(i int) bool { return growthState(i) == "COMPLETED" }))
+			if err == nil && c.Outcome != sqlstore.Replayed {
+				err = fmt.Errorf("replay: outcome %v", c.Outcome)
+			}
+			return err
+		}
+	default:
+		return func() error {
+			c, err := e.s.Begin(ctx, pick(func(i int) bool { return growthState(i) == "IN_PROGRESS" }))
+			if err == nil && c.Outcome != sqlstore.InFlight {
+				err = fmt.Errorf("409: outcome %v", c.Outcome)
+			}
+			return err
+		}
+	}
+}
+
+// TestGrowthBenchmarkRuns runs the growth benchmark on a small table, so
+// the loader (COPY, index rebuild) and every measured path keep working.
+func TestGrowthBenchmarkRuns(t *testing.T) {
+	var table strings.Builder
+	growthRun(t, []int{5000}, 64, io.Discard, &table)
+	if got := strings.Count(table.String(), "\n"); got != 1+2*len(growthPaths) {
+		t.Fatalf("table has %d lines, want %d:\n%s", got, 1+2*len(growthPaths), table.String())
+	}
+	t.Log("\n" + table.String())
+}

@@ -1,0 +1,120 @@
+package sqlstore
+
+import (
+	"context"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+)
+
+// Event names: things that happen to a record after its claim, counted
+// apart from claim decisions so that the decisions alone sum to the
+// coordinated requests that reached the store.
+const (
+	eventUnknownRecorded  = "outcome_unknown_recorded"
+	eventUnknownResolved  = "outcome_unknown_resolved"
+	eventRecoveryTakeover = "recovery_takeover"
+	// eventFencedTakeover counts takeovers of a live lease whose holder
+	// was fenced out (ClaimRequest.TakeOverFenced).
+	eventFencedTakeover = "fenced_takeover"
+)
+
+// metricOps are the op labels the fence, lost-ownership and retry counters
+// are exported with at zero from the start, so a rate() over them exists
+// before the first event.
+var metricOps = []string{"cancel", "claim", "finish", "heartbeat", "stage", "takeover", "tx"}
+
+// metrics are the store's OpenTelemetry instruments. Names follow the
+// idemcoord_ prefix every component uses, so one Prometheus scrape shows the
+// whole protocol.
+type metrics struct {
+	decisions metric.Int64Counter // claim decisions, by endpoint and decision
+	events    metric.Int64Counter // result events, by endpoint and event
+	fencedC   metric.Int64Counter // writes refused by the fence, by op
+	lost      metric.Int64Counter // version-conditioned updates that matched nothing
+	retries   metric.Int64Counter // whole-transaction retries on 40001/40P01
+	cleanedUp metric.Int64Counter // records deleted by TTL cleanup
+}
+
+func newMetrics(m metric.Meter) (*metrics, error) {
+	var mt metrics
+	var err error
+	if mt.decisions, err = m.Int64Counter("idemcoord.decisions",
+		metric.WithDescription("Claim decisions, one per coordinated request that reached the store: first_run, replay, fingerprint_conflict, in_progress, takeover, outcome_unknown.")); err != nil {
+		return nil, err
+	}
+	if mt.events, err = m.Int64Counter("idemcoord.events",
+		metric.WithDescription("Events after a claim: outcome_unknown_recorded, outcome_unknown_resolved, recovery_takeover (queued async work taken over by recovery).")); err != nil {
+		return nil, err
+	}
+	if mt.fencedC, err = m.Int64Counter("idemcoord.fenced_writes_rejected",
+		metric.WithDescription("Writes refused because the writer's epoch was not the shard's.")); err != nil {
+		return nil, err
+	}
+	if mt.lost, err = m.Int64Counter("idemcoord.lost_ownership",
+		metric.WithDescription("Version-conditioned updates that affected no row: the operation was taken over.")); err != nil {
+		return nil, err
+	}
+	if mt.retries, err = m.Int64Counter("idemcoord.tx_retries",
+		metric.WithDescription("Whole-transaction retries after serialization failures (40001) or deadlocks (40P01).")); err != nil {
+		return nil, err
+	}
+	if mt.cleanedUp, err = m.Int64Counter("idemcoord.cleanup_deleted",
+		metric.WithDescription("Expired resting records deleted by TTL cleanup.")); err != nil {
+		return nil, err
+	}
+	ctx := context.Background()
+	for _, op := range metricOps {
+		attrs := metric.WithAttributes(attribute.String("op", op))
+		mt.fencedC.Add(ctx, 0, attrs)
+		mt.lost.Add(ctx, 0, attrs)
+		mt.retries.Add(ctx, 0, attrs)
+	}
+	mt.cleanedUp.Add(ctx, 0)
+	return &mt, nil
+}
+
+// isEvent reports whether name is an event rather than a claim decision.
+func isEvent(name string) bool {
+	switch name {
+	case eventUnknownRecorded, eventUnknownResolved, eventRecoveryTakeover, eventFencedTakeover:
+		return true
+	}
+	return false
+}
+
+// outcome counts a claim decision, or an event (isEvent): the claim and
+// update code report both through it.
+func (m *metrics) outcome(ctx context.Context, endpoint, name string) {
+	if isEvent(name) {
+		m.events.Add(ctx, 1, metric.WithAttributes(attribute.String("endpoint", endpoint), attribute.String("event", name)))
+		return
+	}
+	m.decisions.Add(ctx, 1, metric.WithAttributes(attribute.String("endpoint", endpoint), attribute.String("decision", name)))
+}
+
+// InitMetrics exports the decision and event counters of the given
+// endpoints at zero, so that every series an alert uses exists before its
+// first request.
+func (s *Store) InitMetrics(ctx context.Context, endpoints []string) {
+	for _, ep := range endpoints {
+		for _, o := range outcomeNames[1:] {
+			s.metrics.decisions.Add(ctx, 0, metric.WithAttributes(attribute.String("endpoint", ep), attribute.String("decision", o)))
+		}
+		for _, e := range []string{eventUnknownRecorded, eventUnknownResolved, eventRecoveryTakeover, eventFencedTakeover} {
+			s.metrics.events.Add(ctx, 0, metric.WithAttributes(attribute.String("endpoint", ep), attribute.String("event", e)))
+		}
+	}
+}
+
+func (m *metrics) fenced(ctx context.Context, op string) {
+	m.fencedC.Add(ctx, 1, metric.WithAttributes(attribute.String("op", op)))
+}
+
+func (m *metrics) lostOwnership(ctx context.Context, op string) {
+	m.lost.Add(ctx, 1, metric.WithAttributes(attribute.String("op", op)))
+}
+
+func (m *metrics) txRetry(ctx context.Context, op string) {
+	m.retries.Add(ctx, 1, metric.WithAttributes(attribute.String("op", op)))
+}

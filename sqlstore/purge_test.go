@@ -1,0 +1,89 @@
+package sqlstore_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/idemcoord/idemcoord/sqlstore"
+)
+
+// storedFields reads, by SQL, what a record holds of a response.
+func storedFields(t *testing.T, s *sqlstore.Store, opID uuid.UUID) string {
+	t.Helper()
+	var (
+		state                        string
+		status                       *int32
+		purged, body, headers, summa bool
+	)
+	err := s.Pool().QueryRow(context.Background(), `SELECT state, response_status, purged,
+		response_body IS NOT NULL, response_headers IS NOT NULL, error_summary IS NOT NULL
+		FROM idempotency_records WHERE operation_id = $1`, opID).Scan(&state, &status, &purged, &body, &headers, &summa)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := 0
+	if status != nil {
+		st = int(*status)
+	}
+	return fmt.Sprintf("%s status=%d purged=%v body=%v headers=%v summary=%v", state, st, purged, body, headers, summa)
+}
+
+// TestPurgeSticksThroughLaterFinishAndResolve: an actor's data purged while
+// one operation was still running and another's outcome was unknown stays
+// purged when the worker later finishes, and when the unknown outcome is
+// later resolved (by a retry or by an operator): the state and status are
+// recorded, the body, headers and error summary never again.
+func TestPurgeSticksThroughLaterFinishAndResolve(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openStore(t, newClock())
+	running := mustBegin(t, s, request(t, "tenant/alice", "purge-running", `{"amount":"1"}`), sqlstore.FirstRun)
+	_, unknown := unknownRecord(t, s, "purge-unknown")
+	_, reconciled := unknownRecord(t, s, "purge-reconciled")
+
+	n, err := s.Purge(ctx, "oncall@example.com", "erasure request 7", "tenant/alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 3 {
+		t.Errorf("purged %d records, want all 3", n)
+	}
+
+	if err := s.Finish(ctx, running.Lease, completed(`{"card":"4242"}`)); err != nil {
+		t.Fatalf("the running worker's Finish after the purge: %v", err)
+	}
+	tok := unknown.Token
+	tok.Region = testRegion // the resolver's own token, as the gateway passes it
+	if err := s.Resolve(ctx, unknown, tok, completed(`{"card":"4242"}`)); err != nil {
+		t.Fatalf("Resolve after the purge: %v", err)
+	}
+	res := completed(`{"card":"4242"}`)
+	res.ErrorSummary = "found by hand for alice"
+	if err := s.ReconcileUnknown(ctx, "oncall@example.com", "ticket 8", reconciled.OperationID, res); err != nil {
+		t.Fatalf("ReconcileUnknown after the purge: %v", err)
+	}
+	want := "COMPLETED status=201 purged=true body=false headers=false summary=false"
+	for name, id := range map[string]uuid.UUID{"finished": running.Lease.OperationID,
+		"resolved": unknown.OperationID, "reconciled": reconciled.OperationID} {
+		if got := storedFields(t, s, id); got != want {
+			t.Errorf("%s after the purge: %s, want %s", name, got, want)
+		}
+	}
+}
+
+// TestFinishStoresBodyOfUnpurgedRecord: the rule that keeps a purged record
+// purged leaves every other record's result whole.
+func TestFinishStoresBodyOfUnpurgedRecord(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openStore(t, newClock())
+	c := mustBegin(t, s, request(t, "tenant/alice", "not-purged", `{}`), sqlstore.FirstRun)
+	res := completed(`{"ok":true}`)
+	if err := s.Finish(ctx, c.Lease, res); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := storedFields(t, s, c.Lease.OperationID), "COMPLETED status=201 purged=false body=true headers=true summary=false"; got != want {
+		t.Errorf("record %s, want %s", got, want)
+	}
+}

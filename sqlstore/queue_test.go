@@ -1,0 +1,95 @@
+package sqlstore_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/idemcoord/idemcoord/idempotency"
+	"github.com/idemcoord/idemcoord/sqlstore"
+)
+
+// TestStrandedAsyncOperationIsTakenOverByOneInstance: a queued operation
+// with a stored request is found once its lease expired (never before),
+// and of two instances taking it over only one wins, through the same
+// fenced, version-conditioned takeover as a retry's. The winner's lease
+// runs, so the scan no longer offers it.
+func TestStrandedAsyncOperationIsTakenOverByOneInstance(t *testing.T) {
+	ctx := context.Background()
+	clock := newClock()
+	s, dsn := openStore(t, clock)
+	other := openDSN(t, dsn, clock)
+	req := request(t, "tenant/alice", "queued", `{"export":"csv"}`)
+	req.Pending = true
+	c := mustBegin(t, s, req, sqlstore.FirstRun)
+	if err := s.SaveRequest(ctx, c.Lease, []byte(`{"method":"POST"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SaveRequest(ctx, c.Lease, []byte(`{"method":"PUT"}`)); err != nil {
+		t.Fatalf("second save: %v", err)
+	}
+	// Another queued operation whose request was never stored is not offered.
+	bare := request(t, "tenant/alice", "queued-bare", `{}`)
+	bare.Pending = true
+	mustBegin(t, s, bare, sqlstore.FirstRun)
+
+	if got, err := s.Stranded(ctx, anyStranded); err != nil || len(got) != 0 {
+		t.Fatalf("before the lease expired: %d stranded (%v), want 0", len(got), err)
+	}
+	clock.Advance(31 * time.Second)
+	got, err := s.Stranded(ctx, anyStranded)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("after the lease expired: %d stranded (%v), want 1", len(got), err)
+	}
+	q := got[0]
+	if q.Record.OperationID != c.Lease.OperationID || string(q.Request) != `{"method":"POST"}` || q.Record.State != idempotency.Pending {
+		t.Fatalf("stranded %v %s %q, want %v PENDING with the first stored request", q.Record.OperationID, q.Record.State, q.Request, c.Lease.OperationID)
+	}
+
+	takeReq := sqlstore.ClaimRequest{Token: req.Token, Worker: "recovery", Lease: 30 * time.Second, TTL: 24 * time.Hour}
+	won, err := other.TakeOver(ctx, q.Record, takeReq)
+	if err != nil || won.Outcome != sqlstore.TakenOver || won.Lease == nil || won.Record.State != idempotency.Pending {
+		t.Fatalf("first TakeOver = %v %+v, want TakenOver of the PENDING record", err, won)
+	}
+	if _, err := s.TakeOver(ctx, q.Record, takeReq); !errors.Is(err, sqlstore.ErrLostOwnership) {
+		t.Errorf("second TakeOver = %v, want ErrLostOwnership", err)
+	}
+	if got, _ := s.Stranded(ctx, anyStranded); len(got) != 0 {
+		t.Errorf("after the takeover: %d stranded, want 0 (its lease runs)", len(got))
+	}
+	if err := other.Finish(ctx, won.Lease, completed(`{"export":"done"}`)); err != nil {
+		t.Fatalf("winner's Finish: %v", err)
+	}
+	if n := count(t, s, `SELECT count(*) FROM async_requests`); n != 1 {
+		t.Fatalf("stored requests before cleanup: %d, want 1", n)
+	}
+	cleanup(t, s, 0)
+	if n := count(t, s, `SELECT count(*) FROM async_requests`); n != 0 {
+		t.Errorf("stored requests after cleanup: %d, want 0: the operation finished", n)
+	}
+}
+
+// TestPurgeDeletesQueuedRequests: a stored async request may carry
+// personal data; purging its actor deletes it.
+func TestPurgeDeletesQueuedRequests(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openStore(t, newClock())
+	for _, actor := range []string{"tenant/alice", "tenant/bob"} {
+		req := request(t, actor, "queued", `{}`)
+		req.Pending = true
+		c := mustBegin(t, s, req, sqlstore.FirstRun)
+		if err := s.SaveRequest(ctx, c.Lease, []byte(`{"body":"alice's address"}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Purge(ctx, "oncall@example.com", "erasure request 9", "tenant/alice"); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(t, s, `SELECT count(*) FROM async_requests WHERE actor_scope = 'tenant/alice'`); n != 0 {
+		t.Errorf("alice's stored requests after her purge: %d, want 0", n)
+	}
+	if n := count(t, s, `SELECT count(*) FROM async_requests WHERE actor_scope = 'tenant/bob'`); n != 1 {
+		t.Errorf("bob's stored requests after alice's purge: %d, want 1", n)
+	}
+}

@@ -1,0 +1,44 @@
+package sqlstore_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/idemcoord/idemcoord/idempotency"
+	"github.com/idemcoord/idemcoord/sqlstore"
+)
+
+// TestResolvedAfterTTLStaysForAnotherTTL: TTL is documented as "how
+// long the record lives after its last change", but Finish and Resolve leave
+// expires_at at claim time + TTL. An OUTCOME_UNKNOWN operation (not
+// cleanable) that is resolved as COMPLETED after its TTL is deletable at
+// once: the next cleanup pass removes it, and a client that has been told
+// 409 "retry with the same key" the whole time now runs the intent again.
+func TestResolvedAfterTTLStaysForAnotherTTL(t *testing.T) {
+	ctx := context.Background()
+	clock := newClock()
+	s, _ := openStore(t, clock)
+	req := request(t, "tenant/alice", "ttl-resolve", `{"amount":"5"}`)
+	req.TTL = time.Hour
+	c := mustBegin(t, s, req, sqlstore.FirstRun)
+	if err := s.Finish(ctx, c.Lease, sqlstore.Result{State: idempotency.OutcomeUnknown, ErrorSummary: "timeout"}); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(2 * time.Hour) // the resolve endpoint was down; retries got 409
+	u := mustBegin(t, s, req, sqlstore.Unresolved)
+	if err := s.Resolve(ctx, u.Record, req.Token, completed(`{"id":"pay_1"}`)); err != nil {
+		t.Fatal(err)
+	}
+	n, err := s.Cleanup(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c2, err := s.Begin(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 || c2.Outcome != sqlstore.Replayed {
+		t.Fatalf("cleanup deleted %d record(s) just resolved; the next retry is %v, want replay of the completed run", n, c2.Outcome)
+	}
+}

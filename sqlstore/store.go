@@ -1,0 +1,207 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/idemcoord/idemcoord/clock"
+)
+
+// Defaults for Config.
+const (
+	// DefaultMaxConns is the pool size. pgxpool's own default is
+	// max(4, NumCPU), which starves a gateway on a small machine: every
+	// request holds a connection for one or two short statements.
+	DefaultMaxConns = 32
+	// DefaultMaxAttempts bounds whole-transaction retries. 50 racers on one
+	// key cost about 20 retries in a round on PostgreSQL; 30 leaves room.
+	DefaultMaxAttempts = 30
+	// DefaultRetryBase is the first backoff step; jitter spreads racers.
+	DefaultRetryBase = time.Millisecond
+)
+
+// Clock supplies the time used for leases and TTLs. A nil Clock in Config
+// means the database's own now(), which every instance shares.
+type Clock interface {
+	Now() time.Time
+}
+
+// Config configures a Store.
+type Config struct {
+	// DSN is the store's connection string (postgres:// URL or key=value).
+	DSN string
+	// Migrate applies the portable migrations when the store opens (idemctl
+	// migrate, idemd run --migrate, the dev cluster, tests). Default false:
+	// Open then checks that the schema is there and fails with
+	// ErrSchemaMissing otherwise, so no instance changes the schema behind
+	// an operator's back.
+	Migrate bool
+	// MaxConns is the connection pool size. Default DefaultMaxConns.
+	MaxConns int32
+	// MaxAttempts bounds whole-transaction retries on serialization
+	// failures. Default DefaultMaxAttempts.
+	MaxAttempts int
+	// RetryBase is the first retry backoff. Default DefaultRetryBase.
+	RetryBase time.Duration
+	// Clock, when set, replaces the database's now() for leases and TTLs;
+	// tests move it instead of sleeping. It does not drive retry backoff.
+	Clock Clock
+	// BackoffClock is what retry backoff sleeps on. Default clock.Real().
+	// It is separate from Clock so a test that holds lease time still (or
+	// moves it by hours) neither freezes nor skips the store's retries.
+	BackoffClock clock.Clock
+	// Seed seeds retry jitter; 0 picks one at random.
+	Seed uint64
+	// Meter records the store's counters. Default: the global provider's.
+	Meter metric.Meter
+	// Logger receives the store's logs. Default slog.Default().
+	Logger *slog.Logger
+	// Tracer, if set, sees every query the pool runs (tests count the
+	// store round trips of each request path with it). Default none.
+	Tracer pgx.QueryTracer
+}
+
+// Validate reports every invalid field.
+func (c Config) Validate() error {
+	var errs []error
+	if strings.TrimSpace(c.DSN) == "" {
+		errs = append(errs, errors.New("dsn: must be set"))
+	}
+	if c.MaxConns < 0 {
+		errs = append(errs, fmt.Errorf("max_conns: must not be negative, got %d", c.MaxConns))
+	}
+	if c.MaxAttempts < 0 {
+		errs = append(errs, fmt.Errorf("max_attempts: must not be negative, got %d", c.MaxAttempts))
+	}
+	return errors.Join(errs...)
+}
+
+// Store is the SQL store. It is safe for concurrent use.
+type Store struct {
+	cfg       Config
+	pool      *pgxpool.Pool
+	cockroach bool
+	metrics   *metrics
+	log       *slog.Logger
+
+	randMu sync.Mutex
+	rand   *rand.Rand
+
+	retries retryRate
+}
+
+// Open connects, detects CockroachDB, and applies the portable migrations.
+func Open(ctx context.Context, cfg Config) (*Store, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("sqlstore: config: %w", err)
+	}
+	if cfg.MaxConns == 0 {
+		cfg.MaxConns = DefaultMaxConns
+	}
+	if cfg.MaxAttempts == 0 {
+		cfg.MaxAttempts = DefaultMaxAttempts
+	}
+	if cfg.RetryBase == 0 {
+		cfg.RetryBase = DefaultRetryBase
+	}
+	cfg.BackoffClock = clock.Or(cfg.BackoffClock)
+	if cfg.Meter == nil {
+		cfg.Meter = otel.GetMeterProvider().Meter("github.com/idemcoord/idemcoord/sqlstore")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	seed := cfg.Seed
+	if seed == 0 {
+		seed = rand.Uint64()
+	}
+	pc, err := pgxpool.ParseConfig(cfg.DSN)
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: dsn: %w", err)
+	}
+	pc.MaxConns = cfg.MaxConns
+	pc.ConnConfig.Tracer = cfg.Tracer
+	// Every implicit (single-statement) transaction is serializable too.
+	pc.ConnConfig.RuntimeParams["default_transaction_isolation"] = "serializable"
+	pc.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+		var v string
+		if err := c.QueryRow(ctx, "SELECT version()").Scan(&v); err != nil {
+			return err
+		}
+		if strings.Contains(v, "CockroachDB") {
+			// The fence must be a lock, not a plain read: CockroachDB takes
+			// FOR SHARE locks under SERIALIZABLE only with these on. Refuse
+			// to run without them.
+			_, err := c.Exec(ctx, "SET enable_shared_locking_for_serializable = true; "+
+				"SET enable_durable_locking_for_serializable = true")
+			if err != nil {
+				return fmt.Errorf("sqlstore: CockroachDB must support shared, durable FOR SHARE locks (v23.2+): %w", err)
+			}
+			return nil
+		}
+		// PostgreSQL re-plans a prepared statement with custom plans until
+		// it trusts the generic one; the claim and update statements are
+		// CTEs whose planning costs more than their execution, and their
+		// plan never depends on the values (primary key lookups).
+		_, err := c.Exec(ctx, "SET plan_cache_mode = force_generic_plan")
+		return err
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: connect: %w", err)
+	}
+	m, err := newMetrics(cfg.Meter)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	s := &Store{cfg: cfg, pool: pool, metrics: m, log: cfg.Logger, rand: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
+	var version string
+	if err := pool.QueryRow(ctx, "SELECT version()").Scan(&version); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("sqlstore: connect: %w", err)
+	}
+	s.cockroach = strings.Contains(version, "CockroachDB")
+	if cfg.Migrate {
+		err = Migrate(ctx, pool)
+	} else {
+		err = checkSchema(ctx, pool)
+	}
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Pool returns the connection pool, for callers' own business writes.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// Cockroach reports whether the store is CockroachDB.
+func (s *Store) Cockroach() bool { return s.cockroach }
+
+// Ping checks that the store answers.
+func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
+
+// Close closes the pool.
+func (s *Store) Close() { s.pool.Close() }
+
+// now returns the injected clock's time, or nil for the database's now().
+func (s *Store) now() *time.Time {
+	if s.cfg.Clock == nil {
+		return nil
+	}
+	t := s.cfg.Clock.Now()
+	return &t
+}

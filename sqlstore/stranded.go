@@ -1,0 +1,129 @@
+package sqlstore
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// Runnable is a share of the stranded work a caller may run: the
+// operations of Endpoints on Shards (on every shard with AllShards).
+type Runnable struct {
+	// Endpoints are endpoint names. Empty: nothing.
+	Endpoints []string
+	// Shards are shard numbers. Empty: nothing, unless AllShards.
+	Shards []int
+	// AllShards matches every shard (single-region mode).
+	AllShards bool
+}
+
+// Cursor is a position in Stranded's order: lease expiry, then operation
+// ID. The zero Cursor is the start.
+type Cursor struct {
+	LeaseExpiresAt time.Time
+	OperationID    uuid.UUID
+}
+
+// Cursor returns the position of q: a scan after it starts with what
+// follows q.
+func (q Queued) Cursor() Cursor {
+	return Cursor{LeaseExpiresAt: q.Record.LeaseExpiresAt, OperationID: q.Record.OperationID}
+}
+
+// StrandedScan asks Stranded for one page of stranded work.
+type StrandedScan struct {
+	// Runnable is the work the caller may run; an operation matching no
+	// entry is never returned, so work held elsewhere (another region's
+	// shard, an endpoint this caller does not serve, a shard its failover
+	// policy holds) never fills a page and hides what the caller could
+	// run. Empty: nothing is returned.
+	Runnable []Runnable
+	// After resumes the scan past this position; zero starts at the
+	// longest expired. A caller that skips some of a page's operations
+	// (a request it cannot decode) pages on with the last one's Cursor,
+	// so what it skips never blocks what follows.
+	After Cursor
+	// Limit bounds the page. Required (> 0).
+	Limit int
+}
+
+// Stranded returns a page of the queued operations whose lease has
+// expired and whose request is stored, among scan.Runnable, the longest
+// expired first. It only reads: a caller takes each over with TakeOver,
+// which lets only one instance win.
+func (s *Store) Stranded(ctx context.Context, scan StrandedScan) ([]Queued, error) {
+	if scan.Limit <= 0 {
+		return nil, fmt.Errorf("sqlstore: stranded: Limit must be positive, got %d", scan.Limit)
+	}
+	args := []any{s.now(), scan.Limit}
+	shares, after := scan.where(&args)
+	if shares == "" {
+		return nil, nil
+	}
+	rows, err := s.pool.Query(ctx, `SELECT (SELECT q.request FROM async_requests q WHERE q.operation_id = r.operation_id),
+			`+recordCols+`
+		FROM idempotency_records r
+		WHERE r.operation_id IN (SELECT operation_id FROM async_requests)
+			AND r.state IN ('PENDING', 'IN_PROGRESS') AND r.lease_expires_at <= COALESCE($1::TIMESTAMPTZ, now())
+			AND `+shares+after+`
+		ORDER BY r.lease_expires_at, r.operation_id LIMIT $2`, args...)
+	return scanQueued(rows, err, "stranded")
+}
+
+// where returns the scan's conditions on r (the records): the Runnable
+// shares, parenthesised and OR-ed ("" when none matches anything), and
+// the cursor's (" AND ..." or ""), appending their parameters to args.
+func (scan StrandedScan) where(args *[]any) (shares, after string) {
+	arg := func(v any) string {
+		*args = append(*args, v)
+		return fmt.Sprintf("$%d", len(*args))
+	}
+	var ors []string
+	for _, r := range scan.Runnable {
+		if len(r.Endpoints) == 0 || (!r.AllShards && len(r.Shards) == 0) {
+			continue
+		}
+		cond := "r.endpoint = ANY(" + arg(r.Endpoints) + "::TEXT[])"
+		if !r.AllShards {
+			shards := make([]int32, len(r.Shards))
+			for i, sh := range r.Shards {
+				shards[i] = int32(sh)
+			}
+			cond += " AND r.shard = ANY(" + arg(shards) + "::INT4[])"
+		}
+		ors = append(ors, "("+cond+")")
+	}
+	if len(ors) == 0 {
+		return "", ""
+	}
+	if scan.After != (Cursor{}) {
+		after = " AND (r.lease_expires_at, r.operation_id) > (" + arg(scan.After.LeaseExpiresAt) + "::TIMESTAMPTZ, " +
+			arg(scan.After.OperationID) + "::UUID)"
+	}
+	return "(" + strings.Join(ors, " OR ") + ")", after
+}
+
+// scanQueued reads a scan's rows: the stored request (NULL when none),
+// then recordCols.
+func scanQueued(rows pgx.Rows, err error, op string) ([]Queued, error) {
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: %s: %w", op, giveUp(err))
+	}
+	defer rows.Close()
+	var out []Queued
+	for rows.Next() {
+		var q Queued
+		if err := scanRecord(rows, &q.Record, &q.Request); err != nil {
+			return nil, fmt.Errorf("sqlstore: %s: %w", op, err)
+		}
+		out = append(out, q)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlstore: %s: %w", op, giveUp(err))
+	}
+	return out, nil
+}

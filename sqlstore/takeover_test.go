@@ -1,0 +1,263 @@
+package sqlstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/idemcoord/idemcoord/idempotency"
+	"github.com/idemcoord/idemcoord/sqlstore"
+)
+
+// mustBegin claims req and checks the outcome.
+func mustBegin(t testing.TB, s *sqlstore.Store, req sqlstore.ClaimRequest, want sqlstore.Outcome) sqlstore.Claim {
+	t.Helper()
+	c, err := s.Begin(context.Background(), req)
+	if err != nil {
+		t.Fatalf("begin: %v", err)
+	}
+	if c.Outcome != want {
+		t.Fatalf("begin = %v (record %s, retry after %v), want %v", c.Outcome, c.Record.State, c.RetryAfter, want)
+	}
+	return c
+}
+
+func TestTakeoverAfterLeaseExpiry(t *testing.T) {
+	ctx := context.Background()
+	clock := newClock()
+	s, dsn := openStore(t, clock)
+	other := openDSN(t, dsn, clock) // another worker, its own pool
+	req := request(t, "tenant/alice", "takeover", `{"amount":"7"}`)
+
+	old := mustBegin(t, s, req, sqlstore.FirstRun)
+	if err := s.RecordStage(ctx, old.Lease, "charge_sent"); err != nil {
+		t.Fatal(err)
+	}
+
+	// Before expiry: in flight, retry when the lease runs out.
+	clock.Advance(10 * time.Second)
+	busy := mustBegin(t, other, req, sqlstore.InFlight)
+	if busy.RetryAfter != 20*time.Second {
+		t.Errorf("retry after = %v, want the remaining lease 20s", busy.RetryAfter)
+	}
+	clock.Advance(20*time.Second - time.Microsecond)
+	if busy := mustBegin(t, other, req, sqlstore.InFlight); busy.RetryAfter != time.Microsecond {
+		t.Errorf("1µs before expiry: retry after = %v, want 1µs", busy.RetryAfter)
+	}
+
+	clock.Advance(time.Second + time.Microsecond) // 31s after the claim
+	taken := mustBegin(t, other, req, sqlstore.TakenOver)
+	nl := taken.Lease
+	if nl == nil || nl.Version <= old.Lease.Version {
+		t.Fatalf("takeover lease %+v, want a version above %d", nl, old.Lease.Version)
+	}
+	if nl.OperationID != old.Record.OperationID {
+		t.Errorf("operation id changed on takeover: %v -> %v", old.Record.OperationID, nl.OperationID)
+	}
+	if nl.LastStage != "charge_sent" {
+		t.Errorf("takeover LastStage = %q, want the prior charge_sent", nl.LastStage)
+	}
+	if want := clock.Now().Add(30 * time.Second); !nl.ExpiresAt.Equal(want) {
+		t.Errorf("takeover lease expires %v, want %v", nl.ExpiresAt, want)
+	}
+
+	// The old worker is fenced out by the version, and changes nothing.
+	before := rawRow(t, s)
+	if err := s.Finish(ctx, old.Lease, completed(`{"by":"old"}`)); !errors.Is(err, sqlstore.ErrLostOwnership) {
+		t.Errorf("old worker's Finish: %v, want ErrLostOwnership", err)
+	}
+	if err := s.Heartbeat(ctx, old.Lease); !errors.Is(err, sqlstore.ErrLostOwnership) {
+		t.Errorf("old worker's Heartbeat: %v, want ErrLostOwnership", err)
+	}
+	if err := s.RecordStage(ctx, old.Lease, "charge_done"); !errors.Is(err, sqlstore.ErrLostOwnership) {
+		t.Errorf("old worker's RecordStage: %v, want ErrLostOwnership", err)
+	}
+	if after := rawRow(t, s); after != before {
+		t.Fatalf("old worker changed the record:\nbefore %s\nafter  %s", before, after)
+	}
+
+	if err := other.Heartbeat(ctx, nl); err != nil {
+		t.Fatalf("new owner's heartbeat: %v", err)
+	}
+	if err := other.Finish(ctx, nl, completed(`{"by":"new"}`)); err != nil {
+		t.Fatalf("new owner's Finish: %v", err)
+	}
+	replay := mustBegin(t, s, req, sqlstore.Replayed)
+	if diff := cmp.Diff(completed(`{"by":"new"}`).Snapshot, replay.Record.Snapshot); diff != "" {
+		t.Errorf("replay (-want +got):\n%s", diff)
+	}
+	if replay.Record.Attempts != 2 || replay.Record.OperationID != old.Record.OperationID {
+		t.Errorf("record attempts %d op %v, want 2 attempts of %v", replay.Record.Attempts, replay.Record.OperationID, old.Record.OperationID)
+	}
+}
+
+func TestLeaseExpiresExactlyAtExpiry(t *testing.T) {
+	clock := newClock()
+	s, _ := openStore(t, clock)
+	req := request(t, "tenant/alice", "boundary", `{}`)
+	mustBegin(t, s, req, sqlstore.FirstRun)
+	clock.Advance(30 * time.Second) // now == lease_expires_at
+	mustBegin(t, s, req, sqlstore.TakenOver)
+}
+
+func TestRetryableFailureIsRerun(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openStore(t, newClock())
+	req := request(t, "tenant/alice", "retryable", `{"amount":"1"}`)
+	first := mustBegin(t, s, req, sqlstore.FirstRun)
+	if err := s.Finish(ctx, first.Lease, sqlstore.Result{State: idempotency.RetryableFailure, ErrorSummary: "upstream 503"}); err != nil {
+		t.Fatal(err)
+	}
+	// No clock movement: a retryable failure is re-run at once.
+	again := mustBegin(t, s, req, sqlstore.TakenOver)
+	if again.Lease.OperationID != first.Record.OperationID || again.Lease.Version <= first.Lease.Version {
+		t.Errorf("re-run lease %+v, want operation %v above version %d", again.Lease, first.Record.OperationID, first.Lease.Version)
+	}
+	if err := s.Finish(ctx, first.Lease, completed(`{}`)); !errors.Is(err, sqlstore.ErrLostOwnership) {
+		t.Errorf("first attempt's late Finish: %v, want ErrLostOwnership", err)
+	}
+	if err := s.Finish(ctx, again.Lease, completed(`{"ok":true}`)); err != nil {
+		t.Fatal(err)
+	}
+	mustBegin(t, s, req, sqlstore.Replayed)
+}
+
+// unknownRecord claims a fresh key and records OUTCOME_UNKNOWN for it.
+func unknownRecord(t *testing.T, s *sqlstore.Store, key string) (sqlstore.ClaimRequest, sqlstore.Record) {
+	t.Helper()
+	req := request(t, "tenant/alice", key, `{"amount":"9"}`)
+	c := mustBegin(t, s, req, sqlstore.FirstRun)
+	if err := s.Finish(context.Background(), c.Lease, sqlstore.Result{State: idempotency.OutcomeUnknown, ErrorSummary: "charge timed out"}); err != nil {
+		t.Fatal(err)
+	}
+	u := mustBegin(t, s, req, sqlstore.Unresolved)
+	return req, u.Record
+}
+
+func TestOutcomeUnknownIsNeverRerun(t *testing.T) {
+	clock := newClock()
+	s, _ := openStore(t, clock)
+	req, rec := unknownRecord(t, s, "unknown")
+	if rec.State != idempotency.OutcomeUnknown {
+		t.Fatalf("state = %s", rec.State)
+	}
+	for _, d := range []time.Duration{31 * time.Second, time.Hour, 30 * 24 * time.Hour} {
+		clock.Advance(d)
+		mustBegin(t, s, req, sqlstore.Unresolved)
+	}
+}
+
+func TestResolveOutcomeUnknown(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openStore(t, newClock())
+
+	t.Run("completed is replayed", func(t *testing.T) {
+		req, rec := unknownRecord(t, s, "resolve-completed")
+		if err := s.Resolve(ctx, rec, req.Token, completed(`{"found":"downstream"}`)); err != nil {
+			t.Fatal(err)
+		}
+		r := mustBegin(t, s, req, sqlstore.Replayed)
+		if diff := cmp.Diff(completed(`{"found":"downstream"}`).Snapshot, r.Record.Snapshot); diff != "" {
+			t.Errorf("replay (-want +got):\n%s", diff)
+		}
+		if err := s.Resolve(ctx, r.Record, req.Token, completed(`{}`)); !errors.Is(err, sqlstore.ErrNotUnknown) {
+			t.Errorf("resolving a completed record: %v, want ErrNotUnknown", err)
+		}
+		if err := s.Resolve(ctx, rec, req.Token, completed(`{}`)); !errors.Is(err, sqlstore.ErrLostOwnership) {
+			t.Errorf("resolving again from the stale read: %v, want ErrLostOwnership", err)
+		}
+	})
+
+	t.Run("retryable failure is re-run", func(t *testing.T) {
+		req, rec := unknownRecord(t, s, "resolve-retry")
+		if err := s.Resolve(ctx, rec, req.Token, sqlstore.Result{State: idempotency.RetryableFailure, ErrorSummary: "downstream has no such charge"}); err != nil {
+			t.Fatal(err)
+		}
+		c := mustBegin(t, s, req, sqlstore.TakenOver)
+		if c.Lease.OperationID != rec.OperationID {
+			t.Errorf("re-run of operation %v, want %v", c.Lease.OperationID, rec.OperationID)
+		}
+		if err := s.Finish(ctx, c.Lease, completed(`{}`)); err != nil {
+			t.Fatal(err)
+		}
+		mustBegin(t, s, req, sqlstore.Replayed)
+	})
+
+	t.Run("two resolvers, one wins", func(t *testing.T) {
+		for round := range 10 {
+			req, rec := unknownRecord(t, s, fmt.Sprintf("resolve-race-%d", round))
+			errs := make([]error, 2)
+			results := []sqlstore.Result{completed(`{"resolver":0}`), completed(`{"resolver":1}`)}
+			var wg sync.WaitGroup
+			start := make(chan struct{})
+			for i := range 2 {
+				wg.Go(func() {
+					<-start
+					errs[i] = s.Resolve(ctx, rec, req.Token, results[i])
+				})
+			}
+			close(start)
+			wg.Wait()
+			winner := -1
+			for i, err := range errs {
+				switch {
+				case err == nil:
+					if winner >= 0 {
+						t.Fatalf("round %d: both resolvers succeeded", round)
+					}
+					winner = i
+				case !errors.Is(err, sqlstore.ErrLostOwnership):
+					t.Fatalf("round %d: resolver %d: %v, want nil or ErrLostOwnership", round, i, err)
+				}
+			}
+			if winner < 0 {
+				t.Fatalf("round %d: no resolver succeeded: %v", round, errs)
+			}
+			r := mustBegin(t, s, req, sqlstore.Replayed)
+			if diff := cmp.Diff(results[winner].Snapshot, r.Record.Snapshot); diff != "" {
+				t.Errorf("round %d: stored answer is not the winner's (-want +got):\n%s", round, diff)
+			}
+		}
+	})
+}
+
+// TestReconcileUnknownIsAudited holds ReconcileUnknown to its doc: "It is
+// audited in the same transaction as the change." A repair whose audit row
+// cannot be written (no operator) must not change the record.
+func TestReconcileUnknownIsAudited(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openStore(t, newClock())
+
+	req, rec := unknownRecord(t, s, "reconcile")
+	if err := s.ReconcileUnknown(ctx, "oncall@example.com", "INC-1: charge found at the PSP", rec.OperationID, completed(`{"reconciled":true}`)); err != nil {
+		t.Fatal(err)
+	}
+	mustBegin(t, s, req, sqlstore.Replayed)
+	log, err := s.AuditLog(ctx, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(log) != 1 || log[0].Action != "reconcile" || log[0].OperationID == nil || *log[0].OperationID != rec.OperationID {
+		t.Fatalf("audit log = %+v, want one reconcile entry for %v", log, rec.OperationID)
+	}
+
+	req, rec = unknownRecord(t, s, "reconcile-unaudited")
+	if err := s.ReconcileUnknown(ctx, "", "no operator named", rec.OperationID, completed(`{}`)); err == nil {
+		t.Fatal("ReconcileUnknown without an operator succeeded, want an error")
+	}
+	if log, _ := s.AuditLog(ctx, 10); len(log) != 1 {
+		t.Errorf("audit log has %d entries, want still 1", len(log))
+	}
+	after, err := s.Read(ctx, req.Scope)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.State != idempotency.OutcomeUnknown {
+		t.Errorf("record is %s after a refused, unaudited repair; want OUTCOME_UNKNOWN: Resolve committed before the audit failed", after.State)
+	}
+}
