@@ -43,8 +43,8 @@ type stepResult struct {
 }
 
 var (
-	answered = stepResult{}                // the step answered the client
-	another  = stepResult{again: true}     // the record moved on: decide again
+	answered = stepResult{}            // the step answered the client
+	another  = stepResult{again: true} // the record moved on: decide again
 	stale    = func(err error) stepResult { return stepResult{again: true, stale: err} }
 )
 
