@@ -88,7 +88,9 @@ func (s *Store) retry(ctx context.Context, op string, attempt func(ctx context.C
 // again accepts its error and the call's budget lasts. It returns the typed
 // errors of retry.
 func (s *Store) do(ctx context.Context, op string, again func(error) bool, attempt func(ctx context.Context) error) error {
-	err := s.loop.Do(ctx, op, again, attempt)
+	// An inner loop that gave up spent the call's budget: the outer one
+	// gives up with it instead of wrapping it again.
+	err := s.loop.Do(ctx, op, func(err error) bool { return !gaveUp(err) && again(err) }, attempt)
 	var (
 		ex  *retry.ExhaustedError
 		amb *AmbiguousCommitError
@@ -96,11 +98,30 @@ func (s *Store) do(ctx context.Context, op string, again func(error) bool, attem
 	switch {
 	case errors.As(err, &ex) && errors.As(ex.Err, &amb):
 		// The store kept losing the answer: that is an outage, not contention.
-		return fmt.Errorf("sqlstore: %s: outcome stayed ambiguous after %d attempts: %w", op, ex.Attempts, ex.Err)
+		return &stillAmbiguous{op: op, attempts: ex.Attempts, err: ex.Err}
 	case errors.As(err, &ex):
 		return &RetriesExhaustedError{Op: op, Attempts: ex.Attempts, Err: ex.Err}
 	}
 	return giveUp(err)
+}
+
+// stillAmbiguous reports a call whose budget ran out while its last
+// attempt's outcome was unknown. It matches *AmbiguousCommitError.
+type stillAmbiguous struct {
+	op       string
+	attempts int
+	err      error
+}
+
+func (e *stillAmbiguous) Error() string {
+	return fmt.Sprintf("sqlstore: %s: outcome stayed ambiguous after %d attempts: %v", e.op, e.attempts, e.err)
+}
+
+func (e *stillAmbiguous) Unwrap() error { return e.err }
+
+// gaveUp reports an error of a loop that spent the call's budget.
+func gaveUp(err error) bool {
+	return errors.As(err, new(*RetriesExhaustedError)) || errors.As(err, new(*stillAmbiguous))
 }
 
 // call returns ctx for one store call: it carries the call's budget, the

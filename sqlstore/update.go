@@ -157,7 +157,7 @@ func (s *Store) runUpdate(ctx context.Context, u fencedUpdate) (bool, error) {
 	var exhausted *RetriesExhaustedError
 	switch {
 	case errors.As(err, &exhausted) && errors.Is(exhausted.Err, errAdopted) && lastAmb != nil:
-		return false, fmt.Errorf("sqlstore: %s: outcome stayed ambiguous after %d attempts: %w", op, exhausted.Attempts, lastAmb)
+		return false, &stillAmbiguous{op: op, attempts: exhausted.Attempts, err: lastAmb}
 	case errors.As(err, &exhausted) && errors.Is(exhausted.Err, errAdopted):
 		return false, nil // adopted versions kept moving: not ours after all
 	case err != nil:
