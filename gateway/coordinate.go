@@ -263,30 +263,6 @@ func (g *Gateway) decide(ctx context.Context, c *call, req sqlstore.ClaimRequest
 	return false
 }
 
-// result classifies an answer by the endpoint's policy.
-func (g *Gateway) result(c *call, a Answer) sqlstore.Result {
-	a = checkStatus(a)
-	switch {
-	case errors.Is(a.Err, errInvalidStatus):
-		return sqlstore.Result{State: idempotency.OutcomeUnknown, ErrorSummary: "upstream answered an invalid status"}
-	case a.Err != nil && a.Sent:
-		return sqlstore.Result{State: idempotency.OutcomeUnknown, ErrorSummary: "upstream did not answer after the request was sent"}
-	case a.Err != nil:
-		return sqlstore.Result{State: idempotency.RetryableFailure, ErrorSummary: "upstream unreachable"}
-	}
-	if st, ok := stageOf(a.Header); ok && st.Cancelled() && c.ep.CancelPath != "" {
-		return cancelledResult // the upstream's word: it cancelled, nothing took effect
-	}
-	state := c.policy.Classify(a.Status)
-	res := sqlstore.Result{State: state}
-	if state == idempotency.Completed || state == idempotency.TerminalFailure {
-		res.Snapshot = g.storedSnapshot(c, a, state)
-	} else {
-		res.ErrorSummary = http.StatusText(a.Status)
-	}
-	return res
-}
-
 // resolve asks the upstream about an OUTCOME_UNKNOWN operation and records
 // the verdict. It reports whether the record moved on (claim again).
 func (g *Gateway) resolve(ctx context.Context, c *call, tok fencing.Token, rec sqlstore.Record) bool {

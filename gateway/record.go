@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 
 	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/fencing"
@@ -20,6 +21,45 @@ import (
 // attempts and its time (each Finish also within the store's call bound),
 // so the store's own retries and these rounds add up to one budget.
 var recordBudget = retry.Default.Record
+
+// errInvalidStatus marks an answer whose status is not a final HTTP
+// status (200-599): Go's client accepts any three digits, and a handler
+// may call WriteHeader with anything. Such an answer came from a run, so
+// its outcome is unknown; it is never stored or relayed.
+var errInvalidStatus = errors.New("gateway: upstream answered an invalid status")
+
+// checkStatus turns an answer with an invalid final status into an
+// unknown outcome (errInvalidStatus, Sent).
+func checkStatus(a Answer) Answer {
+	if a.Err == nil && (a.Status < 200 || a.Status > 599) {
+		return Answer{Err: fmt.Errorf("%w %d", errInvalidStatus, a.Status), Sent: true}
+	}
+	return a
+}
+
+// result classifies an answer by the endpoint's policy.
+func (g *Gateway) result(c *call, a Answer) sqlstore.Result {
+	a = checkStatus(a)
+	switch {
+	case errors.Is(a.Err, errInvalidStatus):
+		return sqlstore.Result{State: idempotency.OutcomeUnknown, ErrorSummary: "upstream answered an invalid status"}
+	case a.Err != nil && a.Sent:
+		return sqlstore.Result{State: idempotency.OutcomeUnknown, ErrorSummary: "upstream did not answer after the request was sent"}
+	case a.Err != nil:
+		return sqlstore.Result{State: idempotency.RetryableFailure, ErrorSummary: "upstream unreachable"}
+	}
+	if st, ok := stageOf(a.Header); ok && st.Cancelled() && c.ep.CancelPath != "" {
+		return cancelledResult // the upstream's word: it cancelled, nothing took effect
+	}
+	state := c.policy.Classify(a.Status)
+	res := sqlstore.Result{State: state}
+	if state == idempotency.Completed || state == idempotency.TerminalFailure {
+		res.Snapshot = g.storedSnapshot(c, a, state)
+	} else {
+		res.ErrorSummary = http.StatusText(a.Status)
+	}
+	return res
+}
 
 // errTakerRunning means another worker took the operation over and has
 // not recorded anything yet: its outcome may still need this worker's
