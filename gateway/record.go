@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/fencing"
@@ -78,8 +79,8 @@ var errTakerRunning = errors.New("gateway: operation taken over and still in pro
 // wrapping fencing.ErrStaleEpoch, with no retry, when the fence refused
 // it (the shard moved on).
 func (g *Gateway) record(ctx context.Context, c *call, lease *sqlstore.Lease, res sqlstore.Result) error {
-	share := retry.NewShare(recordBudget)
-	err := g.finish(ctx, share, c, lease, res)
+	rb := recording{share: retry.NewShare(recordBudget), until: g.clock.Now().Add(recordBudget.Total)}
+	err := g.finish(ctx, rb, c, lease, res)
 	if err == nil || errors.Is(err, sqlstore.ErrLostOwnership) {
 		return err
 	}
@@ -102,31 +103,40 @@ func (g *Gateway) record(ctx context.Context, c *call, lease *sqlstore.Lease, re
 	if closing {
 		// Close is waiting already: the caller's goroutine is the last
 		// one this result will get.
-		g.recordAgain(ctx, share, c, lease, res, err)
+		g.recordAgain(ctx, rb, c, lease, res, err)
 		return err
 	}
 	go func() {
 		defer g.bg.Done()
-		g.recordAgain(ctx, share, c, lease, res, err)
+		g.recordAgain(ctx, rb, c, lease, res, err)
 	}()
 	return err
 }
 
+// recording is one result's recordBudget: the attempts and store time
+// its Finish calls share, and when the whole effort ends by the gateway's
+// clock (waits included).
+type recording struct {
+	share *retry.Share
+	until time.Time
+}
+
 // recordAgain retries finish until the result is recorded, the record
-// holds another answer, or share (recordBudget) is spent: its attempts, its
-// store time, or its total time by the gateway's clock.
-func (g *Gateway) recordAgain(ctx context.Context, share *retry.Share, c *call, lease *sqlstore.Lease, res sqlstore.Result, last error) {
-	deadline := g.clock.Now().Add(recordBudget.Total)
+// holds another answer, or rb is spent.
+func (g *Gateway) recordAgain(ctx context.Context, rb recording, c *call, lease *sqlstore.Lease, res sqlstore.Result, last error) {
 	for n := 1; ; n++ {
-		if share.Spent() || !g.clock.Now().Before(deadline) {
+		if rb.share.Spent() || !g.clock.Now().Before(rb.until) {
 			g.log.ErrorContext(ctx, "result never recorded: reconcile the operation", "operation_id", lease.OperationID,
-				"key", c.key, "state", res.State, "attempts", share.Used(), "err", last)
+				"key", c.key, "state", res.State, "attempts", rb.share.Used(), "err", last)
 			return
 		}
-		if err := clock.Sleep(ctx, g.clock, recordBudget.Step(n)); err != nil {
+		if err := clock.Sleep(ctx, g.clock, min(recordBudget.Step(n), rb.until.Sub(g.clock.Now()))); err != nil {
 			return
 		}
-		err := g.finish(ctx, share, c, lease, res)
+		if !g.clock.Now().Before(rb.until) {
+			continue // ends above
+		}
+		err := g.finish(ctx, rb, c, lease, res)
 		switch {
 		case err == nil:
 			g.log.InfoContext(ctx, "result recorded after a retry", "operation_id", lease.OperationID, "state", res.State)
@@ -152,8 +162,8 @@ func (g *Gateway) recordAgain(ctx context.Context, share *retry.Share, c *call, 
 // sqlstore.ErrLostOwnership when the record holds another answer (or this
 // one, recorded by someone else); errTakerRunning while a taker holds the
 // operation without a result; any other error is the store's.
-func (g *Gateway) finish(ctx context.Context, share *retry.Share, c *call, lease *sqlstore.Lease, res sqlstore.Result) error {
-	sctx, done := share.Call(ctx, storeCallTimeout)
+func (g *Gateway) finish(ctx context.Context, rb recording, c *call, lease *sqlstore.Lease, res sqlstore.Result) error {
+	sctx, done := rb.share.Call(ctx, max(min(storeCallTimeout, rb.until.Sub(g.clock.Now())), time.Millisecond))
 	defer done()
 	err := g.traceFinish(sctx, lease, res)
 	if !errors.Is(err, sqlstore.ErrLostOwnership) || res.State == idempotency.OutcomeUnknown {
