@@ -14,6 +14,7 @@ import (
 	"github.com/idemcoord/idemcoord/config"
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/idempotency"
+	"github.com/idemcoord/idemcoord/internal/retry"
 	"github.com/idemcoord/idemcoord/sqlstore"
 )
 
@@ -152,7 +153,11 @@ func (g *Gateway) cancelOperation(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := context.WithoutCancel(r.Context())
-	rec, err := g.cfg.Store.Lookup(ctx, actor, id)
+	// The DELETE's store calls, its rounds' included, share one budget.
+	share := retry.NewShare(retry.Default.Store)
+	sctx, done := share.Call(ctx, storeCallTimeout)
+	rec, err := g.cfg.Store.Lookup(sctx, actor, id)
+	done()
 	if errors.Is(err, sqlstore.ErrNotFound) {
 		writeProblem(w, notFound, 0)
 		return
@@ -175,90 +180,28 @@ func (g *Gateway) cancelOperation(w http.ResponseWriter, r *http.Request) {
 	// The cancel's write is fenced like a claim: routing sends the DELETE
 	// to the actor's owner region (forwarded once, or redirected), or
 	// refuses it while ownership moves or the endpoint's failover policy
-	// holds the shard.
+	// holds the shard. The rounds are the request path's (rounds).
 	c := &call{w: w, r: r, ep: ep, policy: g.policies[ep.Name], actor: actor, start: start}
-	in := Invocation{OperationID: id, Actor: actor, Endpoint: ep}
-	confirmed := false
-	var stale error
-	for round := 0; round < cancelRounds; round++ {
-		tok, err := g.claimToken(ctx, c, stale)
-		switch {
-		case errors.Is(err, errRouted):
-			g.cancelled(ctx, ep.Name, "routed", id, "")
-			return
-		case errors.Is(err, errNotOwner):
-			g.cancelled(ctx, ep.Name, "region_unavailable", id, "")
-			writeProblem(w, problem{Type: "region-unavailable", Title: "this region does not own the actor now",
-				Detail: "nothing was cancelled; retry the DELETE", Status: http.StatusServiceUnavailable,
-				OperationID: id.String()}, time.Second)
-			return
-		case err != nil:
-			g.cancelStoreDown(ctx, w, ep.Name, id, err)
-			return
-		}
-		stale = nil
-		if rec.State == idempotency.Cancelled && confirmed {
-			// This DELETE's cancel; the worker, handed the upstream's
-			// cancellation, recorded it first.
-			g.cancelled(ctx, ep.Name, "cancelled", id, "")
-			writeCancelled(w, id, false)
-			return
-		}
-		if rec.State == idempotency.Cancelled {
-			g.cancelled(ctx, ep.Name, "already_cancelled", id, "")
-			writeCancelled(w, id, true)
-			return
-		}
-		if ok, stage := sqlstore.Cancellable(rec); !ok {
-			g.cancelled(ctx, ep.Name, "irreversible", id, stage)
-			writeNotCancellable(w, id, rec.State, stage)
-			return
-		}
-		if !confirmed {
-			v, st, err := canceller.Cancel(ctx, in)
-			switch v {
-			case CancelRefused:
-				g.cancelled(ctx, ep.Name, "refused_upstream", id, st.Name)
-				writeNotCancellable(w, id, rec.State, st.Name)
-				return
-			case CancelUndetermined:
-				g.log.WarnContext(ctx, "cancel: upstream gave no verdict", "operation_id", id, "endpoint", ep.Name, "err", err)
-				g.cancelled(ctx, ep.Name, "undetermined", id, "")
-				writeProblem(w, problem{Type: "cancel-undetermined", Title: "the upstream did not confirm or refuse the cancel",
-					Detail: "the operation may or may not be cancelled; retry the DELETE", Status: http.StatusBadGateway,
-					OperationID: id.String(), OperationState: string(rec.State)}, time.Second)
-				return
-			}
-			confirmed = true
-		}
-		sctx, cancel := context.WithTimeout(ctx, storeCallTimeout)
-		err = cs.Cancel(sctx, rec, tok, cancelledResult)
-		cancel()
-		var staleEpoch *fencing.StaleEpochError
-		switch {
-		case err == nil:
-			g.cancelled(ctx, ep.Name, "cancelled", id, "")
-			writeCancelled(w, id, false)
-			return
-		case errors.As(err, &staleEpoch):
-			g.fences.invalidate(tok.Shard)
-			stale = err
-		case !errors.Is(err, sqlstore.ErrLostOwnership) && !errors.Is(err, sqlstore.ErrNotCancellable) &&
-			!errors.As(err, new(*sqlstore.AmbiguousCommitError)):
-			g.cancelStoreDown(ctx, w, ep.Name, id, err)
-			return
-		}
-		// Moved on (a heartbeat, a stage, the worker's own CANCELLED), or
-		// the commit's outcome was lost: read again and decide again.
-		if rec, err = g.cfg.Store.Lookup(ctx, actor, id); err != nil {
-			g.cancelStoreDown(ctx, w, ep.Name, id, err)
-			return
-		}
+	cr := &cancelRun{g: g, ctx: ctx, w: w, ep: ep, id: id, rec: rec, cs: cs, canceller: canceller,
+		in: Invocation{OperationID: id, Actor: actor, Endpoint: ep}}
+	err = g.rounds(ctx, c, share, cancelRounds, cr.round)
+	switch {
+	case err == nil:
+	case errors.Is(err, errRouted):
+		g.cancelled(ctx, ep.Name, "routed", id, "")
+	case errors.Is(err, errNotOwner):
+		g.cancelled(ctx, ep.Name, "region_unavailable", id, "")
+		writeProblem(w, problem{Type: "region-unavailable", Title: "this region does not own the actor now",
+			Detail: "nothing was cancelled; retry the DELETE", Status: http.StatusServiceUnavailable,
+			OperationID: id.String()}, time.Second)
+	case errors.Is(err, errRoundsOut), errors.As(err, new(fenceRefused)):
+		g.cancelled(ctx, ep.Name, "contention", id, "")
+		writeProblem(w, problem{Type: "cancel-undetermined", Title: "operation is changing state",
+			Detail: "the upstream confirmed the cancel and the record is being updated; retry the DELETE",
+			Status: http.StatusConflict, OperationID: id.String()}, time.Second)
+	default:
+		g.cancelStoreDown(ctx, w, ep.Name, id, err)
 	}
-	g.cancelled(ctx, ep.Name, "contention", id, "")
-	writeProblem(w, problem{Type: "cancel-undetermined", Title: "operation is changing state",
-		Detail: "the upstream confirmed the cancel and the record is being updated; retry the DELETE",
-		Status: http.StatusConflict, OperationID: id.String()}, time.Second)
 }
 
 // cancelStoreDown answers 503: the record could not be read or written.

@@ -10,6 +10,7 @@ import (
 	"github.com/idemcoord/idemcoord/config"
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/idempotency"
+	"github.com/idemcoord/idemcoord/internal/retry"
 	"github.com/idemcoord/idemcoord/sqlstore"
 )
 
@@ -20,7 +21,7 @@ const storeRetryAfter = time.Second
 
 // storeCallTimeout bounds one store call: a store that does not answer in
 // this long is treated as down (503), not waited on forever.
-const storeCallTimeout = 10 * time.Second
+var storeCallTimeout = retry.Default.Store.Total
 
 // call is one coordinated request as it moves through the protocol.
 type call struct {
@@ -50,22 +51,79 @@ func (g *Gateway) coordinate(w http.ResponseWriter, r *http.Request, ep *config.
 	g.coordinateCall(&call{w: w, r: r, ep: ep, policy: g.policies[ep.Name], actor: actor, start: start})
 }
 
-// coordinateCall runs the protocol for c.
+// coordinateCall runs the protocol for c, top to bottom: admit the request
+// (key, body, fingerprint), then claim rounds (route, claim, decide), each
+// of which may run the intent (perform, execute, record) and answer.
 func (g *Gateway) coordinateCall(c *call) {
-	w, r, ep, actor, start := c.w, c.r, c.ep, c.actor, c.start
 	// Once the coordinator has the request it carries it through to a
 	// recorded outcome even if the client hangs up: a claim or a result
 	// abandoned half-way would hold the key for a whole lease.
-	ctx := context.WithoutCancel(r.Context())
+	ctx := context.WithoutCancel(c.r.Context())
+	req, ok := g.admit(c)
+	if !ok {
+		return
+	}
+	// A few rounds: a stale fence is re-read once, and resolving an unknown
+	// outcome (or losing a run to a takeover) is followed by claiming again.
+	err := g.rounds(ctx, c, retry.NewShare(retry.Default.Store), claimRounds, func(r round) stepResult {
+		req.Token = r.Token
+		sctx, done := r.store(ctx)
+		c.claimedAt = g.clock.Now()
+		claim, err := g.traceClaim(sctx, req)
+		done()
+		switch {
+		case errors.Is(err, fencing.ErrStaleEpoch):
+			return stale(err)
+		case errors.Is(err, sqlstore.ErrFingerprintVersion):
+			// Stored by an instance with a newer fingerprint algorithm:
+			// this one cannot compare. Another (upgraded) instance can.
+			setKeyStatus(c.w, KeyStatusInProgress)
+			g.refuseWait(c, "in_progress", problem{Type: "in-progress", Title: "cannot compare with the stored request",
+				Detail: "the key's record was fingerprinted by a newer version; retry with the same key",
+				Status: http.StatusConflict}, time.Second)
+			return answered
+		case err != nil:
+			g.storeDown(c, err)
+			return answered
+		}
+		if g.decide(ctx, c, req, claim) {
+			return another
+		}
+		return answered
+	})
+	switch {
+	case err == nil || errors.Is(err, errRouted):
+		// Answered, or forwarded, redirected or refused (see shadowRun.relay).
+	case errors.Is(err, errNotOwner), errors.As(err, new(fenceRefused)):
+		g.regionUnavailable(c, err) // another region owns the shard, or the fence kept refusing this one
+	case errors.Is(err, errRoundsOut):
+		// Resolved outcomes kept changing under us.
+		setKeyStatus(c.w, KeyStatusInProgress)
+		g.refuseWait(c, "in_progress", problem{Type: "in-progress", Title: "operation is changing state",
+			Detail: "retry with the same key", Status: http.StatusConflict}, time.Second)
+	default:
+		g.storeDown(c, err)
+	}
+}
+
+// claimRounds bounds a request's claim rounds (see rounds).
+const claimRounds = 4
+
+// admit reads and checks what the claim needs: the key, the first-sent
+// time, the body (within its cap and declared type) and its fingerprint.
+// It answers the client itself, and reports false, when the request is
+// refused or needs no coordination.
+func (g *Gateway) admit(c *call) (sqlstore.ClaimRequest, bool) {
+	w, r, ep, actor, start := c.w, c.r, c.ep, c.actor, c.start
 	values := r.Header.Values(HeaderKey)
 	if len(values) == 0 {
 		if c.policy.KeyRequired {
 			g.refuse(c, "missing_key", problem{Type: "missing-key", Title: "Idempotency-Key header required",
 				Status: http.StatusBadRequest, NewKeySafe: true})
-			return
+			return sqlstore.ClaimRequest{}, false
 		}
 		g.passthrough(w, r, actor, ep.Name, start)
-		return
+		return sqlstore.ClaimRequest{}, false
 	}
 	key, err := idempotency.ParseKeyHeader(values[0])
 	if err == nil && len(values) > 1 {
@@ -74,37 +132,37 @@ func (g *Gateway) coordinateCall(c *call) {
 	if err != nil {
 		g.refuse(c, "invalid_key", problem{Type: "invalid-key", Title: "invalid Idempotency-Key",
 			Detail: err.Error(), Status: http.StatusBadRequest, NewKeySafe: true})
-		return
+		return sqlstore.ClaimRequest{}, false
 	}
 	c.key = key
 	firstSent, refused, bad := g.firstSent(c)
 	if bad {
 		g.refuse(c, "first_sent_refused", refused)
-		return
+		return sqlstore.ClaimRequest{}, false
 	}
 	if c.body, err = readBody(r, c.policy.MaxRequestBytes); err != nil {
 		g.refuse(c, "body_too_large", problem{Type: "body-too-large", Title: "request body over the endpoint's cap",
 			Detail: bodyCapDetail(c.policy.MaxRequestBytes), Status: http.StatusRequestEntityTooLarge, NewKeySafe: true})
-		return
+		return sqlstore.ClaimRequest{}, false
 	}
 	if !ep.AcceptsBody(r.Header.Get("Content-Type"), len(c.body)) {
 		g.unsupportedMediaType(c)
-		return
+		return sqlstore.ClaimRequest{}, false
 	}
 	// Bounded: a burst of large bodies waits here, or gets 503.
 	release, err := g.cfg.FingerprintBudget.Acquire(r.Context(), int64(len(c.body)))
 	if err != nil {
 		g.fingerprintBusy(c)
-		return
+		return sqlstore.ClaimRequest{}, false
 	}
 	fp, err := g.fingerprint(c, 0)
 	release()
 	if err != nil {
 		g.refuse(c, "malformed_body", problem{Type: "malformed-body", Title: "request body cannot be fingerprinted",
 			Detail: err.Error(), Status: http.StatusBadRequest, NewKeySafe: true})
-		return
+		return sqlstore.ClaimRequest{}, false
 	}
-	req := sqlstore.ClaimRequest{
+	return sqlstore.ClaimRequest{
 		Scope:         sqlstore.Scope{Actor: actor, Endpoint: ep.Name, Key: key},
 		Fingerprint:   fp,
 		Refingerprint: func(v int) (idempotency.Fingerprint, error) { return g.fingerprint(c, v) },
@@ -117,60 +175,7 @@ func (g *Gateway) coordinateCall(c *call) {
 		TakeOverFenced: ep.TakesOverFenced(),
 		FirstSent:      firstSent,
 		KeepStages:     ep.Completes(),
-	}
-	// A few rounds: a stale fence is re-read once, and resolving an unknown
-	// outcome is followed by claiming again.
-	var stale error
-	for round := 0; round < 4; round++ {
-		sctx, cancel := context.WithTimeout(ctx, storeCallTimeout)
-		req.Token, err = g.claimToken(sctx, c, stale)
-		cancel()
-		if errors.Is(err, errRouted) {
-			return // forwarded, redirected or refused (see shadowRun.relay)
-		}
-		if errors.Is(err, errNotOwner) {
-			g.regionUnavailable(c, err)
-			return
-		}
-		if err != nil {
-			g.storeDown(c, err)
-			return
-		}
-		sctx, cancel = context.WithTimeout(ctx, storeCallTimeout)
-		c.claimedAt = g.clock.Now()
-		claim, err := g.traceClaim(sctx, req)
-		cancel()
-		if errors.Is(err, fencing.ErrStaleEpoch) {
-			g.fences.invalidate(req.Token.Shard)
-			stale = err
-			continue
-		}
-		stale = nil
-		if errors.Is(err, sqlstore.ErrFingerprintVersion) {
-			// Stored by an instance with a newer fingerprint algorithm:
-			// this one cannot compare. Another (upgraded) instance can.
-			setKeyStatus(c.w, KeyStatusInProgress)
-			g.refuseWait(c, "in_progress", problem{Type: "in-progress", Title: "cannot compare with the stored request",
-				Detail: "the key's record was fingerprinted by a newer version; retry with the same key",
-				Status: http.StatusConflict}, time.Second)
-			return
-		}
-		if err != nil {
-			g.storeDown(c, err)
-			return
-		}
-		if again := g.decide(ctx, c, req, claim); !again {
-			return
-		}
-	}
-	if stale != nil {
-		g.regionUnavailable(c, stale) // the fence kept refusing this region
-		return
-	}
-	// Resolved outcomes kept changing under us.
-	setKeyStatus(c.w, KeyStatusInProgress)
-	g.refuseWait(c, "in_progress", problem{Type: "in-progress", Title: "operation is changing state",
-		Detail: "retry with the same key", Status: http.StatusConflict}, time.Second)
+	}, true
 }
 
 // regionUnavailable answers 503: another region owns the actor's shard.
@@ -256,30 +261,6 @@ func (g *Gateway) decide(ctx context.Context, c *call, req sqlstore.ClaimRequest
 		return g.run(ctx, c, claim, result)
 	}
 	return false
-}
-
-// result classifies an answer by the endpoint's policy.
-func (g *Gateway) result(c *call, a Answer) sqlstore.Result {
-	a = checkStatus(a)
-	switch {
-	case errors.Is(a.Err, errInvalidStatus):
-		return sqlstore.Result{State: idempotency.OutcomeUnknown, ErrorSummary: "upstream answered an invalid status"}
-	case a.Err != nil && a.Sent:
-		return sqlstore.Result{State: idempotency.OutcomeUnknown, ErrorSummary: "upstream did not answer after the request was sent"}
-	case a.Err != nil:
-		return sqlstore.Result{State: idempotency.RetryableFailure, ErrorSummary: "upstream unreachable"}
-	}
-	if st, ok := stageOf(a.Header); ok && st.Cancelled() && c.ep.CancelPath != "" {
-		return cancelledResult // the upstream's word: it cancelled, nothing took effect
-	}
-	state := c.policy.Classify(a.Status)
-	res := sqlstore.Result{State: state}
-	if state == idempotency.Completed || state == idempotency.TerminalFailure {
-		res.Snapshot = g.storedSnapshot(c, a, state)
-	} else {
-		res.ErrorSummary = http.StatusText(a.Status)
-	}
-	return res
 }
 
 // resolve asks the upstream about an OUTCOME_UNKNOWN operation and records

@@ -11,4 +11,16 @@
 // by the endpoint's policy; a timeout after the request was sent is
 // OUTCOME_UNKNOWN, resolved on a later retry by asking the upstream's resolve
 // endpoint, never by running the intent again blindly.
+//
+// The request pipeline, top to bottom, by file:
+//
+//   - claim: coordinate.go (admit: key, body, fingerprint; the claim
+//     rounds; decide), driven by rounds.go (route with claimToken, then one
+//     step per round, every round's store calls within one budget of
+//     internal/retry);
+//   - run: run.go (perform: the lease, the send, the record), execute.go
+//     (the upstream call), record.go (the answer classified and recorded);
+//   - proxy: execute.go's Proxy, the Executor in gateway mode.
+//
+// The cancel path (cancel.go, cancelround.go) runs on the same round driver.
 package gateway

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -19,21 +18,6 @@ import (
 	"github.com/idemcoord/idemcoord/config"
 	"github.com/idemcoord/idemcoord/idempotency"
 )
-
-// errInvalidStatus marks an answer whose status is not a final HTTP
-// status (200-599): Go's client accepts any three digits, and a handler
-// may call WriteHeader with anything. Such an answer came from a run, so
-// its outcome is unknown; it is never stored or relayed.
-var errInvalidStatus = errors.New("gateway: upstream answered an invalid status")
-
-// checkStatus turns an answer with an invalid final status into an
-// unknown outcome (errInvalidStatus, Sent).
-func checkStatus(a Answer) Answer {
-	if a.Err == nil && (a.Status < 200 || a.Status > 599) {
-		return Answer{Err: fmt.Errorf("%w %d", errInvalidStatus, a.Status), Sent: true}
-	}
-	return a
-}
 
 // maxUpstreamBody bounds what is read of an upstream answer (the stored
 // snapshot has its own, smaller, per-endpoint cap).

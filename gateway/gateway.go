@@ -233,7 +233,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) { g.mux.Serv
 // move sweep, and waits for background executions to finish and record
 // their results (each is bounded by its endpoint's upstream timeout), for results
 // whose recording is being retried after a store error (bounded by
-// finishRetryFor), and for the reads of runs that retries wait on (they
+// recordBudget), and for the reads of runs that retries wait on (they
 // end with their last waiter). Call it after the HTTP server has shut
 // down.
 func (g *Gateway) Close() {

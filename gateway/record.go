@@ -4,32 +4,63 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/idempotency"
+	"github.com/idemcoord/idemcoord/internal/retry"
 	"github.com/idemcoord/idemcoord/sqlstore"
 )
 
 // Recording a result that the store did not take. The upstream has
 // answered and the client gets that answer; a result left unrecorded
 // holds the key IN_PROGRESS and then, on an endpoint without a resolve
-// path, OUTCOME_UNKNOWN for ever. So the gateway keeps trying.
-const (
-	// finishRetryBase is the first wait before recording again: a blip of
-	// the store (a dropped connection, a lease move) is usually over
-	// within a second.
-	finishRetryBase = 250 * time.Millisecond
-	// finishRetryMax caps the doubling wait, so a store back after an
-	// outage is found within seconds.
-	finishRetryMax = 4 * time.Second
-	// finishRetryFor bounds the whole effort (and so Close): it covers a
-	// CockroachDB range lease move after a region loss (2-7 s) several
-	// times over. A result still unrecorded after it is logged as an
-	// error for an operator.
-	finishRetryFor = 30 * time.Second
-)
+// path, OUTCOME_UNKNOWN for ever. So the gateway keeps trying, within
+// retry.Default.Record: the first Finish and every later one share its
+// attempts and its time (each Finish also within the store's call bound),
+// so the store's own retries and these rounds add up to one budget.
+var recordBudget = retry.Default.Record
+
+// errInvalidStatus marks an answer whose status is not a final HTTP
+// status (200-599): Go's client accepts any three digits, and a handler
+// may call WriteHeader with anything. Such an answer came from a run, so
+// its outcome is unknown; it is never stored or relayed.
+var errInvalidStatus = errors.New("gateway: upstream answered an invalid status")
+
+// checkStatus turns an answer with an invalid final status into an
+// unknown outcome (errInvalidStatus, Sent).
+func checkStatus(a Answer) Answer {
+	if a.Err == nil && (a.Status < 200 || a.Status > 599) {
+		return Answer{Err: fmt.Errorf("%w %d", errInvalidStatus, a.Status), Sent: true}
+	}
+	return a
+}
+
+// result classifies an answer by the endpoint's policy.
+func (g *Gateway) result(c *call, a Answer) sqlstore.Result {
+	a = checkStatus(a)
+	switch {
+	case errors.Is(a.Err, errInvalidStatus):
+		return sqlstore.Result{State: idempotency.OutcomeUnknown, ErrorSummary: "upstream answered an invalid status"}
+	case a.Err != nil && a.Sent:
+		return sqlstore.Result{State: idempotency.OutcomeUnknown, ErrorSummary: "upstream did not answer after the request was sent"}
+	case a.Err != nil:
+		return sqlstore.Result{State: idempotency.RetryableFailure, ErrorSummary: "upstream unreachable"}
+	}
+	if st, ok := stageOf(a.Header); ok && st.Cancelled() && c.ep.CancelPath != "" {
+		return cancelledResult // the upstream's word: it cancelled, nothing took effect
+	}
+	state := c.policy.Classify(a.Status)
+	res := sqlstore.Result{State: state}
+	if state == idempotency.Completed || state == idempotency.TerminalFailure {
+		res.Snapshot = g.storedSnapshot(c, a, state)
+	} else {
+		res.ErrorSummary = http.StatusText(a.Status)
+	}
+	return res
+}
 
 // errTakerRunning means another worker took the operation over and has
 // not recorded anything yet: its outcome may still need this worker's
@@ -39,9 +70,8 @@ var errTakerRunning = errors.New("gateway: operation taken over and still in pro
 // record stores the result of an execution through the lease. When the
 // store fails (not a lost lease), the result is recorded again in the
 // background, under the gateway's ownership (Close waits for it), with a
-// doubling wait from finishRetryBase to finishRetryMax, for up to
-// finishRetryFor; record still returns that first error, so the caller
-// answers the client with what it knows.
+// doubling wait, within recordBudget; record still returns that first
+// error, so the caller answers the client with what it knows.
 //
 // It returns nil when the result is recorded, by Finish or by settling a
 // takeover's OUTCOME_UNKNOWN with it (see finish), an error wrapping
@@ -49,7 +79,8 @@ var errTakerRunning = errors.New("gateway: operation taken over and still in pro
 // wrapping fencing.ErrStaleEpoch, with no retry, when the fence refused
 // it (the shard moved on).
 func (g *Gateway) record(ctx context.Context, c *call, lease *sqlstore.Lease, res sqlstore.Result) error {
-	err := g.finish(ctx, c, lease, res)
+	rb := recording{share: retry.NewShare(recordBudget), until: g.clock.Now().Add(recordBudget.Total)}
+	err := g.finish(ctx, rb, c, lease, res)
 	if err == nil || errors.Is(err, sqlstore.ErrLostOwnership) {
 		return err
 	}
@@ -72,26 +103,40 @@ func (g *Gateway) record(ctx context.Context, c *call, lease *sqlstore.Lease, re
 	if closing {
 		// Close is waiting already: the caller's goroutine is the last
 		// one this result will get.
-		g.recordAgain(ctx, c, lease, res)
+		g.recordAgain(ctx, rb, c, lease, res, err)
 		return err
 	}
 	go func() {
 		defer g.bg.Done()
-		g.recordAgain(ctx, c, lease, res)
+		g.recordAgain(ctx, rb, c, lease, res, err)
 	}()
 	return err
 }
 
+// recording is one result's recordBudget: the attempts and store time
+// its Finish calls share, and when the whole effort ends by the gateway's
+// clock (waits included).
+type recording struct {
+	share *retry.Share
+	until time.Time
+}
+
 // recordAgain retries finish until the result is recorded, the record
-// holds another answer, or finishRetryFor has passed.
-func (g *Gateway) recordAgain(ctx context.Context, c *call, lease *sqlstore.Lease, res sqlstore.Result) {
-	deadline := g.clock.Now().Add(finishRetryFor)
-	wait := finishRetryBase
-	for {
-		if err := clock.Sleep(ctx, g.clock, wait); err != nil {
+// holds another answer, or rb is spent.
+func (g *Gateway) recordAgain(ctx context.Context, rb recording, c *call, lease *sqlstore.Lease, res sqlstore.Result, last error) {
+	for n := 1; ; n++ {
+		if rb.share.Spent() || !g.clock.Now().Before(rb.until) {
+			g.log.ErrorContext(ctx, "result never recorded: reconcile the operation", "operation_id", lease.OperationID,
+				"key", c.key, "state", res.State, "attempts", rb.share.Used(), "err", last)
 			return
 		}
-		err := g.finish(ctx, c, lease, res)
+		if err := clock.Sleep(ctx, g.clock, min(recordBudget.Step(n), rb.until.Sub(g.clock.Now()))); err != nil {
+			return
+		}
+		if !g.clock.Now().Before(rb.until) {
+			continue // ends above
+		}
+		err := g.finish(ctx, rb, c, lease, res)
 		switch {
 		case err == nil:
 			g.log.InfoContext(ctx, "result recorded after a retry", "operation_id", lease.OperationID, "state", res.State)
@@ -99,12 +144,8 @@ func (g *Gateway) recordAgain(ctx context.Context, c *call, lease *sqlstore.Leas
 		case errors.Is(err, sqlstore.ErrLostOwnership):
 			g.log.WarnContext(ctx, "result not recorded: operation taken over", "operation_id", lease.OperationID, "key", c.key)
 			return
-		case !g.clock.Now().Before(deadline):
-			g.log.ErrorContext(ctx, "result never recorded: reconcile the operation", "operation_id", lease.OperationID,
-				"key", c.key, "state", res.State, "err", err)
-			return
 		}
-		wait = min(2*wait, finishRetryMax)
+		last = err
 	}
 }
 
@@ -121,9 +162,9 @@ func (g *Gateway) recordAgain(ctx context.Context, c *call, lease *sqlstore.Leas
 // sqlstore.ErrLostOwnership when the record holds another answer (or this
 // one, recorded by someone else); errTakerRunning while a taker holds the
 // operation without a result; any other error is the store's.
-func (g *Gateway) finish(ctx context.Context, c *call, lease *sqlstore.Lease, res sqlstore.Result) error {
-	sctx, cancel := context.WithTimeout(ctx, storeCallTimeout)
-	defer cancel()
+func (g *Gateway) finish(ctx context.Context, rb recording, c *call, lease *sqlstore.Lease, res sqlstore.Result) error {
+	sctx, done := rb.share.Call(ctx, max(min(storeCallTimeout, rb.until.Sub(g.clock.Now())), time.Millisecond))
+	defer done()
 	err := g.traceFinish(sctx, lease, res)
 	if !errors.Is(err, sqlstore.ErrLostOwnership) || res.State == idempotency.OutcomeUnknown {
 		// An unknown outcome is no answer: nothing to settle another

@@ -211,78 +211,91 @@ func (s *Store) Begin(ctx context.Context, req ClaimRequest) (Claim, error) {
 }
 
 func (s *Store) begin(ctx context.Context, req ClaimRequest) (Claim, error) {
+	ctx, done := s.call(ctx)
+	defer done()
 	owner := req.Worker + "/" + nonce()
 	opID := uuid.New()
 	state := idempotency.InProgress
 	if req.Pending {
 		state = idempotency.Pending
 	}
-	var lastAmbiguous error
-	for round := 0; round < claimRounds; round++ {
-		var (
-			rec   Record
-			now   time.Time
-			found bool
-			err   error
-		)
-		lastAmbiguous = nil
+	var c Claim
+	first := true
+	err := s.do(ctx, "claim", claimAgain, func(ctx context.Context) (err error) {
 		// While most requests on this endpoint are retries, a plain point
 		// read answers them in one cheap round trip; a miss falls through
 		// to the claim, which alone arbitrates.
-		readFirst := round == 0 && s.retries.readFirst(req.Scope.Endpoint)
-		if readFirst {
-			err = s.exec1(ctx, "read", func(ctx context.Context) (err error) {
-				found, err = s.readRow(ctx, req, &rec, &now)
-				return err
-			})
-			if err != nil {
-				return Claim{}, fmt.Errorf("sqlstore: read: %w", err)
-			}
-		}
-		if !found {
-			// One round trip, one serializable transaction: read the
-			// record and, only if there is none, claim it.
-			err = s.exec1(ctx, "claim", func(ctx context.Context) (err error) {
-				found, err = s.claimRow(ctx, s.pool, req, owner, opID, state, &rec, &now)
-				return err
-			})
-		}
-		var amb *AmbiguousCommitError
-		switch {
-		case errors.As(err, &amb):
-			s.log.WarnContext(ctx, "claim outcome ambiguous, re-running the claim", "err", err)
-			lastAmbiguous = err
-			continue // the re-run recognises our own insert by its owner
-		case err != nil:
-			return Claim{}, fmt.Errorf("sqlstore: claim: %w", err)
-		case found && rec.LeaseOwner == owner && rec.Version == 1:
-			// Our insert (or our earlier one, whose answer was lost).
-			s.retries.observe(req.Scope.Endpoint, false)
-			return Claim{Outcome: FirstRun, Record: rec, Lease: newLease(rec, req)}, nil
-		case found:
-			s.retries.observe(req.Scope.Endpoint, true)
-			c, retry, err := s.decide(ctx, req, rec, now)
-			if err != nil || !retry {
-				return c, err
-			}
-		default:
-			// Neither found nor inserted: the fence refused, or a racer's
-			// insert committed in between (read it on the next round).
-			if err := s.checkFence(ctx, s.pool, req.Token); err != nil {
-				return Claim{}, err
-			}
-		}
+		readFirst := first && s.retries.readFirst(req.Scope.Endpoint)
+		first = false
+		c, err = s.claimOnce(ctx, req, owner, opID, state, readFirst)
+		return err
+	})
+	var exhausted *RetriesExhaustedError
+	if errors.As(err, &exhausted) && errors.Is(exhausted.Err, errMovedOn) {
+		exhausted.Err = nil // no failure: the record kept changing under the claim
 	}
-	if lastAmbiguous != nil {
-		return Claim{}, fmt.Errorf("sqlstore: claim: %w", lastAmbiguous) // the store kept losing the answer
-	}
-	return Claim{}, &RetriesExhaustedError{Op: "claim", Attempts: claimRounds}
+	return c, err
 }
 
-// claimRounds bounds Begin's read-claim-decide rounds. A round repeats only
-// when the record changed between the claim and the takeover (a racer won),
-// or a commit's answer was lost; eight in a row is contention, not chance.
-const claimRounds = 8
+// errMovedOn means a claim round found the record changed under it (a
+// racer won the takeover, or a racer's insert is not visible yet): the
+// claim runs again.
+var errMovedOn = errors.New("sqlstore: the record moved on under the claim")
+
+// claimAgain is what runs a claim round again: a serialization failure,
+// a record that moved on, or an ambiguous commit, which the re-run settles
+// by recognising its own insert by its owner.
+func claimAgain(err error) bool {
+	return retryable(err) || errors.Is(err, errMovedOn) || errors.As(err, new(*AmbiguousCommitError))
+}
+
+// claimOnce is one round of Begin: read (when readFirst), claim, and
+// decide on a record found.
+func (s *Store) claimOnce(ctx context.Context, req ClaimRequest, owner string, opID uuid.UUID,
+	state idempotency.State, readFirst bool) (Claim, error) {
+	var (
+		rec   Record
+		now   time.Time
+		found bool
+		err   error
+	)
+	if readFirst {
+		found, err = s.readRow(ctx, req, &rec, &now)
+		if err = stmtOutcome(err); err != nil {
+			return Claim{}, fmt.Errorf("sqlstore: read: %w", err)
+		}
+	}
+	if !found {
+		// One round trip, one serializable transaction: read the record
+		// and, only if there is none, claim it.
+		found, err = s.claimRow(ctx, s.pool, req, owner, opID, state, &rec, &now)
+		err = stmtOutcome(err)
+	}
+	switch {
+	case errors.As(err, new(*AmbiguousCommitError)):
+		s.log.WarnContext(ctx, "claim outcome ambiguous, re-running the claim", "err", err)
+		return Claim{}, err // the re-run recognises our own insert by its owner
+	case err != nil:
+		return Claim{}, fmt.Errorf("sqlstore: claim: %w", err)
+	case found && rec.LeaseOwner == owner && rec.Version == 1:
+		// Our insert (or our earlier one, whose answer was lost).
+		s.retries.observe(req.Scope.Endpoint, false)
+		return Claim{Outcome: FirstRun, Record: rec, Lease: newLease(rec, req)}, nil
+	case found:
+		s.retries.observe(req.Scope.Endpoint, true)
+		c, again, err := s.decide(ctx, req, rec, now)
+		if err == nil && again {
+			err = errMovedOn
+		}
+		return c, err
+	}
+	// Neither found nor inserted: the fence refused, or a racer's insert
+	// committed in between (read it on the next round).
+	if err := s.checkFence(ctx, s.pool, req.Token); err != nil {
+		return Claim{}, err
+	}
+	return Claim{}, errMovedOn
+}
 
 // querier is a pool or a transaction.
 type querier interface {

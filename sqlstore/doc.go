@@ -16,13 +16,15 @@
 // shard's fence row (SELECT ... FOR SHARE) and compares epochs, and every
 // update is conditioned on the record's version: zero rows affected is
 // ErrLostOwnership, never success. Transactions are retried whole on 40001
-// and 40P01; a connection lost while a commit may have happened surfaces as
-// *AmbiguousCommitError, which the claim path resolves by re-running the
-// idempotent claim.
+// and 40P01 by the one retry loop of internal/retry, within one budget per
+// call (retry.Default.Store: attempts and total time) that every loop of
+// the call shares; a connection lost while a commit may have happened
+// surfaces as *AmbiguousCommitError, which the claim path resolves by
+// re-running the idempotent claim and an update by reading the record.
 //
 // Giving up is typed, so callers tell a busy key from a dead store:
-// *RetriesExhaustedError (errors.Is ErrContention) when serialization
-// retries or claim rounds ran out, *UnavailableError (ErrUnavailable) when
+// *RetriesExhaustedError (errors.Is ErrContention) when the call's budget
+// ran out, *UnavailableError (ErrUnavailable) when
 // the store could not be reached, and *AmbiguousCommitError (which also
 // matches ErrUnavailable) when a commit's outcome stayed unknown.
 package sqlstore

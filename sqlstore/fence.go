@@ -95,8 +95,9 @@ func (s *Store) BootstrapFences(ctx context.Context, shards int, home func(shard
 			return fmt.Errorf("sqlstore: bootstrap: shard %d has no home region", i)
 		}
 	}
-	for attempt := 0; ; attempt++ {
-		err := s.RunTx(ctx, func(tx pgx.Tx) error {
+	// Idempotent: running it again settles an ambiguous commit.
+	err := s.do(ctx, "tx", rerunnable, func(ctx context.Context) error {
+		return s.txOnce(ctx, func(tx pgx.Tx) error {
 			if _, err := tx.Exec(ctx, `INSERT INTO shard_config (id, shards) VALUES (1, $1)
 				ON CONFLICT (id) DO NOTHING`, shards); err != nil {
 				return err
@@ -114,16 +115,17 @@ func (s *Store) BootstrapFences(ctx context.Context, shards int, home func(shard
 				WHERE shard_fences.owner_region = '' AND shard_fences.epoch = 1`, nums, owners)
 			return err
 		})
-		var amb *AmbiguousCommitError
-		if errors.As(err, &amb) && attempt < 3 {
-			continue // idempotent: running it again settles it
-		}
-		if err != nil {
-			return fmt.Errorf("sqlstore: bootstrap fences: %w", err)
-		}
-		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("sqlstore: bootstrap fences: %w", err)
 	}
+	return nil
 }
+
+// rerunnable is what runs an idempotent transaction again: a serialization
+// failure, or an ambiguous commit, which the re-run settles (it sees its
+// own write, or applies it).
+func rerunnable(err error) bool { return retryable(err) || errors.As(err, new(*AmbiguousCommitError)) }
 
 // MoveFence applies one ownership move to the shard's fence: a
 // compare-and-swap that sets epoch m.From+1 and owner m.To only where the
@@ -147,12 +149,13 @@ func (s *Store) MoveFence(ctx context.Context, m fencing.Move) error {
 	if err := checkOperator(m.Operator, m.Reason); err != nil {
 		return err
 	}
-	for attempt := 0; ; attempt++ {
-		var (
-			conflict   *fencing.MoveConflictError
-			notDrained bool
-		)
-		err := s.RunTx(ctx, func(tx pgx.Tx) error {
+	var (
+		conflict   *fencing.MoveConflictError
+		notDrained bool
+	)
+	// Idempotent: the re-run sees our move or applies it.
+	err := s.do(ctx, "tx", rerunnable, func(ctx context.Context) error {
+		return s.txOnce(ctx, func(tx pgx.Tx) error {
 			conflict, notDrained = nil, false
 			q := `UPDATE shard_fences SET epoch = $2, owner_region = $3,
 				updated_at = COALESCE($5::TIMESTAMPTZ, now()) WHERE shard = $1 AND epoch = $4`
@@ -185,17 +188,14 @@ func (s *Store) MoveFence(ctx context.Context, m fencing.Move) error {
 			conflict = &cur
 			return nil
 		})
-		var amb *AmbiguousCommitError
-		switch {
-		case errors.As(err, &amb) && attempt < 3:
-			continue // idempotent: the re-run sees our move or applies it
-		case err != nil:
-			return fmt.Errorf("sqlstore: move fence %s: %w", m, err)
-		case conflict != nil:
-			return conflict
-		case notDrained:
-			return fmt.Errorf("sqlstore: move fence %s: %w", m, fencing.ErrNotDrained)
-		}
-		return nil
+	})
+	switch {
+	case err != nil:
+		return fmt.Errorf("sqlstore: move fence %s: %w", m, err)
+	case conflict != nil:
+		return conflict
+	case notDrained:
+		return fmt.Errorf("sqlstore: move fence %s: %w", m, fencing.ErrNotDrained)
 	}
+	return nil
 }

@@ -32,8 +32,8 @@ var (
 type RetriesExhaustedError struct {
 	// Op names the operation ("claim", "finish", "tx", ...).
 	Op string
-	// Attempts is how many whole transactions (or claim rounds) ran; 0
-	// when the retry loop was cockroach-go's, which does not say.
+	// Attempts is how many attempts the call ran (whole transactions,
+	// statements and claim rounds, counted together against its budget).
 	Attempts int
 	// Err is the last failure, nil when the rounds ended without one (a
 	// record that kept changing under the claim).

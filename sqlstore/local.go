@@ -32,39 +32,44 @@ type LocalFunc func(ctx context.Context, tx pgx.Tx, opID uuid.UUID) (Snapshot, e
 // under SERIALIZABLE it may be a racer's commit in disguise; a second one
 // is returned.
 func (s *Store) RunLocal(ctx context.Context, req ClaimRequest, fn LocalFunc) (Claim, error) {
+	ctx, done := s.call(ctx)
+	defer done()
 	owner := req.Worker + "/" + nonce()
 	opID := uuid.New()
 	rechecked := false
-	var lastAmbiguous error
-	for round := 0; round < claimRounds; round++ {
-		lastAmbiguous = nil
-		var c Claim
-		err := s.RunTx(ctx, func(tx pgx.Tx) error {
-			var err error
+	again := func(err error) bool {
+		if isUniqueViolation(err) && !rechecked {
+			rechecked = true
+			return true
+		}
+		return claimAgain(err)
+	}
+	var c Claim
+	err := s.do(ctx, "tx", again, func(ctx context.Context) error {
+		err := s.txOnce(ctx, func(tx pgx.Tx) (err error) {
 			c, err = s.runLocalTx(ctx, tx, req, owner, opID, fn)
 			return err
 		})
-		var amb *AmbiguousCommitError
 		switch {
-		case errors.As(err, &amb):
+		case errors.As(err, new(*AmbiguousCommitError)):
 			s.log.WarnContext(ctx, "local commit ambiguous, re-running the claim", "err", err)
-			lastAmbiguous = err
-			continue
-		case isUniqueViolation(err) && !rechecked:
-			rechecked = true
-			continue
-		case err != nil:
-			return Claim{}, err
-		case c.Outcome == 0:
-			continue // a racer's insert is not visible yet: look again
+		case err == nil && c.Outcome == 0:
+			return errMovedOn // a racer's insert is not visible yet: look again
 		}
-		s.metrics.outcome(ctx, req.Scope.Endpoint, c.Outcome.String())
-		return c, nil
+		return err
+	})
+	var exhausted *RetriesExhaustedError
+	if errors.As(err, &exhausted) {
+		exhausted.Op = "run local"
+		if errors.Is(exhausted.Err, errMovedOn) {
+			exhausted.Err = nil
+		}
 	}
-	if lastAmbiguous != nil {
-		return Claim{}, fmt.Errorf("sqlstore: run local: %w", lastAmbiguous) // the store kept losing the answer
+	if err != nil {
+		return Claim{}, err
 	}
-	return Claim{}, &RetriesExhaustedError{Op: "run local", Attempts: claimRounds}
+	s.metrics.outcome(ctx, req.Scope.Endpoint, c.Outcome.String())
+	return c, nil
 }
 
 // runLocalTx is one attempt of RunLocal inside tx. A zero Outcome means the

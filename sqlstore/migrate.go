@@ -5,9 +5,9 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"github.com/idemcoord/idemcoord/internal/retry"
 	"io/fs"
 	"sort"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -144,12 +144,12 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
 	return ensureStateCheck(ctx, pool)
 }
 
-// schemaAttempts bounds how often one schema step is run again after a
-// failure. Instances restart into a live store: a statement can meet a
-// concurrent catalog change (several instances starting together) or, at
-// SERIALIZABLE, a serialization failure against the traffic (40001,
+// schemaLoop runs a schema step again after any failure, within
+// retry.Default.Schema. Instances restart into a live store: a statement can
+// meet a concurrent catalog change (several instances starting together)
+// or, at SERIALIZABLE, a serialization failure against the traffic (40001,
 // 40P01), and running it again settles both.
-const schemaAttempts = 10
+var schemaLoop = retry.Loop{Budget: retry.Default.Schema}
 
 // applyMigration runs migration name (schemaRetry).
 func applyMigration(ctx context.Context, pool *pgxpool.Pool, name string) error {
@@ -163,26 +163,16 @@ func applyMigration(ctx context.Context, pool *pgxpool.Pool, name string) error 
 	})
 }
 
-// schemaRetry runs step, again after a failure with a growing pause
-// (10 ms doubling, capped at 1 s), until it succeeds, schemaAttempts ran
-// or ctx ends.
+// schemaRetry runs step, again after a failure with a growing pause,
+// until it succeeds or schemaLoop's budget or ctx ends.
 func schemaRetry(ctx context.Context, what string, step func() error) error {
-	pause := 10 * time.Millisecond
-	for attempt := 1; ; attempt++ {
-		err := step()
-		if err == nil {
-			return nil
-		}
-		if attempt == schemaAttempts || ctx.Err() != nil {
-			return fmt.Errorf("sqlstore: %s (attempt %d): %w", what, attempt, err)
-		}
-		t := time.NewTimer(pause)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return fmt.Errorf("sqlstore: %s: %w", what, ctx.Err())
-		case <-t.C:
-		}
-		pause = min(2*pause, time.Second)
+	err := schemaLoop.Do(ctx, what, func(error) bool { return true }, func(context.Context) error { return step() })
+	var ex *retry.ExhaustedError
+	if errors.As(err, &ex) {
+		return fmt.Errorf("sqlstore: %s (attempt %d): %w", what, ex.Attempts, ex.Err)
 	}
+	if err != nil {
+		return fmt.Errorf("sqlstore: %s: %w", what, err)
+	}
+	return nil
 }

@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/idemcoord/idemcoord/clock"
+	"github.com/idemcoord/idemcoord/internal/retry"
 )
 
 // Defaults for Config.
@@ -24,11 +25,14 @@ const (
 	// max(4, NumCPU), which starves a gateway on a small machine: every
 	// request holds a connection for one or two short statements.
 	DefaultMaxConns = 32
-	// DefaultMaxAttempts bounds whole-transaction retries. 50 racers on one
-	// key cost about 20 retries in a round on PostgreSQL; 30 leaves room.
-	DefaultMaxAttempts = 30
+)
+
+// Retry defaults: the store's budget is retry.Default.Store, named there.
+var (
+	// DefaultMaxAttempts bounds the attempts of one store call.
+	DefaultMaxAttempts = retry.Default.Store.Attempts
 	// DefaultRetryBase is the first backoff step; jitter spreads racers.
-	DefaultRetryBase = time.Millisecond
+	DefaultRetryBase = retry.Default.Store.Base
 )
 
 // Clock supplies the time used for leases and TTLs. A nil Clock in Config
@@ -49,10 +53,13 @@ type Config struct {
 	Migrate bool
 	// MaxConns is the connection pool size. Default DefaultMaxConns.
 	MaxConns int32
-	// MaxAttempts bounds whole-transaction retries on serialization
-	// failures. Default DefaultMaxAttempts.
+	// MaxAttempts bounds the attempts of one store call: whole-transaction
+	// retries on serialization failures, re-runs that settle an ambiguous
+	// commit and claim rounds, together. Default DefaultMaxAttempts.
 	MaxAttempts int
-	// RetryBase is the first retry backoff. Default DefaultRetryBase.
+	// RetryBase is the first retry backoff; the step doubles up to 64 times
+	// RetryBase (retry.Default.Store's Cap over its Base). Default
+	// DefaultRetryBase.
 	RetryBase time.Duration
 	// Clock, when set, replaces the database's now() for leases and TTLs;
 	// tests move it instead of sleeping. It does not drive retry backoff.
@@ -97,6 +104,7 @@ type Store struct {
 
 	randMu sync.Mutex
 	rand   *rand.Rand
+	loop   retry.Loop
 
 	retries retryRate
 }
@@ -173,6 +181,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("sqlstore: connect: %w", err)
 	}
 	s.cockroach = strings.Contains(version, "CockroachDB")
+	s.loop = retry.Loop{Budget: budget(cfg), Clock: cfg.BackoffClock, Jitter: s.jitter, OnRetry: s.metrics.txRetry}
 	if cfg.Migrate {
 		err = Migrate(ctx, pool)
 	} else {
@@ -183,6 +192,21 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// budget is retry.Default.Store with cfg's attempts and backoff base.
+func budget(cfg Config) retry.Budget {
+	b := retry.Default.Store
+	b.Cap = b.Cap / b.Base * cfg.RetryBase
+	b.Attempts, b.Base = cfg.MaxAttempts, cfg.RetryBase
+	return b
+}
+
+// jitter draws a backoff uniformly from [0, d].
+func (s *Store) jitter(d time.Duration) time.Duration {
+	s.randMu.Lock()
+	defer s.randMu.Unlock()
+	return time.Duration(s.rand.Int64N(int64(d) + 1))
 }
 
 // Pool returns the connection pool, for callers' own business writes.

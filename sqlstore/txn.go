@@ -3,15 +3,13 @@ package sqlstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"syscall"
-	"time"
 
-	"github.com/idemcoord/idemcoord/clock"
+	"github.com/idemcoord/idemcoord/internal/retry"
 
-	"github.com/cockroachdb/cockroach-go/v2/crdb"
-	crdbpgx "github.com/cockroachdb/cockroach-go/v2/crdb/crdbpgxv5"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -33,12 +31,13 @@ func (e *AmbiguousCommitError) Error() string {
 // Unwrap returns the cause.
 func (e *AmbiguousCommitError) Unwrap() error { return e.Err }
 
-// retryable reports whether err is a serialization failure (40001) or a
-// deadlock (40P01): the transaction did not commit and may be re-run whole.
+// retryable reports whether err is a serialization failure (40001), a
+// deadlock (40P01) or CockroachDB's older restart code (CR000): the
+// transaction did not commit and may be re-run whole.
 func retryable(err error) bool {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
-		return pgErr.Code == "40001" || pgErr.Code == "40P01"
+		return pgErr.Code == "40001" || pgErr.Code == "40P01" || pgErr.Code == "CR000"
 	}
 	return false
 }
@@ -72,96 +71,124 @@ func ambiguous(err error) bool {
 		errors.Is(err, context.Canceled) || pgconn.Timeout(err)
 }
 
-// backoff sleeps before retry attempt n (n >= 1) on the backoff clock:
-// exponential from the configured base with full jitter, capped at 64x base.
-func (s *Store) backoff(ctx context.Context, n int) error {
-	d := s.cfg.RetryBase << min(n-1, 6)
-	s.randMu.Lock()
-	d = time.Duration(s.rand.Int64N(int64(d) + 1))
-	s.randMu.Unlock()
-	return clock.Sleep(ctx, s.cfg.BackoffClock, d)
-}
-
 // retry runs attempt until it succeeds, fails with an error that is not a
-// serialization failure, or MaxAttempts is reached. Every attempt is a whole
-// transaction: on PostgreSQL a retry inside a savepoint would keep the old
-// snapshot and fail forever under contention.
+// serialization failure, or the call's budget (retry.Budgets.Store: attempts
+// and total time, shared with every loop of the same call) runs out. Every
+// attempt is a whole transaction: on PostgreSQL a retry inside a savepoint
+// would keep the old snapshot and fail forever under contention.
 //
 // Giving up is typed: *RetriesExhaustedError (ErrContention) when the
-// attempts ran out, *UnavailableError (ErrUnavailable) when the store could
+// budget ran out, *UnavailableError (ErrUnavailable) when the store could
 // not be used, *AmbiguousCommitError when a commit's outcome was lost.
 func (s *Store) retry(ctx context.Context, op string, attempt func(ctx context.Context) error) error {
-	for n := 1; ; n++ {
-		err := attempt(ctx)
-		if err == nil || !retryable(err) {
-			return giveUp(err)
-		}
-		if n >= s.cfg.MaxAttempts {
-			return &RetriesExhaustedError{Op: op, Attempts: n, Err: err}
-		}
-		s.metrics.txRetry(ctx, op)
-		if err := s.backoff(ctx, n); err != nil {
-			return err
-		}
-	}
+	return s.do(ctx, op, retryable, attempt)
 }
 
-// RunTx runs fn in a serializable transaction and commits it, retrying the
-// whole transaction on 40001 and 40P01. fn may run several times and must
-// have no side effects outside the transaction. A connection lost during
-// COMMIT returns *AmbiguousCommitError.
-//
-// On CockroachDB it uses cockroach-go's ExecuteTx (savepoint retries, the
-// server's own protocol). It never does on PostgreSQL, where ExecuteTx
-// mistakes RELEASE SAVEPOINT for the commit and reports a failed COMMIT as
-// success.
-func (s *Store) RunTx(ctx context.Context, fn func(pgx.Tx) error) error {
-	opts := pgx.TxOptions{IsoLevel: pgx.Serializable}
-	if s.cockroach {
-		err := crdbpgx.ExecuteTx(ctx, s.pool, opts, fn)
-		var amb *crdb.AmbiguousCommitError
-		if errors.As(err, &amb) {
-			return &AmbiguousCommitError{Err: err}
-		}
-		var exhausted *crdb.MaxRetriesExceededError
-		if errors.As(err, &exhausted) {
-			return &RetriesExhaustedError{Op: "tx", Err: err} // cockroach-go counts the attempts
-		}
-		return giveUp(err)
+// do is the store's one retry loop (retry.Loop): attempt runs again while
+// again accepts its error and the call's budget lasts. It returns the typed
+// errors of retry.
+func (s *Store) do(ctx context.Context, op string, again func(error) bool, attempt func(ctx context.Context) error) error {
+	// An inner loop that gave up spent the call's budget: the outer one
+	// gives up with it instead of wrapping it again.
+	err := s.loop.Do(ctx, op, func(err error) bool { return !gaveUp(err) && again(err) }, attempt)
+	var (
+		ex  *retry.ExhaustedError
+		amb *AmbiguousCommitError
+	)
+	switch {
+	case errors.As(err, &ex) && errors.As(ex.Err, &amb):
+		// The store kept losing the answer: that is an outage, not contention.
+		return &stillAmbiguous{op: op, attempts: ex.Attempts, err: ex.Err}
+	case errors.As(err, &ex):
+		return &RetriesExhaustedError{Op: op, Attempts: ex.Attempts, Err: ex.Err}
 	}
-	return s.retry(ctx, "tx", func(ctx context.Context) error {
-		tx, err := s.pool.BeginTx(ctx, opts)
-		if err != nil {
-			return err
-		}
-		if err := fn(tx); err != nil {
-			tx.Rollback(ctx)
-			return err
-		}
-		if err := tx.Commit(ctx); err != nil {
-			// Only the server's answer settles a COMMIT. pgx v5.12 reports
-			// a connection lost while reading COMMIT's answer as "conn
-			// closed", which claims SafeToRetry: never trust that here.
-			var pgErr *pgconn.PgError
-			if errors.As(err, &pgErr) || errors.Is(err, pgx.ErrTxCommitRollback) {
-				return err
-			}
-			return &AmbiguousCommitError{Err: err}
-		}
+	return giveUp(err)
+}
+
+// stillAmbiguous reports a call whose budget ran out while its last
+// attempt's outcome was unknown. It matches *AmbiguousCommitError.
+type stillAmbiguous struct {
+	op       string
+	attempts int
+	err      error
+}
+
+func (e *stillAmbiguous) Error() string {
+	return fmt.Sprintf("sqlstore: %s: outcome stayed ambiguous after %d attempts: %v", e.op, e.attempts, e.err)
+}
+
+func (e *stillAmbiguous) Unwrap() error { return e.err }
+
+// gaveUp reports an error of a loop that spent the call's budget.
+func gaveUp(err error) bool {
+	return errors.As(err, new(*RetriesExhaustedError)) || errors.As(err, new(*stillAmbiguous))
+}
+
+// call returns ctx for one store call: it carries the call's budget, the
+// caller's when ctx has one (a gateway round), else a new one of
+// retry.Budgets.Store with its total time as the deadline.
+func (s *Store) call(ctx context.Context) (context.Context, func()) { return s.loop.Call(ctx) }
+
+// RunTx runs fn in a serializable transaction and commits it, retrying the
+// whole transaction on serialization failures (retry). fn may run several
+// times and must have no side effects outside the transaction. A
+// connection lost during COMMIT returns *AmbiguousCommitError.
+//
+// CockroachDB is retried the same way, whole transactions: cockroach-go's
+// ExecuteTx (savepoint retries) is not used, since it would be a second
+// loop with a budget of its own, and on PostgreSQL it mistakes RELEASE
+// SAVEPOINT for the commit and reports a failed COMMIT as success.
+func (s *Store) RunTx(ctx context.Context, fn func(pgx.Tx) error) error {
+	return s.retry(ctx, "tx", func(ctx context.Context) error { return s.txOnce(ctx, fn) })
+}
+
+// txOnce is one attempt of RunTx: one serializable transaction.
+func (s *Store) txOnce(ctx context.Context, fn func(pgx.Tx) error) error {
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.Serializable})
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback(ctx)
+		return err
+	}
+	return commitOutcome(tx.Commit(ctx))
+}
+
+// commitOutcome is the one judge of a commit's answer: nil, a failure the
+// server answered (it did not commit), or *AmbiguousCommitError when the
+// answer was lost or the server itself could not say (CockroachDB's 40003,
+// statement_completion_unknown).
+func commitOutcome(err error) error {
+	if err == nil {
 		return nil
-	})
+	}
+	// Only the server's answer settles a COMMIT. pgx v5.12 reports a
+	// connection lost while reading COMMIT's answer as "conn closed", which
+	// claims SafeToRetry: never trust that here.
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code != "40003" || errors.Is(err, pgx.ErrTxCommitRollback) {
+		return err
+	}
+	return &AmbiguousCommitError{Err: err}
 }
 
 // exec1 runs one statement as its own serializable transaction (the pool's
 // default isolation is SERIALIZABLE), retrying on serialization failures.
-// One round trip: the statement's result is its commit's result, so a lost
-// connection after sending it is ambiguous.
 func (s *Store) exec1(ctx context.Context, op string, fn func(ctx context.Context) error) error {
-	return s.retry(ctx, op, func(ctx context.Context) error {
-		err := fn(ctx)
-		if ambiguous(err) {
-			return &AmbiguousCommitError{Err: err}
-		}
-		return err
-	})
+	return s.retry(ctx, op, func(ctx context.Context) error { return stmtOutcome(fn(ctx)) })
+}
+
+// stmtOutcome judges a statement that commits alone: one round trip, its
+// result is its commit's result, so a lost connection after sending it is
+// ambiguous (*AmbiguousCommitError).
+func stmtOutcome(err error) error {
+	if ambiguous(err) {
+		return &AmbiguousCommitError{Err: err}
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "40003" {
+		return &AmbiguousCommitError{Err: err}
+	}
+	return err
 }

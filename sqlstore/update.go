@@ -105,10 +105,6 @@ func (u fencedUpdate) run(ctx context.Context, s *Store, q querier) (ok bool, er
 	return true, nil
 }
 
-// updateRounds bounds how often runUpdate re-runs an update whose outcome
-// it could not see, or whose version it adopted.
-const updateRounds = 4
-
 // update runs one fenced, version-conditioned update for lease l as its own
 // transaction. It reports ok=false when no row matched (someone else moved
 // the record on). A lost connection is resolved by re-reading the record:
@@ -130,61 +126,105 @@ func (s *Store) update(ctx context.Context, l *Lease, owner, op, set, cond strin
 // lost. The update adopts that version and runs again, instead of
 // reporting a lost ownership that never happened.
 func (s *Store) runUpdate(ctx context.Context, u fencedUpdate) (bool, error) {
-	l, owner, op := u.l, u.owner, u.op
-	unsure := false // an earlier round's outcome was not seen
-	var lastErr error
-	for round := 0; round < updateRounds; round++ {
-		var ok bool
-		err := s.exec1(ctx, op, func(ctx context.Context) (err error) {
-			ok, err = u.run(ctx, s, s.pool)
-			return err
-		})
-		var amb *AmbiguousCommitError
-		isAmb := errors.As(err, &amb)
+	ctx, done := s.call(ctx)
+	defer done()
+	l, op := u.l, u.op
+	unsure := false // an earlier attempt's outcome was not seen
+	var (
+		ok      bool
+		lastAmb error
+	)
+	err := s.do(ctx, op, updateAgain, func(ctx context.Context) error {
+		var err error
+		ok, err = u.run(ctx, s, s.pool)
+		err = stmtOutcome(err)
+		isAmb := errors.As(err, new(*AmbiguousCommitError))
 		switch {
 		case err != nil && !isAmb:
-			return false, fmt.Errorf("sqlstore: %s: %w", op, err)
+			return fmt.Errorf("sqlstore: %s: %w", op, err)
 		case ok:
-			return true, nil
+			return nil
 		case !isAmb && !unsure && !u.self:
-			return false, nil // the record moved on: someone else's write
+			return nil // the record moved on: someone else's write
 		}
 		if isAmb {
 			s.log.WarnContext(ctx, "update outcome ambiguous, re-reading", "op", op, "operation_id", l.OperationID, "err", err)
-			unsure, lastErr = true, err
+			unsure, lastAmb = true, err
 		}
-		rec, rerr := s.readShard(ctx, l.Token.Shard, l.Scope.Actor, l.Scope.Endpoint, l.keyHash)
-		if errors.Is(rerr, ErrNotFound) && !isAmb {
-			return false, nil // finished and cleaned up long ago: not ours
-		}
-		if rerr != nil {
-			if isAmb {
-				return false, fmt.Errorf("sqlstore: %s: %w (re-read failed: %v)", op, err, rerr)
-			}
-			return false, fmt.Errorf("sqlstore: %s: no row matched and the re-read failed: %w", op, giveUp(rerr))
-		}
-		switch {
-		case u.self && rec.LeaseOwner == l.Owner && running(rec.State) && rec.Version > l.Version:
-			// Still this lease's: adopt our own earlier write and go on.
-			s.log.InfoContext(ctx, "lease adopted its own unacknowledged write", "op", op,
-				"operation_id", l.OperationID, "from_version", l.Version, "to_version", rec.Version)
-			l.Version, l.ExpiresAt = rec.Version, rec.LeaseExpiresAt
-			u.args[argVersion] = rec.Version
-			continue
-		case unsure && rec.Version == l.Version+1 && rec.LeaseOwner == owner:
-			// Applied: now (an ambiguous commit) or while its re-run waited.
-			l.Version, l.Owner, l.ExpiresAt = rec.Version, owner, rec.LeaseExpiresAt
-			return true, nil
-		case rec.Version != l.Version || !isAmb:
-			return false, nil
-		}
-		// Not applied: run it again.
-	}
-	if lastErr == nil {
+		ok, err = s.settle(ctx, &u, unsure, err)
+		return err
+	})
+	var exhausted *RetriesExhaustedError
+	switch {
+	case errors.As(err, &exhausted) && errors.Is(exhausted.Err, errAdopted) && lastAmb != nil:
+		return false, &stillAmbiguous{op: op, attempts: exhausted.Attempts, err: lastAmb}
+	case errors.As(err, &exhausted) && errors.Is(exhausted.Err, errAdopted):
 		return false, nil // adopted versions kept moving: not ours after all
+	case err != nil:
+		return false, err
 	}
-	return false, fmt.Errorf("sqlstore: %s: outcome stayed ambiguous after %d attempts: %w", op, updateRounds, lastErr)
+	return ok, nil
 }
+
+// errAdopted means an update adopted its own earlier write's version and
+// runs again.
+var errAdopted = errors.New("sqlstore: the lease adopted its own earlier write")
+
+// updateAgain is what runs an update again: a serialization failure, an
+// ambiguous commit that the re-read showed was not applied (the re-run is
+// then safe), or an adopted version.
+func updateAgain(err error) bool {
+	if errors.As(err, new(final)) {
+		return false
+	}
+	return retryable(err) || errors.Is(err, errAdopted) || errors.As(err, new(*AmbiguousCommitError))
+}
+
+// settle is the one answer to an update whose outcome was not seen (amb is
+// its *AmbiguousCommitError) or that matched no row although the lease
+// wrote it (u.self) or an earlier outcome was not seen (unsure): never run
+// it again blind; read the record and decide. The update happened iff the
+// row now carries version+1 and u's owner. It returns applied, or amb to
+// run the update again (it provably did not apply), or errAdopted (still
+// this lease's: the update runs again at the version read), or neither
+// (someone else's write: not ours).
+func (s *Store) settle(ctx context.Context, u *fencedUpdate, unsure bool, amb error) (applied bool, err error) {
+	l, owner, op := u.l, u.owner, u.op
+	rec, rerr := s.readShard(ctx, l.Token.Shard, l.Scope.Actor, l.Scope.Endpoint, l.keyHash)
+	if errors.Is(rerr, ErrNotFound) && amb == nil {
+		return false, nil // finished and cleaned up long ago: not ours
+	}
+	if rerr != nil {
+		if amb != nil {
+			return false, final{fmt.Errorf("sqlstore: %s: %w (re-read failed: %v)", op, amb, rerr)}
+		}
+		return false, final{fmt.Errorf("sqlstore: %s: no row matched and the re-read failed: %w", op, giveUp(rerr))}
+	}
+	switch {
+	case u.self && rec.LeaseOwner == l.Owner && running(rec.State) && rec.Version > l.Version:
+		// Still this lease's: adopt our own earlier write and go on.
+		s.log.InfoContext(ctx, "lease adopted its own unacknowledged write", "op", op,
+			"operation_id", l.OperationID, "from_version", l.Version, "to_version", rec.Version)
+		l.Version, l.ExpiresAt = rec.Version, rec.LeaseExpiresAt
+		u.args[argVersion] = rec.Version
+		return false, errAdopted
+	case unsure && rec.Version == l.Version+1 && rec.LeaseOwner == owner:
+		// Applied: now (an ambiguous commit) or while its re-run waited.
+		l.Version, l.Owner, l.ExpiresAt = rec.Version, owner, rec.LeaseExpiresAt
+		return true, nil
+	case rec.Version != l.Version || amb == nil:
+		return false, nil
+	}
+	return false, amb // not applied: run it again
+}
+
+// final ends the update's loop with err, which updateAgain would otherwise
+// run again: a re-read that failed leaves an ambiguous outcome unknown, and
+// it must not be re-run blind. It still matches what err matches.
+type final struct{ err error }
+
+func (e final) Error() string { return e.err.Error() }
+func (e final) Unwrap() error { return e.err }
 
 // owned turns update's ok=false into ErrLostOwnership.
 func (s *Store) owned(ctx context.Context, l *Lease, op string, ok bool, err error) error {

@@ -1,0 +1,96 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/idemcoord/idemcoord/config"
+	"github.com/idemcoord/idemcoord/fencing"
+	"github.com/idemcoord/idemcoord/idempotency"
+	"github.com/idemcoord/idemcoord/sqlstore"
+)
+
+// cancelRun is one DELETE's state across its rounds.
+type cancelRun struct {
+	g         *Gateway
+	ctx       context.Context
+	w         http.ResponseWriter
+	ep        *config.Endpoint
+	id        uuid.UUID
+	in        Invocation
+	rec       sqlstore.Record // as last read
+	cs        cancelStore
+	canceller Canceller
+	confirmed bool // the upstream confirmed the cancel
+}
+
+// round decides on the record as last read: answer from it, ask the
+// upstream (once), record the confirmed cancel, or read again.
+func (cr *cancelRun) round(r round) stepResult {
+	g, ctx, w, ep, id, rec := cr.g, cr.ctx, cr.w, cr.ep, cr.id, cr.rec
+	if rec.State == idempotency.Cancelled && cr.confirmed {
+		// This DELETE's cancel; the worker, handed the upstream's
+		// cancellation, recorded it first.
+		g.cancelled(ctx, ep.Name, "cancelled", id, "")
+		writeCancelled(w, id, false)
+		return answered
+	}
+	if rec.State == idempotency.Cancelled {
+		g.cancelled(ctx, ep.Name, "already_cancelled", id, "")
+		writeCancelled(w, id, true)
+		return answered
+	}
+	if ok, stage := sqlstore.Cancellable(rec); !ok {
+		g.cancelled(ctx, ep.Name, "irreversible", id, stage)
+		writeNotCancellable(w, id, rec.State, stage)
+		return answered
+	}
+	if !cr.confirmed {
+		v, st, err := cr.canceller.Cancel(ctx, cr.in)
+		switch v {
+		case CancelRefused:
+			g.cancelled(ctx, ep.Name, "refused_upstream", id, st.Name)
+			writeNotCancellable(w, id, rec.State, st.Name)
+			return answered
+		case CancelUndetermined:
+			g.log.WarnContext(ctx, "cancel: upstream gave no verdict", "operation_id", id, "endpoint", ep.Name, "err", err)
+			g.cancelled(ctx, ep.Name, "undetermined", id, "")
+			writeProblem(w, problem{Type: "cancel-undetermined", Title: "the upstream did not confirm or refuse the cancel",
+				Detail: "the operation may or may not be cancelled; retry the DELETE", Status: http.StatusBadGateway,
+				OperationID: id.String(), OperationState: string(rec.State)}, time.Second)
+			return answered
+		}
+		cr.confirmed = true
+	}
+	sctx, done := r.store(ctx)
+	err := cr.cs.Cancel(sctx, rec, r.Token, cancelledResult)
+	done()
+	var staleEpoch *fencing.StaleEpochError
+	next := another
+	switch {
+	case err == nil:
+		g.cancelled(ctx, ep.Name, "cancelled", id, "")
+		writeCancelled(w, id, false)
+		return answered
+	case errors.As(err, &staleEpoch):
+		next = stale(err)
+	case !errors.Is(err, sqlstore.ErrLostOwnership) && !errors.Is(err, sqlstore.ErrNotCancellable) &&
+		!errors.As(err, new(*sqlstore.AmbiguousCommitError)):
+		g.cancelStoreDown(ctx, w, ep.Name, id, err)
+		return answered
+	}
+	// Moved on (a heartbeat, a stage, the worker's own CANCELLED), or the
+	// commit's outcome was lost: read again and decide again.
+	sctx, done = r.store(ctx)
+	cr.rec, err = g.cfg.Store.Lookup(sctx, cr.in.Actor, id)
+	done()
+	if err != nil {
+		g.cancelStoreDown(ctx, w, ep.Name, id, err)
+		return answered
+	}
+	return next
+}

@@ -1,0 +1,159 @@
+// Package retry is the coordinator's one retry loop and the place where
+// every retry budget is named.
+//
+// A budget is spent per call, never per loop: the store's whole-transaction
+// retries, the re-runs that settle an ambiguous commit, a claim's rounds and
+// the gateway's own rounds around a store call all draw attempts and time
+// from one Share that rides in the call's context. Nested loops therefore
+// add up to the named budget instead of multiplying it.
+package retry
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Budget bounds one kind of call.
+type Budget struct {
+	// Attempts bounds the attempts of one call: every statement or
+	// transaction it runs, again or for the first time, whatever loop runs
+	// it, counts once.
+	Attempts int
+	// Base is the first backoff; each further attempt doubles it up to Cap.
+	// The wait is drawn uniformly from [0, step] (full jitter) so racers
+	// spread out.
+	Base time.Duration
+	// Cap caps the backoff step.
+	Cap time.Duration
+	// Total bounds the time of one call, attempts and backoffs included.
+	Total time.Duration
+}
+
+// Budgets names every retry budget of the coordinator.
+type Budgets struct {
+	// Store bounds one store call (a claim, a finish, a heartbeat, a cancel,
+	// a fence move) and each round of gateway calls that shares it: a
+	// request's claim rounds, a DELETE's cancel rounds.
+	Store Budget
+	// Record bounds the gateway's effort to record one result that the
+	// store did not take at once: the first Finish and every later one, in
+	// the background, share its attempts and its time, and each Finish is
+	// also bounded by Store.Total.
+	Record Budget
+	// Schema bounds one migration step, run again after any failure
+	// (instances starting together race on the catalog).
+	Schema Budget
+}
+
+// Default is every budget's default.
+var Default = Budgets{
+	Store: Budget{
+		// 50 racers on one key cost about 20 retries in a round on
+		// PostgreSQL; 30 leaves room.
+		Attempts: 30,
+		// A serialization failure is usually settled within a millisecond.
+		Base: time.Millisecond,
+		// 64 x Base: past that, waiting longer does not help the race.
+		Cap: 64 * time.Millisecond,
+		// A store that does not answer in this long is treated as down.
+		Total: 10 * time.Second,
+	},
+	Record: Budget{
+		// One result is written at most this often, first try included.
+		Attempts: 30,
+		// A blip of the store (a dropped connection, a lease move) is
+		// usually over within a second.
+		Base: 250 * time.Millisecond,
+		// A store back after an outage is found within seconds.
+		Cap: 4 * time.Second,
+		// Covers a CockroachDB range lease move after a region loss (2-7 s)
+		// several times over; it also bounds the gateway's Close.
+		Total: 30 * time.Second,
+	},
+	Schema: Budget{
+		Attempts: 10,
+		Base:     10 * time.Millisecond,
+		Cap:      time.Second,
+		// A step may rewrite a large table; its statements run on the
+		// caller's context, this bounds the loop around them.
+		Total: 10 * time.Minute,
+	},
+}
+
+// Step returns the backoff step before attempt n+1 (n >= 1): Base doubled
+// n-1 times, capped at Cap.
+func (b Budget) Step(n int) time.Duration {
+	d := b.Base
+	for i := 1; i < n && d < b.Cap; i++ {
+		d *= 2
+	}
+	return min(d, max(b.Cap, b.Base))
+}
+
+// Share is one call's budget, shared by every loop under the call: the
+// attempts used and the time left. It is safe for concurrent use.
+type Share struct {
+	mu    sync.Mutex
+	limit int
+	used  int
+	left  time.Duration
+}
+
+// NewShare starts a share of b.
+func NewShare(b Budget) *Share { return &Share{limit: b.Attempts, left: b.Total} }
+
+type shareKey struct{}
+
+// FromContext returns the share ctx carries, nil if none.
+func FromContext(ctx context.Context) *Share {
+	s, _ := ctx.Value(shareKey{}).(*Share)
+	return s
+}
+
+// Call derives the context of one call within s: it carries s, so loops
+// under it draw from s, and its deadline is the time s has left (at most
+// limit when limit > 0). done charges the time the call took to s; call it
+// when the call returns.
+func (s *Share) Call(ctx context.Context, limit time.Duration) (_ context.Context, done func()) {
+	s.mu.Lock()
+	left := s.left
+	s.mu.Unlock()
+	if limit > 0 {
+		left = min(left, limit)
+	}
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.WithValue(ctx, shareKey{}, s), max(left, 0))
+	return ctx, func() {
+		cancel()
+		s.mu.Lock()
+		s.left -= time.Since(start)
+		s.mu.Unlock()
+	}
+}
+
+// take uses one attempt, at most min(s's limit, limit) in all; false when
+// none is left.
+func (s *Share) take(limit int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.used >= min(s.limit, limit) {
+		return false
+	}
+	s.used++
+	return true
+}
+
+// Used returns the attempts used so far.
+func (s *Share) Used() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.used
+}
+
+// Spent reports whether s has no attempt or no time left.
+func (s *Share) Spent() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.used >= s.limit || s.left <= 0
+}
