@@ -15,6 +15,7 @@ import (
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // CancelVerdict is the upstream's answer to "cancel operation X".
@@ -47,7 +48,7 @@ var _ Canceller = (*Proxy)(nil)
 
 // cancelStore records a confirmed cancel (*sqlstore.Store).
 type cancelStore interface {
-	Cancel(ctx context.Context, rec sqlstore.Record, tok fencing.Token, res sqlstore.Result) error
+	Cancel(ctx context.Context, rec store.Record, tok fencing.Token, res store.Result) error
 }
 
 var _ cancelStore = (*sqlstore.Store)(nil)
@@ -90,8 +91,8 @@ const cancelRounds = 4
 // records (the DELETE, the worker whose upstream call ends in the
 // cancellation, a resolve): one answer, the same whichever path recorded
 // it, replayed to every retry of the original request.
-var cancelledResult = sqlstore.Result{State: idempotency.Cancelled, ErrorSummary: "cancelled by the owning actor",
-	Snapshot: sqlstore.Snapshot{Status: http.StatusConflict,
+var cancelledResult = store.Result{State: idempotency.Cancelled, ErrorSummary: "cancelled by the owning actor",
+	Snapshot: store.Snapshot{Status: http.StatusConflict,
 		Header: http.Header{"Content-Type": {"application/problem+json"}},
 		Body: mustJSON(problem{Type: problemBase + "operation-cancelled", Title: "operation cancelled",
 			Detail: "the owning actor cancelled this operation before its irreversible stage; it never took effect",
@@ -153,7 +154,7 @@ func (g *Gateway) cancelOperation(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := context.WithoutCancel(r.Context())
 	rec, err := g.cfg.Store.Lookup(ctx, actor, id)
-	if errors.Is(err, sqlstore.ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		writeProblem(w, notFound, 0)
 		return
 	}
@@ -209,7 +210,7 @@ func (g *Gateway) cancelOperation(w http.ResponseWriter, r *http.Request) {
 			writeCancelled(w, id, true)
 			return
 		}
-		if ok, stage := sqlstore.Cancellable(rec); !ok {
+		if ok, stage := store.Cancellable(rec); !ok {
 			g.cancelled(ctx, ep.Name, "irreversible", id, stage)
 			writeNotCancellable(w, id, rec.State, stage)
 			return
@@ -243,8 +244,8 @@ func (g *Gateway) cancelOperation(w http.ResponseWriter, r *http.Request) {
 		case errors.As(err, &staleEpoch):
 			g.fences.invalidate(tok.Shard)
 			stale = err
-		case !errors.Is(err, sqlstore.ErrLostOwnership) && !errors.Is(err, sqlstore.ErrNotCancellable) &&
-			!errors.As(err, new(*sqlstore.AmbiguousCommitError)):
+		case !errors.Is(err, store.ErrLostOwnership) && !errors.Is(err, store.ErrNotCancellable) &&
+			!errors.As(err, new(*store.AmbiguousCommitError)):
 			g.cancelStoreDown(ctx, w, ep.Name, id, err)
 			return
 		}

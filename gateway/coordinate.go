@@ -10,7 +10,7 @@ import (
 	"github.com/idemcoord/idemcoord/config"
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/idempotency"
-	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // storeRetryAfter is the Retry-After of a 503 while the store is
@@ -104,8 +104,8 @@ func (g *Gateway) coordinateCall(c *call) {
 			Detail: err.Error(), Status: http.StatusBadRequest, NewKeySafe: true})
 		return
 	}
-	req := sqlstore.ClaimRequest{
-		Scope:         sqlstore.Scope{Actor: actor, Endpoint: ep.Name, Key: key},
+	req := store.ClaimRequest{
+		Scope:         store.Scope{Actor: actor, Endpoint: ep.Name, Key: key},
 		Fingerprint:   fp,
 		Refingerprint: func(v int) (idempotency.Fingerprint, error) { return g.fingerprint(c, v) },
 		Worker:        g.cfg.Worker,
@@ -146,7 +146,7 @@ func (g *Gateway) coordinateCall(c *call) {
 			continue
 		}
 		stale = nil
-		if errors.Is(err, sqlstore.ErrFingerprintVersion) {
+		if errors.Is(err, store.ErrFingerprintVersion) {
 			// Stored by an instance with a newer fingerprint algorithm:
 			// this one cannot compare. Another (upgraded) instance can.
 			setKeyStatus(c.w, KeyStatusInProgress)
@@ -183,27 +183,27 @@ func (g *Gateway) regionUnavailable(c *call, err error) {
 
 // decide acts on a claim. again asks coordinate to claim once more (after
 // an unknown outcome was resolved).
-func (g *Gateway) decide(ctx context.Context, c *call, req sqlstore.ClaimRequest, claim sqlstore.Claim) (again bool) {
+func (g *Gateway) decide(ctx context.Context, c *call, req store.ClaimRequest, claim store.Claim) (again bool) {
 	rec := claim.Record
 	opID := rec.OperationID.String()
 	advertiseClaim(c.w, claim)
-	if c.policy.Async && claim.Outcome == sqlstore.Unresolved && g.resolve(ctx, c, req.Token, rec) {
+	if c.policy.Async && claim.Outcome == store.Unresolved && g.resolve(ctx, c, req.Token, rec) {
 		return true
 	}
-	if (claim.Outcome == sqlstore.Replayed || claim.Outcome == sqlstore.InFlight) && !c.charged {
+	if (claim.Outcome == store.Replayed || claim.Outcome == store.InFlight) && !c.charged {
 		if g.limited(c) {
 			return false
 		}
 		c.charged = true // one token per request, however many rounds (a wait, then the replay)
 	}
 	setKeyStatus(c.w, claimKeyStatus(claim))
-	if c.policy.Async && claim.Outcome == sqlstore.Replayed && rec.State == idempotency.Cancelled {
+	if c.policy.Async && claim.Outcome == store.Replayed && rec.State == idempotency.Cancelled {
 		// The cancellation is the answer: replayed, never a second task.
 		g.metrics.request(ctx, c.ep.Name, "replay", c.start)
 		writeSnapshot(c.w, rec, true)
 		return false
 	}
-	if c.policy.Async && (claim.Outcome == sqlstore.Replayed || claim.Outcome == sqlstore.InFlight || claim.Outcome == sqlstore.Unresolved) {
+	if c.policy.Async && (claim.Outcome == store.Replayed || claim.Outcome == store.InFlight || claim.Outcome == store.Unresolved) {
 		// A retry of an async request gets the same task, whatever its state.
 		setKeyStatus(c.w, recordKeyStatus(rec))
 		g.metrics.request(ctx, c.ep.Name, "async_accepted", c.start)
@@ -211,7 +211,7 @@ func (g *Gateway) decide(ctx context.Context, c *call, req sqlstore.ClaimRequest
 		return false
 	}
 	switch claim.Outcome {
-	case sqlstore.Replayed:
+	case store.Replayed:
 		if c.ep.Replay.Reference() && c.shadow == nil && rec.Snapshot.ResourceID != "" &&
 			rec.State == idempotency.Completed && !rec.Purged {
 			g.replayReference(ctx, c, rec)
@@ -224,12 +224,12 @@ func (g *Gateway) decide(ctx context.Context, c *call, req sqlstore.ClaimRequest
 		}
 		g.metrics.request(ctx, c.ep.Name, "replay", c.start)
 		writeSnapshot(c.w, rec, true)
-	case sqlstore.Mismatch:
+	case store.Mismatch:
 		g.refuse(c, "fingerprint_conflict", problem{Type: "fingerprint-mismatch",
 			Title:  "Idempotency-Key reused with a different request",
 			Detail: "this key belongs to another request; use a new key for a new intent",
 			Status: http.StatusUnprocessableEntity, NewKeySafe: true})
-	case sqlstore.InFlight:
+	case store.InFlight:
 		again, answered, leaseLeft := g.awaitRun(c, claim)
 		if again || answered {
 			return again
@@ -237,16 +237,16 @@ func (g *Gateway) decide(ctx context.Context, c *call, req sqlstore.ClaimRequest
 		g.refuseWait(c, "in_progress", problem{Type: "in-progress", Title: "operation in progress",
 			Detail: "another request with this key is being processed", Status: http.StatusConflict,
 			OperationID: opID, OperationState: string(rec.State)}, g.durations[c.ep.Name].retryAfter(leaseLeft))
-	case sqlstore.Unresolved:
+	case store.Unresolved:
 		if g.resolve(ctx, c, req.Token, rec) {
 			return true
 		}
 		g.refuseWait(c, "outcome_unknown", problem{Type: "outcome-unknown", Title: "operation outcome unknown",
 			Detail: "the upstream may have run it; it is being reconciled", Status: http.StatusConflict,
 			OperationID: opID, OperationState: string(idempotency.OutcomeUnknown)}, time.Second)
-	case sqlstore.FirstRun, sqlstore.TakenOver:
+	case store.FirstRun, store.TakenOver:
 		result := "first_run"
-		if claim.Outcome == sqlstore.TakenOver {
+		if claim.Outcome == store.TakenOver {
 			result = "takeover"
 		}
 		if c.policy.Async {
@@ -259,21 +259,21 @@ func (g *Gateway) decide(ctx context.Context, c *call, req sqlstore.ClaimRequest
 }
 
 // result classifies an answer by the endpoint's policy.
-func (g *Gateway) result(c *call, a Answer) sqlstore.Result {
+func (g *Gateway) result(c *call, a Answer) store.Result {
 	a = checkStatus(a)
 	switch {
 	case errors.Is(a.Err, errInvalidStatus):
-		return sqlstore.Result{State: idempotency.OutcomeUnknown, ErrorSummary: "upstream answered an invalid status"}
+		return store.Result{State: idempotency.OutcomeUnknown, ErrorSummary: "upstream answered an invalid status"}
 	case a.Err != nil && a.Sent:
-		return sqlstore.Result{State: idempotency.OutcomeUnknown, ErrorSummary: "upstream did not answer after the request was sent"}
+		return store.Result{State: idempotency.OutcomeUnknown, ErrorSummary: "upstream did not answer after the request was sent"}
 	case a.Err != nil:
-		return sqlstore.Result{State: idempotency.RetryableFailure, ErrorSummary: "upstream unreachable"}
+		return store.Result{State: idempotency.RetryableFailure, ErrorSummary: "upstream unreachable"}
 	}
 	if st, ok := stageOf(a.Header); ok && st.Cancelled() && c.ep.CancelPath != "" {
 		return cancelledResult // the upstream's word: it cancelled, nothing took effect
 	}
 	state := c.policy.Classify(a.Status)
-	res := sqlstore.Result{State: state}
+	res := store.Result{State: state}
 	if state == idempotency.Completed || state == idempotency.TerminalFailure {
 		res.Snapshot = g.storedSnapshot(c, a, state)
 	} else {
@@ -284,23 +284,23 @@ func (g *Gateway) result(c *call, a Answer) sqlstore.Result {
 
 // resolve asks the upstream about an OUTCOME_UNKNOWN operation and records
 // the verdict. It reports whether the record moved on (claim again).
-func (g *Gateway) resolve(ctx context.Context, c *call, tok fencing.Token, rec sqlstore.Record) bool {
+func (g *Gateway) resolve(ctx context.Context, c *call, tok fencing.Token, rec store.Record) bool {
 	in := Invocation{Request: c.r, Body: c.body, OperationID: rec.OperationID, Actor: c.actor, Endpoint: c.ep}
-	var res sqlstore.Result
+	var res store.Result
 	switch v, a := g.cfg.Next.Resolve(ctx, in); v {
 	case Ran:
 		// Classified like a live answer: a retryable status re-runs on the
 		// next retry, exactly as if the upstream had answered in time.
 		res = g.result(c, a)
 	case NotRun:
-		res = sqlstore.Result{State: idempotency.RetryableFailure, ErrorSummary: "upstream confirmed it never ran"}
+		res = store.Result{State: idempotency.RetryableFailure, ErrorSummary: "upstream confirmed it never ran"}
 	default:
 		return false
 	}
 	sctx, cancel := context.WithTimeout(ctx, storeCallTimeout)
 	err := g.cfg.Store.Resolve(sctx, rec, tok, res)
 	cancel()
-	if err != nil && !errors.Is(err, sqlstore.ErrLostOwnership) {
+	if err != nil && !errors.Is(err, store.ErrLostOwnership) {
 		g.log.WarnContext(ctx, "resolve failed", "operation_id", rec.OperationID, "err", err)
 		return false
 	}
@@ -333,7 +333,7 @@ func (g *Gateway) fingerprint(c *call, version int) (idempotency.Fingerprint, er
 
 // storeDown answers 503: nothing was claimed, so nothing was sent upstream.
 func (g *Gateway) storeDown(c *call, err error) {
-	if errors.Is(err, sqlstore.ErrContention) {
+	if errors.Is(err, store.ErrContention) {
 		g.contended(c, err) // a busy key (409), not a dead store
 		return
 	}

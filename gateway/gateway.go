@@ -22,6 +22,7 @@ import (
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/region"
 	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // Headers the gateway reads and writes.
@@ -35,12 +36,12 @@ const (
 
 // Store is what the gateway needs of the SQL store (*sqlstore.Store).
 type Store interface {
-	Begin(ctx context.Context, req sqlstore.ClaimRequest) (sqlstore.Claim, error)
-	Heartbeat(ctx context.Context, l *sqlstore.Lease) error
-	RecordStage(ctx context.Context, l *sqlstore.Lease, stage string) error
-	Finish(ctx context.Context, l *sqlstore.Lease, res sqlstore.Result) error
-	Resolve(ctx context.Context, rec sqlstore.Record, tok fencing.Token, res sqlstore.Result) error
-	Lookup(ctx context.Context, actor string, opID uuid.UUID) (sqlstore.Record, error)
+	Begin(ctx context.Context, req store.ClaimRequest) (store.Claim, error)
+	Heartbeat(ctx context.Context, l *store.Lease) error
+	RecordStage(ctx context.Context, l *store.Lease, stage string) error
+	Finish(ctx context.Context, l *store.Lease, res store.Result) error
+	Resolve(ctx context.Context, rec store.Record, tok fencing.Token, res store.Result) error
+	Lookup(ctx context.Context, actor string, opID uuid.UUID) (store.Record, error)
 	Fence(ctx context.Context, shard int) (epoch int64, owner string, err error)
 	Ping(ctx context.Context) error
 }

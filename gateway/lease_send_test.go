@@ -15,6 +15,7 @@ import (
 	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/gateway"
 	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // clockedStore opens a store whose lease time is the returned fake clock:
@@ -35,9 +36,9 @@ type stallBegin struct {
 	once    sync.Once
 }
 
-func (s *stallBegin) Begin(ctx context.Context, req sqlstore.ClaimRequest) (sqlstore.Claim, error) {
+func (s *stallBegin) Begin(ctx context.Context, req store.ClaimRequest) (store.Claim, error) {
 	c, err := s.Store.Begin(ctx, req)
-	if err == nil && c.Outcome == sqlstore.FirstRun {
+	if err == nil && c.Outcome == store.FirstRun {
 		s.once.Do(func() {
 			close(s.stalled)
 			<-s.release
@@ -52,7 +53,7 @@ type countHeartbeats struct {
 	n atomic.Int64
 }
 
-func (s *countHeartbeats) Heartbeat(ctx context.Context, l *sqlstore.Lease) error {
+func (s *countHeartbeats) Heartbeat(ctx context.Context, l *store.Lease) error {
 	s.n.Add(1)
 	return s.Store.Heartbeat(ctx, l)
 }
@@ -156,7 +157,7 @@ type failHeartbeat struct {
 	down atomic.Bool
 }
 
-func (s *failHeartbeat) Heartbeat(ctx context.Context, l *sqlstore.Lease) error {
+func (s *failHeartbeat) Heartbeat(ctx context.Context, l *store.Lease) error {
 	if s.down.Load() {
 		return errors.New("injected: store unreachable")
 	}

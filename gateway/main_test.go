@@ -44,7 +44,7 @@ func token(t testing.TB, subject string) string {
 	return "Bearer " + tok
 }
 
-func store(t testing.TB, maxConns int32) *sqlstore.Store {
+func openStore(t testing.TB, maxConns int32) *sqlstore.Store {
 	t.Helper()
 	s, err := sqlstore.Open(context.Background(), sqlstore.Config{Migrate: true, DSN: pgtest.NewDatabase(t), MaxConns: maxConns})
 	if err != nil {

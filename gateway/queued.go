@@ -11,13 +11,14 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // requestStore keeps async requests so that another instance can run them
 // (*sqlstore.Store). A Store without it runs async work only while the
 // instance that accepted it lives.
 type requestStore interface {
-	SaveRequest(ctx context.Context, l *sqlstore.Lease, request []byte) error
+	SaveRequest(ctx context.Context, l *store.Lease, request []byte) error
 	DropRequest(ctx context.Context, opID uuid.UUID) error
 }
 

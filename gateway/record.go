@@ -9,7 +9,7 @@ import (
 	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/idempotency"
-	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // Recording a result that the store did not take. The upstream has
@@ -45,12 +45,12 @@ var errTakerRunning = errors.New("gateway: operation taken over and still in pro
 //
 // It returns nil when the result is recorded, by Finish or by settling a
 // takeover's OUTCOME_UNKNOWN with it (see finish), an error wrapping
-// sqlstore.ErrLostOwnership when the record holds another answer, and one
+// store.ErrLostOwnership when the record holds another answer, and one
 // wrapping fencing.ErrStaleEpoch, with no retry, when the fence refused
 // it (the shard moved on).
-func (g *Gateway) record(ctx context.Context, c *call, lease *sqlstore.Lease, res sqlstore.Result) error {
+func (g *Gateway) record(ctx context.Context, c *call, lease *store.Lease, res store.Result) error {
 	err := g.finish(ctx, c, lease, res)
-	if err == nil || errors.Is(err, sqlstore.ErrLostOwnership) {
+	if err == nil || errors.Is(err, store.ErrLostOwnership) {
 		return err
 	}
 	if errors.Is(err, fencing.ErrStaleEpoch) {
@@ -84,7 +84,7 @@ func (g *Gateway) record(ctx context.Context, c *call, lease *sqlstore.Lease, re
 
 // recordAgain retries finish until the result is recorded, the record
 // holds another answer, or finishRetryFor has passed.
-func (g *Gateway) recordAgain(ctx context.Context, c *call, lease *sqlstore.Lease, res sqlstore.Result) {
+func (g *Gateway) recordAgain(ctx context.Context, c *call, lease *store.Lease, res store.Result) {
 	deadline := g.clock.Now().Add(finishRetryFor)
 	wait := finishRetryBase
 	for {
@@ -96,7 +96,7 @@ func (g *Gateway) recordAgain(ctx context.Context, c *call, lease *sqlstore.Leas
 		case err == nil:
 			g.log.InfoContext(ctx, "result recorded after a retry", "operation_id", lease.OperationID, "state", res.State)
 			return
-		case errors.Is(err, sqlstore.ErrLostOwnership):
+		case errors.Is(err, store.ErrLostOwnership):
 			g.log.WarnContext(ctx, "result not recorded: operation taken over", "operation_id", lease.OperationID, "key", c.key)
 			return
 		case !g.clock.Now().Before(deadline):
@@ -118,14 +118,14 @@ func (g *Gateway) recordAgain(ctx context.Context, c *call, lease *sqlstore.Leas
 // loses cleanly).
 //
 // It returns nil when res is recorded; an error wrapping
-// sqlstore.ErrLostOwnership when the record holds another answer (or this
+// store.ErrLostOwnership when the record holds another answer (or this
 // one, recorded by someone else); errTakerRunning while a taker holds the
 // operation without a result; any other error is the store's.
-func (g *Gateway) finish(ctx context.Context, c *call, lease *sqlstore.Lease, res sqlstore.Result) error {
+func (g *Gateway) finish(ctx context.Context, c *call, lease *store.Lease, res store.Result) error {
 	sctx, cancel := context.WithTimeout(ctx, storeCallTimeout)
 	defer cancel()
 	err := g.traceFinish(sctx, lease, res)
-	if !errors.Is(err, sqlstore.ErrLostOwnership) || res.State == idempotency.OutcomeUnknown {
+	if !errors.Is(err, store.ErrLostOwnership) || res.State == idempotency.OutcomeUnknown {
 		// An unknown outcome is no answer: nothing to settle another
 		// record with.
 		return err
@@ -140,7 +140,7 @@ func (g *Gateway) finish(ctx context.Context, c *call, lease *sqlstore.Lease, re
 		return err
 	}
 	if rerr := g.cfg.Store.Resolve(sctx, rec, lease.Token, res); rerr != nil {
-		if errors.Is(rerr, sqlstore.ErrLostOwnership) || errors.Is(rerr, sqlstore.ErrNotUnknown) {
+		if errors.Is(rerr, store.ErrLostOwnership) || errors.Is(rerr, store.ErrNotUnknown) {
 			return errTakerRunning // moved on meanwhile: look again
 		}
 		return rerr

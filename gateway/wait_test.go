@@ -250,7 +250,7 @@ func TestWithoutAWaitARetryIsAnswered409AtOnce(t *testing.T) {
 // the run in flight there (the forward's own timeout covers the wait) and
 // answers the run's 201; the upstream ran once, in east.
 func TestARetryLandingInAnotherRegionWaitsAtTheOwner(t *testing.T) {
-	s := store(t, 8)
+	s := openStore(t, 8)
 	up := newHeldRun(t)
 	east, west := startRegions(t, s, "east", regionsOptions{endpoint: "    in_progress: {wait: 30s}\n",
 		upstream: func(name string) http.Handler { return up }})

@@ -46,7 +46,7 @@ type fencedUpdate struct {
 
 func (s *Store) prepareUpdate(l *Lease, owner, op, set, cond string, extra ...any) fencedUpdate {
 	q := updateText(set, cond)
-	args := append([]any{s.now(), l.Token.Shard, l.Token.Epoch, l.Scope.Actor, l.Scope.Endpoint, l.keyHash[:],
+	args := append([]any{s.now(), l.Token.Shard, l.Token.Epoch, l.Scope.Actor, l.Scope.Endpoint, l.KeyHash[:],
 		l.Version, l.Owner, l.Token.Region}, extra...)
 	return fencedUpdate{l: l, owner: owner, op: op, sql: q, args: args}
 }
@@ -153,7 +153,7 @@ func (s *Store) runUpdate(ctx context.Context, u fencedUpdate) (bool, error) {
 			s.log.WarnContext(ctx, "update outcome ambiguous, re-reading", "op", op, "operation_id", l.OperationID, "err", err)
 			unsure, lastErr = true, err
 		}
-		rec, rerr := s.readShard(ctx, l.Token.Shard, l.Scope.Actor, l.Scope.Endpoint, l.keyHash)
+		rec, rerr := s.readShard(ctx, l.Token.Shard, l.Scope.Actor, l.Scope.Endpoint, l.KeyHash)
 		if errors.Is(rerr, ErrNotFound) && !isAmb {
 			return false, nil // finished and cleaned up long ago: not ours
 		}
@@ -199,7 +199,7 @@ func (s *Store) owned(ctx context.Context, l *Lease, op string, ok bool, err err
 // ErrLostOwnership if the operation was taken over.
 func (s *Store) Heartbeat(ctx context.Context, l *Lease) error {
 	ok, err := s.runUpdate(ctx, s.prepareOwn(l, "heartbeat",
-		`lease_expires_at = {now} + $10::INT8 * INTERVAL '1 millisecond'`, l.lease.Milliseconds()))
+		`lease_expires_at = {now} + $10::INT8 * INTERVAL '1 millisecond'`, l.Length.Milliseconds()))
 	return s.owned(ctx, l, "heartbeat", ok, err)
 }
 
@@ -245,7 +245,7 @@ func (s *Store) Finish(ctx context.Context, l *Lease, res Result) error {
 	}
 	drillpoint.Hit(drillpoint.BeforeFinish)
 	ok, err := s.runUpdate(ctx, s.prepareOwn(l, "finish", finishSet,
-		string(res.State), status, headers, body, res.Snapshot.BodyOmitted, resourceID, errSummary, l.ttl.Milliseconds()))
+		string(res.State), status, headers, body, res.Snapshot.BodyOmitted, resourceID, errSummary, l.TTL.Milliseconds()))
 	if err == nil && ok {
 		// The finish committed and its reply is here: a drill may die now,
 		// the result recorded and nobody told.

@@ -9,7 +9,7 @@ import (
 
 	"github.com/idemcoord/idemcoord/gateway"
 	"github.com/idemcoord/idemcoord/idempotency"
-	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // UnsafeSkewedExpiry is the Options.Unsafe value of a coordinator that
@@ -61,7 +61,7 @@ type regionLocalStore struct {
 
 // Begin implements gateway.Store: it claims the key in the region's own
 // space.
-func (u regionLocalStore) Begin(ctx context.Context, req sqlstore.ClaimRequest) (sqlstore.Claim, error) {
+func (u regionLocalStore) Begin(ctx context.Context, req store.ClaimRequest) (store.Claim, error) {
 	req.Scope.Key = idempotency.Key(string(req.Scope.Key) + "~" + u.region)
 	return u.Store.Begin(ctx, req)
 }
@@ -81,14 +81,14 @@ type skewedExpiryStore struct {
 
 // Begin implements gateway.Store: a claim that finds a finished record
 // deletes it as expired and claims again, which inserts a new operation.
-func (u skewedExpiryStore) Begin(ctx context.Context, req sqlstore.ClaimRequest) (sqlstore.Claim, error) {
+func (u skewedExpiryStore) Begin(ctx context.Context, req store.ClaimRequest) (store.Claim, error) {
 	c, err := u.Store.Begin(ctx, req)
-	if err != nil || (c.Outcome != sqlstore.Replayed && c.Outcome != sqlstore.Mismatch) || !finished(c.Record.State) {
+	if err != nil || (c.Outcome != store.Replayed && c.Outcome != store.Mismatch) || !finished(c.Record.State) {
 		return c, err
 	}
 	tx, ok := u.Store.(txRunner)
 	if !ok {
-		return sqlstore.Claim{}, errUnsafeNeedsSQL
+		return store.Claim{}, errUnsafeNeedsSQL
 	}
 	rec := c.Record
 	err = tx.RunTx(ctx, func(tx pgx.Tx) error {
