@@ -74,28 +74,24 @@ func (g *Gateway) runAsync(ctx context.Context, c *call, claim store.Claim, in I
 		g.log.ErrorContext(ctx, "async run not recorded", "operation_id", in.OperationID, "err", err)
 	}
 	g.metrics.upstreamResult(ctx, c.ep.Name, string(res.State))
-	if rs, ok := g.cfg.Store.(requestStore); ok && err == nil {
+	if err == nil {
 		sctx, cancel := context.WithTimeout(ctx, storeCallTimeout)
-		if err := rs.DropRequest(sctx, in.OperationID); err != nil {
+		if err := g.cfg.Store.DropRequest(sctx, in.OperationID); err != nil {
 			g.log.WarnContext(ctx, "stored async request not dropped; cleanup will", "operation_id", in.OperationID, "err", err)
 		}
 		cancel()
 	}
 }
 
-// saveRequest stores the async request for recovery, when the store can.
+// saveRequest stores the async request for recovery.
 func (g *Gateway) saveRequest(ctx context.Context, c *call, lease *store.Lease) error {
-	rs, ok := g.cfg.Store.(requestStore)
-	if !ok {
-		return nil
-	}
 	b, err := encodeQueued(c.r, c.body)
 	if err != nil {
 		return err
 	}
 	sctx, cancel := context.WithTimeout(ctx, storeCallTimeout)
 	defer cancel()
-	return rs.SaveRequest(sctx, lease, b)
+	return g.cfg.Store.SaveRequest(sctx, lease, b)
 }
 
 // release gives up a claim this instance will not run: nothing was sent,

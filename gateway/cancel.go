@@ -14,7 +14,6 @@ import (
 	"github.com/idemcoord/idemcoord/config"
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/idempotency"
-	"github.com/idemcoord/idemcoord/sqlstore"
 	"github.com/idemcoord/idemcoord/store"
 )
 
@@ -45,13 +44,6 @@ type Canceller interface {
 }
 
 var _ Canceller = (*Proxy)(nil)
-
-// cancelStore records a confirmed cancel (*sqlstore.Store).
-type cancelStore interface {
-	Cancel(ctx context.Context, rec store.Record, tok fencing.Token, res store.Result) error
-}
-
-var _ cancelStore = (*sqlstore.Store)(nil)
 
 // Cancel POSTs to the endpoint's cancel_path with the operation id and
 // actor, within the endpoint's upstream timeout, detached from the
@@ -165,8 +157,8 @@ func (g *Gateway) cancelOperation(w http.ResponseWriter, r *http.Request) {
 	advertiseRetention(w, rec)
 	ep := g.endpoint(rec.Scope.Endpoint)
 	canceller, _ := g.cfg.Next.(Canceller)
-	cs, _ := g.cfg.Store.(cancelStore)
-	if ep == nil || ep.CancelPath == "" || canceller == nil || cs == nil {
+	cs := g.cfg.Store
+	if ep == nil || ep.CancelPath == "" || canceller == nil {
 		g.cancelled(ctx, rec.Scope.Endpoint, "unsupported", id, "")
 		writeProblem(w, problem{Type: "not-cancellable", Title: "operation cannot be cancelled",
 			Detail: "this operation's endpoint has no cancel", Status: http.StatusConflict,

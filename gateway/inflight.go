@@ -11,7 +11,6 @@ import (
 	"github.com/idemcoord/idemcoord/failover"
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/idempotency"
-	"github.com/idemcoord/idemcoord/sqlstore"
 	"github.com/idemcoord/idemcoord/store"
 )
 
@@ -50,15 +49,6 @@ import (
 // about this long after the move is visible here.
 const DefaultMoveSweepInterval = 500 * time.Millisecond
 
-// fencedStore finds and takes over operations whose holder was fenced out
-// (*sqlstore.Store).
-type fencedStore interface {
-	Fenced(ctx context.Context, scan store.StrandedScan) ([]store.Queued, error)
-	TakeOver(ctx context.Context, rec store.Record, req store.ClaimRequest) (store.Claim, error)
-}
-
-var _ fencedStore = (*sqlstore.Store)(nil)
-
 // moveSweep is the running sweep; its owner (the Gateway) stops it in
 // Close.
 type moveSweep struct {
@@ -70,9 +60,9 @@ type moveSweep struct {
 // takes over fenced operations, unless recovery is disabled or the store
 // cannot scan for them. It returns nil then.
 func (g *Gateway) startMoveSweep() *moveSweep {
-	fs, ok := g.cfg.Store.(fencedStore)
+	fs := g.cfg.Store
 	groups := g.fencedEndpoints()
-	if g.cfg.Recovery.Disabled || !ok || g.routes == nil || len(groups) == 0 {
+	if g.cfg.Recovery.Disabled || g.routes == nil || len(groups) == 0 {
 		return nil
 	}
 	every := g.cfg.Recovery.MoveSweepInterval
@@ -167,7 +157,7 @@ func (w *moveWatch) observe(g *Gateway, groups map[failover.Policy][]string) {
 // shard stays pending for a policy until a sweep of it went through to
 // the end without an error (a reject endpoint's shard held FAILED_OVER
 // waits for an operator's accept).
-func (g *Gateway) sweepMoved(ctx context.Context, fs fencedStore, w *moveWatch, groups map[failover.Policy][]string, batch int) {
+func (g *Gateway) sweepMoved(ctx context.Context, fs store.Queue, w *moveWatch, groups map[failover.Policy][]string, batch int) {
 	if len(w.pending) == 0 {
 		return
 	}
@@ -196,7 +186,7 @@ func (g *Gateway) sweepMoved(ctx context.Context, fs fencedStore, w *moveWatch, 
 
 // sweepShards pages through r's fenced operations, settling each page
 // before reading the next. It reports whether it reached the end.
-func (g *Gateway) sweepShards(ctx context.Context, fs fencedStore, r store.Runnable, batch int) bool {
+func (g *Gateway) sweepShards(ctx context.Context, fs store.Queue, r store.Runnable, batch int) bool {
 	var after store.Cursor
 	for ctx.Err() == nil {
 		sctx, cancel := context.WithTimeout(ctx, storeCallTimeout)
@@ -223,7 +213,7 @@ func (g *Gateway) sweepShards(ctx context.Context, fs fencedStore, r store.Runna
 
 // settleFenced takes one fenced operation over (of all the instances
 // sweeping, one wins) and settles it in a goroutine counted by wg.
-func (g *Gateway) settleFenced(ctx context.Context, fs fencedStore, q store.Queued, wg *sync.WaitGroup) {
+func (g *Gateway) settleFenced(ctx context.Context, fs store.Queue, q store.Queued, wg *sync.WaitGroup) {
 	rec := q.Record
 	ep := g.endpoint(rec.Scope.Endpoint)
 	if ep == nil || !ep.TakesOverFenced() {

@@ -22,7 +22,7 @@ import (
 // a little; the check leaves half the lease for that and for a pause
 // between the check and the send.
 type leaseGuard struct {
-	store  Store
+	store  store.Store
 	clock  clock.Clock
 	lease  *store.Lease
 	length time.Duration
@@ -31,7 +31,7 @@ type leaseGuard struct {
 	extendedAt time.Time // send time of the last claim or heartbeat that succeeded
 }
 
-func newLeaseGuard(st Store, c clock.Clock, lease *store.Lease, length time.Duration, claimedAt time.Time) *leaseGuard {
+func newLeaseGuard(st store.Store, c clock.Clock, lease *store.Lease, length time.Duration, claimedAt time.Time) *leaseGuard {
 	return &leaseGuard{store: st, clock: c, lease: lease, length: length, extendedAt: claimedAt}
 }
 

@@ -86,7 +86,7 @@ func chargeUpstream(t testing.TB, runs *atomic.Int64) *url.URL {
 const resolveEndpoint = "    lease: 10s\n    upstream_timeout: 5s\n    resolve_path: /internal/operations/{operation_id}\n"
 
 // serveGateway serves a proxying gateway named worker on s with clock c.
-func serveGateway(t testing.TB, worker string, s gateway.Store, c clock.Clock, u *url.URL, extra string) (*gateway.Gateway, *httptest.Server) {
+func serveGateway(t testing.TB, worker string, s store.Store, c clock.Clock, u *url.URL, extra string) (*gateway.Gateway, *httptest.Server) {
 	t.Helper()
 	g, err := gateway.New(gateway.Config{Region: "test", Worker: worker, Store: s, Auth: verifier(t),
 		Endpoints: endpoints(t, extra), Next: gateway.NewProxy(u, nil), Clock: c})

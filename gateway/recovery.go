@@ -10,7 +10,6 @@ import (
 	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/config"
 	"github.com/idemcoord/idemcoord/fencing"
-	"github.com/idemcoord/idemcoord/sqlstore"
 	"github.com/idemcoord/idemcoord/store"
 )
 
@@ -49,14 +48,6 @@ type RecoveryConfig struct {
 	MoveSweepInterval time.Duration
 }
 
-// recoveryStore finds and takes over stranded async work (*sqlstore.Store).
-type recoveryStore interface {
-	Stranded(ctx context.Context, scan store.StrandedScan) ([]store.Queued, error)
-	TakeOver(ctx context.Context, rec store.Record, req store.ClaimRequest) (store.Claim, error)
-}
-
-var _ recoveryStore = (*sqlstore.Store)(nil)
-
 // recovery is the running loop; its owner (the Gateway) stops it in Close.
 type recovery struct {
 	cancel context.CancelFunc
@@ -66,8 +57,8 @@ type recovery struct {
 // startRecovery starts the loop, unless it is disabled, no endpoint is
 // async, or the store keeps no requests. It returns nil then.
 func (g *Gateway) startRecovery() *recovery {
-	rs, ok := g.cfg.Store.(recoveryStore)
-	if g.cfg.Recovery.Disabled || !ok || !g.anyAsync() {
+	rs := g.cfg.Store
+	if g.cfg.Recovery.Disabled || !g.anyAsync() {
 		return nil
 	}
 	cfg := g.cfg.Recovery
@@ -141,7 +132,7 @@ func (g *Gateway) endpoint(name string) *config.Endpoint {
 // returns the cursor after its last operation, where the next scan
 // resumes; a short one reached the end, and the next scan starts over,
 // trying again what was skipped.
-func (g *Gateway) recoverBatch(ctx context.Context, rs recoveryStore, batch int, after store.Cursor) store.Cursor {
+func (g *Gateway) recoverBatch(ctx context.Context, rs store.Queue, batch int, after store.Cursor) store.Cursor {
 	sctx, cancel := context.WithTimeout(ctx, storeCallTimeout)
 	stranded, err := rs.Stranded(sctx, store.StrandedScan{Runnable: g.runnable(), After: after, Limit: batch})
 	cancel()

@@ -50,7 +50,7 @@ const (
 // works the same on PostgreSQL and CockroachDB, from any region that reads
 // the store.
 type waits struct {
-	store  Store
+	store  store.Store
 	clock  clock.Clock
 	log    *slog.Logger
 	limits map[string]int // by endpoint name
@@ -69,7 +69,7 @@ type watch struct {
 	stop context.CancelFunc
 }
 
-func newWaits(st Store, c clock.Clock, log *slog.Logger, eps []config.Endpoint) *waits {
+func newWaits(st store.Store, c clock.Clock, log *slog.Logger, eps []config.Endpoint) *waits {
 	w := &waits{store: st, clock: c, log: log, limits: map[string]int{}, count: map[string]int{},
 		ops: map[uuid.UUID]*watch{}}
 	for _, ep := range eps {

@@ -56,3 +56,6 @@ var (
 	ErrNotBootstrapped    = store.ErrNotBootstrapped
 	ErrNoOperator         = store.ErrNoOperator
 )
+
+// Store implements every capability of the store contract.
+var _ store.Backend = (*Store)(nil)

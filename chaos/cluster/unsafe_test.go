@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/idemcoord/idemcoord/fencing"
-	"github.com/idemcoord/idemcoord/gateway"
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/internal/pglocal"
 	"github.com/idemcoord/idemcoord/sqlstore"
@@ -56,7 +55,7 @@ func TestSkewedExpiryRunsAFinishedKeyAgainUnderANewOperation(t *testing.T) {
 			Token:  fencing.Token{Shard: fencing.ShardOf(actor, fencing.DefaultShards), Epoch: 1, Region: "us-east"},
 			Worker: "test", Lease: 30 * time.Second, TTL: 24 * time.Hour}
 	}
-	begin := func(s gateway.Store, req store.ClaimRequest, want store.Outcome) store.Claim {
+	begin := func(s store.Store, req store.ClaimRequest, want store.Outcome) store.Claim {
 		t.Helper()
 		c, err := s.Begin(ctx, req)
 		if err != nil || c.Outcome != want {
