@@ -54,8 +54,8 @@ type recovery struct {
 	done   chan struct{}
 }
 
-// startRecovery starts the loop, unless it is disabled, no endpoint is
-// async, or the store keeps no requests. It returns nil then.
+// startRecovery starts the loop, unless it is disabled or no endpoint is
+// async. It returns nil then.
 func (g *Gateway) startRecovery() *recovery {
 	rs := g.cfg.Store
 	if g.cfg.Recovery.Disabled || !g.anyAsync() {
