@@ -12,7 +12,7 @@ import (
 	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/config"
 	"github.com/idemcoord/idemcoord/ownership"
-	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 const (
@@ -45,7 +45,7 @@ type background struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	mu     sync.Mutex
-	stats  sqlstore.Stats
+	stats  store.Stats
 	have   bool
 }
 
@@ -60,7 +60,7 @@ func (d *Daemon) startBackground(cfg *config.Config, meter metric.Meter, clk clo
 	// The first count runs before the daemon serves, so the gauges are on
 	// the first scrape.
 	count := func(ctx context.Context) {
-		st, err := d.store.Stats(ctx, sqlstore.DefaultStatsLimit, stuckAfter)
+		st, err := d.store.Stats(ctx, store.DefaultStatsLimit, stuckAfter)
 		if err != nil {
 			log.WarnContext(ctx, "counting records for the gauges failed", "err", err)
 			return
@@ -112,7 +112,7 @@ func (b *background) stop() {
 // or every shard ACTIVE in single-region mode).
 func (d *Daemon) registerGauges(meter metric.Meter) error {
 	ops, err := meter.Int64ObservableGauge("idemcoord.operations",
-		metric.WithDescription("Records by state, counted every 30s (each count capped at sqlstore.DefaultStatsLimit)."))
+		metric.WithDescription("Records by state, counted every 30s (each count capped at store.DefaultStatsLimit)."))
 	if err != nil {
 		return err
 	}

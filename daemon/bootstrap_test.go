@@ -7,6 +7,7 @@ import (
 
 	"github.com/idemcoord/idemcoord/daemon"
 	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // TestStartBootstrapsFencesAndRefusesAnotherShardCount: the first daemon
@@ -42,7 +43,7 @@ func TestStartBootstrapsFencesAndRefusesAnotherShardCount(t *testing.T) {
 	other := *cfg
 	other.Shards = 16
 	d2, err := daemon.Start(ctx, &other, daemon.Options{Logger: quiet(), Migrate: true})
-	var mm *sqlstore.ShardCountMismatchError
+	var mm *store.ShardCountMismatchError
 	if !errors.As(err, &mm) || mm.Store != cfg.Shards || mm.Configured != 16 {
 		if d2 != nil && err == nil {
 			d2.Close(ctx)

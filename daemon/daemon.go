@@ -12,7 +12,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"strings"
 	"sync"
 	"time"
 
@@ -24,10 +23,9 @@ import (
 	"github.com/idemcoord/idemcoord/config"
 	"github.com/idemcoord/idemcoord/failover"
 	"github.com/idemcoord/idemcoord/gateway"
-	"github.com/idemcoord/idemcoord/internal/reach"
 	"github.com/idemcoord/idemcoord/ownership"
 	"github.com/idemcoord/idemcoord/region"
-	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // LivenessPrefix is where instances keep their liveness keys in etcd:
@@ -73,17 +71,20 @@ type Options struct {
 	// Default clock.Real(). Lease expiry itself is the store's time. The
 	// drill build of idemd passes a skewable clock here (clock skew).
 	Clock clock.Clock
+	// OpenStore opens the store. Default OpenSQLStore (package sqlstore
+	// on cfg.Store.DSN). A new backend is wired in here (docs/store.md).
+	OpenStore StoreOpener
 	// UnsafeDrillStore, if set, wraps the store the gateway uses. Drills
 	// only; never in production: chaos drills set it to break the
 	// coordinator on purpose and prove the checker sees it. It has no
 	// configuration key: only Go code that starts a daemon can set it.
-	UnsafeDrillStore func(gateway.Store) gateway.Store
+	UnsafeDrillStore func(store.Store) store.Store
 }
 
 // Daemon is one running region instance.
 type Daemon struct {
 	cfg   *config.Config
-	store *sqlstore.Store
+	store store.Backend
 	gw    *gateway.Gateway
 	srv   *http.Server
 	ln    net.Listener
@@ -128,21 +129,18 @@ func Start(ctx context.Context, cfg *config.Config, opts Options) (d *Daemon, er
 		return nil, err
 	}
 	meter := d.tel.mp.Meter("github.com/idemcoord/idemcoord")
-	storeAddr := strings.Join(reach.StoreDisplay(cfg.Store.DSN), ",")
-	log.Info("connecting to store", "addr", storeAddr, "timeout", cfg.Store.ConnectTimeout.String())
-	if err := reach.Store(ctx, cfg.Store.DSN, cfg.Store.ConnectTimeout); err != nil {
-		return nil, fmt.Errorf("%w (store.connect_timeout %s)", err, cfg.Store.ConnectTimeout)
-	}
-	d.store, err = sqlstore.Open(ctx, sqlstore.Config{DSN: cfg.Store.DSN, MaxConns: int32(cfg.Store.MaxConns),
-		Meter: meter, Logger: log, Migrate: opts.Migrate})
-	if err != nil {
-		return nil, &reach.Error{Part: "store", Addrs: reach.StoreDisplay(cfg.Store.DSN), Err: err}
-	}
 	endpoints := make([]string, len(cfg.Endpoints))
 	for i, ep := range cfg.Endpoints {
 		endpoints[i] = ep.Name
 	}
-	d.store.InitMetrics(ctx, endpoints)
+	open := opts.OpenStore
+	if open == nil {
+		open = OpenSQLStore
+	}
+	if d.store, err = open(ctx, StoreConfig{Store: cfg.Store, Migrate: opts.Migrate, Endpoints: endpoints,
+		Meter: meter, Logger: log}); err != nil {
+		return nil, err
+	}
 	authCfg, err := cfg.AuthConfig()
 	if err != nil {
 		return nil, err
@@ -164,7 +162,7 @@ func Start(ctx context.Context, cfg *config.Config, opts Options) (d *Daemon, er
 			return nil, err
 		}
 	}
-	var gwStore gateway.Store = d.store
+	var gwStore store.Store = d.store
 	if opts.UnsafeDrillStore != nil {
 		gwStore = opts.UnsafeDrillStore(gwStore)
 	}
@@ -263,7 +261,7 @@ func (d *Daemon) Err() error {
 func (d *Daemon) Addr() string { return d.ln.Addr().String() }
 
 // Store returns the daemon's store (for tests and tools).
-func (d *Daemon) Store() *sqlstore.Store { return d.store }
+func (d *Daemon) Store() store.Backend { return d.store }
 
 // Close drains and stops the daemon: it stops accepting connections (a
 // new request is refused at connect), lets in-flight requests finish and

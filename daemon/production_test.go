@@ -171,18 +171,18 @@ func TestCleanupLoopDeletesOnlyExpiredFinishedRecords(t *testing.T) {
 	}
 	defer d.Close(context.Background())
 	for i := range 5 {
-		insertRecord(t, d.Store(), fmt.Sprint("done-", i), "COMPLETED", true)
+		insertRecord(t, sqlOf(t, d), fmt.Sprint("done-", i), "COMPLETED", true)
 	}
-	insertRecord(t, d.Store(), "running", "IN_PROGRESS", true)
-	insertRecord(t, d.Store(), "unknown", "OUTCOME_UNKNOWN", true)
-	insertRecord(t, d.Store(), "fresh", "COMPLETED", false)
+	insertRecord(t, sqlOf(t, d), "running", "IN_PROGRESS", true)
+	insertRecord(t, sqlOf(t, d), "unknown", "OUTCOME_UNKNOWN", true)
+	insertRecord(t, sqlOf(t, d), "fresh", "COMPLETED", false)
 
 	fake.BlockUntil(2) // the cleanup and gauge loops wait for their interval
 	fake.Advance(cfg.Cleanup.Interval)
 	fake.BlockUntil(2) // both ran their pass and wait again
 
 	var left []string
-	rows, err := d.Store().Pool().Query(t.Context(), "SELECT convert_from(key_hash, 'UTF8') FROM idempotency_records ORDER BY 1")
+	rows, err := sqlOf(t, d).Pool().Query(t.Context(), "SELECT convert_from(key_hash, 'UTF8') FROM idempotency_records ORDER BY 1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,14 +215,14 @@ func TestCleanupPassKeepsUpBeyondTwentyBatches(t *testing.T) {
 	}
 	defer d.Close(context.Background())
 	for i := range 45 { // 23 batches of 2
-		insertRecord(t, d.Store(), fmt.Sprint("done-", i), "COMPLETED", true)
+		insertRecord(t, sqlOf(t, d), fmt.Sprint("done-", i), "COMPLETED", true)
 	}
 	fake.BlockUntil(2)
 	fake.Advance(cfg.Cleanup.Interval)
 	fake.BlockUntil(2) // the pass ran and the loop waits again
 
 	var left int
-	if err := d.Store().Pool().QueryRow(t.Context(), "SELECT count(*) FROM idempotency_records").Scan(&left); err != nil {
+	if err := sqlOf(t, d).Pool().QueryRow(t.Context(), "SELECT count(*) FROM idempotency_records").Scan(&left); err != nil {
 		t.Fatal(err)
 	}
 	if left != 0 {
@@ -239,10 +239,10 @@ func TestGaugesCountRecordsAndShards(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close(context.Background())
-	insertRecord(t, d.Store(), "a", "COMPLETED", true)
-	insertRecord(t, d.Store(), "b", "COMPLETED", false)
-	insertRecord(t, d.Store(), "c", "IN_PROGRESS", false) // lease ran out an hour ago: stuck
-	insertRecord(t, d.Store(), "d", "OUTCOME_UNKNOWN", false)
+	insertRecord(t, sqlOf(t, d), "a", "COMPLETED", true)
+	insertRecord(t, sqlOf(t, d), "b", "COMPLETED", false)
+	insertRecord(t, sqlOf(t, d), "c", "IN_PROGRESS", false) // lease ran out an hour ago: stuck
+	insertRecord(t, sqlOf(t, d), "d", "OUTCOME_UNKNOWN", false)
 	fake.BlockUntil(1)
 	fake.Advance(time.Minute)
 	fake.BlockUntil(1)
@@ -264,4 +264,15 @@ func TestGaugesCountRecordsAndShards(t *testing.T) {
 			t.Errorf("%s%v = %s, want %s", c.name, c.label, got, c.want)
 		}
 	}
+}
+
+// sqlOf is d's store as the SQL store it opened by default, for the
+// tests that read and seed its tables directly.
+func sqlOf(t *testing.T, d *daemon.Daemon) *sqlstore.Store {
+	t.Helper()
+	s, ok := d.Store().(*sqlstore.Store)
+	if !ok {
+		t.Fatalf("daemon store is %T, want the default *sqlstore.Store", d.Store())
+	}
+	return s
 }

@@ -30,9 +30,9 @@ import (
 	"github.com/idemcoord/idemcoord/demo/payments"
 	"github.com/idemcoord/idemcoord/deploy/haproxy"
 	"github.com/idemcoord/idemcoord/failover"
-	"github.com/idemcoord/idemcoord/gateway"
 	"github.com/idemcoord/idemcoord/internal/etcdlocal"
 	"github.com/idemcoord/idemcoord/internal/pglocal"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // Regions are the dev cluster's regions, in port order.
@@ -106,7 +106,7 @@ type RegionOptions struct {
 	ForwardTransport http.RoundTripper
 	// UnsafeDrillStore is passed to the region's daemon
 	// (daemon.Options.UnsafeDrillStore). Drills only; never in production.
-	UnsafeDrillStore func(gateway.Store) gateway.Store
+	UnsafeDrillStore func(store.Store) store.Store
 }
 
 // Region is one running region.

@@ -11,6 +11,7 @@ import (
 	"github.com/idemcoord/idemcoord/failover"
 	"github.com/idemcoord/idemcoord/ownership"
 	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // start runs a controller named name until the test ends.
@@ -41,13 +42,13 @@ func everyRegion(t *testing.T, e env) map[string]*member {
 }
 
 // audit returns the audit rows of action.
-func audit(t *testing.T, s *sqlstore.Store, action string) []sqlstore.AuditRow {
+func audit(t *testing.T, s *sqlstore.Store, action string) []store.AuditRow {
 	t.Helper()
-	rows, err := s.QueryAudit(context.Background(), sqlstore.AuditFilter{Limit: 1000})
+	rows, err := s.QueryAudit(context.Background(), store.AuditFilter{Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []sqlstore.AuditRow
+	var out []store.AuditRow
 	for _, r := range rows {
 		if r.Action == action {
 			out = append(out, r)

@@ -15,11 +15,12 @@ import (
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/ownership"
 	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // claimOn claims a new operation for an actor of shard under tok: an
 // operation in flight at tok's epoch.
-func claimOn(t *testing.T, s *sqlstore.Store, shard int, tok fencing.Token) *sqlstore.Lease {
+func claimOn(t *testing.T, s *sqlstore.Store, shard int, tok fencing.Token) *store.Lease {
 	t.Helper()
 	actor := ""
 	for i := 0; actor == ""; i++ {
@@ -36,10 +37,10 @@ func claimOn(t *testing.T, s *sqlstore.Store, shard int, tok fencing.Token) *sql
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := s.Begin(context.Background(), sqlstore.ClaimRequest{
-		Scope: sqlstore.Scope{Actor: actor, Endpoint: "POST /v1/payments", Key: k}, Fingerprint: fp,
+	c, err := s.Begin(context.Background(), store.ClaimRequest{
+		Scope: store.Scope{Actor: actor, Endpoint: "POST /v1/payments", Key: k}, Fingerprint: fp,
 		Token: tok, Worker: "eu-west-i1", Lease: 30 * time.Second, TTL: time.Hour})
-	if err != nil || c.Outcome != sqlstore.FirstRun {
+	if err != nil || c.Outcome != store.FirstRun {
 		t.Fatalf("claim on shard %d: %v %v", shard, c.Outcome, err)
 	}
 	return c.Lease
@@ -131,8 +132,8 @@ func TestARegionFailoverLeavesAPlannedMoveToItsDrain(t *testing.T) {
 	}
 
 	// The operation in flight records its result at the retiring epoch.
-	if err := e.store.Finish(ctx, lease, sqlstore.Result{State: idempotency.Completed,
-		Snapshot: sqlstore.Snapshot{Status: 201, Body: []byte(`{"paid":1}`)}}); err != nil {
+	if err := e.store.Finish(ctx, lease, store.Result{State: idempotency.Completed,
+		Snapshot: store.Snapshot{Status: 201, Body: []byte(`{"paid":1}`)}}); err != nil {
 		t.Fatalf("finish of the operation the planned move was draining: %v, want recorded", err)
 	}
 	r := <-done

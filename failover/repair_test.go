@@ -7,7 +7,7 @@ import (
 
 	"github.com/idemcoord/idemcoord/failover"
 	"github.com/idemcoord/idemcoord/ownership"
-	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 func repair(e env) failover.Repair {
@@ -70,7 +70,7 @@ func TestFailoverAcceptFailbackAndDrainMoveTheRightShardsAudited(t *testing.T) {
 		want[s] = entry(s, "eu-west", 2, ownership.Active)
 	}
 	check("accept us-east")
-	accepts, err := e.store.QueryAudit(ctx, sqlstore.AuditFilter{Shard: ptr(3)})
+	accepts, err := e.store.QueryAudit(ctx, store.AuditFilter{Shard: ptr(3)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/idemcoord/idemcoord/idempotency"
-	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // operationPath is where an operation's status is served.
@@ -27,7 +27,7 @@ func operationPath(id uuid.UUID) string { return "/v1/operations/" + id.String()
 // the request, is released at once: recorded RETRYABLE_FAILURE, never
 // sent, so the client's retry runs it on a healthy instance instead of
 // finding a live lease that nobody serves.
-func (g *Gateway) accept(c *call, claim sqlstore.Claim, result string) {
+func (g *Gateway) accept(c *call, claim store.Claim, result string) {
 	lease := claim.Lease
 	ctx := context.WithoutCancel(c.r.Context())
 	in := Invocation{Request: c.r.Clone(ctx), Body: c.body,
@@ -61,51 +61,47 @@ func (g *Gateway) accept(c *call, claim sqlstore.Claim, result string) {
 
 // runAsync runs an async intent under its claim and records the result;
 // the stored request is dropped once the result is recorded.
-func (g *Gateway) runAsync(ctx context.Context, c *call, claim sqlstore.Claim, in Invocation) {
+func (g *Gateway) runAsync(ctx context.Context, c *call, claim store.Claim, in Invocation) {
 	a, res, _, err := g.perform(ctx, c, claim, in)
 	if a.Err != nil {
 		g.log.WarnContext(ctx, "async execution failed", "operation_id", in.OperationID, "err", redact(a.Err))
 	}
 	switch {
-	case errors.Is(err, sqlstore.ErrLostOwnership):
+	case errors.Is(err, store.ErrLostOwnership):
 		// Taken over, or cancelled (cancel.go): the record holds the
 		// answer that counts, and perform said so.
 	case err != nil:
 		g.log.ErrorContext(ctx, "async run not recorded", "operation_id", in.OperationID, "err", err)
 	}
 	g.metrics.upstreamResult(ctx, c.ep.Name, string(res.State))
-	if rs, ok := g.cfg.Store.(requestStore); ok && err == nil {
+	if err == nil {
 		sctx, cancel := context.WithTimeout(ctx, storeCallTimeout)
-		if err := rs.DropRequest(sctx, in.OperationID); err != nil {
+		if err := g.cfg.Store.DropRequest(sctx, in.OperationID); err != nil {
 			g.log.WarnContext(ctx, "stored async request not dropped; cleanup will", "operation_id", in.OperationID, "err", err)
 		}
 		cancel()
 	}
 }
 
-// saveRequest stores the async request for recovery, when the store can.
-func (g *Gateway) saveRequest(ctx context.Context, c *call, lease *sqlstore.Lease) error {
-	rs, ok := g.cfg.Store.(requestStore)
-	if !ok {
-		return nil
-	}
+// saveRequest stores the async request for recovery.
+func (g *Gateway) saveRequest(ctx context.Context, c *call, lease *store.Lease) error {
 	b, err := encodeQueued(c.r, c.body)
 	if err != nil {
 		return err
 	}
 	sctx, cancel := context.WithTimeout(ctx, storeCallTimeout)
 	defer cancel()
-	return rs.SaveRequest(sctx, lease, b)
+	return g.cfg.Store.SaveRequest(sctx, lease, b)
 }
 
 // release gives up a claim this instance will not run: nothing was sent,
 // so it is recorded RETRYABLE_FAILURE (a version-conditioned write) and
 // the next retry with the key runs it at once. If the write fails, the
 // lease expires and recovery or a retry takes the claim over.
-func (g *Gateway) release(ctx context.Context, c *call, lease *sqlstore.Lease, why string) {
+func (g *Gateway) release(ctx context.Context, c *call, lease *store.Lease, why string) {
 	sctx, cancel := context.WithTimeout(ctx, storeCallTimeout)
 	defer cancel()
-	err := g.cfg.Store.Finish(sctx, lease, sqlstore.Result{State: idempotency.RetryableFailure,
+	err := g.cfg.Store.Finish(sctx, lease, store.Result{State: idempotency.RetryableFailure,
 		ErrorSummary: "never sent: " + why})
 	if err != nil {
 		g.log.WarnContext(ctx, "claim not released; it waits for its lease", "operation_id", lease.OperationID,
@@ -178,7 +174,7 @@ func (g *Gateway) operation(w http.ResponseWriter, r *http.Request) {
 			rec, err = g.cfg.Store.Lookup(r.Context(), p.Scope(), id)
 		}
 	}
-	if errors.Is(err, sqlstore.ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		writeProblem(w, notFound, 0)
 		return
 	}

@@ -37,7 +37,7 @@ func TestAsyncTakeoverAsksTheResolvePathBeforeRunning(t *testing.T) {
 		}
 		io.WriteString(w, resolutionBody(201, `{"export":"done"}`))
 	})
-	s := store(t, 8)
+	s := openStore(t, 8)
 	st := &failFinish{Store: s}
 	st.n.Store(1)
 	g, err := gateway.Wrap(gateway.Config{Region: "test", Worker: "w", Store: st, Auth: verifier(t),
@@ -86,7 +86,7 @@ func TestAsyncResultIsRecordedThroughClose(t *testing.T) {
 	}))
 	defer up.Close()
 	u, _ := url.Parse(up.URL)
-	s := store(t, 8)
+	s := openStore(t, 8)
 	g, err := gateway.New(gateway.Config{Region: "test", Worker: "w", Store: s, Auth: verifier(t),
 		Endpoints: endpoints(t, "    async: true\n"), Next: gateway.NewProxy(u, nil)})
 	if err != nil {
@@ -136,7 +136,7 @@ func TestAsyncOutcomeUnknownIsResolvedOnRetry(t *testing.T) {
 	up := httptest.NewServer(mux)
 	defer up.Close()
 	u, _ := url.Parse(up.URL)
-	s := store(t, 8)
+	s := openStore(t, 8)
 	g, err := gateway.New(gateway.Config{Region: "test", Worker: "w", Store: s, Auth: verifier(t),
 		Endpoints: reviewEndpoints(t, "    async: true\n    lease: 1s\n    upstream_timeout: 300ms\n"+
 			"    resolve_path: /internal/operations/{operation_id}\n"), Next: gateway.NewProxy(u, nil)})

@@ -26,7 +26,7 @@ func TestAsyncSameKeySameTask(t *testing.T) {
 		w.WriteHeader(http.StatusCreated)
 		io.WriteString(w, `{"export":"done"}`)
 	})
-	g, err := gateway.Wrap(gateway.Config{Region: "test", Worker: "w", Store: store(t, 8), Auth: verifier(t),
+	g, err := gateway.Wrap(gateway.Config{Region: "test", Worker: "w", Store: openStore(t, 8), Auth: verifier(t),
 		Endpoints: endpoints(t, "    async: true\n")}, h)
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/internal/pgtest"
 	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // clockedStore opens a store on a fresh database whose lease time is the
@@ -82,10 +83,10 @@ func TestRetryAfterUnsentTakeoverOfRetryableFailureRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := s.Begin(ctx, sqlstore.ClaimRequest{Scope: sc, Fingerprint: fp,
+	c, err := s.Begin(ctx, store.ClaimRequest{Scope: sc, Fingerprint: fp,
 		Token:  fencing.Token{Shard: fencing.ShardOf("t/alice", fencing.DefaultShards), Epoch: 1, Region: "test"},
 		Worker: "dies-before-sending", Lease: 10 * time.Second, TTL: time.Hour})
-	if err != nil || c.Outcome != sqlstore.TakenOver {
+	if err != nil || c.Outcome != store.TakenOver {
 		t.Fatalf("attempt 2's takeover: %v %v", c.Outcome, err)
 	}
 	lease.Advance(11 * time.Second) // its lease runs out

@@ -17,7 +17,7 @@ func TestBadTokenIsRefusedOnEveryRoute(t *testing.T) {
 		io.Copy(io.Discard, r.Body)
 		w.WriteHeader(http.StatusOK)
 	})
-	srv := serveWrapped(t, store(t, 4), "", h)
+	srv := serveWrapped(t, openStore(t, 4), "", h)
 	for _, tc := range []struct {
 		name, method, path, auth string
 		want                     int

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/idemcoord/idemcoord/config"
-	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // awaitRun holds a retry that found its operation in flight for up to the
@@ -21,7 +21,7 @@ import (
 // the caller answers 409 as without a wait, with leaseLeft the lease the
 // run had left when last read. An endpoint without a wait, a shadow-mode
 // call and a full waiter list get that 409 at once.
-func (g *Gateway) awaitRun(c *call, claim sqlstore.Claim) (again, answered bool, leaseLeft time.Duration) {
+func (g *Gateway) awaitRun(c *call, claim store.Claim) (again, answered bool, leaseLeft time.Duration) {
 	leaseLeft = claim.RetryAfter
 	wait := c.ep.InProgress.Wait
 	if wait <= 0 || c.shadow != nil || c.policy.Async {

@@ -35,7 +35,7 @@ const (
 // benchRoute measures first runs (fresh keys) or replays (keys finished
 // beforehand) landing in east (the owner) and in west (forwarded).
 func benchRoute(b *testing.B, replay bool) {
-	s := store(b, benchClients)
+	s := openStore(b, benchClients)
 	east, west := startRegions(b, s, "east", regionsOptions{urlOf: func(viewer, name, real string) string {
 		if viewer != "west" || name != "east" {
 			return real

@@ -33,7 +33,7 @@ func benchSetup(b *testing.B, dbUpstream bool) (gatewayURL, proxyURL string) {
 	if dbUpstream {
 		// An upstream that does what a payments API does at least: one
 		// committed insert per request, in its own database.
-		up := store(b, benchClients)
+		up := openStore(b, benchClients)
 		if _, err := up.Pool().Exec(context.Background(), `CREATE TABLE things (id UUID PRIMARY KEY, body TEXT)`); err != nil {
 			b.Fatal(err)
 		}
@@ -65,7 +65,7 @@ func benchSetup(b *testing.B, dbUpstream bool) (gatewayURL, proxyURL string) {
 	rp.Transport = gatewayTransport()
 	plain := httptest.NewServer(rp)
 	b.Cleanup(plain.Close)
-	g, err := gateway.New(gateway.Config{Region: "test", Worker: "w", Store: store(b, benchClients), Auth: verifier(b),
+	g, err := gateway.New(gateway.Config{Region: "test", Worker: "w", Store: openStore(b, benchClients), Auth: verifier(b),
 		Endpoints: endpoints(b, benchEndpoint), Next: gateway.NewProxy(u, nil)})
 	if err != nil {
 		b.Fatal(err)

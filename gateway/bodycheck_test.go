@@ -26,7 +26,7 @@ func countingHandler(runs *atomic.Int64) http.Handler {
 // serveWithBudget is serveWrapped with a given fingerprint budget.
 func serveWithBudget(t testing.TB, b *gateway.FingerprintBudget, extra string, h http.Handler) *httptest.Server {
 	t.Helper()
-	g, err := gateway.Wrap(gateway.Config{Region: "test", Worker: "w", Store: store(t, 8), Auth: verifier(t),
+	g, err := gateway.Wrap(gateway.Config{Region: "test", Worker: "w", Store: openStore(t, 8), Auth: verifier(t),
 		Endpoints: endpoints(t, extra), FingerprintBudget: b}, h)
 	if err != nil {
 		t.Fatal(err)

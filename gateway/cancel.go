@@ -12,10 +12,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/idemcoord/idemcoord/config"
-	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/internal/retry"
-	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // CancelVerdict is the upstream's answer to "cancel operation X".
@@ -45,13 +44,6 @@ type Canceller interface {
 }
 
 var _ Canceller = (*Proxy)(nil)
-
-// cancelStore records a confirmed cancel (*sqlstore.Store).
-type cancelStore interface {
-	Cancel(ctx context.Context, rec sqlstore.Record, tok fencing.Token, res sqlstore.Result) error
-}
-
-var _ cancelStore = (*sqlstore.Store)(nil)
 
 // Cancel POSTs to the endpoint's cancel_path with the operation id and
 // actor, within the endpoint's upstream timeout, detached from the
@@ -91,8 +83,8 @@ const cancelRounds = 4
 // records (the DELETE, the worker whose upstream call ends in the
 // cancellation, a resolve): one answer, the same whichever path recorded
 // it, replayed to every retry of the original request.
-var cancelledResult = sqlstore.Result{State: idempotency.Cancelled, ErrorSummary: "cancelled by the owning actor",
-	Snapshot: sqlstore.Snapshot{Status: http.StatusConflict,
+var cancelledResult = store.Result{State: idempotency.Cancelled, ErrorSummary: "cancelled by the owning actor",
+	Snapshot: store.Snapshot{Status: http.StatusConflict,
 		Header: http.Header{"Content-Type": {"application/problem+json"}},
 		Body: mustJSON(problem{Type: problemBase + "operation-cancelled", Title: "operation cancelled",
 			Detail: "the owning actor cancelled this operation before its irreversible stage; it never took effect",
@@ -158,7 +150,7 @@ func (g *Gateway) cancelOperation(w http.ResponseWriter, r *http.Request) {
 	sctx, done := share.Call(ctx, storeCallTimeout)
 	rec, err := g.cfg.Store.Lookup(sctx, actor, id)
 	done()
-	if errors.Is(err, sqlstore.ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		writeProblem(w, notFound, 0)
 		return
 	}
@@ -169,8 +161,8 @@ func (g *Gateway) cancelOperation(w http.ResponseWriter, r *http.Request) {
 	advertiseRetention(w, rec)
 	ep := g.endpoint(rec.Scope.Endpoint)
 	canceller, _ := g.cfg.Next.(Canceller)
-	cs, _ := g.cfg.Store.(cancelStore)
-	if ep == nil || ep.CancelPath == "" || canceller == nil || cs == nil {
+	cs := g.cfg.Store
+	if ep == nil || ep.CancelPath == "" || canceller == nil {
 		g.cancelled(ctx, rec.Scope.Endpoint, "unsupported", id, "")
 		writeProblem(w, problem{Type: "not-cancellable", Title: "operation cannot be cancelled",
 			Detail: "this operation's endpoint has no cancel", Status: http.StatusConflict,

@@ -24,6 +24,7 @@ import (
 	"github.com/idemcoord/idemcoord/gateway"
 	"github.com/idemcoord/idemcoord/internal/pgtest"
 	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // cancelHold is how long the demo holds a payment reserved; only the
@@ -213,7 +214,7 @@ func (e *cancelEnv) effects(op string) (charges, rows int) {
 }
 
 // record reads op's record as subject.
-func (e *cancelEnv) record(subject, op string) sqlstore.Record {
+func (e *cancelEnv) record(subject, op string) store.Record {
 	e.t.Helper()
 	rec, err := e.store.Lookup(context.Background(), "t/"+subject, uuid.MustParse(op))
 	if err != nil {
@@ -224,7 +225,7 @@ func (e *cancelEnv) record(subject, op string) sqlstore.Record {
 
 // waitRecord waits, on the store's own answers, until op's record
 // satisfies ok (a background worker writes it); no timing is asserted.
-func (e *cancelEnv) waitRecord(subject, op string, ok func(sqlstore.Record) bool) sqlstore.Record {
+func (e *cancelEnv) waitRecord(subject, op string, ok func(store.Record) bool) store.Record {
 	e.t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/idemcoord/idemcoord/idempotency"
-	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // TestCancelRacingTheCaptureNeverBothCancelsAndCharges: DELETEs race the
@@ -95,7 +95,7 @@ func TestDroppedPostConnectionNeverCancels(t *testing.T) {
 			}
 			e.hold.Advance(cancelHold)
 			key, _ := idempotency.ParseKeyHeader("pay-1")
-			sc := sqlstore.Scope{Actor: "t/alice", Endpoint: "create-payment", Key: key}
+			sc := store.Scope{Actor: "t/alice", Endpoint: "create-payment", Key: key}
 			if st := waitState(t, e.store, sc, idempotency.Completed, 20*time.Second); st != idempotency.Completed {
 				t.Fatalf("record %s, want COMPLETED", st)
 			}

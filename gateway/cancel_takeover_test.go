@@ -9,7 +9,7 @@ import (
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/gateway"
 	"github.com/idemcoord/idemcoord/idempotency"
-	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // TestTakeoverOfACancelledTaskRecordsTheCancellation: an instance claimed
@@ -35,10 +35,10 @@ func TestTakeoverOfACancelledTaskRecordsTheCancellation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dead, err := e.store.Begin(ctx, sqlstore.ClaimRequest{Scope: sqlstore.Scope{Actor: "t/alice", Endpoint: e.endpoint.Name, Key: key},
+	dead, err := e.store.Begin(ctx, store.ClaimRequest{Scope: store.Scope{Actor: "t/alice", Endpoint: e.endpoint.Name, Key: key},
 		Fingerprint: fp, Token: fencing.Token{Shard: shard, Epoch: epoch, Region: owner}, Worker: "dead",
 		Lease: policy.Lease, TTL: policy.TTL, Pending: true})
-	if err != nil || dead.Outcome != sqlstore.FirstRun {
+	if err != nil || dead.Outcome != store.FirstRun {
 		t.Fatalf("dead instance's claim: %v %v", dead.Outcome, err)
 	}
 	op := dead.Lease.OperationID.String()
@@ -63,7 +63,7 @@ func TestTakeoverOfACancelledTaskRecordsTheCancellation(t *testing.T) {
 	if retry := e.accepted("alice", "pay-1", "order-1"); retry != op {
 		t.Fatalf("retry got operation %s, want %s", retry, op)
 	}
-	rec := e.waitRecord("alice", op, func(rec sqlstore.Record) bool { return rec.State.Terminal() })
+	rec := e.waitRecord("alice", op, func(rec store.Record) bool { return rec.State.Terminal() })
 	if rec.State != idempotency.Cancelled {
 		t.Fatalf("the takeover recorded %s, want CANCELLED", rec.State)
 	}

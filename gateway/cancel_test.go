@@ -7,7 +7,7 @@ import (
 
 	"github.com/idemcoord/idemcoord/gateway"
 	"github.com/idemcoord/idemcoord/idempotency"
-	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // TestCancelBeforeTheIrreversibleStageNeverTakesEffect: a payment still
@@ -74,10 +74,10 @@ func TestCancelAfterTheIrreversibleStageIsRefusedAndRunsOnce(t *testing.T) {
 			op := e.accepted("alice", "pay-1", "order-1")
 			e.hold.BlockUntil(1)
 			e.hold.Advance(cancelHold) // captured; the charge waits at the bank
-			e.waitRecord("alice", op, func(rec sqlstore.Record) bool { return rec.LastStage == "captured" })
+			e.waitRecord("alice", op, func(rec store.Record) bool { return rec.LastStage == "captured" })
 			if finished {
 				close(gate)
-				e.waitRecord("alice", op, func(rec sqlstore.Record) bool { return rec.State == idempotency.Completed })
+				e.waitRecord("alice", op, func(rec store.Record) bool { return rec.State == idempotency.Completed })
 			}
 			r := e.cancel("alice", op)
 			if r.status != http.StatusConflict || r.body["stage"] != "captured" ||
@@ -111,7 +111,7 @@ func TestCancelByAnotherActorIsNotFoundAndChangesNothing(t *testing.T) {
 	// The demo holds the payment once it reported "reserved"; the record
 	// is settled in that state only when the gateway recorded the stage
 	// (it may still be PENDING the moment the hold begins).
-	before := e.waitRecord("alice", op, func(rec sqlstore.Record) bool {
+	before := e.waitRecord("alice", op, func(rec store.Record) bool {
 		return rec.State == idempotency.InProgress && strings.HasPrefix(rec.LastStage, "reserved")
 	})
 	del, get := e.cancel("bob", op), e.status("bob", op)
@@ -152,7 +152,7 @@ func TestCancelConfirmedUpstreamIsRecordedByTheWorker(t *testing.T) {
 		t.Fatalf("upstream cancel: %d %v", r.status, r.header)
 	}
 	e.hold.Advance(cancelHold)
-	rec := e.waitRecord("alice", op, func(rec sqlstore.Record) bool { return rec.State.Terminal() })
+	rec := e.waitRecord("alice", op, func(rec store.Record) bool { return rec.State.Terminal() })
 	if rec.State != idempotency.Cancelled {
 		t.Fatalf("worker recorded %s, want CANCELLED", rec.State)
 	}

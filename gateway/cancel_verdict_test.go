@@ -48,7 +48,7 @@ func TestCancelWithoutAVerdictChangesNothing(t *testing.T) {
 				io.WriteString(w, `{}`)
 			})
 			mux.HandleFunc("POST /internal/operations/{id}/cancel", func(w http.ResponseWriter, r *http.Request) { tt.answer(w) })
-			st := store(t, 8)
+			st := openStore(t, 8)
 			eps := endpoints(t, "    async: true\n    lease: 30s\n    resolve_path: /internal/operations/{operation_id}\n"+
 				"    cancel_path: /internal/operations/{operation_id}/cancel\n")
 			cfg := gateway.Config{Region: "test", Worker: "w", Store: st, Auth: verifier(t), Endpoints: eps,

@@ -11,7 +11,7 @@ import (
 	"github.com/idemcoord/idemcoord/config"
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/idempotency"
-	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // cancelRun is one DELETE's state across its rounds.
@@ -22,8 +22,8 @@ type cancelRun struct {
 	ep        *config.Endpoint
 	id        uuid.UUID
 	in        Invocation
-	rec       sqlstore.Record // as last read
-	cs        cancelStore
+	rec       store.Record // as last read
+	cs        store.Cancels
 	canceller Canceller
 	confirmed bool // the upstream confirmed the cancel
 }
@@ -44,7 +44,7 @@ func (cr *cancelRun) round(r round) stepResult {
 		writeCancelled(w, id, true)
 		return answered
 	}
-	if ok, stage := sqlstore.Cancellable(rec); !ok {
+	if ok, stage := store.Cancellable(rec); !ok {
 		g.cancelled(ctx, ep.Name, "irreversible", id, stage)
 		writeNotCancellable(w, id, rec.State, stage)
 		return answered
@@ -78,8 +78,8 @@ func (cr *cancelRun) round(r round) stepResult {
 		return answered
 	case errors.As(err, &staleEpoch):
 		next = stale(err)
-	case !errors.Is(err, sqlstore.ErrLostOwnership) && !errors.Is(err, sqlstore.ErrNotCancellable) &&
-		!errors.As(err, new(*sqlstore.AmbiguousCommitError)):
+	case !errors.Is(err, store.ErrLostOwnership) && !errors.Is(err, store.ErrNotCancellable) &&
+		!errors.As(err, new(*store.AmbiguousCommitError)):
 		g.cancelStoreDown(ctx, w, ep.Name, id, err)
 		return answered
 	}

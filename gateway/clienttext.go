@@ -10,7 +10,7 @@ import "strings"
 // library's are those whose errors reach a detail through a body check.
 var errorPrefixes = []string{
 	// This module's packages whose errors can reach the gateway.
-	"authn", "clock", "config", "sqlstore", "daemon", "failover", "fencing",
+	"authn", "clock", "config", "sqlstore", "store", "daemon", "failover", "fencing",
 	"gateway", "idempotency", "ownership", "policy", "region",
 	// The standard library's, met while checking a body.
 	"json", "mime", "multipart",

@@ -26,7 +26,7 @@ func problemDetail(t testing.TB, body string) string {
 // operator can find what to raise.
 func TestTooLargeBodyProblemStatesTheCap(t *testing.T) {
 	var runs atomic.Int64
-	srv := serveWrapped(t, store(t, 8), "    max_request_bytes: 1KiB\n", countingHandler(&runs))
+	srv := serveWrapped(t, openStore(t, 8), "    max_request_bytes: 1KiB\n", countingHandler(&runs))
 	body := `{"pad":"` + strings.Repeat("x", 2000) + `"}`
 	status, _, got := do(t, post(t, srv.URL+"/v1/things", token(t, "alice"), "too-big", body))
 	if status != http.StatusRequestEntityTooLarge {
@@ -50,7 +50,7 @@ func TestTooLargeBodyProblemStatesTheCap(t *testing.T) {
 // keeping what the error says.
 func TestProblemDetailsCarryNoPackagePrefix(t *testing.T) {
 	var runs atomic.Int64
-	s := store(t, 8)
+	s := openStore(t, 8)
 	jsonSrv := serveWrapped(t, s, "", countingHandler(&runs))
 	formSrv := serveWrapped(t, s, "    body: multipart\n", countingHandler(&runs))
 	auth := token(t, "alice")

@@ -69,7 +69,7 @@ func TestACompleteEndpointsRetryAfterA503RunsTheRestOnce(t *testing.T) {
 	alice := token(t, "alice")
 	t.Run("complete", func(t *testing.T) {
 		up := newTwoStage()
-		srv := serveWrapped(t, store(t, 8), resolveLine+"    on_retry: complete\n", up)
+		srv := serveWrapped(t, openStore(t, 8), resolveLine+"    on_retry: complete\n", up)
 		st, hd, b := do(t, post(t, srv.URL+"/v1/things", alice, "order-1", `{"sku":"a"}`))
 		if st != http.StatusServiceUnavailable || hd.Get(gateway.HeaderReplayed) != "" {
 			t.Fatalf("first attempt: %s, want the upstream's 503", describe(st, hd, b))
@@ -97,7 +97,7 @@ func TestACompleteEndpointsRetryAfterA503RunsTheRestOnce(t *testing.T) {
 	})
 	t.Run("replay (default) starts over", func(t *testing.T) {
 		up := newTwoStage()
-		srv := serveWrapped(t, store(t, 8), resolveLine, up)
+		srv := serveWrapped(t, openStore(t, 8), resolveLine, up)
 		do(t, post(t, srv.URL+"/v1/things", alice, "order-2", `{"sku":"a"}`))
 		if st, hd, b := do(t, post(t, srv.URL+"/v1/things", alice, "order-2", `{"sku":"a"}`)); st != http.StatusCreated {
 			t.Fatalf("retry: %s", describe(st, hd, b))
@@ -111,7 +111,7 @@ func TestACompleteEndpointsRetryAfterA503RunsTheRestOnce(t *testing.T) {
 	t.Run("terminal failure replayed", func(t *testing.T) {
 		up := newTwoStage()
 		up.terminal = true
-		srv := serveWrapped(t, store(t, 8), resolveLine+"    on_retry: complete\n", up)
+		srv := serveWrapped(t, openStore(t, 8), resolveLine+"    on_retry: complete\n", up)
 		do(t, post(t, srv.URL+"/v1/things", alice, "order-3", `{"sku":"a"}`))
 		st, hd, b := do(t, post(t, srv.URL+"/v1/things", alice, "order-3", `{"sku":"a"}`))
 		if st != http.StatusConflict || hd.Get(gateway.HeaderReplayed) != "true" {

@@ -11,7 +11,7 @@ import (
 const contentionRetryAfter = time.Second
 
 // contended answers a store call that gave up because other writers on the
-// same key kept winning (sqlstore.ErrContention): the store is healthy and the
+// same key kept winning (store.ErrContention): the store is healthy and the
 // key is busy, which is a 409 like an operation in progress, not the 503 of
 // a dead store. Nothing was executed by this request.
 func (g *Gateway) contended(c *call, err error) {

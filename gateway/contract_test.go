@@ -15,7 +15,7 @@ import (
 // every 503.
 func TestRegionUnavailableHasRetryAfter(t *testing.T) {
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(201) })
-	srv := serveWrapped(t, staleForever{store(t, 4)}, "", h)
+	srv := serveWrapped(t, staleForever{openStore(t, 4)}, "", h)
 	st, hd, b := do(t, post(t, srv.URL+"/v1/things", token(t, "alice"), "k", `{}`))
 	if st != http.StatusServiceUnavailable {
 		t.Fatalf("status %d %s, want 503", st, b)
@@ -33,7 +33,7 @@ func TestOperationViewHasStatus(t *testing.T) {
 		w.WriteHeader(201)
 		io.WriteString(w, `{"id":1}`)
 	})
-	srv := serveWrapped(t, store(t, 4), "", h)
+	srv := serveWrapped(t, openStore(t, 4), "", h)
 	alice := token(t, "alice")
 	st, hd, _ := do(t, post(t, srv.URL+"/v1/things", alice, "view-1", `{}`))
 	if st != 201 {
@@ -60,7 +60,7 @@ func TestOperationViewHasStatus(t *testing.T) {
 // (a public page, a webhook, the upstream's own health check) gets 401.
 func TestUnmatchedRouteNeedsNoToken(t *testing.T) {
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "public") })
-	srv := serveWrapped(t, store(t, 4), "", h)
+	srv := serveWrapped(t, openStore(t, 4), "", h)
 	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/public/status", nil)
 	if st, _, b := do(t, req); st != http.StatusOK {
 		t.Fatalf("uncoordinated route without a token: %d %s, want it passed through", st, b)

@@ -11,7 +11,7 @@ import (
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/internal/retry"
-	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // storeRetryAfter is the Retry-After of a 503 while the store is
@@ -74,7 +74,7 @@ func (g *Gateway) coordinateCall(c *call) {
 		switch {
 		case errors.Is(err, fencing.ErrStaleEpoch):
 			return stale(err)
-		case errors.Is(err, sqlstore.ErrFingerprintVersion):
+		case errors.Is(err, store.ErrFingerprintVersion):
 			// Stored by an instance with a newer fingerprint algorithm:
 			// this one cannot compare. Another (upgraded) instance can.
 			setKeyStatus(c.w, KeyStatusInProgress)
@@ -113,17 +113,17 @@ const claimRounds = 4
 // time, the body (within its cap and declared type) and its fingerprint.
 // It answers the client itself, and reports false, when the request is
 // refused or needs no coordination.
-func (g *Gateway) admit(c *call) (sqlstore.ClaimRequest, bool) {
+func (g *Gateway) admit(c *call) (store.ClaimRequest, bool) {
 	w, r, ep, actor, start := c.w, c.r, c.ep, c.actor, c.start
 	values := r.Header.Values(HeaderKey)
 	if len(values) == 0 {
 		if c.policy.KeyRequired {
 			g.refuse(c, "missing_key", problem{Type: "missing-key", Title: "Idempotency-Key header required",
 				Status: http.StatusBadRequest, NewKeySafe: true})
-			return sqlstore.ClaimRequest{}, false
+			return store.ClaimRequest{}, false
 		}
 		g.passthrough(w, r, actor, ep.Name, start)
-		return sqlstore.ClaimRequest{}, false
+		return store.ClaimRequest{}, false
 	}
 	key, err := idempotency.ParseKeyHeader(values[0])
 	if err == nil && len(values) > 1 {
@@ -132,38 +132,38 @@ func (g *Gateway) admit(c *call) (sqlstore.ClaimRequest, bool) {
 	if err != nil {
 		g.refuse(c, "invalid_key", problem{Type: "invalid-key", Title: "invalid Idempotency-Key",
 			Detail: err.Error(), Status: http.StatusBadRequest, NewKeySafe: true})
-		return sqlstore.ClaimRequest{}, false
+		return store.ClaimRequest{}, false
 	}
 	c.key = key
 	firstSent, refused, bad := g.firstSent(c)
 	if bad {
 		g.refuse(c, "first_sent_refused", refused)
-		return sqlstore.ClaimRequest{}, false
+		return store.ClaimRequest{}, false
 	}
 	if c.body, err = readBody(r, c.policy.MaxRequestBytes); err != nil {
 		g.refuse(c, "body_too_large", problem{Type: "body-too-large", Title: "request body over the endpoint's cap",
 			Detail: bodyCapDetail(c.policy.MaxRequestBytes), Status: http.StatusRequestEntityTooLarge, NewKeySafe: true})
-		return sqlstore.ClaimRequest{}, false
+		return store.ClaimRequest{}, false
 	}
 	if !ep.AcceptsBody(r.Header.Get("Content-Type"), len(c.body)) {
 		g.unsupportedMediaType(c)
-		return sqlstore.ClaimRequest{}, false
+		return store.ClaimRequest{}, false
 	}
 	// Bounded: a burst of large bodies waits here, or gets 503.
 	release, err := g.cfg.FingerprintBudget.Acquire(r.Context(), int64(len(c.body)))
 	if err != nil {
 		g.fingerprintBusy(c)
-		return sqlstore.ClaimRequest{}, false
+		return store.ClaimRequest{}, false
 	}
 	fp, err := g.fingerprint(c, 0)
 	release()
 	if err != nil {
 		g.refuse(c, "malformed_body", problem{Type: "malformed-body", Title: "request body cannot be fingerprinted",
 			Detail: err.Error(), Status: http.StatusBadRequest, NewKeySafe: true})
-		return sqlstore.ClaimRequest{}, false
+		return store.ClaimRequest{}, false
 	}
-	return sqlstore.ClaimRequest{
-		Scope:         sqlstore.Scope{Actor: actor, Endpoint: ep.Name, Key: key},
+	return store.ClaimRequest{
+		Scope:         store.Scope{Actor: actor, Endpoint: ep.Name, Key: key},
 		Fingerprint:   fp,
 		Refingerprint: func(v int) (idempotency.Fingerprint, error) { return g.fingerprint(c, v) },
 		Worker:        g.cfg.Worker,
@@ -188,27 +188,27 @@ func (g *Gateway) regionUnavailable(c *call, err error) {
 
 // decide acts on a claim. again asks coordinate to claim once more (after
 // an unknown outcome was resolved).
-func (g *Gateway) decide(ctx context.Context, c *call, req sqlstore.ClaimRequest, claim sqlstore.Claim) (again bool) {
+func (g *Gateway) decide(ctx context.Context, c *call, req store.ClaimRequest, claim store.Claim) (again bool) {
 	rec := claim.Record
 	opID := rec.OperationID.String()
 	advertiseClaim(c.w, claim)
-	if c.policy.Async && claim.Outcome == sqlstore.Unresolved && g.resolve(ctx, c, req.Token, rec) {
+	if c.policy.Async && claim.Outcome == store.Unresolved && g.resolve(ctx, c, req.Token, rec) {
 		return true
 	}
-	if (claim.Outcome == sqlstore.Replayed || claim.Outcome == sqlstore.InFlight) && !c.charged {
+	if (claim.Outcome == store.Replayed || claim.Outcome == store.InFlight) && !c.charged {
 		if g.limited(c) {
 			return false
 		}
 		c.charged = true // one token per request, however many rounds (a wait, then the replay)
 	}
 	setKeyStatus(c.w, claimKeyStatus(claim))
-	if c.policy.Async && claim.Outcome == sqlstore.Replayed && rec.State == idempotency.Cancelled {
+	if c.policy.Async && claim.Outcome == store.Replayed && rec.State == idempotency.Cancelled {
 		// The cancellation is the answer: replayed, never a second task.
 		g.metrics.request(ctx, c.ep.Name, "replay", c.start)
 		writeSnapshot(c.w, rec, true)
 		return false
 	}
-	if c.policy.Async && (claim.Outcome == sqlstore.Replayed || claim.Outcome == sqlstore.InFlight || claim.Outcome == sqlstore.Unresolved) {
+	if c.policy.Async && (claim.Outcome == store.Replayed || claim.Outcome == store.InFlight || claim.Outcome == store.Unresolved) {
 		// A retry of an async request gets the same task, whatever its state.
 		setKeyStatus(c.w, recordKeyStatus(rec))
 		g.metrics.request(ctx, c.ep.Name, "async_accepted", c.start)
@@ -216,7 +216,7 @@ func (g *Gateway) decide(ctx context.Context, c *call, req sqlstore.ClaimRequest
 		return false
 	}
 	switch claim.Outcome {
-	case sqlstore.Replayed:
+	case store.Replayed:
 		if c.ep.Replay.Reference() && c.shadow == nil && rec.Snapshot.ResourceID != "" &&
 			rec.State == idempotency.Completed && !rec.Purged {
 			g.replayReference(ctx, c, rec)
@@ -229,12 +229,12 @@ func (g *Gateway) decide(ctx context.Context, c *call, req sqlstore.ClaimRequest
 		}
 		g.metrics.request(ctx, c.ep.Name, "replay", c.start)
 		writeSnapshot(c.w, rec, true)
-	case sqlstore.Mismatch:
+	case store.Mismatch:
 		g.refuse(c, "fingerprint_conflict", problem{Type: "fingerprint-mismatch",
 			Title:  "Idempotency-Key reused with a different request",
 			Detail: "this key belongs to another request; use a new key for a new intent",
 			Status: http.StatusUnprocessableEntity, NewKeySafe: true})
-	case sqlstore.InFlight:
+	case store.InFlight:
 		again, answered, leaseLeft := g.awaitRun(c, claim)
 		if again || answered {
 			return again
@@ -242,16 +242,16 @@ func (g *Gateway) decide(ctx context.Context, c *call, req sqlstore.ClaimRequest
 		g.refuseWait(c, "in_progress", problem{Type: "in-progress", Title: "operation in progress",
 			Detail: "another request with this key is being processed", Status: http.StatusConflict,
 			OperationID: opID, OperationState: string(rec.State)}, g.durations[c.ep.Name].retryAfter(leaseLeft))
-	case sqlstore.Unresolved:
+	case store.Unresolved:
 		if g.resolve(ctx, c, req.Token, rec) {
 			return true
 		}
 		g.refuseWait(c, "outcome_unknown", problem{Type: "outcome-unknown", Title: "operation outcome unknown",
 			Detail: "the upstream may have run it; it is being reconciled", Status: http.StatusConflict,
 			OperationID: opID, OperationState: string(idempotency.OutcomeUnknown)}, time.Second)
-	case sqlstore.FirstRun, sqlstore.TakenOver:
+	case store.FirstRun, store.TakenOver:
 		result := "first_run"
-		if claim.Outcome == sqlstore.TakenOver {
+		if claim.Outcome == store.TakenOver {
 			result = "takeover"
 		}
 		if c.policy.Async {
@@ -265,23 +265,23 @@ func (g *Gateway) decide(ctx context.Context, c *call, req sqlstore.ClaimRequest
 
 // resolve asks the upstream about an OUTCOME_UNKNOWN operation and records
 // the verdict. It reports whether the record moved on (claim again).
-func (g *Gateway) resolve(ctx context.Context, c *call, tok fencing.Token, rec sqlstore.Record) bool {
+func (g *Gateway) resolve(ctx context.Context, c *call, tok fencing.Token, rec store.Record) bool {
 	in := Invocation{Request: c.r, Body: c.body, OperationID: rec.OperationID, Actor: c.actor, Endpoint: c.ep}
-	var res sqlstore.Result
+	var res store.Result
 	switch v, a := g.cfg.Next.Resolve(ctx, in); v {
 	case Ran:
 		// Classified like a live answer: a retryable status re-runs on the
 		// next retry, exactly as if the upstream had answered in time.
 		res = g.result(c, a)
 	case NotRun:
-		res = sqlstore.Result{State: idempotency.RetryableFailure, ErrorSummary: "upstream confirmed it never ran"}
+		res = store.Result{State: idempotency.RetryableFailure, ErrorSummary: "upstream confirmed it never ran"}
 	default:
 		return false
 	}
 	sctx, cancel := context.WithTimeout(ctx, storeCallTimeout)
 	err := g.cfg.Store.Resolve(sctx, rec, tok, res)
 	cancel()
-	if err != nil && !errors.Is(err, sqlstore.ErrLostOwnership) {
+	if err != nil && !errors.Is(err, store.ErrLostOwnership) {
 		g.log.WarnContext(ctx, "resolve failed", "operation_id", rec.OperationID, "err", err)
 		return false
 	}
@@ -314,7 +314,7 @@ func (g *Gateway) fingerprint(c *call, version int) (idempotency.Fingerprint, er
 
 // storeDown answers 503: nothing was claimed, so nothing was sent upstream.
 func (g *Gateway) storeDown(c *call, err error) {
-	if errors.Is(err, sqlstore.ErrContention) {
+	if errors.Is(err, store.ErrContention) {
 		g.contended(c, err) // a busy key (409), not a dead store
 		return
 	}

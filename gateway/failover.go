@@ -9,7 +9,7 @@ import (
 	"github.com/idemcoord/idemcoord/failover"
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/ownership"
-	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // RegionHealth tells how a region's liveness looks, from a local view
@@ -100,7 +100,7 @@ func (g *Gateway) localHealth() failover.RegionState {
 // single-region mode). It reads only the directory cache, once per shard
 // and policy, so the scan's answer is decided by the same rule as each
 // takeover, not by whatever is oldest in the store.
-func (g *Gateway) runnable() []sqlstore.Runnable {
+func (g *Gateway) runnable() []store.Runnable {
 	byPolicy := map[failover.Policy][]string{}
 	var order []failover.Policy
 	for _, ep := range g.cfg.Endpoints {
@@ -113,9 +113,9 @@ func (g *Gateway) runnable() []sqlstore.Runnable {
 		}
 		byPolicy[p] = append(byPolicy[p], ep.Name)
 	}
-	out := make([]sqlstore.Runnable, 0, len(order))
+	out := make([]store.Runnable, 0, len(order))
 	for _, p := range order {
-		r := sqlstore.Runnable{Endpoints: byPolicy[p], AllShards: g.routes == nil}
+		r := store.Runnable{Endpoints: byPolicy[p], AllShards: g.routes == nil}
 		if g.routes != nil {
 			health := g.localHealth()
 			for shard := range g.cfg.Shards {

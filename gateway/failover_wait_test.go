@@ -19,7 +19,7 @@ func (suspectRegions) State(string) failover.RegionState { return failover.Suspe
 // say: the failover completes within about a second of that, and a client
 // that honours a longer hint comes back late. Nothing runs.
 func TestAWaitForAFailoverAsksTheClientBackWithinASecond(t *testing.T) {
-	s := store(t, 8)
+	s := openStore(t, 8)
 	east, west := startRegions(t, s, "east", regionsOptions{health: func(string) gateway.RegionHealth { return suspectRegions{} }})
 	st, h, b := do(t, post(t, west.url+"/v1/things", token(t, "alice"), "owner-suspect", routeBody))
 	if st != http.StatusServiceUnavailable || problemType(t, b) != "region-failover" || h.Get("Retry-After") != "1" {

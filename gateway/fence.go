@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/idemcoord/idemcoord/fencing"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // errNotOwner means another region owns the actor's shard.
@@ -18,14 +19,14 @@ var errNotOwner = errors.New("gateway: shard owned by another region")
 // fence again. It never adopts an epoch that belongs to another region:
 // doing so would let a region that lost the shard keep writing.
 type fenceCache struct {
-	store  Store
+	store  store.Store
 	shards int
 	region string
 	mu     sync.Mutex
 	epochs map[int]int64
 }
 
-func newFenceCache(s Store, shards int, region string) *fenceCache {
+func newFenceCache(s store.Store, shards int, region string) *fenceCache {
 	return &fenceCache{store: s, shards: shards, region: region, epochs: map[int]int64{}}
 }
 

@@ -25,7 +25,7 @@ func TestFenceOwnedByAnotherRegionIsNeverAdopted(t *testing.T) {
 		w.WriteHeader(http.StatusCreated)
 		io.WriteString(w, `{}`)
 	})
-	s := store(t, 8)
+	s := openStore(t, 8)
 	shard := fencing.ShardOf("t/alice", fencing.DefaultShards)
 	if _, err := s.Pool().Exec(ctx, `UPDATE shard_fences SET owner_region = 'us-east' WHERE shard = $1`, shard); err != nil {
 		t.Fatal(err)

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/idemcoord/idemcoord/gateway"
-	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // firstSentPost is a POST of create-thing under key with an
@@ -52,7 +52,7 @@ func TestAFirstSentOlderThanTheTTLIsRefusedAndNothingRuns(t *testing.T) {
 		if st != tc.want || !strings.Contains(b, tc.problem) || hd.Get(gateway.HeaderKeyStatus) != gateway.KeyStatusRejected {
 			t.Errorf("%s: %s, want %d %s", tc.name, describe(st, hd, b), tc.want, tc.problem)
 		}
-		if _, err := s.Read(context.Background(), reviewScope(t, "alice", tc.key)); !errors.Is(err, sqlstore.ErrNotFound) {
+		if _, err := s.Read(context.Background(), reviewScope(t, "alice", tc.key)); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("%s: the key has a record (%v), want none", tc.name, err)
 		}
 	}

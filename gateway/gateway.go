@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/uuid"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
@@ -21,7 +20,7 @@ import (
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/region"
-	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // Headers the gateway reads and writes.
@@ -32,20 +31,6 @@ const (
 	HeaderReplayed    = "Idempotent-Replayed"
 	HeaderRegion      = "X-Idempotency-Region"
 )
-
-// Store is what the gateway needs of the SQL store (*sqlstore.Store).
-type Store interface {
-	Begin(ctx context.Context, req sqlstore.ClaimRequest) (sqlstore.Claim, error)
-	Heartbeat(ctx context.Context, l *sqlstore.Lease) error
-	RecordStage(ctx context.Context, l *sqlstore.Lease, stage string) error
-	Finish(ctx context.Context, l *sqlstore.Lease, res sqlstore.Result) error
-	Resolve(ctx context.Context, rec sqlstore.Record, tok fencing.Token, res sqlstore.Result) error
-	Lookup(ctx context.Context, actor string, opID uuid.UUID) (sqlstore.Record, error)
-	Fence(ctx context.Context, shard int) (epoch int64, owner string, err error)
-	Ping(ctx context.Context) error
-}
-
-var _ Store = (*sqlstore.Store)(nil)
 
 // Authenticator maps a request to its principal (*authn.Verifier).
 type Authenticator interface {
@@ -58,8 +43,10 @@ type Config struct {
 	Region string
 	// Worker identifies this instance in lease owners.
 	Worker string
-	// Store is the SQL store.
-	Store Store
+	// Store is the store that arbitrates the keys (package store's
+	// contract; *sqlstore.Store in production). Its every capability is
+	// used: claims, the async queue and its recovery, cancel, fences.
+	Store store.Store
 	// Auth authenticates callers.
 	Auth Authenticator
 	// Endpoints are the coordinated endpoints.

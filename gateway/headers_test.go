@@ -31,8 +31,8 @@ func TestReservedHeadersStrippedUnderEverySpelling(t *testing.T) {
 	up := httptest.NewServer(record)
 	defer up.Close()
 	u, _ := url.Parse(up.URL)
-	_, proxied := serveGateway(t, "w", store(t, 8), nil, u, "")
-	wrapped := serveWrapped(t, store(t, 8), "", record)
+	_, proxied := serveGateway(t, "w", openStore(t, 8), nil, u, "")
+	wrapped := serveWrapped(t, openStore(t, 8), "", record)
 	alice := token(t, "alice")
 	for _, tc := range []struct{ name, url, path, key string }{
 		{"proxy coordinated", proxied.URL, "/v1/things", "k-1"},

@@ -15,6 +15,7 @@ import (
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // reviewEndpoints parses one endpoint "create-thing" (POST /v1/things, key
@@ -26,13 +27,13 @@ func reviewEndpoints(t testing.TB, extra string) []config.Endpoint {
 }
 
 // reviewScope is the store scope the gateway uses for actor t/<subject>.
-func reviewScope(t testing.TB, subject, key string) sqlstore.Scope {
+func reviewScope(t testing.TB, subject, key string) store.Scope {
 	t.Helper()
 	k, err := idempotency.ParseKeyHeader(key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return sqlstore.Scope{Actor: "t/" + subject, Endpoint: "create-thing", Key: k}
+	return store.Scope{Actor: "t/" + subject, Endpoint: "create-thing", Key: k}
 }
 
 // do sends req and returns status, headers and body.
@@ -49,7 +50,7 @@ func do(t testing.TB, req *http.Request) (int, http.Header, string) {
 
 // waitState polls the store until the record reaches want or d passes, and
 // returns the last state seen.
-func waitState(t testing.TB, s *sqlstore.Store, sc sqlstore.Scope, want idempotency.State, d time.Duration) idempotency.State {
+func waitState(t testing.TB, s *sqlstore.Store, sc store.Scope, want idempotency.State, d time.Duration) idempotency.State {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for {
@@ -74,7 +75,7 @@ type failFinish struct {
 	n atomic.Int64
 }
 
-func (f *failFinish) Finish(ctx context.Context, l *sqlstore.Lease, res sqlstore.Result) error {
+func (f *failFinish) Finish(ctx context.Context, l *store.Lease, res store.Result) error {
 	if f.n.Add(-1) >= 0 {
 		return errors.New("injected: worker died before recording the result")
 	}
@@ -85,8 +86,8 @@ func (f *failFinish) Finish(ctx context.Context, l *sqlstore.Lease, res sqlstore
 // fence, as during a burst of epoch changes.
 type staleForever struct{ *sqlstore.Store }
 
-func (s staleForever) Begin(ctx context.Context, req sqlstore.ClaimRequest) (sqlstore.Claim, error) {
-	return sqlstore.Claim{}, &fencing.StaleEpochError{Token: req.Token, Current: req.Token.Epoch + 1}
+func (s staleForever) Begin(ctx context.Context, req store.ClaimRequest) (store.Claim, error) {
+	return store.Claim{}, &fencing.StaleEpochError{Token: req.Token, Current: req.Token.Epoch + 1}
 }
 
 // resolutionBody is a resolve endpoint's 200 answer.

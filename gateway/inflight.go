@@ -11,7 +11,7 @@ import (
 	"github.com/idemcoord/idemcoord/failover"
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/idempotency"
-	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // In-flight intents of a region that lost their shard.
@@ -23,7 +23,7 @@ import (
 // the new owner therefore does not wait out their leases:
 //
 //   - a retry that finds the operation running under an older epoch takes
-//     it over at once (sqlstore.ClaimRequest.TakeOverFenced, set by
+//     it over at once (store.ClaimRequest.TakeOverFenced, set by
 //     coordinate) and resumes through the resolve path, as any takeover
 //     of a crashed worker does (execute);
 //   - the move sweep below notices, in the directory cache, the shards this
@@ -49,15 +49,6 @@ import (
 // about this long after the move is visible here.
 const DefaultMoveSweepInterval = 500 * time.Millisecond
 
-// fencedStore finds and takes over operations whose holder was fenced out
-// (*sqlstore.Store).
-type fencedStore interface {
-	Fenced(ctx context.Context, scan sqlstore.StrandedScan) ([]sqlstore.Queued, error)
-	TakeOver(ctx context.Context, rec sqlstore.Record, req sqlstore.ClaimRequest) (sqlstore.Claim, error)
-}
-
-var _ fencedStore = (*sqlstore.Store)(nil)
-
 // moveSweep is the running sweep; its owner (the Gateway) stops it in
 // Close.
 type moveSweep struct {
@@ -69,9 +60,9 @@ type moveSweep struct {
 // takes over fenced operations, unless recovery is disabled or the store
 // cannot scan for them. It returns nil then.
 func (g *Gateway) startMoveSweep() *moveSweep {
-	fs, ok := g.cfg.Store.(fencedStore)
+	fs := g.cfg.Store
 	groups := g.fencedEndpoints()
-	if g.cfg.Recovery.Disabled || !ok || g.routes == nil || len(groups) == 0 {
+	if g.cfg.Recovery.Disabled || g.routes == nil || len(groups) == 0 {
 		return nil
 	}
 	every := g.cfg.Recovery.MoveSweepInterval
@@ -166,7 +157,7 @@ func (w *moveWatch) observe(g *Gateway, groups map[failover.Policy][]string) {
 // shard stays pending for a policy until a sweep of it went through to
 // the end without an error (a reject endpoint's shard held FAILED_OVER
 // waits for an operator's accept).
-func (g *Gateway) sweepMoved(ctx context.Context, fs fencedStore, w *moveWatch, groups map[failover.Policy][]string, batch int) {
+func (g *Gateway) sweepMoved(ctx context.Context, fs store.Queue, w *moveWatch, groups map[failover.Policy][]string, batch int) {
 	if len(w.pending) == 0 {
 		return
 	}
@@ -181,7 +172,7 @@ func (g *Gateway) sweepMoved(ctx context.Context, fs fencedStore, w *moveWatch, 
 		if len(shards) == 0 {
 			continue
 		}
-		if !g.sweepShards(ctx, fs, sqlstore.Runnable{Endpoints: names, Shards: shards}, batch) {
+		if !g.sweepShards(ctx, fs, store.Runnable{Endpoints: names, Shards: shards}, batch) {
 			continue
 		}
 		for _, shard := range shards {
@@ -195,11 +186,11 @@ func (g *Gateway) sweepMoved(ctx context.Context, fs fencedStore, w *moveWatch, 
 
 // sweepShards pages through r's fenced operations, settling each page
 // before reading the next. It reports whether it reached the end.
-func (g *Gateway) sweepShards(ctx context.Context, fs fencedStore, r sqlstore.Runnable, batch int) bool {
-	var after sqlstore.Cursor
+func (g *Gateway) sweepShards(ctx context.Context, fs store.Queue, r store.Runnable, batch int) bool {
+	var after store.Cursor
 	for ctx.Err() == nil {
 		sctx, cancel := context.WithTimeout(ctx, storeCallTimeout)
-		page, err := fs.Fenced(sctx, sqlstore.StrandedScan{Runnable: []sqlstore.Runnable{r}, After: after, Limit: batch})
+		page, err := fs.Fenced(sctx, store.StrandedScan{Runnable: []store.Runnable{r}, After: after, Limit: batch})
 		cancel()
 		if err != nil {
 			if ctx.Err() == nil {
@@ -222,7 +213,7 @@ func (g *Gateway) sweepShards(ctx context.Context, fs fencedStore, r sqlstore.Ru
 
 // settleFenced takes one fenced operation over (of all the instances
 // sweeping, one wins) and settles it in a goroutine counted by wg.
-func (g *Gateway) settleFenced(ctx context.Context, fs fencedStore, q sqlstore.Queued, wg *sync.WaitGroup) {
+func (g *Gateway) settleFenced(ctx context.Context, fs store.Queue, q store.Queued, wg *sync.WaitGroup) {
 	rec := q.Record
 	ep := g.endpoint(rec.Scope.Endpoint)
 	if ep == nil || !ep.TakesOverFenced() {
@@ -246,16 +237,16 @@ func (g *Gateway) settleFenced(ctx context.Context, fs fencedStore, q sqlstore.Q
 	sctx, cancel := context.WithTimeout(ctx, storeCallTimeout)
 	defer cancel()
 	tok, err := g.fences.token(sctx, rec.Scope.Actor)
-	var claim sqlstore.Claim
+	var claim store.Claim
 	if err == nil {
-		claim, err = fs.TakeOver(sctx, rec, sqlstore.ClaimRequest{Token: tok, Worker: g.cfg.Worker,
+		claim, err = fs.TakeOver(sctx, rec, store.ClaimRequest{Token: tok, Worker: g.cfg.Worker,
 			Lease: policy.Lease, TTL: policy.TTL, TakeOverFenced: true})
 	}
 	switch {
 	case errors.Is(err, fencing.ErrStaleEpoch):
 		g.fences.invalidate(tok.Shard)
 		return
-	case errors.Is(err, errNotOwner), errors.Is(err, sqlstore.ErrLostOwnership):
+	case errors.Is(err, errNotOwner), errors.Is(err, store.ErrLostOwnership):
 		return // moved on, or another instance (or a retry) won it
 	case err != nil:
 		g.log.WarnContext(ctx, "takeover of an operation fenced out by a move failed", "operation_id", rec.OperationID, "err", err)
@@ -280,18 +271,18 @@ func (g *Gateway) settleFenced(ctx context.Context, fs fencedStore, q sqlstore.Q
 // holder without its request: from the resolve path's verdict alone. It
 // never runs the intent (the store did not keep the request); a retry
 // does, once the verdict says it never ran.
-func (g *Gateway) resolveTaken(ctx context.Context, c *call, lease *sqlstore.Lease, in Invocation) {
-	var res sqlstore.Result
+func (g *Gateway) resolveTaken(ctx context.Context, c *call, lease *store.Lease, in Invocation) {
+	var res store.Result
 	switch v, a := g.cfg.Next.Resolve(ctx, in); v {
 	case Ran:
 		res = g.result(c, a)
 	case NotRun:
-		res = sqlstore.Result{State: idempotency.RetryableFailure, ErrorSummary: "upstream confirmed it never ran"}
+		res = store.Result{State: idempotency.RetryableFailure, ErrorSummary: "upstream confirmed it never ran"}
 	default:
-		res = sqlstore.Result{State: idempotency.OutcomeUnknown,
+		res = store.Result{State: idempotency.OutcomeUnknown,
 			ErrorSummary: "taken over from a region that lost the shard; upstream state undetermined"}
 	}
-	if err := g.record(ctx, c, lease, res); err != nil && !errors.Is(err, sqlstore.ErrLostOwnership) {
+	if err := g.record(ctx, c, lease, res); err != nil && !errors.Is(err, store.ErrLostOwnership) {
 		g.log.WarnContext(ctx, "fenced operation's verdict not recorded", "operation_id", in.OperationID, "err", err)
 		return
 	}

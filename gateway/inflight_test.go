@@ -148,7 +148,7 @@ func TestAnInFlightIntentOfAMovedShardIsAnsweredToItsRetryAtOnce(t *testing.T) {
 		{"no declaration", "", http.StatusConflict},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := store(t, 16)
+			s := openStore(t, 16)
 			bank := newDedupBank()
 			// The sweep never ticks: only the retry may take over here.
 			idle := gateway.RecoveryConfig{Clock: clock.NewFake(time.Now())}
@@ -197,7 +197,7 @@ func TestAnInFlightIntentOfAMovedShardIsAnsweredToItsRetryAtOnce(t *testing.T) {
 // with the bank's answer. The client's retry, whenever it comes, is a
 // replay; the bank charged once.
 func TestANewOwnerSettlesAMovedShardsInFlightIntentWithoutARetry(t *testing.T) {
-	s := store(t, 16)
+	s := openStore(t, 16)
 	bank := newDedupBank()
 	clk := clock.NewFake(time.Now())
 	east, west := startRegions(t, s, "east", regionsOptions{
@@ -245,7 +245,7 @@ func TestANewOwnerSettlesAMovedShardsInFlightIntentWithoutARetry(t *testing.T) {
 // nothing, and the fence refuses the zombie's result. One charge, and
 // the record keeps west's answer.
 func TestAZombiesLateUpstreamCallAfterAnEarlyTakeoverTakesNoEffect(t *testing.T) {
-	s := store(t, 16)
+	s := openStore(t, 16)
 	bank := newDedupBank()
 	bank.lateEast = true
 	idle := gateway.RecoveryConfig{Clock: clock.NewFake(time.Now())}

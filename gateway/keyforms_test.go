@@ -33,7 +33,7 @@ func TestKeysAsClientsSendThemAreHonoured(t *testing.T) {
 		w.WriteHeader(http.StatusCreated)
 		fmt.Fprintf(w, `{"op":%q}`, r.Header.Get(gateway.HeaderOperationID))
 	})
-	srv := serveWrapped(t, store(t, 8), "", h)
+	srv := serveWrapped(t, openStore(t, 8), "", h)
 	alice := token(t, "alice")
 	forms := []struct {
 		name string
@@ -101,7 +101,7 @@ func TestKeysNoClientCanMeanAreRefusedAndNothingRuns(t *testing.T) {
 		mu.Unlock()
 		w.WriteHeader(http.StatusCreated)
 	})
-	srv := serveWrapped(t, store(t, 8), "", h)
+	srv := serveWrapped(t, openStore(t, 8), "", h)
 	alice := token(t, "alice")
 	for _, v := range []string{`""`, strings.Repeat("k", 256), "two words", `"unterminated`, `"a\nb"`, `"abc"def`, "caf\u00e9"} {
 		st, hd, b := do(t, post(t, srv.URL+"/v1/things", alice, v, `{}`))

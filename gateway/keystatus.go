@@ -4,7 +4,7 @@ import (
 	"net/http"
 
 	"github.com/idemcoord/idemcoord/idempotency"
-	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // HeaderKeyStatus is the response header that tells a client what became
@@ -101,7 +101,7 @@ func setKeyStatus(w http.ResponseWriter, status string) {
 
 // recordKeyStatus is the status of an answer read from rec: replayed once
 // the operation is final, in progress before.
-func recordKeyStatus(rec sqlstore.Record) string {
+func recordKeyStatus(rec store.Record) string {
 	switch rec.State {
 	case idempotency.Completed, idempotency.TerminalFailure, idempotency.Cancelled:
 		return KeyStatusReplayed
@@ -110,13 +110,13 @@ func recordKeyStatus(rec sqlstore.Record) string {
 }
 
 // claimKeyStatus is the status of the answer to a claim's decision.
-func claimKeyStatus(claim sqlstore.Claim) string {
+func claimKeyStatus(claim store.Claim) string {
 	switch claim.Outcome {
-	case sqlstore.FirstRun, sqlstore.TakenOver:
+	case store.FirstRun, store.TakenOver:
 		return KeyStatusCreated
-	case sqlstore.Replayed:
+	case store.Replayed:
 		return KeyStatusReplayed
-	case sqlstore.Mismatch:
+	case store.Mismatch:
 		return KeyStatusConflict
 	}
 	return KeyStatusInProgress

@@ -42,7 +42,7 @@ func TestEveryKeyedAnswerCarriesTheKeyStatus(t *testing.T) {
 		w.WriteHeader(http.StatusCreated)
 		w.Write([]byte(`{"id":"t1"}`))
 	})
-	srv := serveWrapped(t, store(t, 8), keyStatusEndpoints, h)
+	srv := serveWrapped(t, openStore(t, 8), keyStatusEndpoints, h)
 	alice := token(t, "alice")
 	things := srv.URL + "/v1/things"
 

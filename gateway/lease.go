@@ -7,12 +7,12 @@ import (
 	"time"
 
 	"github.com/idemcoord/idemcoord/clock"
-	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // leaseGuard is a worker's knowledge of its lease on one operation, and
 // the one way its writes through the lease are made while it executes:
-// the heartbeat and the check before a send share the *sqlstore.Lease, whose
+// the heartbeat and the check before a send share the *store.Lease, whose
 // version every write advances, so they take turns.
 //
 // The lease is known to be this worker's until extendedAt + length: the
@@ -22,22 +22,22 @@ import (
 // a little; the check leaves half the lease for that and for a pause
 // between the check and the send.
 type leaseGuard struct {
-	store  Store
+	store  store.Store
 	clock  clock.Clock
-	lease  *sqlstore.Lease
+	lease  *store.Lease
 	length time.Duration
 
 	mu         sync.Mutex
 	extendedAt time.Time // send time of the last claim or heartbeat that succeeded
 }
 
-func newLeaseGuard(store Store, c clock.Clock, lease *sqlstore.Lease, length time.Duration, claimedAt time.Time) *leaseGuard {
-	return &leaseGuard{store: store, clock: c, lease: lease, length: length, extendedAt: claimedAt}
+func newLeaseGuard(st store.Store, c clock.Clock, lease *store.Lease, length time.Duration, claimedAt time.Time) *leaseGuard {
+	return &leaseGuard{store: st, clock: c, lease: lease, length: length, extendedAt: claimedAt}
 }
 
 // extend heartbeats the lease: a version-conditioned write that proves the
 // worker still owns the operation and moves the lease's expiry to a full
-// length from now. It returns sqlstore.ErrLostOwnership when the operation
+// length from now. It returns store.ErrLostOwnership when the operation
 // was taken over.
 func (l *leaseGuard) extend(ctx context.Context) error {
 	l.mu.Lock()
@@ -55,7 +55,7 @@ func (l *leaseGuard) extend(ctx context.Context) error {
 // left it extends the lease first. A claim made just now needs no store
 // call, so a first run costs nothing extra.
 //
-// It returns sqlstore.ErrLostOwnership when the operation was taken over (a
+// It returns store.ErrLostOwnership when the operation was taken over (a
 // worker stalled past its lease: a retry may have run it meanwhile), or
 // the store's error when ownership could not be proven. Either way the
 // caller must not send.
@@ -96,7 +96,7 @@ func (g *Gateway) heartbeat(ctx context.Context, c *call, guard *leaseGuard) (st
 			sctx, cancel := context.WithTimeout(ctx, every)
 			err := guard.extend(sctx)
 			cancel()
-			if errors.Is(err, sqlstore.ErrLostOwnership) {
+			if errors.Is(err, store.ErrLostOwnership) {
 				g.log.WarnContext(ctx, "lease lost while executing", "operation_id", guard.lease.OperationID, "key", c.key)
 				return
 			}

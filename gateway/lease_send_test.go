@@ -15,6 +15,7 @@ import (
 	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/gateway"
 	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // clockedStore opens a store whose lease time is the returned fake clock:
@@ -35,9 +36,9 @@ type stallBegin struct {
 	once    sync.Once
 }
 
-func (s *stallBegin) Begin(ctx context.Context, req sqlstore.ClaimRequest) (sqlstore.Claim, error) {
+func (s *stallBegin) Begin(ctx context.Context, req store.ClaimRequest) (store.Claim, error) {
 	c, err := s.Store.Begin(ctx, req)
-	if err == nil && c.Outcome == sqlstore.FirstRun {
+	if err == nil && c.Outcome == store.FirstRun {
 		s.once.Do(func() {
 			close(s.stalled)
 			<-s.release
@@ -52,7 +53,7 @@ type countHeartbeats struct {
 	n atomic.Int64
 }
 
-func (s *countHeartbeats) Heartbeat(ctx context.Context, l *sqlstore.Lease) error {
+func (s *countHeartbeats) Heartbeat(ctx context.Context, l *store.Lease) error {
 	s.n.Add(1)
 	return s.Store.Heartbeat(ctx, l)
 }
@@ -85,7 +86,7 @@ func chargeUpstream(t testing.TB, runs *atomic.Int64) *url.URL {
 const resolveEndpoint = "    lease: 10s\n    upstream_timeout: 5s\n    resolve_path: /internal/operations/{operation_id}\n"
 
 // serveGateway serves a proxying gateway named worker on s with clock c.
-func serveGateway(t testing.TB, worker string, s gateway.Store, c clock.Clock, u *url.URL, extra string) (*gateway.Gateway, *httptest.Server) {
+func serveGateway(t testing.TB, worker string, s store.Store, c clock.Clock, u *url.URL, extra string) (*gateway.Gateway, *httptest.Server) {
 	t.Helper()
 	g, err := gateway.New(gateway.Config{Region: "test", Worker: worker, Store: s, Auth: verifier(t),
 		Endpoints: endpoints(t, extra), Next: gateway.NewProxy(u, nil), Clock: c})
@@ -156,7 +157,7 @@ type failHeartbeat struct {
 	down atomic.Bool
 }
 
-func (s *failHeartbeat) Heartbeat(ctx context.Context, l *sqlstore.Lease) error {
+func (s *failHeartbeat) Heartbeat(ctx context.Context, l *store.Lease) error {
 	if s.down.Load() {
 		return errors.New("injected: store unreachable")
 	}

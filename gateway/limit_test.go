@@ -8,7 +8,7 @@ import (
 )
 
 func TestReplaysBeyondTheActorsBucketGet429AndOtherActorsAreNotAffected(t *testing.T) {
-	s := store(t, 8)
+	s := openStore(t, 8)
 	var runs atomic.Int64
 	// One token an hour: the bucket cannot refill while the test runs.
 	srv := serveWrapped(t, s, "    limit: {rate: 1/h, burst: 2}\n", countingHandler(&runs))

@@ -15,6 +15,7 @@ import (
 	"github.com/idemcoord/idemcoord/gateway"
 	"github.com/idemcoord/idemcoord/internal/pgtest"
 	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
@@ -44,7 +45,7 @@ func token(t testing.TB, subject string) string {
 	return "Bearer " + tok
 }
 
-func store(t testing.TB, maxConns int32) *sqlstore.Store {
+func openStore(t testing.TB, maxConns int32) *sqlstore.Store {
 	t.Helper()
 	s, err := sqlstore.Open(context.Background(), sqlstore.Config{Migrate: true, DSN: pgtest.NewDatabase(t), MaxConns: maxConns})
 	if err != nil {
@@ -105,7 +106,7 @@ func post(t testing.TB, url, auth, key, body string) *http.Request {
 
 // serveWrapped serves h coordinated by a test gateway (region "test") with
 // one endpoint configured by extra, both closed when the test ends.
-func serveWrapped(t testing.TB, s gateway.Store, extra string, h http.Handler) *httptest.Server {
+func serveWrapped(t testing.TB, s store.Store, extra string, h http.Handler) *httptest.Server {
 	t.Helper()
 	g, err := gateway.Wrap(gateway.Config{Region: "test", Worker: "w", Store: s, Auth: verifier(t),
 		Endpoints: endpoints(t, extra)}, h)

@@ -27,7 +27,7 @@ func TestMiddlewareRunsEachIntentOnce(t *testing.T) {
 		w.WriteHeader(http.StatusCreated)
 		fmt.Fprintf(w, `{"thing":%d}`, n)
 	})
-	srv := serveWrapped(t, store(t, 40), "", h)
+	srv := serveWrapped(t, openStore(t, 40), "", h)
 	auth := token(t, "alice")
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -77,7 +77,7 @@ func TestMiddlewareRunsEachIntentOnce(t *testing.T) {
 func TestMiddlewareRefusals(t *testing.T) {
 	var runs atomic.Int64
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { runs.Add(1); w.WriteHeader(201) })
-	srv := serveWrapped(t, store(t, 4), "    max_request_bytes: 1KiB\n", h)
+	srv := serveWrapped(t, openStore(t, 4), "    max_request_bytes: 1KiB\n", h)
 	auth := token(t, "alice")
 	for _, tc := range []struct {
 		name, auth, key, body string

@@ -36,7 +36,7 @@ func TestARunWhoseShardMovedIsNeverAcknowledgedUnrecorded(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			s := store(t, 8)
+			s := openStore(t, 8)
 			shard := fencing.ShardOf("t/alice", fencing.DefaultShards)
 			if _, err := s.Pool().Exec(ctx, `UPDATE shard_fences SET owner_region = 'us-east' WHERE shard = $1`, shard); err != nil {
 				t.Fatal(err)

@@ -52,7 +52,7 @@ func upload(t *testing.T, url, auth, key, boundary string, parts ...formPart) *h
 }
 
 func TestMultipartUploadsAreFingerprintedByTheirParts(t *testing.T) {
-	s := store(t, 8)
+	s := openStore(t, 8)
 	var runs atomic.Int64
 	upstream := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// The upstream gets the body as sent and can read it.
@@ -134,7 +134,7 @@ func rawUpload(t *testing.T, url, auth, key string, header textproto.MIMEHeader,
 }
 
 func TestAPartHeaderThatChangesWhatTheUpstreamReadsIsPartOfTheRequest(t *testing.T) {
-	s := store(t, 8)
+	s := openStore(t, 8)
 	var read []string
 	var mu sync.Mutex
 	upstream := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -57,7 +57,7 @@ func TestProxyNeverResendsAWrittenRequest(t *testing.T) {
 			}))
 			defer up.Close()
 			u, _ := url.Parse(up.URL)
-			s := store(t, 8)
+			s := openStore(t, 8)
 			g, err := gateway.New(gateway.Config{Region: "test", Worker: "w", Store: s, Auth: verifier(t),
 				Endpoints: endpoints(t, ""), Next: gateway.NewProxy(u, nil)})
 			if err != nil {
@@ -94,7 +94,7 @@ func TestUnreachableUpstreamIsRetryable(t *testing.T) {
 	up := httptest.NewServer(http.NotFoundHandler())
 	u, _ := url.Parse(up.URL)
 	up.Close() // nothing listens there now
-	s := store(t, 8)
+	s := openStore(t, 8)
 	_, srv := serveGateway(t, "w", s, nil, u, "")
 	st, hd, b := do(t, post(t, srv.URL+"/v1/things", token(t, "alice"), "down-1", `{}`))
 	if st != http.StatusBadGateway {

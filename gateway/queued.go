@@ -7,21 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-
-	"github.com/google/uuid"
-
-	"github.com/idemcoord/idemcoord/sqlstore"
 )
-
-// requestStore keeps async requests so that another instance can run them
-// (*sqlstore.Store). A Store without it runs async work only while the
-// instance that accepted it lives.
-type requestStore interface {
-	SaveRequest(ctx context.Context, l *sqlstore.Lease, request []byte) error
-	DropRequest(ctx context.Context, opID uuid.UUID) error
-}
-
-var _ requestStore = (*sqlstore.Store)(nil)
 
 // queuedHeaders are the request headers kept with a queued async request:
 // what describes the representation and traces the call, never a

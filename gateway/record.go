@@ -11,7 +11,7 @@ import (
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/internal/retry"
-	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // Recording a result that the store did not take. The upstream has
@@ -39,21 +39,21 @@ func checkStatus(a Answer) Answer {
 }
 
 // result classifies an answer by the endpoint's policy.
-func (g *Gateway) result(c *call, a Answer) sqlstore.Result {
+func (g *Gateway) result(c *call, a Answer) store.Result {
 	a = checkStatus(a)
 	switch {
 	case errors.Is(a.Err, errInvalidStatus):
-		return sqlstore.Result{State: idempotency.OutcomeUnknown, ErrorSummary: "upstream answered an invalid status"}
+		return store.Result{State: idempotency.OutcomeUnknown, ErrorSummary: "upstream answered an invalid status"}
 	case a.Err != nil && a.Sent:
-		return sqlstore.Result{State: idempotency.OutcomeUnknown, ErrorSummary: "upstream did not answer after the request was sent"}
+		return store.Result{State: idempotency.OutcomeUnknown, ErrorSummary: "upstream did not answer after the request was sent"}
 	case a.Err != nil:
-		return sqlstore.Result{State: idempotency.RetryableFailure, ErrorSummary: "upstream unreachable"}
+		return store.Result{State: idempotency.RetryableFailure, ErrorSummary: "upstream unreachable"}
 	}
 	if st, ok := stageOf(a.Header); ok && st.Cancelled() && c.ep.CancelPath != "" {
 		return cancelledResult // the upstream's word: it cancelled, nothing took effect
 	}
 	state := c.policy.Classify(a.Status)
-	res := sqlstore.Result{State: state}
+	res := store.Result{State: state}
 	if state == idempotency.Completed || state == idempotency.TerminalFailure {
 		res.Snapshot = g.storedSnapshot(c, a, state)
 	} else {
@@ -75,13 +75,13 @@ var errTakerRunning = errors.New("gateway: operation taken over and still in pro
 //
 // It returns nil when the result is recorded, by Finish or by settling a
 // takeover's OUTCOME_UNKNOWN with it (see finish), an error wrapping
-// sqlstore.ErrLostOwnership when the record holds another answer, and one
+// store.ErrLostOwnership when the record holds another answer, and one
 // wrapping fencing.ErrStaleEpoch, with no retry, when the fence refused
 // it (the shard moved on).
-func (g *Gateway) record(ctx context.Context, c *call, lease *sqlstore.Lease, res sqlstore.Result) error {
+func (g *Gateway) record(ctx context.Context, c *call, lease *store.Lease, res store.Result) error {
 	rb := recording{share: retry.NewShare(recordBudget), until: g.clock.Now().Add(recordBudget.Total)}
 	err := g.finish(ctx, rb, c, lease, res)
-	if err == nil || errors.Is(err, sqlstore.ErrLostOwnership) {
+	if err == nil || errors.Is(err, store.ErrLostOwnership) {
 		return err
 	}
 	if errors.Is(err, fencing.ErrStaleEpoch) {
@@ -123,7 +123,7 @@ type recording struct {
 
 // recordAgain retries finish until the result is recorded, the record
 // holds another answer, or rb is spent.
-func (g *Gateway) recordAgain(ctx context.Context, rb recording, c *call, lease *sqlstore.Lease, res sqlstore.Result, last error) {
+func (g *Gateway) recordAgain(ctx context.Context, rb recording, c *call, lease *store.Lease, res store.Result, last error) {
 	for n := 1; ; n++ {
 		if rb.share.Spent() || !g.clock.Now().Before(rb.until) {
 			g.log.ErrorContext(ctx, "result never recorded: reconcile the operation", "operation_id", lease.OperationID,
@@ -141,7 +141,7 @@ func (g *Gateway) recordAgain(ctx context.Context, rb recording, c *call, lease 
 		case err == nil:
 			g.log.InfoContext(ctx, "result recorded after a retry", "operation_id", lease.OperationID, "state", res.State)
 			return
-		case errors.Is(err, sqlstore.ErrLostOwnership):
+		case errors.Is(err, store.ErrLostOwnership):
 			g.log.WarnContext(ctx, "result not recorded: operation taken over", "operation_id", lease.OperationID, "key", c.key)
 			return
 		}
@@ -159,14 +159,14 @@ func (g *Gateway) recordAgain(ctx context.Context, rb recording, c *call, lease 
 // loses cleanly).
 //
 // It returns nil when res is recorded; an error wrapping
-// sqlstore.ErrLostOwnership when the record holds another answer (or this
+// store.ErrLostOwnership when the record holds another answer (or this
 // one, recorded by someone else); errTakerRunning while a taker holds the
 // operation without a result; any other error is the store's.
-func (g *Gateway) finish(ctx context.Context, rb recording, c *call, lease *sqlstore.Lease, res sqlstore.Result) error {
+func (g *Gateway) finish(ctx context.Context, rb recording, c *call, lease *store.Lease, res store.Result) error {
 	sctx, done := rb.share.Call(ctx, max(min(storeCallTimeout, rb.until.Sub(g.clock.Now())), time.Millisecond))
 	defer done()
 	err := g.traceFinish(sctx, lease, res)
-	if !errors.Is(err, sqlstore.ErrLostOwnership) || res.State == idempotency.OutcomeUnknown {
+	if !errors.Is(err, store.ErrLostOwnership) || res.State == idempotency.OutcomeUnknown {
 		// An unknown outcome is no answer: nothing to settle another
 		// record with.
 		return err
@@ -181,7 +181,7 @@ func (g *Gateway) finish(ctx context.Context, rb recording, c *call, lease *sqls
 		return err
 	}
 	if rerr := g.cfg.Store.Resolve(sctx, rec, lease.Token, res); rerr != nil {
-		if errors.Is(rerr, sqlstore.ErrLostOwnership) || errors.Is(rerr, sqlstore.ErrNotUnknown) {
+		if errors.Is(rerr, store.ErrLostOwnership) || errors.Is(rerr, store.ErrNotUnknown) {
 			return errTakerRunning // moved on meanwhile: look again
 		}
 		return rerr

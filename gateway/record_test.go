@@ -15,6 +15,7 @@ import (
 	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // flakyFinish is the real store whose Finish fails while down is set: the
@@ -24,7 +25,7 @@ type flakyFinish struct {
 	down atomic.Bool
 }
 
-func (f *flakyFinish) Finish(ctx context.Context, l *sqlstore.Lease, res sqlstore.Result) error {
+func (f *flakyFinish) Finish(ctx context.Context, l *store.Lease, res store.Result) error {
 	if f.down.Load() {
 		return errors.New("injected: store unreachable")
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/config"
 	"github.com/idemcoord/idemcoord/fencing"
-	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // Defaults for RecoveryConfig.
@@ -48,25 +48,17 @@ type RecoveryConfig struct {
 	MoveSweepInterval time.Duration
 }
 
-// recoveryStore finds and takes over stranded async work (*sqlstore.Store).
-type recoveryStore interface {
-	Stranded(ctx context.Context, scan sqlstore.StrandedScan) ([]sqlstore.Queued, error)
-	TakeOver(ctx context.Context, rec sqlstore.Record, req sqlstore.ClaimRequest) (sqlstore.Claim, error)
-}
-
-var _ recoveryStore = (*sqlstore.Store)(nil)
-
 // recovery is the running loop; its owner (the Gateway) stops it in Close.
 type recovery struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 }
 
-// startRecovery starts the loop, unless it is disabled, no endpoint is
-// async, or the store keeps no requests. It returns nil then.
+// startRecovery starts the loop, unless it is disabled or no endpoint is
+// async. It returns nil then.
 func (g *Gateway) startRecovery() *recovery {
-	rs, ok := g.cfg.Store.(recoveryStore)
-	if g.cfg.Recovery.Disabled || !ok || !g.anyAsync() {
+	rs := g.cfg.Store
+	if g.cfg.Recovery.Disabled || !g.anyAsync() {
 		return nil
 	}
 	cfg := g.cfg.Recovery
@@ -83,7 +75,7 @@ func (g *Gateway) startRecovery() *recovery {
 	go func() {
 		defer close(r.done)
 		defer t.Stop()
-		var after sqlstore.Cursor // only this goroutine pages
+		var after store.Cursor // only this goroutine pages
 		for {
 			select {
 			case <-ctx.Done():
@@ -140,17 +132,17 @@ func (g *Gateway) endpoint(name string) *config.Endpoint {
 // returns the cursor after its last operation, where the next scan
 // resumes; a short one reached the end, and the next scan starts over,
 // trying again what was skipped.
-func (g *Gateway) recoverBatch(ctx context.Context, rs recoveryStore, batch int, after sqlstore.Cursor) sqlstore.Cursor {
+func (g *Gateway) recoverBatch(ctx context.Context, rs store.Queue, batch int, after store.Cursor) store.Cursor {
 	sctx, cancel := context.WithTimeout(ctx, storeCallTimeout)
-	stranded, err := rs.Stranded(sctx, sqlstore.StrandedScan{Runnable: g.runnable(), After: after, Limit: batch})
+	stranded, err := rs.Stranded(sctx, store.StrandedScan{Runnable: g.runnable(), After: after, Limit: batch})
 	cancel()
 	if err != nil {
 		if ctx.Err() == nil {
 			g.log.WarnContext(ctx, "async recovery scan failed", "err", err)
 		}
-		return sqlstore.Cursor{}
+		return store.Cursor{}
 	}
-	next := sqlstore.Cursor{}
+	next := store.Cursor{}
 	if len(stranded) == batch {
 		next = stranded[len(stranded)-1].Cursor()
 	}
@@ -174,8 +166,8 @@ func (g *Gateway) recoverBatch(ctx context.Context, rs recoveryStore, batch int,
 		sctx, cancel := context.WithTimeout(ctx, storeCallTimeout)
 		tok, err := g.fences.token(sctx, rec.Scope.Actor)
 		if err == nil {
-			var claim sqlstore.Claim
-			claim, err = rs.TakeOver(sctx, rec, sqlstore.ClaimRequest{Token: tok, Worker: g.cfg.Worker,
+			var claim store.Claim
+			claim, err = rs.TakeOver(sctx, rec, store.ClaimRequest{Token: tok, Worker: g.cfg.Worker,
 				Lease: policy.Lease, TTL: policy.TTL})
 			if err == nil {
 				c := &call{w: discard{}, r: r, ep: ep, policy: policy, actor: rec.Scope.Actor, body: body, start: time.Now()}
@@ -191,7 +183,7 @@ func (g *Gateway) recoverBatch(ctx context.Context, rs recoveryStore, batch int,
 		}
 		cancel()
 		switch {
-		case err == nil, errors.Is(err, errNotOwner), errors.Is(err, sqlstore.ErrLostOwnership):
+		case err == nil, errors.Is(err, errNotOwner), errors.Is(err, store.ErrLostOwnership):
 			// Ran, another region's, or another instance won the takeover.
 		case errors.Is(err, fencing.ErrStaleEpoch):
 			g.fences.invalidate(tok.Shard)

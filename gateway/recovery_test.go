@@ -167,7 +167,7 @@ func TestAsyncWorkOfADeadInstanceRunsOnceWithoutANewPOST(t *testing.T) {
 func TestAsyncClaimRefusedWhileShuttingDownRunsOnRetry(t *testing.T) {
 	var runs atomic.Int64
 	up := countingUpstream(t, &runs, false)
-	s := store(t, 8)
+	s := openStore(t, 8)
 	eps := endpoints(t, asyncEndpoint)
 	newGateway := func(worker string) *httptest.Server {
 		g, err := gateway.New(gateway.Config{Region: "test", Worker: worker, Store: s, Auth: verifier(t),

@@ -5,7 +5,7 @@ import (
 
 	"github.com/idemcoord/idemcoord/config"
 	"github.com/idemcoord/idemcoord/idempotency"
-	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // storedSnapshot is what is stored of an answer classified as state: the
@@ -15,7 +15,7 @@ import (
 // endpoint's secrets sealed. A terminal failure on a reference endpoint
 // is replayed from its snapshot (there is no resource to re-read), so its
 // error body is kept whole.
-func (g *Gateway) storedSnapshot(c *call, a Answer, state idempotency.State) sqlstore.Snapshot {
+func (g *Gateway) storedSnapshot(c *call, a Answer, state idempotency.State) store.Snapshot {
 	s := snapshot(c.policy, a)
 	r := c.ep.Replay
 	if (r.Reference() && state == idempotency.Completed) || s.BodyOmitted {

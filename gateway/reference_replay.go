@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/idemcoord/idemcoord/config"
-	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // representationHeaders describe the bytes of a body: a reference replay
@@ -38,7 +38,7 @@ var rereadDropped = []string{HeaderKey, "Content-Type", "Content-Length", "Conte
 // whole: N concurrent replays of a large resource hold no N copies of it.
 // An upstream that fails mid-body cuts the client's connection (the
 // status is out by then), so a short body is never taken as whole.
-func (g *Gateway) replayReference(ctx context.Context, c *call, rec sqlstore.Record) {
+func (g *Gateway) replayReference(ctx context.Context, c *call, rec store.Record) {
 	ctx, cancel := context.WithTimeout(ctx, c.ep.UpstreamTimeout)
 	defer cancel()
 	req := c.r.Clone(ctx)

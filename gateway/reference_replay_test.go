@@ -28,7 +28,7 @@ func serveProxied(t *testing.T, extra string, upstream http.Handler) *httptest.S
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := gateway.New(gateway.Config{Region: "test", Worker: "w", Store: store(t, 8), Auth: verifier(t),
+	g, err := gateway.New(gateway.Config{Region: "test", Worker: "w", Store: openStore(t, 8), Auth: verifier(t),
 		Endpoints: endpoints(t, extra), Next: gateway.NewProxy(u, nil)})
 	if err != nil {
 		t.Fatal(err)

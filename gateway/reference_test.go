@@ -60,7 +60,7 @@ func get(t *testing.T, url, auth string) *http.Request {
 }
 
 func TestReferenceReplayShowsTheResourceAsItIsNowAndNeverRecreatesIt(t *testing.T) {
-	s := store(t, 8)
+	s := openStore(t, 8)
 	up := &things{byID: map[string]map[string]any{}, owner: map[string]string{}}
 	srv := serveWrapped(t, s, "    replay: {mode: reference, resource_path: \"/v1/things/{resource_id}\", keep: [/id]}\n", up)
 	alice, bob := token(t, "alice"), token(t, "bob")
@@ -108,7 +108,7 @@ func TestReferenceReplayShowsTheResourceAsItIsNowAndNeverRecreatesIt(t *testing.
 }
 
 func TestOversizeSnapshotKeepsTheKeyFieldsAndTheResourceID(t *testing.T) {
-	s := store(t, 8)
+	s := openStore(t, 8)
 	up := &things{byID: map[string]map[string]any{}, owner: map[string]string{}}
 	srv := serveWrapped(t, s, "    max_response_bytes: 32\n    replay: {keep: [/id]}\n", up)
 	alice := token(t, "alice")

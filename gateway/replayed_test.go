@@ -13,6 +13,7 @@ import (
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // deadClaim claims key for actor t/<subject> as a worker that then dies,
@@ -25,10 +26,10 @@ func deadClaim(t testing.TB, s *sqlstore.Store, subject, key, body, extra string
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := s.Begin(context.Background(), sqlstore.ClaimRequest{Scope: reviewScope(t, subject, key), Fingerprint: fp,
+	c, err := s.Begin(context.Background(), store.ClaimRequest{Scope: reviewScope(t, subject, key), Fingerprint: fp,
 		Token:  fencing.Token{Shard: fencing.ShardOf("t/"+subject, fencing.DefaultShards), Epoch: 1, Region: "test"},
 		Worker: "dead", Lease: lease, TTL: time.Hour})
-	if err != nil || c.Outcome != sqlstore.FirstRun {
+	if err != nil || c.Outcome != store.FirstRun {
 		t.Fatalf("setup claim: %v %v", c.Outcome, err)
 	}
 }

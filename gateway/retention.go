@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // HeaderKeyExpires is the response header that says until when the key of
@@ -19,7 +19,7 @@ const HeaderKeyExpires = "Idempotency-Key-Expires"
 // first run or a takeover it is the expires_at the claim read or set;
 // recording the result only ever moves expires_at later (GREATEST in the
 // store's finish), so the date is a promise the gateway keeps.
-func advertiseRetention(w http.ResponseWriter, rec sqlstore.Record) {
+func advertiseRetention(w http.ResponseWriter, rec store.Record) {
 	advertiseExpiry(w, rec.ExpiresAt)
 }
 
@@ -28,7 +28,7 @@ func advertiseRetention(w http.ResponseWriter, rec sqlstore.Record) {
 // or a takeover, which extends the record it read: a RETRYABLE_FAILURE
 // retried after its expires_at would otherwise advertise a date already
 // past), else the record's as the claim saw it.
-func advertiseClaim(w http.ResponseWriter, claim sqlstore.Claim) {
+func advertiseClaim(w http.ResponseWriter, claim store.Claim) {
 	if claim.Lease != nil && !claim.Lease.RecordExpiresAt.IsZero() {
 		advertiseExpiry(w, claim.Lease.RecordExpiresAt)
 		return

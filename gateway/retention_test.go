@@ -30,7 +30,7 @@ func expires(t *testing.T, h http.Header) time.Time {
 }
 
 func TestEveryCoordinatedAnswerSaysUntilWhenTheKeyIsHonoured(t *testing.T) {
-	s := store(t, 8)
+	s := openStore(t, 8)
 	var runs atomic.Int64
 	srv := serveWrapped(t, s, "    ttl: 2h\n", countingHandler(&runs))
 	alice := token(t, "alice")

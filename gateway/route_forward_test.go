@@ -21,7 +21,7 @@ func TestUnreachableOwnerRegionAnswers503AndNothingRuns(t *testing.T) {
 	}
 	dead := "http://" + l.Addr().String()
 	l.Close() // nothing listens there any more: every dial is refused
-	s := store(t, 8)
+	s := openStore(t, 8)
 	east, west := startRegions(t, s, "east", regionsOptions{urlOf: func(viewer, name, real string) string {
 		if viewer == "west" && name == "east" {
 			return dead
@@ -69,7 +69,7 @@ func TestForwardNeverResendsAWrittenRequest(t *testing.T) {
 	}
 	owner.Start()
 	defer owner.Close()
-	s := store(t, 8)
+	s := openStore(t, 8)
 	_, west := startRegions(t, s, "east", regionsOptions{urlOf: func(viewer, name, real string) string {
 		if viewer == "west" && name == "east" {
 			return owner.URL
@@ -126,7 +126,7 @@ func (c *etcdBackedCache) Get(context.Context, string) ([]byte, error) { c.io.Ad
 func (c *etcdBackedCache) Ready(context.Context) error                 { c.io.Add(1); return nil }
 
 func TestRequestsMakeNoDirectoryCallButACacheLookup(t *testing.T) {
-	s := store(t, 8)
+	s := openStore(t, 8)
 	caches := map[string]*etcdBackedCache{}
 	east, west := startRegions(t, s, "east", regionsOptions{owners: func(name string, cache *staticOwners) gateway.Owners {
 		caches[name] = &etcdBackedCache{staticOwners: cache}

@@ -62,7 +62,7 @@ func TestRoutingIsCountedAndLogsNoKeyBodyOrToken(t *testing.T) {
 	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	t.Cleanup(func() { provider.Shutdown(context.Background()) })
 	var logs lockedBuffer
-	s := store(t, 8)
+	s := openStore(t, 8)
 	east, west := startRegions(t, s, "east", regionsOptions{meter: provider.Meter("test"),
 		logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	alice := token(t, "alice")

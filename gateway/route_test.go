@@ -11,6 +11,7 @@ import (
 	"github.com/idemcoord/idemcoord/config"
 	"github.com/idemcoord/idemcoord/gateway"
 	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 const routeBody = `{"amount":"12.50","currency":"EUR"}`
@@ -37,13 +38,13 @@ func parseProblem(body string) (typ, detail string) {
 // assertNoRecord fails unless the store holds nothing for alice's key.
 func assertNoRecord(t testing.TB, s *sqlstore.Store, key string) {
 	t.Helper()
-	if rec, err := s.Read(context.Background(), reviewScope(t, "alice", key)); !errors.Is(err, sqlstore.ErrNotFound) {
+	if rec, err := s.Read(context.Background(), reviewScope(t, "alice", key)); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("key %q: store holds a record (state %s, err %v), want none: nothing may be claimed", key, rec.State, err)
 	}
 }
 
 func TestRequestToNonOwnerRegionIsAnsweredByTheOwner(t *testing.T) {
-	s := store(t, 8)
+	s := openStore(t, 8)
 	east, west := startRegions(t, s, "east", regionsOptions{})
 	alice := token(t, "alice")
 	const path = "/v1/things?source=test"
@@ -85,7 +86,7 @@ func TestRequestToNonOwnerRegionIsAnsweredByTheOwner(t *testing.T) {
 }
 
 func TestForwardingLoopEndsWithAClearErrorAfterOneHop(t *testing.T) {
-	s := store(t, 8)
+	s := openStore(t, 8)
 	east, west := startRegions(t, s, "east", regionsOptions{})
 	// Stale views: each region thinks the other owns the shard.
 	east.owners.set(actorShard, "west", 1, gateway.ShardActive)
@@ -111,7 +112,7 @@ func TestForwardingLoopEndsWithAClearErrorAfterOneHop(t *testing.T) {
 }
 
 func TestClientHopHeaderOnlyEverCausesARefusal(t *testing.T) {
-	s := store(t, 8)
+	s := openStore(t, 8)
 	east, west := startRegions(t, s, "east", regionsOptions{})
 	alice := token(t, "alice")
 
@@ -140,7 +141,7 @@ func TestClientHopHeaderOnlyEverCausesARefusal(t *testing.T) {
 }
 
 func TestRedirectModeAnswers307ToTheOwner(t *testing.T) {
-	s := store(t, 8)
+	s := openStore(t, 8)
 	east, west := startRegions(t, s, "east", regionsOptions{routing: config.RoutingRedirect})
 	alice := token(t, "alice")
 	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
@@ -189,7 +190,7 @@ func TestShardWithoutASettledOwnerIsNeverServed(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := store(t, 8)
+			s := openStore(t, 8)
 			east, west := startRegions(t, s, "east", regionsOptions{})
 			tt.setup(t, s, east)
 			st, h, b := do(t, post(t, east.url+"/v1/things", token(t, "alice"), "unsettled", routeBody))
@@ -206,7 +207,7 @@ func TestShardWithoutASettledOwnerIsNeverServed(t *testing.T) {
 }
 
 func TestStaleViewIsCorrectedByTheStoreFence(t *testing.T) {
-	s := store(t, 8)
+	s := openStore(t, 8)
 	east, west := startRegions(t, s, "west", regionsOptions{})
 	// The shard was moved to east and back to west (epoch 3); east's
 	// cache still says east owns it at epoch 2.

@@ -10,7 +10,7 @@ import (
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/internal/drillpoint"
-	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // stageSending is the recovery point recorded before an upstream call on
@@ -22,11 +22,11 @@ const stageSending = "sending"
 // answers the client. again asks the caller to claim once more: the
 // operation was taken over meanwhile, and its record now holds the answer
 // that counts (or says it is still in progress).
-func (g *Gateway) run(ctx context.Context, c *call, claim sqlstore.Claim, result string) (again bool) {
+func (g *Gateway) run(ctx context.Context, c *call, claim store.Claim, result string) (again bool) {
 	in := Invocation{Request: c.r, Body: c.body, OperationID: claim.Lease.OperationID, Actor: c.actor, Endpoint: c.ep}
 	a, res, replayed, err := g.perform(ctx, c, claim, in)
 	if err != nil {
-		if errors.Is(err, sqlstore.ErrLostOwnership) {
+		if errors.Is(err, store.ErrLostOwnership) {
 			return true
 		}
 		if !a.Sent && a.Status == 0 {
@@ -95,9 +95,9 @@ func (g *Gateway) ranWhileMoved(c *call, in Invocation) {
 // out whether it already ran), keeping the lease alive meanwhile, and
 // records the result. err is a store error: before anything was sent
 // (a.Sent false, no status), or while recording the result (see record).
-// An error wrapping sqlstore.ErrLostOwnership with nothing sent means the
+// An error wrapping store.ErrLostOwnership with nothing sent means the
 // operation was taken over before this worker's send: it sent nothing.
-func (g *Gateway) perform(ctx context.Context, c *call, claim sqlstore.Claim, in Invocation) (a Answer, res sqlstore.Result, replayed bool, err error) {
+func (g *Gateway) perform(ctx context.Context, c *call, claim store.Claim, in Invocation) (a Answer, res store.Result, replayed bool, err error) {
 	lease := claim.Lease
 	drillpoint.Hit(drillpoint.AfterClaim)
 	if c.ep.ResolvePath == "" && lease.LastStage == "" {
@@ -106,7 +106,7 @@ func (g *Gateway) perform(ctx context.Context, c *call, claim sqlstore.Claim, in
 		err = g.cfg.Store.RecordStage(sctx, lease, stageSending)
 		cancel()
 		if err != nil {
-			return Answer{}, sqlstore.Result{}, false, err
+			return Answer{}, store.Result{}, false, err
 		}
 	}
 	guard := newLeaseGuard(g.cfg.Store, g.clock, lease, c.policy.Lease, c.claimedAt)
@@ -118,13 +118,13 @@ func (g *Gateway) perform(ctx context.Context, c *call, claim sqlstore.Claim, in
 	stop()
 	if err != nil {
 		g.unsent(ctx, c, lease, err)
-		return Answer{}, sqlstore.Result{}, false, err
+		return Answer{}, store.Result{}, false, err
 	}
 	drillpoint.Hit(drillpoint.AfterUpstream)
 	err = g.record(ctx, c, lease, res)
 	g.waits.kick(lease.OperationID) // retries waiting on it read the record now
 	switch {
-	case errors.Is(err, sqlstore.ErrLostOwnership):
+	case errors.Is(err, store.ErrLostOwnership):
 		// Expected after a takeover (this worker was paused or slow past
 		// its lease) or a cancel: the record's answer stands.
 		g.log.WarnContext(ctx, "result not recorded: operation taken over or cancelled", "operation_id", in.OperationID, "key", c.key)
@@ -139,15 +139,15 @@ func (g *Gateway) perform(ctx context.Context, c *call, claim sqlstore.Claim, in
 // claim as RETRYABLE_FAILURE if the store takes it, so the next retry
 // runs at once instead of waiting out the lease (or, after a "sending"
 // mark, finding an outcome it must call unknown).
-func (g *Gateway) unsent(ctx context.Context, c *call, lease *sqlstore.Lease, err error) {
-	if errors.Is(err, sqlstore.ErrLostOwnership) {
+func (g *Gateway) unsent(ctx context.Context, c *call, lease *store.Lease, err error) {
+	if errors.Is(err, store.ErrLostOwnership) {
 		g.log.WarnContext(ctx, "not sent: operation taken over before the send", "operation_id", lease.OperationID, "key", c.key)
 		return
 	}
 	g.log.WarnContext(ctx, "not sent: lease could not be confirmed", "operation_id", lease.OperationID, "key", c.key, "err", err)
 	sctx, cancel := context.WithTimeout(ctx, storeCallTimeout)
 	defer cancel()
-	g.cfg.Store.Finish(sctx, lease, sqlstore.Result{State: idempotency.RetryableFailure,
+	g.cfg.Store.Finish(sctx, lease, store.Result{State: idempotency.RetryableFailure,
 		ErrorSummary: "not sent: the lease could not be confirmed"})
 	g.waits.kick(lease.OperationID)
 }
@@ -161,12 +161,12 @@ func (g *Gateway) unsent(ctx context.Context, c *call, lease *sqlstore.Lease, er
 //
 // Before sending, it proves the lease is still this worker's (see
 // leaseGuard.ensure); err is set, and nothing sent, when it cannot.
-func (g *Gateway) execute(ctx context.Context, c *call, claim sqlstore.Claim, in Invocation, guard *leaseGuard) (Answer, sqlstore.Result, bool, error) {
+func (g *Gateway) execute(ctx context.Context, c *call, claim store.Claim, in Invocation, guard *leaseGuard) (Answer, store.Result, bool, error) {
 	prior := claim.Record.State
-	crashed := claim.Outcome == sqlstore.TakenOver && (prior == idempotency.InProgress || prior == idempotency.Pending)
-	unknown := func(why string) (Answer, sqlstore.Result, bool, error) {
+	crashed := claim.Outcome == store.TakenOver && (prior == idempotency.InProgress || prior == idempotency.Pending)
+	unknown := func(why string) (Answer, store.Result, bool, error) {
 		return Answer{Err: errors.New("gateway: " + why), Sent: true},
-			sqlstore.Result{State: idempotency.OutcomeUnknown, ErrorSummary: why}, false, nil
+			store.Result{State: idempotency.OutcomeUnknown, ErrorSummary: why}, false, nil
 	}
 	switch {
 	case crashed && c.ep.ResolvePath != "":
@@ -182,7 +182,7 @@ func (g *Gateway) execute(ctx context.Context, c *call, claim sqlstore.Claim, in
 		return unknown("taken over after the request may have been sent; no resolve path")
 	}
 	if err := guard.ensure(ctx); err != nil {
-		return Answer{}, sqlstore.Result{}, false, err
+		return Answer{}, store.Result{}, false, err
 	}
 	if c.ep.CancelPath != "" || c.ep.Completes() {
 		in.Stage = func(st idempotency.Stage) { g.recordStage(ctx, c, guard, st) }

@@ -12,7 +12,7 @@ import (
 	"strings"
 
 	"github.com/idemcoord/idemcoord/config"
-	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // SecretPlaceholder is what a redacted secret field holds in a replay.
@@ -84,7 +84,7 @@ func aad(actor, endpoint, field string) []byte {
 // placeholder (redact) or its sealed form (encrypt). A body that is not
 // JSON, or does not parse, is not stored at all: what cannot be searched
 // for secrets is not kept.
-func (s *sealer) seal(actor, endpoint string, snap sqlstore.Snapshot) sqlstore.Snapshot {
+func (s *sealer) seal(actor, endpoint string, snap store.Snapshot) store.Snapshot {
 	if len(snap.Body) == 0 {
 		return snap
 	}
@@ -156,7 +156,7 @@ func (s *sealer) reveal(actor, endpoint string, body []byte) ([]byte, []string, 
 }
 
 // sealSnapshot applies the endpoint's secrets to a snapshot to be stored.
-func (g *Gateway) sealSnapshot(c *call, snap sqlstore.Snapshot) sqlstore.Snapshot {
+func (g *Gateway) sealSnapshot(c *call, snap store.Snapshot) store.Snapshot {
 	if s := g.secrets[c.ep.Name]; s != nil {
 		return s.seal(c.actor, c.ep.Name, snap)
 	}
@@ -166,7 +166,7 @@ func (g *Gateway) sealSnapshot(c *call, snap sqlstore.Snapshot) sqlstore.Snapsho
 // revealRecord opens a record's secret fields for its owning actor (the
 // caller found it under that actor's scope) and sets HeaderRedacted on w
 // when fields were redacted.
-func (g *Gateway) revealRecord(w http.ResponseWriter, actor string, rec sqlstore.Record) (sqlstore.Record, error) {
+func (g *Gateway) revealRecord(w http.ResponseWriter, actor string, rec store.Record) (store.Record, error) {
 	s := g.secrets[rec.Scope.Endpoint]
 	if s == nil || rec.Purged {
 		return rec, nil

@@ -82,7 +82,7 @@ func metricsText(t *testing.T, r *sdkmetric.ManualReader) string {
 }
 
 func TestEncryptedSecretsAreNeverStoredInClearAndOpenOnlyWithTheirKey(t *testing.T) {
-	s := store(t, 8)
+	s := openStore(t, 8)
 	newKey(t, "SECRETS_K1")
 	newKey(t, "SECRETS_K2")
 	k1 := "      - {id: k1, env: SECRETS_K1}\n"
@@ -157,7 +157,7 @@ func TestEncryptedSecretsAreNeverStoredInClearAndOpenOnlyWithTheirKey(t *testing
 }
 
 func TestRedactedSecretsReplayAsThePlaceholderAndSaySo(t *testing.T) {
-	s := store(t, 8)
+	s := openStore(t, 8)
 	var logs lockedBuffer
 	var runs atomic.Int64
 	var readers []*sdkmetric.ManualReader

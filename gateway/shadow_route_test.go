@@ -49,7 +49,7 @@ func TestAShadowEndpointNeverTurnsAMoveOrAFailoverIntoAnOutage(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := store(t, 8)
+			s := openStore(t, 8)
 			east, west := startRegions(t, s, "east", regionsOptions{endpoint: shadowEndpoint,
 				health: func(string) gateway.RegionHealth { return tt.health }})
 			tt.setup(east)
@@ -90,7 +90,7 @@ func ownerAt(url string) func(viewer, name, real string) string {
 }
 
 func TestAShadowEndpointsLostForwardStaysA504AndRunsNothingHere(t *testing.T) {
-	s := store(t, 8)
+	s := openStore(t, 8)
 	_, west := startRegions(t, s, "east", regionsOptions{endpoint: shadowEndpoint, urlOf: ownerAt(hangUpOwner(t).URL)})
 	st, h, b := do(t, post(t, west.url+"/v1/things", token(t, "alice"), "shadow-lost", routeBody))
 	if st != http.StatusGatewayTimeout || problemType(t, b) != "forward-answer-lost" {
@@ -118,7 +118,7 @@ func TestAShadowEndpointStreamsTheOwnersAnswer(t *testing.T) {
 		}
 	}))
 	t.Cleanup(owner.Close)
-	s := store(t, 8)
+	s := openStore(t, 8)
 	_, west := startRegions(t, s, "east", regionsOptions{endpoint: shadowEndpoint + "    upstream_timeout: 2s\n",
 		urlOf: ownerAt(owner.URL)})
 	resp, err := http.DefaultClient.Do(post(t, west.url+"/v1/things", token(t, "alice"), "shadow-stream", routeBody))

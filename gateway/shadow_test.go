@@ -46,7 +46,7 @@ func TestShadowModePassesEveryRacerUpstreamAndCountsWhatEnforcementWouldHaveDone
 	t.Cleanup(func() { provider.Shutdown(context.Background()) })
 	var logs lockedBuffer
 	var runs atomic.Int64
-	g, err := gateway.Wrap(gateway.Config{Region: "test", Worker: "w", Store: store(t, 16), Auth: verifier(t),
+	g, err := gateway.Wrap(gateway.Config{Region: "test", Worker: "w", Store: openStore(t, 16), Auth: verifier(t),
 		Endpoints: endpoints(t, "    mode: shadow\n"),
 		Meter:     provider.Meter("test"), Logger: slog.New(slog.NewTextHandler(&logs, nil))}, countingHandler(&runs))
 	if err != nil {

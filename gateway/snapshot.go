@@ -7,14 +7,14 @@ import (
 	"strconv"
 
 	"github.com/idemcoord/idemcoord/idempotency"
-	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // snapshot keeps what a replay needs: status, allow-listed headers, the
 // body within the endpoint's cap, and the created resource's id (see
 // resourceID).
-func snapshot(p idempotency.Policy, a Answer) sqlstore.Snapshot {
-	s := sqlstore.Snapshot{Status: a.Status, Header: http.Header{}}
+func snapshot(p idempotency.Policy, a Answer) store.Snapshot {
+	s := store.Snapshot{Status: a.Status, Header: http.Header{}}
 	for name, vs := range a.Header {
 		if p.KeepHeader(name) {
 			s.Header[http.CanonicalHeaderKey(name)] = vs
@@ -54,7 +54,7 @@ func resourceID(loc string) string {
 }
 
 // writeSnapshot replays a stored response.
-func writeSnapshot(w http.ResponseWriter, rec sqlstore.Record, replayed bool) {
+func writeSnapshot(w http.ResponseWriter, rec store.Record, replayed bool) {
 	h := w.Header()
 	for name, vs := range rec.Snapshot.Header {
 		h[name] = vs

@@ -7,7 +7,7 @@ import (
 	"net/textproto"
 
 	"github.com/idemcoord/idemcoord/idempotency"
-	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // HeaderStage is how an upstream reports the stage an operation is in
@@ -63,7 +63,7 @@ func (g *Gateway) recordStage(ctx context.Context, c *call, guard *leaseGuard, s
 	case err == nil:
 		g.log.InfoContext(ctx, "upstream stage recorded", "operation_id", guard.lease.OperationID,
 			"endpoint", c.ep.Name, "stage", st.String())
-	case errors.Is(err, sqlstore.ErrLostOwnership):
+	case errors.Is(err, store.ErrLostOwnership):
 		g.log.InfoContext(ctx, "upstream stage not recorded: the operation moved on (cancelled or taken over)",
 			"operation_id", guard.lease.OperationID, "endpoint", c.ep.Name, "stage", st.String())
 	default:

@@ -36,7 +36,7 @@ func TestInformationalResponseIsNeverTheRecordedAnswer(t *testing.T) {
 				w.WriteHeader(tc.final)
 				io.WriteString(w, `{"done":true}`)
 			})
-			s := store(t, 8)
+			s := openStore(t, 8)
 			srv := serveWrapped(t, s, "", h)
 			alice := token(t, "alice")
 			if st, hd, b := do(t, post(t, srv.URL+"/v1/things", alice, "hints-1", `{}`)); st != tc.final {
@@ -87,7 +87,7 @@ func TestInvalidStatusIsBadGatewayAndUnknown(t *testing.T) {
 		{name: "handler 101", code: http.StatusSwitchingProtocols},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := store(t, 8)
+			s := openStore(t, 8)
 			var srv *httptest.Server
 			if tc.proxy != nil {
 				up := httptest.NewServer(tc.proxy)

@@ -9,7 +9,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // Span names and attributes. Spans carry the endpoint, the operation id
@@ -60,7 +60,7 @@ func injectTrace(r *http.Request) {
 
 // traceClaim is Store.Begin in a claim span; the decision and operation
 // id go on it and on the request span.
-func (g *Gateway) traceClaim(ctx context.Context, req sqlstore.ClaimRequest) (sqlstore.Claim, error) {
+func (g *Gateway) traceClaim(ctx context.Context, req store.ClaimRequest) (store.Claim, error) {
 	parent := trace.SpanFromContext(ctx)
 	ctx, span := g.tracer.Start(ctx, SpanClaim, trace.WithAttributes(attribute.String(AttrEndpoint, req.Scope.Endpoint)))
 	defer span.End()
@@ -101,7 +101,7 @@ func (g *Gateway) traceExecute(ctx context.Context, in Invocation) Answer {
 }
 
 // traceFinish is Store.Finish in a finish span.
-func (g *Gateway) traceFinish(ctx context.Context, l *sqlstore.Lease, res sqlstore.Result) error {
+func (g *Gateway) traceFinish(ctx context.Context, l *store.Lease, res store.Result) error {
 	ctx, span := g.tracer.Start(ctx, SpanFinish, trace.WithAttributes(
 		attribute.String(AttrOperationID, l.OperationID.String()), attribute.String(AttrState, string(res.State))))
 	defer span.End()

@@ -58,7 +58,7 @@ func TestSpanTreeOfFirstRunAndReplay(t *testing.T) {
 	}))
 	defer upstream.Close()
 	u, _ := url.Parse(upstream.URL)
-	g, err := gateway.New(gateway.Config{Region: "test", Worker: "w", Store: store(t, 4), Auth: verifier(t),
+	g, err := gateway.New(gateway.Config{Region: "test", Worker: "w", Store: openStore(t, 4), Auth: verifier(t),
 		Endpoints: endpoints(t, ""), Next: gateway.NewProxy(u, nil), TracerProvider: tp})
 	if err != nil {
 		t.Fatal(err)
@@ -133,7 +133,7 @@ func TestPassthroughContinuesTheRequestSpan(t *testing.T) {
 	}))
 	defer upstream.Close()
 	u, _ := url.Parse(upstream.URL)
-	g, err := gateway.New(gateway.Config{Region: "test", Worker: "w", Store: store(t, 2), Auth: verifier(t),
+	g, err := gateway.New(gateway.Config{Region: "test", Worker: "w", Store: openStore(t, 2), Auth: verifier(t),
 		Endpoints: endpoints(t, ""), Next: gateway.NewProxy(u, nil), TracerProvider: tp})
 	if err != nil {
 		t.Fatal(err)

@@ -12,7 +12,7 @@ import (
 	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/config"
 	"github.com/idemcoord/idemcoord/idempotency"
-	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // A waiter's operation record is read again after waitPollFirst, then
@@ -50,7 +50,7 @@ const (
 // works the same on PostgreSQL and CockroachDB, from any region that reads
 // the store.
 type waits struct {
-	store  Store
+	store  store.Store
 	clock  clock.Clock
 	log    *slog.Logger
 	limits map[string]int // by endpoint name
@@ -63,14 +63,14 @@ type waits struct {
 // watch is the shared wait on one operation.
 type watch struct {
 	refs int
-	kick chan struct{}   // read the record now (capacity 1)
-	done chan struct{}   // closed once the record is seen not running
-	last sqlstore.Record // the latest record read; guarded by waits.mu
+	kick chan struct{} // read the record now (capacity 1)
+	done chan struct{} // closed once the record is seen not running
+	last store.Record  // the latest record read; guarded by waits.mu
 	stop context.CancelFunc
 }
 
-func newWaits(store Store, c clock.Clock, log *slog.Logger, eps []config.Endpoint) *waits {
-	w := &waits{store: store, clock: c, log: log, limits: map[string]int{}, count: map[string]int{},
+func newWaits(st store.Store, c clock.Clock, log *slog.Logger, eps []config.Endpoint) *waits {
+	w := &waits{store: st, clock: c, log: log, limits: map[string]int{}, count: map[string]int{},
 		ops: map[uuid.UUID]*watch{}}
 	for _, ep := range eps {
 		w.limits[ep.Name] = ep.InProgress.MaxWaitersOrDefault()
@@ -83,7 +83,7 @@ func newWaits(store Store, c clock.Clock, log *slog.Logger, eps []config.Endpoin
 // record read (rec itself if none was) and why it returned. endpoint
 // names whose waiter limit applies; an endpoint unknown to the gateway
 // gets DefaultMaxWaiters.
-func (w *waits) wait(ctx context.Context, endpoint string, rec sqlstore.Record, until time.Time) (sqlstore.Record, waitOutcome) {
+func (w *waits) wait(ctx context.Context, endpoint string, rec store.Record, until time.Time) (store.Record, waitOutcome) {
 	d := until.Sub(w.clock.Now())
 	if d <= 0 {
 		return rec, waitTimedOut
@@ -188,7 +188,7 @@ func (w *waits) poll(ctx context.Context, actor string, id uuid.UUID, wt *watch)
 		rec, err := w.store.Lookup(sctx, actor, id)
 		cancel()
 		switch {
-		case errors.Is(err, sqlstore.ErrNotFound):
+		case errors.Is(err, store.ErrNotFound):
 			// Swept or purged meanwhile: let the waiter's claim decide.
 		case err != nil:
 			if ctx.Err() == nil {
@@ -215,7 +215,7 @@ func (w *waits) poll(ctx context.Context, actor string, id uuid.UUID, wt *watch)
 }
 
 // running reports whether rec's operation is being run under a live lease.
-func running(rec sqlstore.Record, now time.Time) bool {
+func running(rec store.Record, now time.Time) bool {
 	return (rec.State == idempotency.InProgress || rec.State == idempotency.Pending) && rec.LeaseExpiresAt.After(now)
 }
 

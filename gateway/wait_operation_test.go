@@ -43,7 +43,7 @@ func TestOperationStatusWaitsForAnAsyncRun(t *testing.T) {
 		})
 	}
 	t.Run("invalid wait", func(t *testing.T) {
-		srv := serveWrapped(t, store(t, 4), "    async: true\n", http.NotFoundHandler())
+		srv := serveWrapped(t, openStore(t, 4), "    async: true\n", http.NotFoundHandler())
 		for _, v := range []string{"soon", "-1s", "2m", "99999999999999"} {
 			get, _ := http.NewRequest(http.MethodGet, srv.URL+"/v1/operations/0b7c1f7e-2f0a-4d7e-9a51-3f1f4f7a9c11?wait="+v, nil)
 			get.Header.Set("Authorization", token(t, "alice"))

@@ -13,6 +13,7 @@ import (
 
 	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/gateway"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // heldRun is an upstream whose runs of key "held-1" hold until released,
@@ -48,7 +49,7 @@ func (h *heldRun) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // serveClocked serves h coordinated by a gateway on the fake clock fake
 // (the store s is on it too), with create-thing configured by extra.
-func serveClocked(t testing.TB, s gateway.Store, fake *clock.Fake, extra string, h http.Handler) (*gateway.Gateway, *httptest.Server) {
+func serveClocked(t testing.TB, s store.Store, fake *clock.Fake, extra string, h http.Handler) (*gateway.Gateway, *httptest.Server) {
 	t.Helper()
 	g, err := gateway.Wrap(gateway.Config{Region: "test", Worker: "w", Store: s, Auth: verifier(t),
 		Endpoints: endpoints(t, extra), Clock: fake}, h)
@@ -250,7 +251,7 @@ func TestWithoutAWaitARetryIsAnswered409AtOnce(t *testing.T) {
 // the run in flight there (the forward's own timeout covers the wait) and
 // answers the run's 201; the upstream ran once, in east.
 func TestARetryLandingInAnotherRegionWaitsAtTheOwner(t *testing.T) {
-	s := store(t, 8)
+	s := openStore(t, 8)
 	up := newHeldRun(t)
 	east, west := startRegions(t, s, "east", regionsOptions{endpoint: "    in_progress: {wait: 30s}\n",
 		upstream: func(name string) http.Handler { return up }})

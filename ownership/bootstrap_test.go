@@ -68,7 +68,7 @@ func TestBootstrapRefusesAnotherShardCount(t *testing.T) {
 }
 
 func TestAnEmptyDirectoryIsNotBootstrapped(t *testing.T) {
-	s, _ := store(t)
+	s, _ := openStore(t)
 	d := ownership.NewDirectory(client(t, cluster(t).Endpoints()), s, ownership.WithPrefix(prefix(t)))
 	if err := d.CheckShardCount(ctxT(t), 16); !errors.Is(err, ownership.ErrNotBootstrapped) {
 		t.Fatalf("CheckShardCount on an empty directory = %v, want ErrNotBootstrapped", err)
@@ -80,7 +80,7 @@ func TestAnEmptyDirectoryIsNotBootstrapped(t *testing.T) {
 
 func TestConcurrentBootstrapsCreateEveryShardOnce(t *testing.T) {
 	ctx := ctxT(t)
-	s, _ := store(t)
+	s, _ := openStore(t)
 	const shards, instances = 250, 4
 	errs := make(chan error, instances)
 	for range instances {

@@ -135,7 +135,7 @@ func TestCacheServesAndFollowsWhileAnEtcdMemberIsKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ec.Close()
-	s, _ := store(t)
+	s, _ := openStore(t)
 	const shards = 9
 	d := ownership.NewDirectory(client(t, ec.Endpoints()), s, ownership.WithPrefix("/kill/"), ownership.WithLogger(quiet()))
 	if err := d.Bootstrap(ctx, topology(t), shards); err != nil {

@@ -53,8 +53,8 @@ func topology(t *testing.T) *region.Topology {
 	return topo
 }
 
-// store opens a real store on a fresh database; reader sees its counters.
-func store(t *testing.T) (*sqlstore.Store, *metric.ManualReader) {
+// openStore opens a real store on a fresh database; reader sees its counters.
+func openStore(t *testing.T) (*sqlstore.Store, *metric.ManualReader) {
 	t.Helper()
 	reader := metric.NewManualReader()
 	mp := metric.NewMeterProvider(metric.WithReader(reader))
@@ -95,7 +95,7 @@ func fenced(t *testing.T, r *metric.ManualReader) int64 {
 // on the shared cluster and a fresh store.
 func setup(t *testing.T, shards int) (*ownership.Directory, *sqlstore.Store, *metric.ManualReader) {
 	t.Helper()
-	s, r := store(t)
+	s, r := openStore(t)
 	d := ownership.NewDirectory(client(t, cluster(t).Endpoints()), s, ownership.WithPrefix(prefix(t)),
 		ownership.WithLogger(quiet()))
 	if err := d.Bootstrap(context.Background(), topology(t), shards); err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/ownership"
 	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // actorOf returns an actor that hashes to shard.
@@ -26,7 +27,7 @@ func actorOf(t *testing.T, shard, shards int) string {
 }
 
 // claim asks the store for a new key of actor under tok.
-func claim(t *testing.T, s *sqlstore.Store, actor, key string, tok fencing.Token) (sqlstore.Claim, error) {
+func claim(t *testing.T, s *sqlstore.Store, actor, key string, tok fencing.Token) (store.Claim, error) {
 	t.Helper()
 	k, err := idempotency.ParseKeyHeader(key)
 	if err != nil {
@@ -37,8 +38,8 @@ func claim(t *testing.T, s *sqlstore.Store, actor, key string, tok fencing.Token
 	if err != nil {
 		t.Fatal(err)
 	}
-	return s.Begin(context.Background(), sqlstore.ClaimRequest{
-		Scope: sqlstore.Scope{Actor: actor, Endpoint: "POST /v1/payments", Key: k}, Fingerprint: fp,
+	return s.Begin(context.Background(), store.ClaimRequest{
+		Scope: store.Scope{Actor: actor, Endpoint: "POST /v1/payments", Key: k}, Fingerprint: fp,
 		Token: tok, Worker: "test", Lease: 30 * time.Second, TTL: time.Hour})
 }
 
@@ -53,7 +54,7 @@ func TestAfterAMoveTheOldEpochIsRejectedAndEtcdAndSQLAgree(t *testing.T) {
 	}
 	// The home region writes at epoch 1 and keeps a lease across the move.
 	before, err := claim(t, s, actor, "k-before", fencing.Token{Shard: shard, Epoch: cur.Epoch, Region: cur.Owner})
-	if err != nil || before.Outcome != sqlstore.FirstRun {
+	if err != nil || before.Outcome != store.FirstRun {
 		t.Fatalf("claim at epoch 1 before any move: %v %v", before.Outcome, err)
 	}
 	route := []string{"eu-west", "ap-south", "us-east", "eu-west", "eu-west"}
@@ -85,12 +86,12 @@ func TestAfterAMoveTheOldEpochIsRejectedAndEtcdAndSQLAgree(t *testing.T) {
 			t.Fatalf("fenced_writes_rejected went %d -> %d on a stale claim, want +1", rejected, got)
 		}
 		c, err := claim(t, s, actor, fmt.Sprintf("k-new-%d", i), fencing.Token{Shard: shard, Epoch: cur.Epoch, Region: to})
-		if err != nil || c.Outcome != sqlstore.FirstRun {
+		if err != nil || c.Outcome != store.FirstRun {
 			t.Fatalf("claim by the new owner at epoch %d: %v %v", cur.Epoch, c.Outcome, err)
 		}
 	}
 	// The lease taken at epoch 1 cannot finish after the moves.
-	err = s.Finish(ctx, before.Lease, sqlstore.Result{State: idempotency.Completed, Snapshot: sqlstore.Snapshot{Status: 201}})
+	err = s.Finish(ctx, before.Lease, store.Result{State: idempotency.Completed, Snapshot: store.Snapshot{Status: 201}})
 	if !errors.Is(err, fencing.ErrStaleEpoch) {
 		t.Fatalf("finish with a lease of epoch 1 after the moves: %v, want ErrStaleEpoch", err)
 	}

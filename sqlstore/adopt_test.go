@@ -5,7 +5,6 @@ import (
 	"errors"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/sqlstore"
@@ -57,28 +56,5 @@ func TestAmbiguousHeartbeatKeepsItsOwnLease(t *testing.T) {
 	if rec.State != idempotency.Completed || rec.LeaseOwner != c.Lease.Owner || rec.Version != c.Lease.Version {
 		t.Errorf("record %s owner %q v%d, lease %q v%d; want COMPLETED by this lease, the lease following the record",
 			rec.State, rec.LeaseOwner, rec.Version, c.Lease.Owner, c.Lease.Version)
-	}
-}
-
-// TestTakenOverLeaseAdoptsNothing: the adoption of a moved version is for
-// the lease's own writes only. After a takeover the record's owner is the
-// new one, and the old worker's Finish is refused and changes nothing.
-func TestTakenOverLeaseAdoptsNothing(t *testing.T) {
-	ctx := context.Background()
-	clock := newClock()
-	s, _ := openStore(t, clock)
-	req := request(t, "tenant/alice", "taken", `{}`)
-	old := mustBegin(t, s, req, sqlstore.FirstRun)
-	clock.Advance(31 * time.Second)
-	taken := mustBegin(t, s, req, sqlstore.TakenOver)
-	if err := s.Heartbeat(ctx, taken.Lease); err != nil {
-		t.Fatal(err)
-	}
-	before := rawRow(t, s)
-	if err := s.Finish(ctx, old.Lease, completed(`{"by":"old"}`)); !errors.Is(err, sqlstore.ErrLostOwnership) {
-		t.Errorf("old worker's Finish = %v, want ErrLostOwnership", err)
-	}
-	if after := rawRow(t, s); after != before {
-		t.Errorf("old worker changed the record:\nbefore %s\nafter  %s", before, after)
 	}
 }

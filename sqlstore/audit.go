@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -25,25 +24,6 @@ func (s *Store) Audit(ctx context.Context, operator, action, reason, detail stri
 	return nil
 }
 
-// AuditFilter selects audit rows; zero fields select everything.
-type AuditFilter struct {
-	// Since keeps rows at or after it.
-	Since time.Time
-	// Shard, when set, keeps rows about that shard (fence moves and
-	// accepts, whose detail starts "shard=N ").
-	Shard *int
-	// Actor keeps rows about that actor scope.
-	Actor string
-	// Operation keeps rows about that operation.
-	Operation *uuid.UUID
-	// Action keeps rows of that action (move_fence, failback, ...).
-	Action string
-	// Limit caps the rows returned. Default 100.
-	Limit int
-	// Offset skips that many rows of the selection first (paging).
-	Offset int
-}
-
 // auditWhere is the condition of an AuditFilter, over the arguments
 // auditArgs returns.
 const auditWhere = `WHERE ($1::TIMESTAMPTZ IS NULL OR at >= $1)
@@ -53,7 +33,7 @@ const auditWhere = `WHERE ($1::TIMESTAMPTZ IS NULL OR at >= $1)
 		  AND ($5::TEXT IS NULL OR action = $5)`
 
 // auditArgs returns the arguments of auditWhere.
-func (f AuditFilter) auditArgs() []any {
+func auditArgs(f AuditFilter) []any {
 	var since *time.Time
 	if !f.Since.IsZero() {
 		since = &f.Since
@@ -77,28 +57,10 @@ func (f AuditFilter) auditArgs() []any {
 // aside): what a page of QueryAudit is "N of".
 func (s *Store) CountAudit(ctx context.Context, f AuditFilter) (int, error) {
 	var n int64
-	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM repair_audit `+auditWhere, f.auditArgs()...).Scan(&n); err != nil {
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM repair_audit `+auditWhere, auditArgs(f)...).Scan(&n); err != nil {
 		return 0, fmt.Errorf("sqlstore: count audit: %w", err)
 	}
 	return int(n), nil
-}
-
-// AuditRow is one repair audit row with its time.
-type AuditRow struct {
-	// ID is the row's id.
-	ID uuid.UUID `json:"id"`
-	// At is when it was written (the store's clock).
-	At time.Time `json:"at"`
-	// Operator, Action and Reason say who did what and why.
-	Operator string `json:"operator"`
-	Action   string `json:"action"`
-	Reason   string `json:"reason"`
-	// OperationID and ActorScope name the operation or actor repaired,
-	// when the repair was about one.
-	OperationID *uuid.UUID `json:"operation_id,omitempty"`
-	ActorScope  string     `json:"actor_scope,omitempty"`
-	// Detail says what changed.
-	Detail string `json:"detail"`
 }
 
 // QueryAudit returns the audit rows f selects, newest first.
@@ -108,7 +70,7 @@ func (s *Store) QueryAudit(ctx context.Context, f AuditFilter) ([]AuditRow, erro
 	}
 	rows, err := s.pool.Query(ctx, `SELECT id, at, operator, action, reason, operation_id, COALESCE(actor_scope, ''), detail
 		FROM repair_audit `+auditWhere+`
-		ORDER BY at DESC, id LIMIT $6 OFFSET $7`, append(f.auditArgs(), f.Limit, max(f.Offset, 0))...)
+		ORDER BY at DESC, id LIMIT $6 OFFSET $7`, append(auditArgs(f), f.Limit, max(f.Offset, 0))...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: read audit: %w", err)
 	}

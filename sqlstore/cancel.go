@@ -9,6 +9,7 @@ import (
 
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/idempotency"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // cancelCond is what a record must still be, besides its version, lease
@@ -17,25 +18,6 @@ import (
 // idempotency.Stage.String's form.
 const cancelCond = `state IN ('PENDING', 'IN_PROGRESS', 'RETRYABLE_FAILURE', 'OUTCOME_UNKNOWN')
 	AND (last_stage = '' OR last_stage LIKE '%` + idempotency.ReversibleParam + `')`
-
-// Cancellable reports whether rec may still be cancelled, by the rule the
-// store's Cancel enforces: not terminal, and its last stage reversible or
-// none. When it may not, stage is what prevents it (the irreversible
-// stage, or the terminal state's name when no stage was reported).
-func Cancellable(rec Record) (ok bool, stage string) {
-	st, err := idempotency.ParseStage(rec.LastStage)
-	switch {
-	case rec.State.Terminal() && rec.LastStage != "" && err == nil:
-		return false, st.Name
-	case rec.State.Terminal():
-		return false, string(rec.State)
-	case rec.LastStage == "":
-		return true, ""
-	case err != nil || !st.Reversible:
-		return false, rec.LastStage
-	}
-	return true, ""
-}
 
 // Cancel records the cancellation of an async operation that the upstream
 // has confirmed it cancelled (the upstream decides the race between its
@@ -57,7 +39,7 @@ func Cancellable(rec Record) (ok bool, stage string) {
 // and *AmbiguousCommitError when the commit's outcome was lost (read
 // again: the record is CANCELLED or as it was).
 func (s *Store) Cancel(ctx context.Context, rec Record, tok fencing.Token, res Result) error {
-	if ok, _ := Cancellable(rec); !ok {
+	if ok, _ := store.Cancellable(rec); !ok {
 		return ErrNotCancellable
 	}
 	if res.State != idempotency.Cancelled {
@@ -72,7 +54,7 @@ func (s *Store) Cancel(ctx context.Context, rec Record, tok fencing.Token, res R
 	}
 	l := leaseOf(rec, tok)
 	u := s.prepareUpdate(l, l.Owner, "cancel", finishSet, cancelCond,
-		string(res.State), status, headers, body, res.Snapshot.BodyOmitted, resourceID, errSummary, l.ttl.Milliseconds())
+		string(res.State), status, headers, body, res.Snapshot.BodyOmitted, resourceID, errSummary, l.TTL.Milliseconds())
 	var ok bool
 	err = s.RunTx(ctx, func(tx pgx.Tx) error {
 		var err error

@@ -15,121 +15,6 @@ import (
 	"github.com/idemcoord/idemcoord/idempotency"
 )
 
-// Outcome is what a claim decided.
-type Outcome int
-
-// Claim outcomes.
-const (
-	// FirstRun: the key was new; the caller owns the operation and must run it.
-	FirstRun Outcome = iota + 1
-	// TakenOver: a lease expired or a retryable failure was recorded; the
-	// caller owns the operation again and must resume from Lease.LastStage.
-	TakenOver
-	// Replayed: the operation is COMPLETED, TERMINAL_FAILURE or CANCELLED; answer with
-	// Record.Snapshot.
-	Replayed
-	// Mismatch: the key was used with a different request. Nothing changed.
-	Mismatch
-	// InFlight: another worker holds a live lease; retry after RetryAfter.
-	InFlight
-	// Unresolved: the operation is OUTCOME_UNKNOWN and must be resolved
-	// (downstream queried by operation id) before anything re-runs it.
-	Unresolved
-)
-
-var outcomeNames = [...]string{"", "first_run", "takeover", "replay", "fingerprint_conflict", "in_progress", "outcome_unknown"}
-
-// String names the outcome as the metrics do.
-func (o Outcome) String() string {
-	if int(o) < len(outcomeNames) {
-		return outcomeNames[o]
-	}
-	return fmt.Sprintf("outcome(%d)", int(o))
-}
-
-// ClaimRequest asks for ownership of one key.
-type ClaimRequest struct {
-	Scope       Scope
-	Fingerprint idempotency.Fingerprint
-	// Refingerprint computes the request's fingerprint under an older
-	// algorithm version, so a record stored before an upgrade still
-	// matches its retries. Nil means only Fingerprint.Version is known.
-	Refingerprint func(version int) (idempotency.Fingerprint, error)
-	// Token is the writer's fencing token.
-	Token fencing.Token
-	// Worker identifies this instance in lease_owner (for operators).
-	Worker string
-	// Lease is how long the claim is owned without a heartbeat.
-	Lease time.Duration
-	// TTL is how long the record lives after its last change, at least. A
-	// claim starts it at Lease + TTL, so a finish within the lease need not
-	// move it.
-	TTL time.Duration
-	// Pending starts the operation in PENDING (queued async work) instead
-	// of IN_PROGRESS.
-	Pending bool
-	// TakeOverFenced lets the claim take over a running (PENDING or
-	// IN_PROGRESS) record before its lease ends when the record was last
-	// written under an older epoch than the shard's: its holder is fenced
-	// out (every heartbeat, stage and finish it tries is refused) and can
-	// never record a result, so its lease protects nothing the store can
-	// see. Only an upstream call the holder already sent may still land:
-	// set it only for an endpoint whose upstream deduplicates by operation
-	// id and that has a resolve path (config.Endpoint.TakesOverFenced),
-	// whose takeover resolves before it runs anything. See
-	// docs/failover.md, "In-flight intents of a moved shard".
-	TakeOverFenced bool
-	// KeepStages keeps the recovery point (the last stage recorded) when
-	// a RETRYABLE_FAILURE is taken over, so that the new attempt resumes
-	// from it (an endpoint with on_retry: complete). By default the
-	// takeover clears it: the failed attempt took no effect.
-	KeepStages bool
-	// FirstSent is when the client says it first sent the intent, zero
-	// when it does not say. It is stored with a new record; a claim of an
-	// existing record that names another time than the record's is a
-	// Mismatch (another request), unless either is zero.
-	FirstSent time.Time
-}
-
-// Claim is the decision on one key.
-type Claim struct {
-	Outcome Outcome
-	// Record is the stored operation as the decision saw it.
-	Record Record
-	// Lease is set when the caller owns the operation (FirstRun, TakenOver).
-	Lease *Lease
-	// RetryAfter is how long an InFlight caller should wait.
-	RetryAfter time.Duration
-	// Fenced is set on a TakenOver claim whose lease was still live: its
-	// holder wrote last under an older epoch and was fenced out
-	// (ClaimRequest.TakeOverFenced).
-	Fenced bool
-}
-
-// Lease is a worker's ownership of an operation. Every update through it is
-// conditioned on its version and advances it.
-type Lease struct {
-	Scope       Scope
-	OperationID uuid.UUID
-	Owner       string
-	Version     int64
-	Token       fencing.Token
-	ExpiresAt   time.Time
-	// RecordExpiresAt is the record's expires_at as this lease's claim,
-	// takeover or last write left it: until when the key is honoured at
-	// least. A takeover extends it (to now + lease + TTL at least), so
-	// the Record a Claim carries, read before the takeover, may hold an
-	// earlier one.
-	RecordExpiresAt time.Time
-	// LastStage is the recovery point recorded before this lease (empty on
-	// a first run). A takeover resumes from it.
-	LastStage string
-	Attempts  int
-	keyHash   [32]byte
-	lease     time.Duration
-	ttl       time.Duration
-}
-
 // readSQL reads a key's record and the decision time: the read-first path.
 // Every query on records names shard first, the head of CockroachDB's
 // primary key (see migrations/cockroach), so it is a local point lookup.
@@ -416,7 +301,7 @@ func (s *Store) decide(ctx context.Context, req ClaimRequest, rec Record, now ti
 func newLease(rec Record, req ClaimRequest) *Lease {
 	return &Lease{
 		Scope:           req.Scope,
-		keyHash:         rec.KeyHash,
+		KeyHash:         rec.KeyHash,
 		OperationID:     rec.OperationID,
 		Owner:           rec.LeaseOwner,
 		Version:         rec.Version,
@@ -425,8 +310,8 @@ func newLease(rec Record, req ClaimRequest) *Lease {
 		RecordExpiresAt: rec.ExpiresAt,
 		LastStage:       rec.LastStage,
 		Attempts:        rec.Attempts,
-		lease:           req.Lease,
-		ttl:             req.TTL,
+		Length:          req.Lease,
+		TTL:             req.TTL,
 	}
 }
 

@@ -116,17 +116,6 @@ func (s *Store) Purge(ctx context.Context, operator, reason, actor string) (int,
 	return int(n), nil
 }
 
-// AuditEntry is one row of the repair audit.
-type AuditEntry struct {
-	ID          uuid.UUID
-	Operator    string
-	Action      string
-	Reason      string
-	OperationID *uuid.UUID
-	ActorScope  string
-	Detail      string
-}
-
 // audit writes one repair audit row inside tx. Every manual repair calls it
 // in the transaction that makes the change, so no change goes unrecorded.
 func (s *Store) audit(ctx context.Context, tx pgx.Tx, operator, action, reason string, opID *uuid.UUID, actor, detail string) error {
@@ -138,9 +127,6 @@ func (s *Store) audit(ctx context.Context, tx pgx.Tx, operator, action, reason s
 		uuid.New(), s.now(), operator, action, reason, opID, actor, detail)
 	return err
 }
-
-// ErrNoOperator is returned for a repair without an operator or a reason.
-var ErrNoOperator = errors.New("sqlstore: audit: operator and reason are required for every repair")
 
 func checkOperator(operator, reason string) error {
 	if strings.TrimSpace(operator) == "" || strings.TrimSpace(reason) == "" {

@@ -2,20 +2,14 @@ package sqlstore_test
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/sqlstore"
 )
-
-// setClock moves clock to at.
-func setClock(c *testClock, at time.Time) { c.Advance(at.Sub(c.Now())) }
 
 // withState claims req and leaves it in state: PENDING and IN_PROGRESS are
 // left claimed, the others are finished with that result.
@@ -42,115 +36,6 @@ func withState(t testing.TB, s *sqlstore.Store, req sqlstore.ClaimRequest, state
 		t.Fatalf("record is %s, want %s", rec.State, state)
 	}
 	return rec
-}
-
-func cleanup(t testing.TB, s *sqlstore.Store, batch int) int {
-	t.Helper()
-	n, err := s.Cleanup(context.Background(), batch)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
-
-func TestCleanupExpiryBoundary(t *testing.T) {
-	ctx := context.Background()
-	clock := newClock()
-	s, _ := openStore(t, clock)
-	req := request(t, "tenant/alice", "boundary", `{}`)
-	rec := withState(t, s, req, idempotency.Completed)
-	if rec.ExpiresAt.IsZero() || !rec.ExpiresAt.After(clock.Now()) {
-		t.Fatalf("expires_at = %v, want after now %v", rec.ExpiresAt, clock.Now())
-	}
-
-	setClock(clock, rec.ExpiresAt.Add(-time.Microsecond))
-	if n := cleanup(t, s, 0); n != 0 {
-		t.Fatalf("1µs before expiry: cleanup deleted %d, want 0", n)
-	}
-	if _, err := s.Read(ctx, req.Scope); err != nil {
-		t.Fatalf("1µs before expiry: %v", err)
-	}
-	setClock(clock, rec.ExpiresAt)
-	if n := cleanup(t, s, 0); n != 1 {
-		t.Fatalf("at expiry: cleanup deleted %d, want 1", n)
-	}
-	if _, err := s.Read(ctx, req.Scope); !errors.Is(err, sqlstore.ErrNotFound) {
-		t.Fatalf("at expiry: read = %v, want ErrNotFound", err)
-	}
-}
-
-func TestCleanupDeletesOnlyRestingStates(t *testing.T) {
-	ctx := context.Background()
-	clock := newClock()
-	s, _ := openStore(t, clock)
-	tests := []struct {
-		state   idempotency.State
-		deleted bool
-	}{
-		{idempotency.Pending, false},
-		{idempotency.InProgress, false},
-		{idempotency.OutcomeUnknown, false},
-		{idempotency.Completed, true},
-		{idempotency.TerminalFailure, true},
-		{idempotency.RetryableFailure, true},
-	}
-	scopes := map[idempotency.State]sqlstore.Scope{}
-	for _, tt := range tests {
-		req := request(t, "tenant/alice", "state-"+string(tt.state), `{}`)
-		req.TTL = time.Hour
-		withState(t, s, req, tt.state)
-		scopes[tt.state] = req.Scope
-	}
-	clock.Advance(365 * 24 * time.Hour) // far past every expiry and lease
-	if n := cleanup(t, s, 0); n != 3 {
-		t.Errorf("cleanup deleted %d, want the 3 resting records", n)
-	}
-	if n := cleanup(t, s, 0); n != 0 {
-		t.Errorf("second pass deleted %d, want 0", n)
-	}
-	for _, tt := range tests {
-		_, err := s.Read(ctx, scopes[tt.state])
-		if gone := errors.Is(err, sqlstore.ErrNotFound); gone != tt.deleted {
-			t.Errorf("%s: deleted = %v (read err %v), want %v", tt.state, gone, err, tt.deleted)
-		}
-	}
-}
-
-func TestCleanupBatches(t *testing.T) {
-	clock := newClock()
-	s, _ := openStore(t, clock)
-	var reqs []sqlstore.ClaimRequest
-	for i := range 25 {
-		req := request(t, "tenant/alice", fmt.Sprintf("batch-%02d", i), `{}`)
-		req.TTL = time.Hour
-		withState(t, s, req, idempotency.Completed)
-		reqs = append(reqs, req)
-		clock.Advance(time.Second) // distinct expiries, in key order
-	}
-	keep := request(t, "tenant/alice", "long-lived", `{}`)
-	keep.TTL = 1000 * time.Hour
-	withState(t, s, keep, idempotency.Completed)
-
-	clock.Advance(2 * time.Hour)
-	var got []int
-	for range 4 {
-		got = append(got, cleanup(t, s, 10))
-		if len(got) == 1 {
-			// Oldest expiry first: the first batch took keys 00..09.
-			for i, req := range reqs {
-				_, err := s.Read(context.Background(), req.Scope)
-				if gone := errors.Is(err, sqlstore.ErrNotFound); gone != (i < 10) {
-					t.Errorf("after the first batch, batch-%02d deleted = %v, want %v", i, gone, i < 10)
-				}
-			}
-		}
-	}
-	if diff := cmp.Diff([]int{10, 10, 5, 0}, got); diff != "" {
-		t.Errorf("batch sizes (-want +got):\n%s", diff)
-	}
-	if _, err := s.Read(context.Background(), keep.Scope); err != nil {
-		t.Errorf("unexpired record: %v", err)
-	}
 }
 
 func TestPurgeKeepsDedupMarker(t *testing.T) {

@@ -27,4 +27,8 @@
 // ran out, *UnavailableError (ErrUnavailable) when
 // the store could not be reached, and *AmbiguousCommitError (which also
 // matches ErrUnavailable) when a commit's outcome stayed unknown.
+//
+// Store implements store.Backend, the contract of package store (whose
+// types and errors this package names through aliases); TestStore runs
+// the contract's conformance suite, store/storetest, on PostgreSQL.
 package sqlstore

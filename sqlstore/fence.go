@@ -11,37 +11,6 @@ import (
 	"github.com/idemcoord/idemcoord/fencing"
 )
 
-// ErrNotBootstrapped means the store has no shard count yet: no daemon has
-// run BootstrapFences against it, so no shard has an owner and every write
-// is refused by the fence.
-var ErrNotBootstrapped = errors.New("sqlstore: shard fences not bootstrapped")
-
-// ShardCountMismatchError reports a daemon configured with a shard count
-// other than the one the store was bootstrapped with. Actors would hash to
-// other shards than the fences guard, so the daemon must not start.
-type ShardCountMismatchError struct {
-	// Store is the count recorded in shard_config.
-	Store int
-	// Configured is the count the caller asked for.
-	Configured int
-}
-
-// Error implements error.
-func (e *ShardCountMismatchError) Error() string {
-	return fmt.Sprintf("sqlstore: the store was bootstrapped with %d shards, the configuration says %d: "+
-		"the shard count is fixed for the life of a deployment", e.Store, e.Configured)
-}
-
-// FenceRow is one shard's fence as the store holds it.
-type FenceRow struct {
-	// Shard is the shard number.
-	Shard int
-	// Epoch is the shard's ownership epoch (1 after bootstrap, +1 per move).
-	Epoch int64
-	// Owner is the region that may write the shard at Epoch.
-	Owner string
-}
-
 // ShardCount returns the shard count recorded by BootstrapFences, or
 // ErrNotBootstrapped.
 func (s *Store) ShardCount(ctx context.Context) (int, error) {

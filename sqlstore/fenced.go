@@ -57,7 +57,7 @@ func (s *Store) Fenced(ctx context.Context, scan StrandedScan) ([]Queued, error)
 		return nil, fmt.Errorf("sqlstore: fenced: Limit must be positive, got %d", scan.Limit)
 	}
 	args := []any{scan.Limit}
-	shares, after := scan.where(&args)
+	shares, after := scanWhere(scan, &args)
 	if shares == "" {
 		return nil, nil
 	}

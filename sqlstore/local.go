@@ -126,7 +126,7 @@ func (s *Store) completeIn(ctx context.Context, tx pgx.Tx, c Claim, l *Lease, fn
 		return Claim{}, err
 	}
 	u := s.prepareUpdate(l, l.Owner, "finish", finishSet, `state IN ('PENDING', 'IN_PROGRESS')`,
-		string(res.State), status, headers, body, snap.BodyOmitted, resourceID, errSummary, l.ttl.Milliseconds())
+		string(res.State), status, headers, body, snap.BodyOmitted, resourceID, errSummary, l.TTL.Milliseconds())
 	ok, err := u.run(ctx, s, tx)
 	if err != nil {
 		return Claim{}, fmt.Errorf("sqlstore: save result: %w", err)

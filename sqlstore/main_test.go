@@ -129,3 +129,16 @@ func tally(outcomes []sqlstore.Outcome) map[string]int {
 }
 
 func shardOf(actor string) int { return fencing.ShardOf(actor, fencing.DefaultShards) }
+
+// mustBegin claims req and checks the outcome.
+func mustBegin(t testing.TB, s *sqlstore.Store, req sqlstore.ClaimRequest, want sqlstore.Outcome) sqlstore.Claim {
+	t.Helper()
+	c, err := s.Begin(context.Background(), req)
+	if err != nil {
+		t.Fatalf("begin: %v", err)
+	}
+	if c.Outcome != want {
+		t.Fatalf("begin = %v (record %s, retry after %v), want %v", c.Outcome, c.Record.State, c.RetryAfter, want)
+	}
+	return c
+}

@@ -5,6 +5,8 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // Event names: things that happen to a record after its claim, counted
@@ -98,8 +100,8 @@ func (m *metrics) outcome(ctx context.Context, endpoint, name string) {
 // first request.
 func (s *Store) InitMetrics(ctx context.Context, endpoints []string) {
 	for _, ep := range endpoints {
-		for _, o := range outcomeNames[1:] {
-			s.metrics.decisions.Add(ctx, 0, metric.WithAttributes(attribute.String("endpoint", ep), attribute.String("decision", o)))
+		for _, o := range store.Outcomes() {
+			s.metrics.decisions.Add(ctx, 0, metric.WithAttributes(attribute.String("endpoint", ep), attribute.String("decision", o.String())))
 		}
 		for _, e := range []string{eventUnknownRecorded, eventUnknownResolved, eventRecoveryTakeover, eventFencedTakeover} {
 			s.metrics.events.Add(ctx, 0, metric.WithAttributes(attribute.String("endpoint", ep), attribute.String("event", e)))

@@ -11,35 +11,6 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// OperationFilter selects the operations ListOperations returns: those of
-// Shards in one of States, optionally of one Endpoint and not changed for
-// OlderThan, a page of at most Limit after the cursor After.
-type OperationFilter struct {
-	// Shards are the shards to list (required: a region's shards, or
-	// one).
-	Shards []int
-	// States are the states to list (required).
-	States []string
-	// Endpoint keeps one endpoint's operations ("" for all).
-	Endpoint string
-	// OlderThan keeps operations not updated for this long, by the
-	// database's clock (0 for all).
-	OlderThan time.Duration
-	// Limit is the page size (required, at most 1000).
-	Limit int
-	// After is the cursor of the previous page's last row ("" for the
-	// first page).
-	After string
-}
-
-// OperationPage is one page of ListOperations.
-type OperationPage struct {
-	// Operations are the page's records, oldest change first.
-	Operations []Record
-	// Next is the cursor of the next page, "" on the last page.
-	Next string
-}
-
 // ListOperations returns a page of the operations f selects, oldest change
 // first, for an operator, and writes the access to the repair audit in the
 // same transaction (a list shows actor scopes). It is a scan of the

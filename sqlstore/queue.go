@@ -10,19 +10,6 @@ import (
 	"github.com/idemcoord/idemcoord/idempotency"
 )
 
-// Queued is an operation a scan found without a live worker: an async one
-// whose lease expired while it was PENDING or IN_PROGRESS, with its stored
-// request (Stranded), or one whose holder was fenced out by a move
-// (Fenced; Request is nil for a synchronous endpoint's).
-type Queued struct {
-	// Record is the operation as the scan read it; a takeover is
-	// conditioned on its version. Record.Scope.Key is empty (only the
-	// key's hash is stored).
-	Record Record
-	// Request is what SaveRequest stored, opaque to the store.
-	Request []byte
-}
-
 // SaveRequest stores what is needed to run l's operation without its
 // client (see migrations/portable/0003_async_requests.sql). Call it after
 // the claim and before answering 202: once it returns, a live instance can

@@ -2,97 +2,12 @@ package sqlstore
 
 import (
 	"encoding/json"
-	"errors"
-	"net/http"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/idempotency"
 )
-
-// Sentinel errors.
-var (
-	// ErrLostOwnership means a version-conditioned update affected no row:
-	// another worker took the operation over, or it already finished. The
-	// caller must stop and must not report its own result as the answer.
-	ErrLostOwnership = errors.New("sqlstore: lost ownership of the operation")
-	// ErrNotFound means no record matches.
-	ErrNotFound = errors.New("sqlstore: operation not found")
-	// ErrFingerprintVersion means a record was fingerprinted with an
-	// algorithm version the caller cannot compute.
-	ErrFingerprintVersion = errors.New("sqlstore: record's fingerprint version is not supported")
-	// ErrNotUnknown means a resolution was attempted on an operation that is
-	// not in OUTCOME_UNKNOWN.
-	ErrNotUnknown = errors.New("sqlstore: operation is not in OUTCOME_UNKNOWN")
-	// ErrNotCancellable means a cancel was attempted on an operation that
-	// is terminal, or whose last stage is irreversible.
-	ErrNotCancellable = errors.New("sqlstore: operation cannot be cancelled")
-)
-
-// Scope identifies one key: the actor scope (tenant and subject from the
-// authenticated principal, never the body), the endpoint, and the key.
-type Scope struct {
-	Actor    string
-	Endpoint string
-	Key      idempotency.Key
-}
-
-// Snapshot is the stored response of a finished operation.
-type Snapshot struct {
-	// Status is the HTTP status.
-	Status int
-	// Header holds only allow-listed headers.
-	Header http.Header
-	// Body is the response body, empty when BodyOmitted.
-	Body []byte
-	// BodyOmitted is set when the body exceeded the endpoint's cap and was
-	// not stored.
-	BodyOmitted bool
-	// ResourceID names the resource the operation created, if any.
-	ResourceID string
-}
-
-// Result is what a worker reports when it finishes an operation.
-type Result struct {
-	// State is COMPLETED, RETRYABLE_FAILURE, TERMINAL_FAILURE,
-	// OUTCOME_UNKNOWN or CANCELLED.
-	State idempotency.State
-	// Snapshot is stored for COMPLETED, TERMINAL_FAILURE and CANCELLED
-	// (the cancellation's answer).
-	Snapshot Snapshot
-	// ErrorSummary is a short, non-sensitive description of a failure.
-	ErrorSummary string
-}
-
-// Record is one stored operation.
-type Record struct {
-	// Scope is the record's scope. Scope.Key is empty when the record was
-	// found by operation id: only the key's hash is stored.
-	Scope          Scope
-	KeyHash        [32]byte
-	OperationID    uuid.UUID
-	Fingerprint    idempotency.Fingerprint
-	State          idempotency.State
-	Version        int64
-	LeaseOwner     string
-	LeaseExpiresAt time.Time // zero when no lease
-	Attempts       int
-	LastStage      string
-	Token          fencing.Token
-	Snapshot       Snapshot
-	ErrorSummary   string
-	Purged         bool
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
-	ExpiresAt      time.Time
-	// FirstSent is when the client said it first sent the intent
-	// (ClaimRequest.FirstSent of the claim that created the record); zero
-	// when it did not say.
-	FirstSent time.Time
-}
 
 // recordCols is the column list every read returns, in scanRecord's order.
 const recordCols = `actor_scope, endpoint, key_hash, operation_id, fingerprint, fingerprint_version, state, version,

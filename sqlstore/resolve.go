@@ -15,9 +15,9 @@ import (
 // leaseOf builds a lease handle on a record as read, to condition an update
 // on exactly that version.
 func leaseOf(rec Record, tok fencing.Token) *Lease {
-	return &Lease{Scope: rec.Scope, keyHash: rec.KeyHash, OperationID: rec.OperationID, Owner: rec.LeaseOwner,
+	return &Lease{Scope: rec.Scope, KeyHash: rec.KeyHash, OperationID: rec.OperationID, Owner: rec.LeaseOwner,
 		Version: rec.Version, Token: tok, LastStage: rec.LastStage, Attempts: rec.Attempts,
-		ttl: rec.ExpiresAt.Sub(rec.CreatedAt)} // the TTL the record was claimed with
+		TTL: rec.ExpiresAt.Sub(rec.CreatedAt)} // the TTL the record was claimed with
 }
 
 // Resolve settles an OUTCOME_UNKNOWN operation once the downstream has
@@ -52,7 +52,7 @@ func (s *Store) prepareResolve(rec Record, tok fencing.Token, res Result) (fence
 	}
 	l := leaseOf(rec, tok)
 	return s.prepareUpdate(l, l.Owner, "resolve", finishSet, `state = 'OUTCOME_UNKNOWN'`,
-		string(res.State), status, headers, body, res.Snapshot.BodyOmitted, resourceID, errSummary, l.ttl.Milliseconds()), nil
+		string(res.State), status, headers, body, res.Snapshot.BodyOmitted, resourceID, errSummary, l.TTL.Milliseconds()), nil
 }
 
 // Lookup returns the operation with id opID if it belongs to actor. Another

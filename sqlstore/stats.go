@@ -6,25 +6,6 @@ import (
 	"time"
 )
 
-// DefaultStatsLimit bounds the rows one Stats call reads: the counts are
-// capped there ("at least this many"), which keeps the periodic query a
-// bounded scan however large the table grows. A backlog that reaches the
-// cap pages anyway.
-const DefaultStatsLimit = 100000
-
-// Stats are bounded counts of the records, for the operator gauges.
-type Stats struct {
-	// ByState counts records by state (each count capped at the limit).
-	ByState map[string]int64
-	// Stuck counts PENDING and IN_PROGRESS records whose lease expired
-	// more than stuckAfter ago: nobody heartbeats them and no retry took
-	// them over.
-	Stuck int64
-	// CleanupBacklog counts expired records in resting states that
-	// cleanup has not deleted yet (read through the expiry index).
-	CleanupBacklog int64
-}
-
 // Stats counts records by state, stuck running records, and the cleanup
 // backlog, each scan bounded by limit rows (limit <= 0 means
 // DefaultStatsLimit). It is a read: it never changes a record.

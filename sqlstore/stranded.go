@@ -4,52 +4,9 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 )
-
-// Runnable is a share of the stranded work a caller may run: the
-// operations of Endpoints on Shards (on every shard with AllShards).
-type Runnable struct {
-	// Endpoints are endpoint names. Empty: nothing.
-	Endpoints []string
-	// Shards are shard numbers. Empty: nothing, unless AllShards.
-	Shards []int
-	// AllShards matches every shard (single-region mode).
-	AllShards bool
-}
-
-// Cursor is a position in Stranded's order: lease expiry, then operation
-// ID. The zero Cursor is the start.
-type Cursor struct {
-	LeaseExpiresAt time.Time
-	OperationID    uuid.UUID
-}
-
-// Cursor returns the position of q: a scan after it starts with what
-// follows q.
-func (q Queued) Cursor() Cursor {
-	return Cursor{LeaseExpiresAt: q.Record.LeaseExpiresAt, OperationID: q.Record.OperationID}
-}
-
-// StrandedScan asks Stranded for one page of stranded work.
-type StrandedScan struct {
-	// Runnable is the work the caller may run; an operation matching no
-	// entry is never returned, so work held elsewhere (another region's
-	// shard, an endpoint this caller does not serve, a shard its failover
-	// policy holds) never fills a page and hides what the caller could
-	// run. Empty: nothing is returned.
-	Runnable []Runnable
-	// After resumes the scan past this position; zero starts at the
-	// longest expired. A caller that skips some of a page's operations
-	// (a request it cannot decode) pages on with the last one's Cursor,
-	// so what it skips never blocks what follows.
-	After Cursor
-	// Limit bounds the page. Required (> 0).
-	Limit int
-}
 
 // Stranded returns a page of the queued operations whose lease has
 // expired and whose request is stored, among scan.Runnable, the longest
@@ -60,7 +17,7 @@ func (s *Store) Stranded(ctx context.Context, scan StrandedScan) ([]Queued, erro
 		return nil, fmt.Errorf("sqlstore: stranded: Limit must be positive, got %d", scan.Limit)
 	}
 	args := []any{s.now(), scan.Limit}
-	shares, after := scan.where(&args)
+	shares, after := scanWhere(scan, &args)
 	if shares == "" {
 		return nil, nil
 	}
@@ -74,10 +31,10 @@ func (s *Store) Stranded(ctx context.Context, scan StrandedScan) ([]Queued, erro
 	return scanQueued(rows, err, "stranded")
 }
 
-// where returns the scan's conditions on r (the records): the Runnable
+// scanWhere returns the scan's conditions on r (the records): the Runnable
 // shares, parenthesised and OR-ed ("" when none matches anything), and
 // the cursor's (" AND ..." or ""), appending their parameters to args.
-func (scan StrandedScan) where(args *[]any) (shares, after string) {
+func scanWhere(scan StrandedScan, args *[]any) (shares, after string) {
 	arg := func(v any) string {
 		*args = append(*args, v)
 		return fmt.Sprintf("$%d", len(*args))

@@ -14,23 +14,6 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// AmbiguousCommitError reports that the connection was lost while a
-// transaction's commit (or a single-statement transaction) may have been
-// applied: the write may or may not have happened. Callers resolve it by
-// re-running an idempotent read or claim, never by assuming either way.
-type AmbiguousCommitError struct {
-	// Err is the connection error that hid the outcome.
-	Err error
-}
-
-// Error implements error.
-func (e *AmbiguousCommitError) Error() string {
-	return "sqlstore: commit outcome unknown: " + e.Err.Error()
-}
-
-// Unwrap returns the cause.
-func (e *AmbiguousCommitError) Unwrap() error { return e.Err }
-
 // retryable reports whether err is a serialization failure (40001), a
 // deadlock (40P01) or CockroachDB's older restart code (CR000): the
 // transaction did not commit and may be re-run whole.

@@ -46,7 +46,7 @@ type fencedUpdate struct {
 
 func (s *Store) prepareUpdate(l *Lease, owner, op, set, cond string, extra ...any) fencedUpdate {
 	q := updateText(set, cond)
-	args := append([]any{s.now(), l.Token.Shard, l.Token.Epoch, l.Scope.Actor, l.Scope.Endpoint, l.keyHash[:],
+	args := append([]any{s.now(), l.Token.Shard, l.Token.Epoch, l.Scope.Actor, l.Scope.Endpoint, l.KeyHash[:],
 		l.Version, l.Owner, l.Token.Region}, extra...)
 	return fencedUpdate{l: l, owner: owner, op: op, sql: q, args: args}
 }
@@ -190,7 +190,7 @@ func updateAgain(err error) bool {
 // (someone else's write: not ours).
 func (s *Store) settle(ctx context.Context, u *fencedUpdate, unsure bool, amb error) (applied bool, err error) {
 	l, owner, op := u.l, u.owner, u.op
-	rec, rerr := s.readShard(ctx, l.Token.Shard, l.Scope.Actor, l.Scope.Endpoint, l.keyHash)
+	rec, rerr := s.readShard(ctx, l.Token.Shard, l.Scope.Actor, l.Scope.Endpoint, l.KeyHash)
 	if errors.Is(rerr, ErrNotFound) && amb == nil {
 		return false, nil // finished and cleaned up long ago: not ours
 	}
@@ -239,7 +239,7 @@ func (s *Store) owned(ctx context.Context, l *Lease, op string, ok bool, err err
 // ErrLostOwnership if the operation was taken over.
 func (s *Store) Heartbeat(ctx context.Context, l *Lease) error {
 	ok, err := s.runUpdate(ctx, s.prepareOwn(l, "heartbeat",
-		`lease_expires_at = {now} + $10::INT8 * INTERVAL '1 millisecond'`, l.lease.Milliseconds()))
+		`lease_expires_at = {now} + $10::INT8 * INTERVAL '1 millisecond'`, l.Length.Milliseconds()))
 	return s.owned(ctx, l, "heartbeat", ok, err)
 }
 
@@ -285,7 +285,7 @@ func (s *Store) Finish(ctx context.Context, l *Lease, res Result) error {
 	}
 	drillpoint.Hit(drillpoint.BeforeFinish)
 	ok, err := s.runUpdate(ctx, s.prepareOwn(l, "finish", finishSet,
-		string(res.State), status, headers, body, res.Snapshot.BodyOmitted, resourceID, errSummary, l.ttl.Milliseconds()))
+		string(res.State), status, headers, body, res.Snapshot.BodyOmitted, resourceID, errSummary, l.TTL.Milliseconds()))
 	if err == nil && ok {
 		// The finish committed and its reply is here: a drill may die now,
 		// the result recorded and nobody told.

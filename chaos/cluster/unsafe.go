@@ -7,9 +7,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/idemcoord/idemcoord/gateway"
 	"github.com/idemcoord/idemcoord/idempotency"
-	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // UnsafeSkewedExpiry is the Options.Unsafe value of a coordinator that
@@ -37,12 +36,12 @@ func UnsafeModes() []string { return []string{UnsafeRegionLocalClaims, UnsafeSke
 // puts region's coordinator in unsafe mode, or ErrUnknownUnsafe naming
 // the known modes. Drills only: the in-process cluster and the drill
 // build of idemd (-tags drill) call it; nothing else may.
-func UnsafeStore(mode, region string) (func(gateway.Store) gateway.Store, error) {
+func UnsafeStore(mode, region string) (func(store.Store) store.Store, error) {
 	switch mode {
 	case UnsafeRegionLocalClaims:
-		return func(s gateway.Store) gateway.Store { return regionLocalStore{Store: s, region: region} }, nil
+		return func(s store.Store) store.Store { return regionLocalStore{Store: s, region: region} }, nil
 	case UnsafeSkewedExpiry:
-		return func(s gateway.Store) gateway.Store { return skewedExpiryStore{Store: s} }, nil
+		return func(s store.Store) store.Store { return skewedExpiryStore{Store: s} }, nil
 	}
 	return nil, fmt.Errorf("%w %q (known: %q)", ErrUnknownUnsafe, mode, UnsafeModes())
 }
@@ -52,19 +51,25 @@ func UnsafeStore(mode, region string) (func(gateway.Store) gateway.Store, error)
 // name of its region's, so a key claimed in one region is new to every
 // other: the global uniqueness of a claim, which makes a failover, a
 // failback or a cross-region retry find the first run, is gone.
-// Everything else (fencing, leases, replays within a region) is the real
-// store's.
+// Everything else (fencing, leases, replays within a region, the async
+// queue and its recovery, cancel) is the real store's: the wrapper embeds
+// the whole store.Store, so no capability is switched off.
 type regionLocalStore struct {
-	gateway.Store
+	store.Store
 	region string
 }
 
-// Begin implements gateway.Store: it claims the key in the region's own
+// Begin implements store.Store: it claims the key in the region's own
 // space.
-func (u regionLocalStore) Begin(ctx context.Context, req sqlstore.ClaimRequest) (sqlstore.Claim, error) {
+func (u regionLocalStore) Begin(ctx context.Context, req store.ClaimRequest) (store.Claim, error) {
 	req.Scope.Key = idempotency.Key(string(req.Scope.Key) + "~" + u.region)
 	return u.Store.Begin(ctx, req)
 }
+
+var (
+	_ store.Store = regionLocalStore{}
+	_ store.Store = skewedExpiryStore{}
+)
 
 // txRunner is the part of *sqlstore.Store a skewed-expiry claim uses to
 // delete a record.
@@ -74,21 +79,24 @@ type txRunner interface {
 
 // skewedExpiryStore is the coordinator whose clock runs past every TTL
 // (UnsafeSkewedExpiry). Everything but the claim of a finished key is the
-// real store's.
+// real store's (the whole store.Store is embedded). Forgetting a record
+// is no capability of the store contract, so the wrapper needs the SQL
+// store's own transactions for it, and says so (errUnsafeNeedsSQL)
+// rather than claim as the real store would.
 type skewedExpiryStore struct {
-	gateway.Store
+	store.Store
 }
 
-// Begin implements gateway.Store: a claim that finds a finished record
+// Begin implements store.Store: a claim that finds a finished record
 // deletes it as expired and claims again, which inserts a new operation.
-func (u skewedExpiryStore) Begin(ctx context.Context, req sqlstore.ClaimRequest) (sqlstore.Claim, error) {
+func (u skewedExpiryStore) Begin(ctx context.Context, req store.ClaimRequest) (store.Claim, error) {
 	c, err := u.Store.Begin(ctx, req)
-	if err != nil || (c.Outcome != sqlstore.Replayed && c.Outcome != sqlstore.Mismatch) || !finished(c.Record.State) {
+	if err != nil || (c.Outcome != store.Replayed && c.Outcome != store.Mismatch) || !finished(c.Record.State) {
 		return c, err
 	}
 	tx, ok := u.Store.(txRunner)
 	if !ok {
-		return sqlstore.Claim{}, errUnsafeNeedsSQL
+		return store.Claim{}, errUnsafeNeedsSQL
 	}
 	rec := c.Record
 	err = tx.RunTx(ctx, func(tx pgx.Tx) error {

@@ -7,10 +7,10 @@ import (
 	"time"
 
 	"github.com/idemcoord/idemcoord/fencing"
-	"github.com/idemcoord/idemcoord/gateway"
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/internal/pglocal"
 	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // The skewed-expiry mode, on the real store, runs a finished key again
@@ -27,20 +27,20 @@ func TestSkewedExpiryRunsAFinishedKeyAgainUnderANewOperation(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pg.Close()
-	store, err := sqlstore.Open(ctx, sqlstore.Config{DSN: pg.DSN("postgres"), Migrate: true, Logger: slog.New(slog.DiscardHandler)})
+	st, err := sqlstore.Open(ctx, sqlstore.Config{DSN: pg.DSN("postgres"), Migrate: true, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer store.Close()
-	if err := store.BootstrapFences(ctx, fencing.DefaultShards, func(int) string { return "us-east" }); err != nil {
+	defer st.Close()
+	if err := st.BootstrapFences(ctx, fencing.DefaultShards, func(int) string { return "us-east" }); err != nil {
 		t.Fatal(err)
 	}
 	wrap, err := UnsafeStore(UnsafeSkewedExpiry, "us-east")
 	if err != nil {
 		t.Fatal(err)
 	}
-	unsafe := wrap(store)
-	request := func(key, body string) sqlstore.ClaimRequest {
+	unsafe := wrap(st)
+	request := func(key, body string) store.ClaimRequest {
 		k, err := idempotency.ParseKeyHeader(key)
 		if err != nil {
 			t.Fatal(err)
@@ -51,11 +51,11 @@ func TestSkewedExpiryRunsAFinishedKeyAgainUnderANewOperation(t *testing.T) {
 			t.Fatal(err)
 		}
 		actor := "drill/a1"
-		return sqlstore.ClaimRequest{Scope: sqlstore.Scope{Actor: actor, Endpoint: "create-payment", Key: k}, Fingerprint: fp,
+		return store.ClaimRequest{Scope: store.Scope{Actor: actor, Endpoint: "create-payment", Key: k}, Fingerprint: fp,
 			Token:  fencing.Token{Shard: fencing.ShardOf(actor, fencing.DefaultShards), Epoch: 1, Region: "us-east"},
 			Worker: "test", Lease: 30 * time.Second, TTL: 24 * time.Hour}
 	}
-	begin := func(s gateway.Store, req sqlstore.ClaimRequest, want sqlstore.Outcome) sqlstore.Claim {
+	begin := func(s store.Store, req store.ClaimRequest, want store.Outcome) store.Claim {
 		t.Helper()
 		c, err := s.Begin(ctx, req)
 		if err != nil || c.Outcome != want {
@@ -63,23 +63,23 @@ func TestSkewedExpiryRunsAFinishedKeyAgainUnderANewOperation(t *testing.T) {
 		}
 		return c
 	}
-	done := sqlstore.Result{State: idempotency.Completed, Snapshot: sqlstore.Snapshot{Status: 201, Body: []byte(`{}`)}}
+	done := store.Result{State: idempotency.Completed, Snapshot: store.Snapshot{Status: 201, Body: []byte(`{}`)}}
 
 	req := request("k-1", `{"amount":"10.00"}`)
-	first := begin(unsafe, req, sqlstore.FirstRun)
-	begin(unsafe, req, sqlstore.InFlight) // running: the real store's answer
-	if err := store.Finish(ctx, first.Lease, done); err != nil {
+	first := begin(unsafe, req, store.FirstRun)
+	begin(unsafe, req, store.InFlight) // running: the real st's answer
+	if err := st.Finish(ctx, first.Lease, done); err != nil {
 		t.Fatal(err)
 	}
-	begin(store, req, sqlstore.Replayed) // the real store replays
-	again := begin(unsafe, req, sqlstore.FirstRun)
+	begin(st, req, store.Replayed) // the real st replays
+	again := begin(unsafe, req, store.FirstRun)
 	if again.Record.OperationID == first.Record.OperationID {
 		t.Errorf("the second run kept operation %s, want a new one", first.Record.OperationID)
 	}
-	if err := store.Finish(ctx, again.Lease, done); err != nil {
+	if err := st.Finish(ctx, again.Lease, done); err != nil {
 		t.Fatal(err)
 	}
 	changed := request("k-1", `{"amount":"99.00"}`)
-	begin(store, changed, sqlstore.Mismatch)
-	begin(unsafe, changed, sqlstore.FirstRun) // a changed body takes effect too
+	begin(st, changed, store.Mismatch)
+	begin(unsafe, changed, store.FirstRun) // a changed body takes effect too
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // Endpoint is the endpoint name probe claims are made under, so they never
@@ -25,17 +26,17 @@ const Endpoint = "chaos-probe"
 //
 // Any other error (the store is unreachable) is returned and nothing is
 // recorded: a probe that could not ask proves nothing either way.
-func StaleEpoch(ctx context.Context, store *sqlstore.Store, rec *history.Recorder, actor string, shards int, n int64) (history.Operation, error) {
+func StaleEpoch(ctx context.Context, st *sqlstore.Store, rec *history.Recorder, actor string, shards int, n int64) (history.Operation, error) {
 	shard := fencing.ShardOf(actor, shards)
 	call := rec.Now()
-	epoch, owner, err := store.Fence(ctx, shard)
+	epoch, owner, err := st.Fence(ctx, shard)
 	if err != nil {
 		return history.Operation{}, fmt.Errorf("probe: read fence: %w", err)
 	}
 	tok := fencing.Token{Shard: shard, Epoch: epoch - 1, Region: owner}
 	key := fmt.Sprintf("stale-probe-%d", n)
-	_, err = store.Begin(ctx, sqlstore.ClaimRequest{
-		Scope:       sqlstore.Scope{Actor: actor, Endpoint: Endpoint, Key: idempotency.Key(key)},
+	_, err = st.Begin(ctx, store.ClaimRequest{
+		Scope:       store.Scope{Actor: actor, Endpoint: Endpoint, Key: idempotency.Key(key)},
 		Fingerprint: idempotency.Fingerprint{Version: idempotency.FingerprintV1, Sum: sha256.Sum256([]byte(key))},
 		Token:       tok, Worker: "chaos-probe", Lease: time.Second, TTL: time.Hour,
 	})

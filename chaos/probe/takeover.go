@@ -11,6 +11,7 @@ import (
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // GatewayEndpoint is the gateway endpoint a dead claim is made for: its name in
@@ -35,31 +36,31 @@ const deadWorker = "chaos-probe/dead-worker"
 // finds out from the upstream what to do. It returns the last recorded
 // attempt; ErrFingerprintDiffers when a gateway found the request
 // different from the claim (422).
-func Takeover(ctx context.Context, store *sqlstore.Store, rec *history.Recorder, gws []Gateway, ep GatewayEndpoint, in Intent,
+func Takeover(ctx context.Context, st *sqlstore.Store, rec *history.Recorder, gws []Gateway, ep GatewayEndpoint, in Intent,
 	lease time.Duration) (history.Operation, error) {
 	fp, err := idempotency.ComputeFingerprint(idempotency.Request{Method: http.MethodPost, Path: in.Path,
 		ContentType: "application/json", Body: in.Body}, ep.Fingerprint)
 	if err != nil {
 		return history.Operation{}, fmt.Errorf("probe: takeover: fingerprint: %w", err)
 	}
-	req := sqlstore.ClaimRequest{
-		Scope:       sqlstore.Scope{Actor: in.Actor, Endpoint: ep.Name, Key: idempotency.Key(in.Key)},
+	req := store.ClaimRequest{
+		Scope:       store.Scope{Actor: in.Actor, Endpoint: ep.Name, Key: idempotency.Key(in.Key)},
 		Fingerprint: fp, Worker: deadWorker, Lease: lease, TTL: 24 * time.Hour,
 	}
 	for try := 0; ; try++ {
-		epoch, owner, err := store.Fence(ctx, in.Shard)
+		epoch, owner, err := st.Fence(ctx, in.Shard)
 		if err != nil {
 			return history.Operation{}, fmt.Errorf("probe: takeover: read fence: %w", err)
 		}
 		req.Token = fencing.Token{Shard: in.Shard, Epoch: epoch, Region: owner}
-		c, err := store.Begin(ctx, req)
+		c, err := st.Begin(ctx, req)
 		if errors.Is(err, fencing.ErrStaleEpoch) && try < 3 {
 			continue // the shard moved between the read and the claim
 		}
 		if err != nil {
 			return history.Operation{}, fmt.Errorf("probe: takeover: dead claim: %w", err)
 		}
-		if c.Outcome != sqlstore.FirstRun {
+		if c.Outcome != store.FirstRun {
 			return history.Operation{}, fmt.Errorf("probe: takeover: dead claim found the key taken (%s)", c.Outcome)
 		}
 		break

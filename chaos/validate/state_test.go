@@ -16,6 +16,7 @@ import (
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/internal/pgtest"
 	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
@@ -26,12 +27,12 @@ func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 // real ledger is flagged.
 func TestReadStateReadsWhatTheStoreAndLedgerHold(t *testing.T) {
 	ctx := context.Background()
-	store, err := sqlstore.Open(ctx, sqlstore.Config{DSN: pgtest.NewDatabase(t), MaxConns: 4, Migrate: true})
+	db, err := sqlstore.Open(ctx, sqlstore.Config{DSN: pgtest.NewDatabase(t), MaxConns: 4, Migrate: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer store.Close()
-	pool := store.Pool()
+	defer db.Close()
+	pool := db.Pool()
 	for _, m := range []func(context.Context) error{
 		func(ctx context.Context) error { return sqlstore.Migrate(ctx, pool) },
 		func(ctx context.Context) error { return bank.Migrate(ctx, pool) },
@@ -45,8 +46,8 @@ func TestReadStateReadsWhatTheStoreAndLedgerHold(t *testing.T) {
 	if _, err := pool.Exec(ctx, `UPDATE shard_fences SET owner_region = 'us-east' WHERE TRUE`); err != nil {
 		t.Fatal(err)
 	}
-	c, err := store.Begin(ctx, sqlstore.ClaimRequest{
-		Scope:       sqlstore.Scope{Actor: fxActor, Endpoint: "create-payment", Key: idempotency.Key(fxKey)},
+	c, err := db.Begin(ctx, store.ClaimRequest{
+		Scope:       store.Scope{Actor: fxActor, Endpoint: "create-payment", Key: idempotency.Key(fxKey)},
 		Fingerprint: idempotency.Fingerprint{Version: 1, Sum: sha256.Sum256([]byte("fp"))},
 		Token:       fencing.Token{Shard: shard, Epoch: 1, Region: "us-east"}, Worker: "w", Lease: time.Minute, TTL: time.Hour,
 	})
@@ -54,8 +55,8 @@ func TestReadStateReadsWhatTheStoreAndLedgerHold(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp := []byte(`{"payment_id":"p1"}`)
-	if err := store.Finish(ctx, c.Lease, sqlstore.Result{State: idempotency.Completed,
-		Snapshot: sqlstore.Snapshot{Status: 201, Body: resp, ResourceID: "p1"}}); err != nil {
+	if err := db.Finish(ctx, c.Lease, store.Result{State: idempotency.Completed,
+		Snapshot: store.Snapshot{Status: 201, Body: resp, ResourceID: "p1"}}); err != nil {
 		t.Fatal(err)
 	}
 	op := c.Lease.OperationID

@@ -8,7 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 
-	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // parseSince reads --since: a duration back from now ("1h") or a time
@@ -60,7 +60,7 @@ rows at a time and says how many the selection holds ("100 of 343 shown");
 			if offset < 0 {
 				return fmt.Errorf("--offset: must not be negative, got %d", offset)
 			}
-			f := sqlstore.AuditFilter{Actor: actor, Action: action, Limit: limit, Offset: offset}
+			f := store.AuditFilter{Actor: actor, Action: action, Limit: limit, Offset: offset}
 			var err error
 			if f.Since, err = parseSince(since, time.Now()); err != nil {
 				return err
@@ -90,7 +90,7 @@ rows at a time and says how many the selection holds ("100 of 343 shown");
 				return err
 			}
 			if rows == nil {
-				rows = []sqlstore.AuditRow{}
+				rows = []store.AuditRow{}
 			}
 			total, err := s.CountAudit(ctx, f)
 			if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/idemcoord/idemcoord/ownership"
 	"github.com/idemcoord/idemcoord/region"
 	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // repairStoreConns is the store pool of a region-wide repair: enough for
@@ -43,7 +44,7 @@ func (f *regionRepairFlags) check() error {
 // conn is an open connection to a deployment.
 type conn struct {
 	cli   *clientv3.Client
-	store *sqlstore.Store
+	store store.Backend
 	dir   *ownership.Directory
 	topo  *region.Topology
 }

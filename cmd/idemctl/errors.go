@@ -25,6 +25,6 @@ func printError(w io.Writer, cmd *cobra.Command, err error) {
 }
 
 // packagePrefix matches the Go package prefixes of library errors
-// ("sqlstore: ", "failover: "): the operator reads idemctl's words, not the
+// ("store: ", "sqlstore: ", "failover: "): the operator reads idemctl's words, not the
 // packages' names (the errors keep them for errors.Is and for logs).
-var packagePrefix = regexp.MustCompile(`\b(sqlstore|crdb|failover|ownership|idempotency|fencing): `)
+var packagePrefix = regexp.MustCompile(`\b(store|sqlstore|crdb|failover|ownership|idempotency|fencing): `)

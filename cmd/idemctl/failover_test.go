@@ -15,6 +15,7 @@ import (
 	"github.com/idemcoord/idemcoord/ownership"
 	"github.com/idemcoord/idemcoord/region"
 	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -63,17 +64,17 @@ func TestFailoverAcceptFailbackAndAuditFromTheCommandLine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := sqlstore.Open(ctx, sqlstore.Config{Migrate: true, DSN: dsn})
+	st, err := sqlstore.Open(ctx, sqlstore.Config{Migrate: true, DSN: dsn})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer store.Close()
+	defer st.Close()
 	cli, err := clientv3.New(clientv3.Config{Endpoints: etcd.Endpoints(), Logger: zap.NewNop()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cli.Close()
-	dir := ownership.NewDirectory(cli, store)
+	dir := ownership.NewDirectory(cli, st)
 	if err := dir.Bootstrap(ctx, topo, 6); err != nil {
 		t.Fatal(err)
 	}
@@ -144,8 +145,8 @@ func TestFailoverAcceptFailbackAndAuditFromTheCommandLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	var page struct {
-		Rows  []sqlstore.AuditRow `json:"rows"`
-		Total int                 `json:"total"`
+		Rows  []store.AuditRow `json:"rows"`
+		Total int              `json:"total"`
 	}
 	if err := json.Unmarshal([]byte(out), &page); err != nil || page.Total != len(page.Rows) {
 		t.Fatalf("audit output %q: %v", out, err)

@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/idemcoord/idemcoord/idempotency"
-	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 func opFindCmd() *cobra.Command {
@@ -41,8 +41,8 @@ store keeps only the key's SHA-256; find hashes KEY the same way.`,
 			}
 			defer s.Close()
 			operator, reason := af.forRead()
-			rec, err := s.AdminFind(cmd.Context(), operator, reason, sqlstore.Scope{Actor: actor, Endpoint: endpoint, Key: k})
-			if errors.Is(err, sqlstore.ErrNotFound) {
+			rec, err := s.AdminFind(cmd.Context(), operator, reason, store.Scope{Actor: actor, Endpoint: endpoint, Key: k})
+			if errors.Is(err, store.ErrNotFound) {
 				return fmt.Errorf("no record for that key of actor %s on endpoint %s (expired and cleaned up, another endpoint or actor, or never sent): %w", actor, endpoint, err)
 			}
 			if err != nil {
@@ -65,7 +65,7 @@ store keeps only the key's SHA-256; find hashes KEY the same way.`,
 
 // recordTable is an operation as op get and op find print it: one field a
 // row for people, an object for scripts. Bodies are never printed.
-func recordTable(rec sqlstore.Record) table {
+func recordTable(rec store.Record) table {
 	fields := []struct {
 		name string
 		v    any

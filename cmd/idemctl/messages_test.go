@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/idemcoord/idemcoord/internal/pgtest"
-	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // TestMessagesSayWhatHappenedInTheCommandsOwnTerms: against a real dev
@@ -52,7 +52,7 @@ func TestMessagesSayWhatHappenedInTheCommandsOwnTerms(t *testing.T) {
 // reads in idemctl's words, without "sqlstore: " or "failover: ".
 func TestCLIErrorsCarryNoPackagePrefixes(t *testing.T) {
 	var b strings.Builder
-	printError(&b, nil, fmt.Errorf("no record: %w", sqlstore.ErrNotFound))
+	printError(&b, nil, fmt.Errorf("no record: %w", store.ErrNotFound))
 	if got := b.String(); got != "idemctl: no record: operation not found\n" {
 		t.Errorf("printError = %q", got)
 	}

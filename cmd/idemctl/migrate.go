@@ -27,7 +27,7 @@ migrate". The CockroachDB multi-region layout is separate
 			}
 			// Open without migrating first: whether the schema was
 			// already there is what the operator wants to know.
-			s, err := sf.open(cmd.Context())
+			s, err := sf.openWith(cmd.Context(), sqlstore.Config{MaxConns: 2})
 			applied := errors.Is(err, sqlstore.ErrSchemaMissing)
 			switch {
 			case applied:

@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/idemcoord/idemcoord/idempotency"
-	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 func opCmd() *cobra.Command {
@@ -90,7 +90,7 @@ the JSON type --header gives); another endpoint's body needs --header
 			if err != nil {
 				return fmt.Errorf("OPERATION_ID %q is not a UUID (it is the X-Idempotency-Operation-Id of a response)", args[0])
 			}
-			res := sqlstore.Result{State: idempotency.RetryableFailure, ErrorSummary: "reconciled: downstream did not run it"}
+			res := store.Result{State: idempotency.RetryableFailure, ErrorSummary: "reconciled: downstream did not run it"}
 			switch {
 			case ran && !cmd.Flags().Changed("status"):
 				return fmt.Errorf("--ran needs --status N: the HTTP status the downstream answered")
@@ -120,7 +120,7 @@ the JSON type --header gives); another endpoint's body needs --header
 				if err != nil {
 					return err
 				}
-				res = sqlstore.Result{State: idempotency.Completed, Snapshot: snap}
+				res = store.Result{State: idempotency.Completed, Snapshot: snap}
 			}
 			if err := s.ReconcileUnknown(cmd.Context(), af.operator, af.reason, id, res); err != nil {
 				return err

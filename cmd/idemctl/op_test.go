@@ -12,6 +12,7 @@ import (
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/internal/pgtest"
 	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // idemctl runs idemctl with args and returns its output and error.
@@ -30,7 +31,7 @@ func idemctl(t *testing.T, args ...string) (string, error) {
 
 // storeWithRecord returns a fresh database holding one COMPLETED record
 // of actor, and the record.
-func storeWithRecord(t *testing.T, actor string) (string, *sqlstore.Store, sqlstore.Record) {
+func storeWithRecord(t *testing.T, actor string) (string, *sqlstore.Store, store.Record) {
 	t.Helper()
 	ctx := context.Background()
 	dsn := pgtest.NewDatabase(t)
@@ -51,8 +52,8 @@ func storeWithRecord(t *testing.T, actor string) (string, *sqlstore.Store, sqlst
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := s.Begin(ctx, sqlstore.ClaimRequest{
-		Scope:       sqlstore.Scope{Actor: actor, Endpoint: "create-payment", Key: key},
+	c, err := s.Begin(ctx, store.ClaimRequest{
+		Scope:       store.Scope{Actor: actor, Endpoint: "create-payment", Key: key},
 		Fingerprint: fp,
 		Token:       fencing.Token{Shard: fencing.ShardOf(actor, fencing.DefaultShards), Epoch: 1, Region: "us-east"},
 		Worker:      "test", Lease: 30 * time.Second, TTL: time.Hour,
@@ -60,8 +61,8 @@ func storeWithRecord(t *testing.T, actor string) (string, *sqlstore.Store, sqlst
 	if err != nil || c.Lease == nil {
 		t.Fatalf("begin: %v (%v)", err, c.Outcome)
 	}
-	if err := s.Finish(ctx, c.Lease, sqlstore.Result{State: idempotency.Completed,
-		Snapshot: sqlstore.Snapshot{Status: 201, Body: []byte(`{"id":"p1"}`)}}); err != nil {
+	if err := s.Finish(ctx, c.Lease, store.Result{State: idempotency.Completed,
+		Snapshot: store.Snapshot{Status: 201, Body: []byte(`{"id":"p1"}`)}}); err != nil {
 		t.Fatal(err)
 	}
 	rec, err := s.Read(ctx, c.Record.Scope)

@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/idemcoord/idemcoord/idempotency"
-	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // opListMaxLimit is the largest page: a page is one transaction reading
@@ -80,7 +80,7 @@ the --after cursor of the next one. The regions list and the store come from
 			if err != nil {
 				return err
 			}
-			f := sqlstore.OperationFilter{Endpoint: endpoint, OlderThan: olderThan, Limit: limit, After: after}
+			f := store.OperationFilter{Endpoint: endpoint, OlderThan: olderThan, Limit: limit, After: after}
 			for _, st := range states {
 				f.States = append(f.States, strings.ToUpper(st))
 			}

@@ -18,6 +18,7 @@ import (
 	"github.com/idemcoord/idemcoord/ownership"
 	"github.com/idemcoord/idemcoord/region"
 	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // etcdCallTimeout bounds each etcd read or move of a command.
@@ -126,8 +127,8 @@ func (f *connFlags) resolve() (string, error) {
 
 // open connects to the store within --connect-timeout. It never
 // migrates: a store without the schema fails with sqlstore.ErrSchemaMissing
-// ("run idemctl migrate").
-func (f *connFlags) open(ctx context.Context) (*sqlstore.Store, error) {
+// ("run idemctl migrate"). Commands use it through the store contract.
+func (f *connFlags) open(ctx context.Context) (store.Backend, error) {
 	return f.openWith(ctx, sqlstore.Config{MaxConns: 2})
 }
 

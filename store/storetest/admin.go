@@ -1,4 +1,4 @@
-package sqlstore_test
+package storetest
 
 import (
 	"context"
@@ -9,27 +9,27 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/idemcoord/idemcoord/idempotency"
-	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // TestAuditedCleanupRecordsTheDeletionInItsTransaction: an operator's
 // cleanup is a repair, so its deletion and the audit row naming who, why
 // and how many commit together; without an operator or a reason nothing is
 // deleted.
-func TestAuditedCleanupRecordsTheDeletionInItsTransaction(t *testing.T) {
+func (h suite) TestAuditedCleanupRecordsTheDeletionInItsTransaction(t *testing.T) {
 	ctx := context.Background()
-	clock := newClock()
-	s, _ := openStore(t, clock)
-	var last sqlstore.Record
+	clock := NewClock()
+	s := h.Open(t, clock)
+	var last store.Record
 	for _, key := range []string{"a", "b", "c"} {
 		last = withState(t, s, request(t, "tenant/alice", key, `{}`), idempotency.Completed)
 	}
 	setClock(clock, last.ExpiresAt)
 
-	if _, err := s.AuditedCleanup(ctx, "oncall", "", 10); !errors.Is(err, sqlstore.ErrNoOperator) {
+	if _, err := s.AuditedCleanup(ctx, "oncall", "", 10); !errors.Is(err, store.ErrNoOperator) {
 		t.Fatalf("AuditedCleanup without a reason = %v, want ErrNoOperator", err)
 	}
-	if n := count(t, s, `SELECT count(*) FROM idempotency_records`); n != 3 {
+	if n := records(t, s); n != 3 {
 		t.Fatalf("a refused cleanup deleted records: %d left, want 3", n)
 	}
 
@@ -73,9 +73,9 @@ func sorted(ss []string) []string {
 
 // TestActorScopesFindsScopesBySubject: an operator who names an actor by
 // its subject alone ("demo") is told the scopes that hold its records.
-func TestActorScopesFindsScopesBySubject(t *testing.T) {
+func (h suite) TestActorScopesFindsScopesBySubject(t *testing.T) {
 	ctx := context.Background()
-	s, _ := openStore(t, newClock())
+	s := h.Open(t, NewClock())
 	for _, actor := range []string{"demo/demo", "acme/demo", "demo/alice", "x/ademo"} {
 		withState(t, s, request(t, actor, "k", `{}`), idempotency.Completed)
 	}

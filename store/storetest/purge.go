@@ -1,4 +1,4 @@
-package sqlstore_test
+package storetest
 
 import (
 	"context"
@@ -7,39 +7,18 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
-
-// storedFields reads, by SQL, what a record holds of a response.
-func storedFields(t *testing.T, s *sqlstore.Store, opID uuid.UUID) string {
-	t.Helper()
-	var (
-		state                        string
-		status                       *int32
-		purged, body, headers, summa bool
-	)
-	err := s.Pool().QueryRow(context.Background(), `SELECT state, response_status, purged,
-		response_body IS NOT NULL, response_headers IS NOT NULL, error_summary IS NOT NULL
-		FROM idempotency_records WHERE operation_id = $1`, opID).Scan(&state, &status, &purged, &body, &headers, &summa)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := 0
-	if status != nil {
-		st = int(*status)
-	}
-	return fmt.Sprintf("%s status=%d purged=%v body=%v headers=%v summary=%v", state, st, purged, body, headers, summa)
-}
 
 // TestPurgeSticksThroughLaterFinishAndResolve: an actor's data purged while
 // one operation was still running and another's outcome was unknown stays
 // purged when the worker later finishes, and when the unknown outcome is
 // later resolved (by a retry or by an operator): the state and status are
 // recorded, the body, headers and error summary never again.
-func TestPurgeSticksThroughLaterFinishAndResolve(t *testing.T) {
+func (h suite) TestPurgeSticksThroughLaterFinishAndResolve(t *testing.T) {
 	ctx := context.Background()
-	s, _ := openStore(t, newClock())
-	running := mustBegin(t, s, request(t, "tenant/alice", "purge-running", `{"amount":"1"}`), sqlstore.FirstRun)
+	s := h.Open(t, NewClock())
+	running := mustBegin(t, s, request(t, "tenant/alice", "purge-running", `{"amount":"1"}`), store.FirstRun)
 	_, unknown := unknownRecord(t, s, "purge-unknown")
 	_, reconciled := unknownRecord(t, s, "purge-reconciled")
 
@@ -55,7 +34,7 @@ func TestPurgeSticksThroughLaterFinishAndResolve(t *testing.T) {
 		t.Fatalf("the running worker's Finish after the purge: %v", err)
 	}
 	tok := unknown.Token
-	tok.Region = testRegion // the resolver's own token, as the gateway passes it
+	tok.Region = Region // the resolver's own token, as the gateway passes it
 	if err := s.Resolve(ctx, unknown, tok, completed(`{"card":"4242"}`)); err != nil {
 		t.Fatalf("Resolve after the purge: %v", err)
 	}
@@ -67,7 +46,7 @@ func TestPurgeSticksThroughLaterFinishAndResolve(t *testing.T) {
 	want := "COMPLETED status=201 purged=true body=false headers=false summary=false"
 	for name, id := range map[string]uuid.UUID{"finished": running.Lease.OperationID,
 		"resolved": unknown.OperationID, "reconciled": reconciled.OperationID} {
-		if got := storedFields(t, s, id); got != want {
+		if got := storedFields(t, s, "tenant/alice", id); got != want {
 			t.Errorf("%s after the purge: %s, want %s", name, got, want)
 		}
 	}
@@ -75,15 +54,26 @@ func TestPurgeSticksThroughLaterFinishAndResolve(t *testing.T) {
 
 // TestFinishStoresBodyOfUnpurgedRecord: the rule that keeps a purged record
 // purged leaves every other record's result whole.
-func TestFinishStoresBodyOfUnpurgedRecord(t *testing.T) {
+func (h suite) TestFinishStoresBodyOfUnpurgedRecord(t *testing.T) {
 	ctx := context.Background()
-	s, _ := openStore(t, newClock())
-	c := mustBegin(t, s, request(t, "tenant/alice", "not-purged", `{}`), sqlstore.FirstRun)
+	s := h.Open(t, NewClock())
+	c := mustBegin(t, s, request(t, "tenant/alice", "not-purged", `{}`), store.FirstRun)
 	res := completed(`{"ok":true}`)
 	if err := s.Finish(ctx, c.Lease, res); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := storedFields(t, s, c.Lease.OperationID), "COMPLETED status=201 purged=false body=true headers=true summary=false"; got != want {
+	if got, want := storedFields(t, s, "tenant/alice", c.Lease.OperationID), "COMPLETED status=201 purged=false body=true headers=true summary=false"; got != want {
 		t.Errorf("record %s, want %s", got, want)
 	}
+}
+
+// storedFields says what a record holds of a response.
+func storedFields(t *testing.T, s store.Backend, actor string, opID uuid.UUID) string {
+	t.Helper()
+	rec, err := s.Lookup(context.Background(), actor, opID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("%s status=%d purged=%v body=%v headers=%v summary=%v", rec.State, rec.Snapshot.Status, rec.Purged,
+		rec.Snapshot.Body != nil, rec.Snapshot.Header != nil, rec.ErrorSummary != "")
 }

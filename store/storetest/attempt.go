@@ -1,4 +1,4 @@
-package sqlstore_test
+package storetest
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/idemcoord/idemcoord/idempotency"
-	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // TestStagesBelongToTheirAttempt: a takeover of a RETRYABLE_FAILURE starts
@@ -14,20 +14,20 @@ import (
 // takeover of that attempt (if it crashes before recording a stage of its
 // own) knows nothing was sent. A takeover of a crashed attempt still sees
 // the crashed attempt's stage: that is its recovery point.
-func TestStagesBelongToTheirAttempt(t *testing.T) {
+func (h suite) TestStagesBelongToTheirAttempt(t *testing.T) {
 	ctx := context.Background()
-	clock := newClock()
-	s, _ := openStore(t, clock)
+	clock := NewClock()
+	s := h.Open(t, clock)
 	req := request(t, "tenant/alice", "stages", `{"amount":"4"}`)
 
-	first := mustBegin(t, s, req, sqlstore.FirstRun)
+	first := mustBegin(t, s, req, store.FirstRun)
 	if err := s.RecordStage(ctx, first.Lease, "sending"); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Finish(ctx, first.Lease, sqlstore.Result{State: idempotency.RetryableFailure, ErrorSummary: "upstream 503"}); err != nil {
+	if err := s.Finish(ctx, first.Lease, store.Result{State: idempotency.RetryableFailure, ErrorSummary: "upstream 503"}); err != nil {
 		t.Fatal(err)
 	}
-	second := mustBegin(t, s, req, sqlstore.TakenOver) // then dies before it records a stage
+	second := mustBegin(t, s, req, store.TakenOver) // then dies before it records a stage
 	if second.Lease.LastStage != "" {
 		t.Errorf("takeover of a retryable failure: lease stage %q, want none", second.Lease.LastStage)
 	}
@@ -36,7 +36,7 @@ func TestStagesBelongToTheirAttempt(t *testing.T) {
 	}
 
 	clock.Advance(31 * time.Second)
-	third := mustBegin(t, s, req, sqlstore.TakenOver)
+	third := mustBegin(t, s, req, store.TakenOver)
 	if third.Record.LastStage != "" || third.Lease.LastStage != "" {
 		t.Errorf("takeover of the crashed second attempt sees stage %q (lease %q), want none: it never sent",
 			third.Record.LastStage, third.Lease.LastStage)
@@ -46,7 +46,7 @@ func TestStagesBelongToTheirAttempt(t *testing.T) {
 	}
 
 	clock.Advance(31 * time.Second)
-	fourth := mustBegin(t, s, req, sqlstore.TakenOver)
+	fourth := mustBegin(t, s, req, store.TakenOver)
 	if fourth.Record.LastStage != "sending" || fourth.Lease.LastStage != "sending" {
 		t.Errorf("takeover of the crashed third attempt sees stage %q (lease %q), want its sending",
 			fourth.Record.LastStage, fourth.Lease.LastStage)

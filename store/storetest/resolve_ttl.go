@@ -1,4 +1,4 @@
-package sqlstore_test
+package storetest
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/idemcoord/idemcoord/idempotency"
-	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // TestResolvedAfterTTLStaysForAnotherTTL: TTL is documented as "how
@@ -15,18 +15,18 @@ import (
 // cleanable) that is resolved as COMPLETED after its TTL is deletable at
 // once: the next cleanup pass removes it, and a client that has been told
 // 409 "retry with the same key" the whole time now runs the intent again.
-func TestResolvedAfterTTLStaysForAnotherTTL(t *testing.T) {
+func (h suite) TestResolvedAfterTTLStaysForAnotherTTL(t *testing.T) {
 	ctx := context.Background()
-	clock := newClock()
-	s, _ := openStore(t, clock)
+	clock := NewClock()
+	s := h.Open(t, clock)
 	req := request(t, "tenant/alice", "ttl-resolve", `{"amount":"5"}`)
 	req.TTL = time.Hour
-	c := mustBegin(t, s, req, sqlstore.FirstRun)
-	if err := s.Finish(ctx, c.Lease, sqlstore.Result{State: idempotency.OutcomeUnknown, ErrorSummary: "timeout"}); err != nil {
+	c := mustBegin(t, s, req, store.FirstRun)
+	if err := s.Finish(ctx, c.Lease, store.Result{State: idempotency.OutcomeUnknown, ErrorSummary: "timeout"}); err != nil {
 		t.Fatal(err)
 	}
 	clock.Advance(2 * time.Hour) // the resolve endpoint was down; retries got 409
-	u := mustBegin(t, s, req, sqlstore.Unresolved)
+	u := mustBegin(t, s, req, store.Unresolved)
 	if err := s.Resolve(ctx, u.Record, req.Token, completed(`{"id":"pay_1"}`)); err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func TestResolvedAfterTTLStaysForAnotherTTL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n != 0 || c2.Outcome != sqlstore.Replayed {
+	if n != 0 || c2.Outcome != store.Replayed {
 		t.Fatalf("cleanup deleted %d record(s) just resolved; the next retry is %v, want replay of the completed run", n, c2.Outcome)
 	}
 }

@@ -1,4 +1,4 @@
-package sqlstore_test
+package storetest
 
 import (
 	"context"
@@ -7,13 +7,13 @@ import (
 	"time"
 
 	"github.com/idemcoord/idemcoord/fencing"
-	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
-func TestQueryAuditFiltersBySinceAndShardWithoutPrefixCollisions(t *testing.T) {
+func (h suite) TestQueryAuditFiltersBySinceAndShardWithoutPrefixCollisions(t *testing.T) {
 	ctx := context.Background()
-	clk := newClock()
-	s, _ := openStore(t, clk)
+	clk := NewClock()
+	s := h.Open(t, clk)
 	if err := s.Audit(ctx, "alice", "region_failover", "old", "region=us-east"); err != nil {
 		t.Fatal(err)
 	}
@@ -31,14 +31,14 @@ func TestQueryAuditFiltersBySinceAndShardWithoutPrefixCollisions(t *testing.T) {
 	one := 1
 	tests := []struct {
 		name string
-		f    sqlstore.AuditFilter
+		f    store.AuditFilter
 		want []string // action/operator, newest first
 	}{
-		{"everything", sqlstore.AuditFilter{}, []string{"failover_accept/carol", "move_fence/bob", "move_fence/bob", "region_failover/alice"}},
-		{"since", sqlstore.AuditFilter{Since: start}, []string{"failover_accept/carol", "move_fence/bob", "move_fence/bob"}},
-		{"shard 1 not 10", sqlstore.AuditFilter{Shard: &one}, []string{"failover_accept/carol", "move_fence/bob"}},
-		{"limit", sqlstore.AuditFilter{Limit: 1}, []string{"failover_accept/carol"}},
-		{"actor", sqlstore.AuditFilter{Actor: "tenant/nobody"}, nil},
+		{"everything", store.AuditFilter{}, []string{"failover_accept/carol", "move_fence/bob", "move_fence/bob", "region_failover/alice"}},
+		{"since", store.AuditFilter{Since: start}, []string{"failover_accept/carol", "move_fence/bob", "move_fence/bob"}},
+		{"shard 1 not 10", store.AuditFilter{Shard: &one}, []string{"failover_accept/carol", "move_fence/bob"}},
+		{"limit", store.AuditFilter{Limit: 1}, []string{"failover_accept/carol"}},
+		{"actor", store.AuditFilter{Actor: "tenant/nobody"}, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -62,9 +62,9 @@ func TestQueryAuditFiltersBySinceAndShardWithoutPrefixCollisions(t *testing.T) {
 	}
 }
 
-func TestAuditRequiresOperatorAndReason(t *testing.T) {
-	s, _ := openStore(t, nil)
-	if err := s.Audit(context.Background(), "", "x", "why", ""); !errors.Is(err, sqlstore.ErrNoOperator) {
+func (h suite) TestAuditRequiresOperatorAndReason(t *testing.T) {
+	s := h.Open(t, nil)
+	if err := s.Audit(context.Background(), "", "x", "why", ""); !errors.Is(err, store.ErrNoOperator) {
 		t.Fatalf("Audit without operator: %v", err)
 	}
 }

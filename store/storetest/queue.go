@@ -1,4 +1,4 @@
-package sqlstore_test
+package storetest
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/idemcoord/idemcoord/idempotency"
-	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // TestStrandedAsyncOperationIsTakenOverByOneInstance: a queued operation
@@ -15,14 +15,14 @@ import (
 // and of two instances taking it over only one wins, through the same
 // fenced, version-conditioned takeover as a retry's. The winner's lease
 // runs, so the scan no longer offers it.
-func TestStrandedAsyncOperationIsTakenOverByOneInstance(t *testing.T) {
+func (h suite) TestStrandedAsyncOperationIsTakenOverByOneInstance(t *testing.T) {
 	ctx := context.Background()
-	clock := newClock()
-	s, dsn := openStore(t, clock)
-	other := openDSN(t, dsn, clock)
+	clock := NewClock()
+	s := h.Open(t, clock)
+	other := h.Reopen(t, s, clock)
 	req := request(t, "tenant/alice", "queued", `{"export":"csv"}`)
 	req.Pending = true
-	c := mustBegin(t, s, req, sqlstore.FirstRun)
+	c := mustBegin(t, s, req, store.FirstRun)
 	if err := s.SaveRequest(ctx, c.Lease, []byte(`{"method":"POST"}`)); err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +32,7 @@ func TestStrandedAsyncOperationIsTakenOverByOneInstance(t *testing.T) {
 	// Another queued operation whose request was never stored is not offered.
 	bare := request(t, "tenant/alice", "queued-bare", `{}`)
 	bare.Pending = true
-	mustBegin(t, s, bare, sqlstore.FirstRun)
+	mustBegin(t, s, bare, store.FirstRun)
 
 	if got, err := s.Stranded(ctx, anyStranded); err != nil || len(got) != 0 {
 		t.Fatalf("before the lease expired: %d stranded (%v), want 0", len(got), err)
@@ -47,12 +47,12 @@ func TestStrandedAsyncOperationIsTakenOverByOneInstance(t *testing.T) {
 		t.Fatalf("stranded %v %s %q, want %v PENDING with the first stored request", q.Record.OperationID, q.Record.State, q.Request, c.Lease.OperationID)
 	}
 
-	takeReq := sqlstore.ClaimRequest{Token: req.Token, Worker: "recovery", Lease: 30 * time.Second, TTL: 24 * time.Hour}
+	takeReq := store.ClaimRequest{Token: req.Token, Worker: "recovery", Lease: 30 * time.Second, TTL: 24 * time.Hour}
 	won, err := other.TakeOver(ctx, q.Record, takeReq)
-	if err != nil || won.Outcome != sqlstore.TakenOver || won.Lease == nil || won.Record.State != idempotency.Pending {
+	if err != nil || won.Outcome != store.TakenOver || won.Lease == nil || won.Record.State != idempotency.Pending {
 		t.Fatalf("first TakeOver = %v %+v, want TakenOver of the PENDING record", err, won)
 	}
-	if _, err := s.TakeOver(ctx, q.Record, takeReq); !errors.Is(err, sqlstore.ErrLostOwnership) {
+	if _, err := s.TakeOver(ctx, q.Record, takeReq); !errors.Is(err, store.ErrLostOwnership) {
 		t.Errorf("second TakeOver = %v, want ErrLostOwnership", err)
 	}
 	if got, _ := s.Stranded(ctx, anyStranded); len(got) != 0 {
@@ -61,24 +61,24 @@ func TestStrandedAsyncOperationIsTakenOverByOneInstance(t *testing.T) {
 	if err := other.Finish(ctx, won.Lease, completed(`{"export":"done"}`)); err != nil {
 		t.Fatalf("winner's Finish: %v", err)
 	}
-	if n := count(t, s, `SELECT count(*) FROM async_requests`); n != 1 {
+	if n := h.StoredRequests(t, s, ""); n != 1 {
 		t.Fatalf("stored requests before cleanup: %d, want 1", n)
 	}
 	cleanup(t, s, 0)
-	if n := count(t, s, `SELECT count(*) FROM async_requests`); n != 0 {
+	if n := h.StoredRequests(t, s, ""); n != 0 {
 		t.Errorf("stored requests after cleanup: %d, want 0: the operation finished", n)
 	}
 }
 
 // TestPurgeDeletesQueuedRequests: a stored async request may carry
 // personal data; purging its actor deletes it.
-func TestPurgeDeletesQueuedRequests(t *testing.T) {
+func (h suite) TestPurgeDeletesQueuedRequests(t *testing.T) {
 	ctx := context.Background()
-	s, _ := openStore(t, newClock())
+	s := h.Open(t, NewClock())
 	for _, actor := range []string{"tenant/alice", "tenant/bob"} {
 		req := request(t, actor, "queued", `{}`)
 		req.Pending = true
-		c := mustBegin(t, s, req, sqlstore.FirstRun)
+		c := mustBegin(t, s, req, store.FirstRun)
 		if err := s.SaveRequest(ctx, c.Lease, []byte(`{"body":"alice's address"}`)); err != nil {
 			t.Fatal(err)
 		}
@@ -86,10 +86,10 @@ func TestPurgeDeletesQueuedRequests(t *testing.T) {
 	if _, err := s.Purge(ctx, "oncall@example.com", "erasure request 9", "tenant/alice"); err != nil {
 		t.Fatal(err)
 	}
-	if n := count(t, s, `SELECT count(*) FROM async_requests WHERE actor_scope = 'tenant/alice'`); n != 0 {
+	if n := h.StoredRequests(t, s, "tenant/alice"); n != 0 {
 		t.Errorf("alice's stored requests after her purge: %d, want 0", n)
 	}
-	if n := count(t, s, `SELECT count(*) FROM async_requests WHERE actor_scope = 'tenant/bob'`); n != 1 {
+	if n := h.StoredRequests(t, s, "tenant/bob"); n != 1 {
 		t.Errorf("bob's stored requests after alice's purge: %d, want 1", n)
 	}
 }

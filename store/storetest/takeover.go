@@ -1,4 +1,4 @@
-package sqlstore_test
+package storetest
 
 import (
 	"context"
@@ -11,47 +11,34 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/idemcoord/idemcoord/idempotency"
-	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
-// mustBegin claims req and checks the outcome.
-func mustBegin(t testing.TB, s *sqlstore.Store, req sqlstore.ClaimRequest, want sqlstore.Outcome) sqlstore.Claim {
-	t.Helper()
-	c, err := s.Begin(context.Background(), req)
-	if err != nil {
-		t.Fatalf("begin: %v", err)
-	}
-	if c.Outcome != want {
-		t.Fatalf("begin = %v (record %s, retry after %v), want %v", c.Outcome, c.Record.State, c.RetryAfter, want)
-	}
-	return c
-}
-
-func TestTakeoverAfterLeaseExpiry(t *testing.T) {
+func (h suite) TestTakeoverAfterLeaseExpiry(t *testing.T) {
 	ctx := context.Background()
-	clock := newClock()
-	s, dsn := openStore(t, clock)
-	other := openDSN(t, dsn, clock) // another worker, its own pool
+	clock := NewClock()
+	s := h.Open(t, clock)
+	other := h.Reopen(t, s, clock) // another worker, its own pool
 	req := request(t, "tenant/alice", "takeover", `{"amount":"7"}`)
 
-	old := mustBegin(t, s, req, sqlstore.FirstRun)
+	old := mustBegin(t, s, req, store.FirstRun)
 	if err := s.RecordStage(ctx, old.Lease, "charge_sent"); err != nil {
 		t.Fatal(err)
 	}
 
 	// Before expiry: in flight, retry when the lease runs out.
 	clock.Advance(10 * time.Second)
-	busy := mustBegin(t, other, req, sqlstore.InFlight)
+	busy := mustBegin(t, other, req, store.InFlight)
 	if busy.RetryAfter != 20*time.Second {
 		t.Errorf("retry after = %v, want the remaining lease 20s", busy.RetryAfter)
 	}
 	clock.Advance(20*time.Second - time.Microsecond)
-	if busy := mustBegin(t, other, req, sqlstore.InFlight); busy.RetryAfter != time.Microsecond {
+	if busy := mustBegin(t, other, req, store.InFlight); busy.RetryAfter != time.Microsecond {
 		t.Errorf("1µs before expiry: retry after = %v, want 1µs", busy.RetryAfter)
 	}
 
 	clock.Advance(time.Second + time.Microsecond) // 31s after the claim
-	taken := mustBegin(t, other, req, sqlstore.TakenOver)
+	taken := mustBegin(t, other, req, store.TakenOver)
 	nl := taken.Lease
 	if nl == nil || nl.Version <= old.Lease.Version {
 		t.Fatalf("takeover lease %+v, want a version above %d", nl, old.Lease.Version)
@@ -67,17 +54,17 @@ func TestTakeoverAfterLeaseExpiry(t *testing.T) {
 	}
 
 	// The old worker is fenced out by the version, and changes nothing.
-	before := rawRow(t, s)
-	if err := s.Finish(ctx, old.Lease, completed(`{"by":"old"}`)); !errors.Is(err, sqlstore.ErrLostOwnership) {
+	before := h.Raw(t, s, "")
+	if err := s.Finish(ctx, old.Lease, completed(`{"by":"old"}`)); !errors.Is(err, store.ErrLostOwnership) {
 		t.Errorf("old worker's Finish: %v, want ErrLostOwnership", err)
 	}
-	if err := s.Heartbeat(ctx, old.Lease); !errors.Is(err, sqlstore.ErrLostOwnership) {
+	if err := s.Heartbeat(ctx, old.Lease); !errors.Is(err, store.ErrLostOwnership) {
 		t.Errorf("old worker's Heartbeat: %v, want ErrLostOwnership", err)
 	}
-	if err := s.RecordStage(ctx, old.Lease, "charge_done"); !errors.Is(err, sqlstore.ErrLostOwnership) {
+	if err := s.RecordStage(ctx, old.Lease, "charge_done"); !errors.Is(err, store.ErrLostOwnership) {
 		t.Errorf("old worker's RecordStage: %v, want ErrLostOwnership", err)
 	}
-	if after := rawRow(t, s); after != before {
+	if after := h.Raw(t, s, ""); after != before {
 		t.Fatalf("old worker changed the record:\nbefore %s\nafter  %s", before, after)
 	}
 
@@ -87,7 +74,7 @@ func TestTakeoverAfterLeaseExpiry(t *testing.T) {
 	if err := other.Finish(ctx, nl, completed(`{"by":"new"}`)); err != nil {
 		t.Fatalf("new owner's Finish: %v", err)
 	}
-	replay := mustBegin(t, s, req, sqlstore.Replayed)
+	replay := mustBegin(t, s, req, store.Replayed)
 	if diff := cmp.Diff(completed(`{"by":"new"}`).Snapshot, replay.Record.Snapshot); diff != "" {
 		t.Errorf("replay (-want +got):\n%s", diff)
 	}
@@ -96,103 +83,91 @@ func TestTakeoverAfterLeaseExpiry(t *testing.T) {
 	}
 }
 
-func TestLeaseExpiresExactlyAtExpiry(t *testing.T) {
-	clock := newClock()
-	s, _ := openStore(t, clock)
+func (h suite) TestLeaseExpiresExactlyAtExpiry(t *testing.T) {
+	clock := NewClock()
+	s := h.Open(t, clock)
 	req := request(t, "tenant/alice", "boundary", `{}`)
-	mustBegin(t, s, req, sqlstore.FirstRun)
+	mustBegin(t, s, req, store.FirstRun)
 	clock.Advance(30 * time.Second) // now == lease_expires_at
-	mustBegin(t, s, req, sqlstore.TakenOver)
+	mustBegin(t, s, req, store.TakenOver)
 }
 
-func TestRetryableFailureIsRerun(t *testing.T) {
+func (h suite) TestRetryableFailureIsRerun(t *testing.T) {
 	ctx := context.Background()
-	s, _ := openStore(t, newClock())
+	s := h.Open(t, NewClock())
 	req := request(t, "tenant/alice", "retryable", `{"amount":"1"}`)
-	first := mustBegin(t, s, req, sqlstore.FirstRun)
-	if err := s.Finish(ctx, first.Lease, sqlstore.Result{State: idempotency.RetryableFailure, ErrorSummary: "upstream 503"}); err != nil {
+	first := mustBegin(t, s, req, store.FirstRun)
+	if err := s.Finish(ctx, first.Lease, store.Result{State: idempotency.RetryableFailure, ErrorSummary: "upstream 503"}); err != nil {
 		t.Fatal(err)
 	}
 	// No clock movement: a retryable failure is re-run at once.
-	again := mustBegin(t, s, req, sqlstore.TakenOver)
+	again := mustBegin(t, s, req, store.TakenOver)
 	if again.Lease.OperationID != first.Record.OperationID || again.Lease.Version <= first.Lease.Version {
 		t.Errorf("re-run lease %+v, want operation %v above version %d", again.Lease, first.Record.OperationID, first.Lease.Version)
 	}
-	if err := s.Finish(ctx, first.Lease, completed(`{}`)); !errors.Is(err, sqlstore.ErrLostOwnership) {
+	if err := s.Finish(ctx, first.Lease, completed(`{}`)); !errors.Is(err, store.ErrLostOwnership) {
 		t.Errorf("first attempt's late Finish: %v, want ErrLostOwnership", err)
 	}
 	if err := s.Finish(ctx, again.Lease, completed(`{"ok":true}`)); err != nil {
 		t.Fatal(err)
 	}
-	mustBegin(t, s, req, sqlstore.Replayed)
+	mustBegin(t, s, req, store.Replayed)
 }
 
-// unknownRecord claims a fresh key and records OUTCOME_UNKNOWN for it.
-func unknownRecord(t *testing.T, s *sqlstore.Store, key string) (sqlstore.ClaimRequest, sqlstore.Record) {
-	t.Helper()
-	req := request(t, "tenant/alice", key, `{"amount":"9"}`)
-	c := mustBegin(t, s, req, sqlstore.FirstRun)
-	if err := s.Finish(context.Background(), c.Lease, sqlstore.Result{State: idempotency.OutcomeUnknown, ErrorSummary: "charge timed out"}); err != nil {
-		t.Fatal(err)
-	}
-	u := mustBegin(t, s, req, sqlstore.Unresolved)
-	return req, u.Record
-}
-
-func TestOutcomeUnknownIsNeverRerun(t *testing.T) {
-	clock := newClock()
-	s, _ := openStore(t, clock)
+func (h suite) TestOutcomeUnknownIsNeverRerun(t *testing.T) {
+	clock := NewClock()
+	s := h.Open(t, clock)
 	req, rec := unknownRecord(t, s, "unknown")
 	if rec.State != idempotency.OutcomeUnknown {
 		t.Fatalf("state = %s", rec.State)
 	}
 	for _, d := range []time.Duration{31 * time.Second, time.Hour, 30 * 24 * time.Hour} {
 		clock.Advance(d)
-		mustBegin(t, s, req, sqlstore.Unresolved)
+		mustBegin(t, s, req, store.Unresolved)
 	}
 }
 
-func TestResolveOutcomeUnknown(t *testing.T) {
+func (h suite) TestResolveOutcomeUnknown(t *testing.T) {
 	ctx := context.Background()
-	s, _ := openStore(t, newClock())
+	s := h.Open(t, NewClock())
 
 	t.Run("completed is replayed", func(t *testing.T) {
 		req, rec := unknownRecord(t, s, "resolve-completed")
 		if err := s.Resolve(ctx, rec, req.Token, completed(`{"found":"downstream"}`)); err != nil {
 			t.Fatal(err)
 		}
-		r := mustBegin(t, s, req, sqlstore.Replayed)
+		r := mustBegin(t, s, req, store.Replayed)
 		if diff := cmp.Diff(completed(`{"found":"downstream"}`).Snapshot, r.Record.Snapshot); diff != "" {
 			t.Errorf("replay (-want +got):\n%s", diff)
 		}
-		if err := s.Resolve(ctx, r.Record, req.Token, completed(`{}`)); !errors.Is(err, sqlstore.ErrNotUnknown) {
+		if err := s.Resolve(ctx, r.Record, req.Token, completed(`{}`)); !errors.Is(err, store.ErrNotUnknown) {
 			t.Errorf("resolving a completed record: %v, want ErrNotUnknown", err)
 		}
-		if err := s.Resolve(ctx, rec, req.Token, completed(`{}`)); !errors.Is(err, sqlstore.ErrLostOwnership) {
+		if err := s.Resolve(ctx, rec, req.Token, completed(`{}`)); !errors.Is(err, store.ErrLostOwnership) {
 			t.Errorf("resolving again from the stale read: %v, want ErrLostOwnership", err)
 		}
 	})
 
 	t.Run("retryable failure is re-run", func(t *testing.T) {
 		req, rec := unknownRecord(t, s, "resolve-retry")
-		if err := s.Resolve(ctx, rec, req.Token, sqlstore.Result{State: idempotency.RetryableFailure, ErrorSummary: "downstream has no such charge"}); err != nil {
+		if err := s.Resolve(ctx, rec, req.Token, store.Result{State: idempotency.RetryableFailure, ErrorSummary: "downstream has no such charge"}); err != nil {
 			t.Fatal(err)
 		}
-		c := mustBegin(t, s, req, sqlstore.TakenOver)
+		c := mustBegin(t, s, req, store.TakenOver)
 		if c.Lease.OperationID != rec.OperationID {
 			t.Errorf("re-run of operation %v, want %v", c.Lease.OperationID, rec.OperationID)
 		}
 		if err := s.Finish(ctx, c.Lease, completed(`{}`)); err != nil {
 			t.Fatal(err)
 		}
-		mustBegin(t, s, req, sqlstore.Replayed)
+		mustBegin(t, s, req, store.Replayed)
 	})
 
 	t.Run("two resolvers, one wins", func(t *testing.T) {
 		for round := range 10 {
 			req, rec := unknownRecord(t, s, fmt.Sprintf("resolve-race-%d", round))
 			errs := make([]error, 2)
-			results := []sqlstore.Result{completed(`{"resolver":0}`), completed(`{"resolver":1}`)}
+			results := []store.Result{completed(`{"resolver":0}`), completed(`{"resolver":1}`)}
 			var wg sync.WaitGroup
 			start := make(chan struct{})
 			for i := range 2 {
@@ -211,14 +186,14 @@ func TestResolveOutcomeUnknown(t *testing.T) {
 						t.Fatalf("round %d: both resolvers succeeded", round)
 					}
 					winner = i
-				case !errors.Is(err, sqlstore.ErrLostOwnership):
+				case !errors.Is(err, store.ErrLostOwnership):
 					t.Fatalf("round %d: resolver %d: %v, want nil or ErrLostOwnership", round, i, err)
 				}
 			}
 			if winner < 0 {
 				t.Fatalf("round %d: no resolver succeeded: %v", round, errs)
 			}
-			r := mustBegin(t, s, req, sqlstore.Replayed)
+			r := mustBegin(t, s, req, store.Replayed)
 			if diff := cmp.Diff(results[winner].Snapshot, r.Record.Snapshot); diff != "" {
 				t.Errorf("round %d: stored answer is not the winner's (-want +got):\n%s", round, diff)
 			}
@@ -229,15 +204,15 @@ func TestResolveOutcomeUnknown(t *testing.T) {
 // TestReconcileUnknownIsAudited holds ReconcileUnknown to its doc: "It is
 // audited in the same transaction as the change." A repair whose audit row
 // cannot be written (no operator) must not change the record.
-func TestReconcileUnknownIsAudited(t *testing.T) {
+func (h suite) TestReconcileUnknownIsAudited(t *testing.T) {
 	ctx := context.Background()
-	s, _ := openStore(t, newClock())
+	s := h.Open(t, NewClock())
 
 	req, rec := unknownRecord(t, s, "reconcile")
 	if err := s.ReconcileUnknown(ctx, "oncall@example.com", "INC-1: charge found at the PSP", rec.OperationID, completed(`{"reconciled":true}`)); err != nil {
 		t.Fatal(err)
 	}
-	mustBegin(t, s, req, sqlstore.Replayed)
+	mustBegin(t, s, req, store.Replayed)
 	log, err := s.AuditLog(ctx, 10)
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package sqlstore_test
+package storetest
 
 import (
 	"context"
@@ -9,11 +9,11 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/idemcoord/idemcoord/fencing"
-	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // anyStranded asks for every stranded operation of the test endpoint.
-var anyStranded = sqlstore.StrandedScan{Runnable: []sqlstore.Runnable{{Endpoints: []string{"POST /v1/payments"}, AllShards: true}},
+var anyStranded = store.StrandedScan{Runnable: []store.Runnable{{Endpoints: []string{"POST /v1/payments"}, AllShards: true}},
 	Limit: 10}
 
 // TestStrandedOffersOnlyWhatTheCallerMayRunAndPagesOn: the scan returns
@@ -21,15 +21,15 @@ var anyStranded = sqlstore.StrandedScan{Runnable: []sqlstore.Runnable{{Endpoints
 // run, so work held elsewhere never fills a page; and a page resumed
 // after the last operation of the previous one starts with what follows
 // it, so what the caller skipped never comes back first.
-func TestStrandedOffersOnlyWhatTheCallerMayRunAndPagesOn(t *testing.T) {
+func (h suite) TestStrandedOffersOnlyWhatTheCallerMayRunAndPagesOn(t *testing.T) {
 	ctx := context.Background()
-	clock := newClock()
-	s, _ := openStore(t, clock)
+	clock := NewClock()
+	s := h.Open(t, clock)
 	queue := func(actor, endpoint, key string) uuid.UUID {
 		req := request(t, actor, key, `{}`)
 		req.Scope.Endpoint = endpoint
 		req.Pending = true
-		c := mustBegin(t, s, req, sqlstore.FirstRun)
+		c := mustBegin(t, s, req, store.FirstRun)
 		if err := s.SaveRequest(ctx, c.Lease, []byte(`{}`)); err != nil {
 			t.Fatal(err)
 		}
@@ -45,7 +45,7 @@ func TestStrandedOffersOnlyWhatTheCallerMayRunAndPagesOn(t *testing.T) {
 	a, b, c := queue(alice, pay, "a"), queue(bob, pay, "b"), queue(alice, export, "c")
 	clock.Advance(31 * time.Second)
 
-	ids := func(scan sqlstore.StrandedScan) []uuid.UUID {
+	ids := func(scan store.StrandedScan) []uuid.UUID {
 		t.Helper()
 		got, err := s.Stranded(ctx, scan)
 		if err != nil {
@@ -59,28 +59,28 @@ func TestStrandedOffersOnlyWhatTheCallerMayRunAndPagesOn(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name     string
-		runnable []sqlstore.Runnable
+		runnable []store.Runnable
 		want     []uuid.UUID
 	}{
 		{"nothing runnable", nil, []uuid.UUID{}},
-		{"one endpoint on every shard", []sqlstore.Runnable{{Endpoints: []string{pay}, AllShards: true}}, []uuid.UUID{a, b}},
-		{"one endpoint on one shard", []sqlstore.Runnable{{Endpoints: []string{pay}, Shards: []int{aliceShard}}}, []uuid.UUID{a}},
-		{"an endpoint on no shard", []sqlstore.Runnable{{Endpoints: []string{pay}}}, []uuid.UUID{}},
-		{"two shares", []sqlstore.Runnable{{Endpoints: []string{pay}, Shards: []int{bobShard}},
+		{"one endpoint on every shard", []store.Runnable{{Endpoints: []string{pay}, AllShards: true}}, []uuid.UUID{a, b}},
+		{"one endpoint on one shard", []store.Runnable{{Endpoints: []string{pay}, Shards: []int{aliceShard}}}, []uuid.UUID{a}},
+		{"an endpoint on no shard", []store.Runnable{{Endpoints: []string{pay}}}, []uuid.UUID{}},
+		{"two shares", []store.Runnable{{Endpoints: []string{pay}, Shards: []int{bobShard}},
 			{Endpoints: []string{export}, AllShards: true}}, []uuid.UUID{b, c}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, ids(sqlstore.StrandedScan{Runnable: tc.runnable, Limit: 10})); diff != "" {
+			if diff := cmp.Diff(tc.want, ids(store.StrandedScan{Runnable: tc.runnable, Limit: 10})); diff != "" {
 				t.Errorf("stranded (-want +got):\n%s", diff)
 			}
 		})
 	}
 
-	every := []sqlstore.Runnable{{Endpoints: []string{pay, export}, AllShards: true}}
-	var after sqlstore.Cursor
+	every := []store.Runnable{{Endpoints: []string{pay, export}, AllShards: true}}
+	var after store.Cursor
 	var paged []uuid.UUID
 	for range 4 {
-		got, err := s.Stranded(ctx, sqlstore.StrandedScan{Runnable: every, After: after, Limit: 1})
+		got, err := s.Stranded(ctx, store.StrandedScan{Runnable: every, After: after, Limit: 1})
 		if err != nil {
 			t.Fatal(err)
 		}

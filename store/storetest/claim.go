@@ -1,4 +1,4 @@
-package sqlstore_test
+package storetest
 
 import (
 	"context"
@@ -10,18 +10,18 @@ import (
 
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/idempotency"
-	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
-func TestBeginFirstRunThenReplay(t *testing.T) {
+func (h suite) TestBeginFirstRunThenReplay(t *testing.T) {
 	ctx := context.Background()
-	s, _ := openStore(t, newClock())
+	s := h.Open(t, NewClock())
 	req := request(t, "tenant/alice", "k1", `{"amount":"12.50"}`)
 	c, err := s.Begin(ctx, req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Outcome != sqlstore.FirstRun || c.Lease == nil || c.Lease.Version != 1 {
+	if c.Outcome != store.FirstRun || c.Lease == nil || c.Lease.Version != 1 {
 		t.Fatalf("first claim = %v lease %+v, want first_run at version 1", c.Outcome, c.Lease)
 	}
 	if err := s.Finish(ctx, c.Lease, completed(`{"payment_id":"pay_1"}`)); err != nil {
@@ -31,7 +31,7 @@ func TestBeginFirstRunThenReplay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again.Outcome != sqlstore.Replayed {
+	if again.Outcome != store.Replayed {
 		t.Fatalf("second claim = %v, want replay", again.Outcome)
 	}
 	if again.Record.OperationID != c.Record.OperationID {
@@ -42,13 +42,13 @@ func TestBeginFirstRunThenReplay(t *testing.T) {
 	}
 }
 
-func TestConcurrentClaimsOneWinner(t *testing.T) {
+func (h suite) TestConcurrentClaimsOneWinner(t *testing.T) {
 	ctx := context.Background()
-	s, _ := openStore(t, newClock())
+	s := h.Open(t, NewClock())
 	req := request(t, "tenant/alice", "race", `{"amount":"1"}`)
 	const n = 64
-	outcomes := make([]sqlstore.Outcome, n)
-	leases := make([]*sqlstore.Lease, n)
+	outcomes := make([]store.Outcome, n)
+	leases := make([]*store.Lease, n)
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
@@ -65,7 +65,7 @@ func TestConcurrentClaimsOneWinner(t *testing.T) {
 	if got["first_run"] != 1 || got["in_progress"] != n-1 {
 		t.Fatalf("outcomes = %v, want 1 first_run and %d in_progress", got, n-1)
 	}
-	var winner *sqlstore.Lease
+	var winner *store.Lease
 	for _, l := range leases {
 		if l != nil {
 			winner = l
@@ -88,14 +88,14 @@ func TestConcurrentClaimsOneWinner(t *testing.T) {
 	if got := tally(outcomes); got["replay"] != n {
 		t.Fatalf("after completion outcomes = %v, want %d replays", got, n)
 	}
-	if got := count(t, s, `SELECT count(*) FROM idempotency_records`); got != 1 {
+	if got := records(t, s); got != 1 {
 		t.Fatalf("records = %d, want 1", got)
 	}
 }
 
-func TestFingerprintMismatchLeavesRecordUnchanged(t *testing.T) {
+func (h suite) TestFingerprintMismatchLeavesRecordUnchanged(t *testing.T) {
 	ctx := context.Background()
-	s, _ := openStore(t, newClock())
+	s := h.Open(t, NewClock())
 	req := request(t, "tenant/alice", "k", `{"amount":"12.50"}`)
 	c, err := s.Begin(ctx, req)
 	if err != nil {
@@ -104,38 +104,28 @@ func TestFingerprintMismatchLeavesRecordUnchanged(t *testing.T) {
 	if err := s.Finish(ctx, c.Lease, completed(`{"payment_id":"pay_1"}`)); err != nil {
 		t.Fatal(err)
 	}
-	before := rawRow(t, s)
+	before := h.Raw(t, s, "")
 	other := request(t, "tenant/alice", "k", `{"amount":"99.00"}`)
 	m, err := s.Begin(ctx, other)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.Outcome != sqlstore.Mismatch {
+	if m.Outcome != store.Mismatch {
 		t.Fatalf("outcome = %v, want fingerprint_conflict", m.Outcome)
 	}
-	if after := rawRow(t, s); after != before {
+	if after := h.Raw(t, s, ""); after != before {
 		t.Fatalf("record changed by a mismatching request:\nbefore %s\nafter  %s", before, after)
 	}
 	// Number forms are the same request: 12.50 == 12.5 == 1.25e1.
 	same := request(t, "tenant/alice", "k", `{"amount":"12.50"}`)
-	if r, err := s.Begin(ctx, same); err != nil || r.Outcome != sqlstore.Replayed {
+	if r, err := s.Begin(ctx, same); err != nil || r.Outcome != store.Replayed {
 		t.Fatalf("same body: outcome %v err %v, want replay", r.Outcome, err)
 	}
 }
 
-// rawRow returns the whole stored row as text, byte for byte.
-func rawRow(t *testing.T, s *sqlstore.Store) string {
-	t.Helper()
-	var row string
-	if err := s.Pool().QueryRow(context.Background(), `SELECT r::text FROM idempotency_records r`).Scan(&row); err != nil {
-		t.Fatal(err)
-	}
-	return row
-}
-
-func TestScopesAreIndependent(t *testing.T) {
+func (h suite) TestScopesAreIndependent(t *testing.T) {
 	ctx := context.Background()
-	s, _ := openStore(t, newClock())
+	s := h.Open(t, NewClock())
 	a := request(t, "tenant/alice", "shared-key", `{"amount":"1"}`)
 	ca, err := s.Begin(ctx, a)
 	if err != nil {
@@ -149,15 +139,15 @@ func TestScopesAreIndependent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cb.Outcome != sqlstore.FirstRun || cb.Record.OperationID == ca.Record.OperationID {
+	if cb.Outcome != store.FirstRun || cb.Record.OperationID == ca.Record.OperationID {
 		t.Fatalf("bob's claim = %v op %v, want an independent first run", cb.Outcome, cb.Record.OperationID)
 	}
 	e := a
 	e.Scope.Endpoint = "POST /v1/refunds"
-	if ce, err := s.Begin(ctx, e); err != nil || ce.Outcome != sqlstore.FirstRun {
+	if ce, err := s.Begin(ctx, e); err != nil || ce.Outcome != store.FirstRun {
 		t.Fatalf("other endpoint: %v %v, want first run", ce.Outcome, err)
 	}
-	if _, err := s.Lookup(ctx, "tenant/bob", ca.Record.OperationID); !errors.Is(err, sqlstore.ErrNotFound) {
+	if _, err := s.Lookup(ctx, "tenant/bob", ca.Record.OperationID); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("bob looking up alice's operation: err = %v, want ErrNotFound", err)
 	}
 	rec, err := s.Lookup(ctx, "tenant/alice", ca.Record.OperationID)
@@ -166,17 +156,15 @@ func TestScopesAreIndependent(t *testing.T) {
 	}
 }
 
-func TestStaleEpochRefused(t *testing.T) {
+func (h suite) TestStaleEpochRefused(t *testing.T) {
 	ctx := context.Background()
-	s, _ := openStore(t, newClock())
+	s := h.Open(t, NewClock())
 	req := request(t, "tenant/alice", "k", `{}`)
 	c, err := s.Begin(ctx, req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Pool().Exec(ctx, `UPDATE shard_fences SET epoch = 2 WHERE shard = $1`, req.Token.Shard); err != nil {
-		t.Fatal(err)
-	}
+	h.SetFence(t, s, req.Token.Shard, 2, Region)
 	var stale *fencing.StaleEpochError
 	if err := s.Finish(ctx, c.Lease, completed(`{}`)); !errors.As(err, &stale) || stale.Current != 2 {
 		t.Fatalf("finish with epoch 1 after bump: %v, want StaleEpochError current 2", err)
@@ -186,12 +174,10 @@ func TestStaleEpochRefused(t *testing.T) {
 		t.Fatalf("claim with epoch 1 after bump: %v, want ErrStaleEpoch", err)
 	}
 	req2.Token.Epoch = 2
-	if c, err := s.Begin(ctx, req2); err != nil || c.Outcome != sqlstore.FirstRun {
+	if c, err := s.Begin(ctx, req2); err != nil || c.Outcome != store.FirstRun {
 		t.Fatalf("claim with the new epoch: %v %v", c.Outcome, err)
 	}
-	if got := count(t, s, `SELECT count(*) FROM idempotency_records WHERE key_hash = $1`, hashOf(req2.Scope.Key)); got != 1 {
-		t.Fatalf("records for k2 = %d", got)
+	if rec, err := s.Read(ctx, req2.Scope); err != nil || rec.State != idempotency.InProgress || records(t, s) != 2 {
+		t.Fatalf("record for k2 = %s, %v; %d records, want k2's one beside k's", rec.State, err, records(t, s))
 	}
 }
-
-func hashOf(k idempotency.Key) []byte { h := k.Hash(); return h[:] }
