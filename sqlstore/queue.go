@@ -2,7 +2,6 @@ package sqlstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/google/uuid"
@@ -23,11 +22,8 @@ func (s *Store) SaveRequest(ctx context.Context, l *Lease, request []byte) error
 			l.OperationID, l.Scope.Actor, request, s.now())
 		return err
 	}
-	err := s.exec1(ctx, "save_request", save)
-	var amb *AmbiguousCommitError
-	if errors.As(err, &amb) {
-		err = s.exec1(ctx, "save_request", save) // idempotent: settle it by saving again
-	}
+	// Idempotent: an ambiguous save is settled by saving again.
+	err := s.do(ctx, "save_request", rerunnable, func(ctx context.Context) error { return stmtOutcome(save(ctx)) })
 	if err != nil {
 		return fmt.Errorf("sqlstore: save request: %w", err)
 	}
