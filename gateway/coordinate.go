@@ -111,6 +111,7 @@ func (g *Gateway) coordinateCall(c *call) {
 		Worker:        g.cfg.Worker,
 		Lease:         c.policy.Lease,
 		TTL:           c.policy.TTL,
+		ReplayTTL:     c.policy.ReplayTTL,
 		Pending:       c.policy.Async,
 		// A holder fenced out by a move is taken over at once where the
 		// upstream deduplicates (inflight.go).
@@ -198,6 +199,10 @@ func (g *Gateway) decide(ctx context.Context, c *call, req sqlstore.ClaimRequest
 	}
 	setKeyStatus(c.w, claimKeyStatus(claim))
 	if c.policy.Async && claim.Outcome == sqlstore.Replayed && rec.State == idempotency.Cancelled {
+		if rec.Compacted {
+			g.replayExpired(c, rec) // the cancellation's answer is gone; it is still no second task
+			return false
+		}
 		// The cancellation is the answer: replayed, never a second task.
 		g.metrics.request(ctx, c.ep.Name, "replay", c.start)
 		writeSnapshot(c.w, rec, true)
@@ -215,6 +220,10 @@ func (g *Gateway) decide(ctx context.Context, c *call, req sqlstore.ClaimRequest
 		if c.ep.Replay.Reference() && c.shadow == nil && rec.Snapshot.ResourceID != "" &&
 			rec.State == idempotency.Completed && !rec.Purged {
 			g.replayReference(ctx, c, rec)
+			return false
+		}
+		if rec.Compacted {
+			g.replayExpired(c, rec)
 			return false
 		}
 		rec, err := g.revealRecord(c.w, c.actor, rec)

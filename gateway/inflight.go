@@ -249,7 +249,7 @@ func (g *Gateway) settleFenced(ctx context.Context, fs fencedStore, q sqlstore.Q
 	var claim sqlstore.Claim
 	if err == nil {
 		claim, err = fs.TakeOver(sctx, rec, sqlstore.ClaimRequest{Token: tok, Worker: g.cfg.Worker,
-			Lease: policy.Lease, TTL: policy.TTL, TakeOverFenced: true})
+			Lease: policy.Lease, TTL: policy.TTL, ReplayTTL: policy.ReplayTTL, TakeOverFenced: true})
 	}
 	switch {
 	case errors.Is(err, fencing.ErrStaleEpoch):

@@ -176,7 +176,7 @@ func (g *Gateway) recoverBatch(ctx context.Context, rs recoveryStore, batch int,
 		if err == nil {
 			var claim sqlstore.Claim
 			claim, err = rs.TakeOver(sctx, rec, sqlstore.ClaimRequest{Token: tok, Worker: g.cfg.Worker,
-				Lease: policy.Lease, TTL: policy.TTL})
+				Lease: policy.Lease, TTL: policy.TTL, ReplayTTL: policy.ReplayTTL})
 			if err == nil {
 				c := &call{w: discard{}, r: r, ep: ep, policy: policy, actor: rec.Scope.Actor, body: body, start: time.Now()}
 				in := Invocation{Request: r, Body: body, OperationID: rec.OperationID, Actor: rec.Scope.Actor, Endpoint: ep}
