@@ -12,8 +12,9 @@ import (
 // the record:
 //
 //   - a record at rest that still holds its full answer and has a marker
-//     tier is compacted: its headers, body, error summary, lease owner and
-//     last stage are dropped, compacted is set and expires_at moves on by
+//     tier is compacted: its headers, body, error summary and lease owner
+//     are dropped (its last stage stays: a retryable failure's recovery
+//     point, from which a retry of an on_retry: complete endpoint resumes), compacted is set and expires_at moves on by
 //     marker_ttl_ms. What stays is the dedup marker: scope, key hash,
 //     fingerprint and its version, first-sent time, operation id, state,
 //     status and resource id. A retry still finds the key, a different
@@ -35,7 +36,7 @@ const restingStates = `('COMPLETED', 'TERMINAL_FAILURE', 'RETRYABLE_FAILURE', 'C
 // changed in between (a takeover of a retryable failure) is left alone.
 // The version moves on, as on any change of a record at rest.
 const compactSQL = `UPDATE idempotency_records SET response_headers = NULL, response_body = NULL,
-	error_summary = NULL, lease_owner = '', last_stage = '', compacted = true, version = version + 1,
+	error_summary = NULL, lease_owner = '', compacted = true, version = version + 1,
 	expires_at = expires_at + marker_ttl_ms * INTERVAL '1 millisecond'
 	WHERE (shard, actor_scope, endpoint, key_hash) IN (
 		SELECT shard, actor_scope, endpoint, key_hash FROM idempotency_records

@@ -180,3 +180,28 @@ func TestARetryableFailureCompactedThenRetriedKeepsItsNewAnswer(t *testing.T) {
 		t.Fatalf("read = compacted %v, %v; want a marker", rec.Compacted, err)
 	}
 }
+
+// TestCompactionKeepsARetryableFailuresRecoveryPoint: an endpoint whose
+// retries complete a partly done intent (KeepStages) resumes from the last
+// stage; compacting the failure must not send the retry back to the start.
+func TestCompactionKeepsARetryableFailuresRecoveryPoint(t *testing.T) {
+	ctx := context.Background()
+	clock := newClock()
+	s, _ := openStore(t, clock)
+	req := twoTier(request(t, "tenant/alice", "resume", `{}`))
+	req.KeepStages = true
+	c := mustBegin(t, s, req, sqlstore.FirstRun)
+	if err := s.RecordStage(ctx, c.Lease, "reserved"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Finish(ctx, c.Lease, sqlstore.Result{State: idempotency.RetryableFailure, ErrorSummary: "upstream 503"}); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(2 * time.Hour)
+	if n := cleanup(t, s, 0); n != 1 {
+		t.Fatalf("cleanup touched %d, want the retryable failure compacted", n)
+	}
+	if r := mustBegin(t, s, req, sqlstore.TakenOver); r.Lease.LastStage != "reserved" {
+		t.Fatalf("retry after compaction resumes from %q, want the recovery point %q", r.Lease.LastStage, "reserved")
+	}
+}
