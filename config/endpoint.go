@@ -61,6 +61,15 @@ type Endpoint struct {
 	// TTL is how long a key is remembered after its last change. Default
 	// Defaults.TTL. Longer protects later retries and costs storage.
 	TTL time.Duration `yaml:"ttl"`
+	// ReplayTTL is how long a finished operation's full answer (status,
+	// headers, body) is kept for replays; after it the record is
+	// compacted to a small dedup marker kept until TTL, and a retry gets
+	// 410 replay-expired ("completed; the answer is no longer kept",
+	// with the operation id and resource id) or, on a reference
+	// endpoint, the resource re-read: never a second run. At most TTL.
+	// Zero (the default) keeps the full answer for TTL. Long retention is
+	// affordable with it: see docs/capacity.md.
+	ReplayTTL time.Duration `yaml:"replay_ttl"`
 	// Lease is how long a worker owns an in-flight operation without a
 	// heartbeat. Default Defaults.Lease. Shorter recovers crashed workers
 	// sooner; it must stay longer than UpstreamTimeout, or a live worker is
@@ -179,6 +188,9 @@ func (e Endpoint) Policy() idempotency.Policy {
 	p.KeyRequired = e.Key != KeyOptional
 	if e.TTL > 0 {
 		p.TTL = e.TTL
+	}
+	if e.ReplayTTL > 0 && e.ReplayTTL < p.TTL {
+		p.ReplayTTL = e.ReplayTTL
 	}
 	if e.Lease > 0 {
 		p.Lease = e.Lease

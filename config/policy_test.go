@@ -19,7 +19,8 @@ func TestEndpointPolicy(t *testing.T) {
 	got := c.Endpoints[0].Policy()
 	want := idempotency.Policy{
 		KeyRequired: true,
-		TTL:         48 * time.Hour,
+		TTL:         720 * time.Hour,
+		ReplayTTL:   48 * time.Hour,
 		Lease:       30 * time.Second,
 		Fingerprint: idempotency.FingerprintOptions{
 			Exclude:  []string{"/client_timestamp", "/trace_id"},

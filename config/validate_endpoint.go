@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/idemcoord/idemcoord/idempotency"
 )
@@ -74,6 +75,7 @@ func (e Endpoint) check(p *problems, at string, d Defaults) ([]segment, error) {
 	e.checkInProgress(p, at)
 	e.checkOnRetry(p, at)
 	positive(p, at+".ttl", e.TTL)
+	checkReplayTTL(p, at, e.ReplayTTL, e.TTL)
 	positive(p, at+".lease", e.Lease)
 	positive(p, at+".upstream_timeout", e.UpstreamTimeout)
 	// Values inherited from defaults were reported there already.
@@ -182,5 +184,16 @@ func addJoined(p *problems, prefix string, err error) {
 			continue
 		}
 		p.add(prefix+"."+field, "%s", reason)
+	}
+}
+
+// checkReplayTTL reports a replay_ttl that is negative or longer than the
+// endpoint's ttl: the full answer cannot outlive the key.
+func checkReplayTTL(p *problems, at string, replayTTL, ttl time.Duration) {
+	switch {
+	case replayTTL < 0:
+		p.add(at+".replay_ttl", "must be positive (or unset to keep the full answer for ttl), got %s", replayTTL)
+	case ttl > 0 && replayTTL > ttl:
+		p.add(at+".replay_ttl", "%s is longer than ttl %s; the full answer cannot be kept longer than the key (set at most ttl, or raise ttl)", replayTTL, ttl)
 	}
 }

@@ -192,7 +192,7 @@ func (g *Gateway) operation(w http.ResponseWriter, r *http.Request) {
 		CreatedAt: rec.CreatedAt, UpdatedAt: rec.UpdatedAt, Error: rec.ErrorSummary}
 	if rec.Snapshot.Status != 0 {
 		rv := &responseView{Status: rec.Snapshot.Status, Headers: rec.Snapshot.Header,
-			BodyOmitted: rec.Snapshot.BodyOmitted || rec.Purged}
+			BodyOmitted: rec.Snapshot.BodyOmitted || rec.Purged || rec.Compacted}
 		if json.Valid(rec.Snapshot.Body) {
 			rv.Body = rec.Snapshot.Body
 		} else {

@@ -169,6 +169,7 @@ func (g *Gateway) admit(c *call) (store.ClaimRequest, bool) {
 		Worker:        g.cfg.Worker,
 		Lease:         c.policy.Lease,
 		TTL:           c.policy.TTL,
+		ReplayTTL:     c.policy.ReplayTTL,
 		Pending:       c.policy.Async,
 		// A holder fenced out by a move is taken over at once where the
 		// upstream deduplicates (inflight.go).
@@ -203,6 +204,10 @@ func (g *Gateway) decide(ctx context.Context, c *call, req store.ClaimRequest, c
 	}
 	setKeyStatus(c.w, claimKeyStatus(claim))
 	if c.policy.Async && claim.Outcome == store.Replayed && rec.State == idempotency.Cancelled {
+		if rec.Compacted {
+			g.replayExpired(c, rec) // the cancellation's answer is gone; it is still no second task
+			return false
+		}
 		// The cancellation is the answer: replayed, never a second task.
 		g.metrics.request(ctx, c.ep.Name, "replay", c.start)
 		writeSnapshot(c.w, rec, true)
@@ -220,6 +225,10 @@ func (g *Gateway) decide(ctx context.Context, c *call, req store.ClaimRequest, c
 		if c.ep.Replay.Reference() && c.shadow == nil && rec.Snapshot.ResourceID != "" &&
 			rec.State == idempotency.Completed && !rec.Purged {
 			g.replayReference(ctx, c, rec)
+			return false
+		}
+		if rec.Compacted {
+			g.replayExpired(c, rec)
 			return false
 		}
 		rec, err := g.revealRecord(c.w, c.actor, rec)

@@ -240,7 +240,7 @@ func (g *Gateway) settleFenced(ctx context.Context, fs store.Queue, q store.Queu
 	var claim store.Claim
 	if err == nil {
 		claim, err = fs.TakeOver(sctx, rec, store.ClaimRequest{Token: tok, Worker: g.cfg.Worker,
-			Lease: policy.Lease, TTL: policy.TTL, TakeOverFenced: true})
+			Lease: policy.Lease, TTL: policy.TTL, ReplayTTL: policy.ReplayTTL, TakeOverFenced: true})
 	}
 	switch {
 	case errors.Is(err, fencing.ErrStaleEpoch):

@@ -22,7 +22,8 @@ const (
 	KeyStatusCreated = "created"
 	// KeyStatusReplayed: the answer is the key's recorded outcome
 	// (Idempotent-Replayed: true), or derived from it (a reference replay,
-	// 410 resource-gone); nothing ran.
+	// 410 resource-gone, 410 replay-expired once only the key's marker is
+	// kept); nothing ran.
 	KeyStatusReplayed = "replayed"
 	// KeyStatusInProgress: the key's operation is running or its outcome
 	// is being reconciled (409, or 202 on an async retry); nothing ran

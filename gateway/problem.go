@@ -20,6 +20,12 @@ type problem struct {
 	OperationState string `json:"operation_state,omitempty"`
 	// Stage names the stage that prevents a cancel (not-cancellable).
 	Stage string `json:"stage,omitempty"`
+	// RecordedStatus is the status the operation answered with
+	// (replay-expired: the answer itself is no longer kept).
+	RecordedStatus int `json:"recorded_status,omitempty"`
+	// ResourceID is the id of the resource the operation created, if any
+	// (replay-expired).
+	ResourceID string `json:"resource_id,omitempty"`
 	// NewKeySafe says whether the client may start the intent over under a
 	// new key without risking a double effect.
 	NewKeySafe bool `json:"new_key_safe"`

@@ -168,7 +168,7 @@ func (g *Gateway) recoverBatch(ctx context.Context, rs store.Queue, batch int, a
 		if err == nil {
 			var claim store.Claim
 			claim, err = rs.TakeOver(sctx, rec, store.ClaimRequest{Token: tok, Worker: g.cfg.Worker,
-				Lease: policy.Lease, TTL: policy.TTL})
+				Lease: policy.Lease, TTL: policy.TTL, ReplayTTL: policy.ReplayTTL})
 			if err == nil {
 				c := &call{w: discard{}, r: r, ep: ep, policy: policy, actor: rec.Scope.Actor, body: body, start: time.Now()}
 				in := Invocation{Request: r, Body: body, OperationID: rec.OperationID, Actor: rec.Scope.Actor, Endpoint: ep}

@@ -168,7 +168,7 @@ func (g *Gateway) sealSnapshot(c *call, snap store.Snapshot) store.Snapshot {
 // when fields were redacted.
 func (g *Gateway) revealRecord(w http.ResponseWriter, actor string, rec store.Record) (store.Record, error) {
 	s := g.secrets[rec.Scope.Endpoint]
-	if s == nil || rec.Purged {
+	if s == nil || rec.Purged || rec.Compacted {
 		return rec, nil
 	}
 	body, redacted, err := s.reveal(actor, rec.Scope.Endpoint, rec.Snapshot.Body)

@@ -82,6 +82,11 @@ type Policy struct {
 	// TTL is how long a key's record lives after its last change. Default
 	// DefaultTTL. Longer protects later retries and costs storage.
 	TTL time.Duration
+	// ReplayTTL, when positive and shorter than TTL, is how long a
+	// record keeps its full answer; after it only a dedup marker is kept
+	// until TTL, and a retry gets "completed; the answer is no longer
+	// kept" instead of a replay. Zero keeps the full answer for TTL.
+	ReplayTTL time.Duration
 	// Lease is how long a worker owns an in-flight operation. Default
 	// DefaultLease. Shorter recovers crashed workers sooner; too short takes
 	// over live ones.
@@ -138,6 +143,9 @@ func (p Policy) Validate() error {
 	}
 	if p.Lease <= 0 {
 		errs = append(errs, fmt.Errorf("lease: must be positive, got %s", p.Lease))
+	}
+	if p.ReplayTTL < 0 || p.ReplayTTL > p.TTL {
+		errs = append(errs, fmt.Errorf("replay_ttl: must be between 0 and ttl %s, got %s", p.TTL, p.ReplayTTL))
 	}
 	if p.TTL > 0 && p.Lease > p.TTL {
 		errs = append(errs, fmt.Errorf("lease: %s is longer than ttl %s; a record could expire while its worker runs", p.Lease, p.TTL))

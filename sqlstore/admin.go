@@ -10,14 +10,17 @@ import (
 
 // cleanupSQL deletes up to $2 expired records in resting states, oldest
 // expiry first, by primary key ($1 is the store's clock, NULL for now()).
+// A record with a marker tier ahead is compacted first, never deleted at
+// the end of its full-answer tier (compact.go).
 // Cleanup and AuditedCleanup share it, so a cleanup an operator runs
 // deletes exactly what the unattended one would.
 const cleanupSQL = `DELETE FROM idempotency_records
 	WHERE (shard, actor_scope, endpoint, key_hash) IN (
 		SELECT shard, actor_scope, endpoint, key_hash FROM idempotency_records
 		WHERE expires_at <= COALESCE($1::TIMESTAMPTZ, now())
-			AND state IN ('COMPLETED', 'TERMINAL_FAILURE', 'RETRYABLE_FAILURE', 'CANCELLED')
-		ORDER BY expires_at LIMIT $2)`
+			AND state IN ` + restingStates + ` AND (compacted OR marker_ttl_ms = 0)
+		ORDER BY expires_at LIMIT $2)
+	AND state IN ` + restingStates + ` AND (compacted OR marker_ttl_ms = 0)`
 
 // AuditedCleanup is Cleanup run by an operator: the delete of one batch
 // and its repair_audit row (operator, reason, the number deleted) commit in

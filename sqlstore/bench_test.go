@@ -207,10 +207,11 @@ func rawFirstRun(b testing.TB, e *benchEnv, pool *pgxpool.Pool, claimSQL, finish
 		err := rawRetry(func() error {
 			return pool.QueryRow(ctx, claimSQL, nil, r.Scope.Actor, r.Scope.Endpoint, h[:], r.Token.Shard,
 				r.Token.Epoch, newID(), r.Fingerprint.Sum[:], r.Fingerprint.Version, "IN_PROGRESS", owner,
-				int64(30000), int64(86400000), r.Token.Region, nil).Scan(&now, &rec.Scope.Actor, &rec.Scope.Endpoint, new([]byte),
+				int64(30000), int64(86400000), r.Token.Region, nil, int64(0)).Scan(&now, &rec.Scope.Actor, &rec.Scope.Endpoint, new([]byte),
 				&rec.OperationID, new([]byte), new(int), new(string), &rec.Version, new(string), new(*time.Time),
 				new(int32), new(string), new(int32), new(int64), new(*int32), new([]byte), new([]byte), new(bool),
-				new(*string), new(*string), new(bool), new(time.Time), new(time.Time), new(time.Time), new(*time.Time))
+				new(*string), new(*string), new(bool), new(time.Time), new(time.Time), new(time.Time), new(*time.Time),
+				new(int64), new(bool))
 		})
 		if err != nil {
 			return err
@@ -270,7 +271,8 @@ func replayPair(b testing.TB, e *benchEnv) pair {
 			r.Scope.Actor, r.Scope.Endpoint, h[:]).Scan(&rec.Scope.Actor, &rec.Scope.Endpoint, new([]byte),
 			&rec.OperationID, new([]byte), new(int), &st, &rec.Version, new(string), new(*time.Time),
 			new(int32), new(string), new(int32), new(int64), new(*int32), new([]byte), &rec.Snapshot.Body, new(bool),
-			new(*string), new(*string), new(bool), new(time.Time), new(time.Time), new(time.Time), new(*time.Time))
+			new(*string), new(*string), new(bool), new(time.Time), new(time.Time), new(time.Time), new(*time.Time),
+			new(int64), new(bool))
 	}
 	coord := func() error {
 		c, err := e.s.Begin(ctx, reqs[i.Add(1)%keys])

@@ -63,9 +63,9 @@ const readSQL = `SELECT COALESCE($1::TIMESTAMPTZ, now()), ` + recordCols + ` FRO
 const claimSQL = `WITH claimed AS (
 	INSERT INTO idempotency_records (actor_scope, endpoint, key_hash, operation_id, fingerprint,
 		fingerprint_version, state, version, lease_owner, lease_expires_at, attempts, last_stage, shard,
-		epoch, created_at, updated_at, expires_at, first_sent)
+		epoch, created_at, updated_at, expires_at, first_sent, marker_ttl_ms)
 	SELECT $2, $3, $4, $7, $8, $9, $10, 1, $11, f.t + $12::INT8 * INTERVAL '1 millisecond', 1, '', $5, $6,
-		f.t, f.t, f.t + ($12::INT8 + $13::INT8) * INTERVAL '1 millisecond', $15::TIMESTAMPTZ
+		f.t, f.t, f.t + ($12::INT8 + $13::INT8) * INTERVAL '1 millisecond', $15::TIMESTAMPTZ, $16::INT8
 	FROM (SELECT COALESCE($1::TIMESTAMPTZ, now()) AS t, epoch, owner_region FROM shard_fences
 		WHERE shard = $5 FOR SHARE) AS f
 	WHERE f.epoch = $6 AND f.owner_region = $14 AND f.owner_region <> ''
@@ -205,7 +205,8 @@ func (s *Store) claimRow(ctx context.Context, q querier, req ClaimRequest, owner
 	keyHash := req.Scope.Key.Hash()
 	err := scanRecord(q.QueryRow(ctx, claimSQL, s.now(), req.Scope.Actor, req.Scope.Endpoint, keyHash[:],
 		req.Token.Shard, req.Token.Epoch, opID, req.Fingerprint.Sum[:], req.Fingerprint.Version, string(state),
-		owner, req.Lease.Milliseconds(), req.TTL.Milliseconds(), req.Token.Region, firstSentArg(req.FirstSent)), rec, now)
+		owner, req.Lease.Milliseconds(), snapshotTTL(req).Milliseconds(), req.Token.Region, firstSentArg(req.FirstSent),
+		markerTTL(req).Milliseconds()), rec, now)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
 	}
@@ -263,6 +264,10 @@ func classify(req ClaimRequest, rec Record, now time.Time) (c Claim, takeover bo
 // never sent believe it might have. Unless req.KeepStages: an endpoint
 // whose retries complete a partly done intent resumes from them (such an
 // endpoint has a resolve path, so it records no "sending" mark).
+//
+// A retryable failure compacted while it waited (compact.go) is whole
+// again once taken over: the new attempt's result gets its full-answer
+// tier, and the marker tier is at least the caller's (uncompactedExpiry).
 func (s *Store) takeover(req ClaimRequest, rec Record, newOwner string) (*Lease, fencedUpdate) {
 	lease := newLease(rec, req)
 	if rec.State == idempotency.RetryableFailure && !req.KeepStages {
@@ -271,10 +276,12 @@ func (s *Store) takeover(req ClaimRequest, rec Record, newOwner string) (*Lease,
 	return lease, s.prepareUpdate(lease, newOwner, "takeover", `state = 'IN_PROGRESS', lease_owner = $10,
 		lease_expires_at = {now} + $11::INT8 * INTERVAL '1 millisecond', attempts = attempts + 1,
 		last_stage = CASE WHEN state = 'RETRYABLE_FAILURE' AND NOT $14::BOOL THEN '' ELSE last_stage END,
-		expires_at = GREATEST(expires_at, {now} + ($11::INT8 + $12::INT8) * INTERVAL '1 millisecond')`,
+		expires_at = GREATEST(`+uncompactedExpiry+`, {now} + ($11::INT8 + $12::INT8) * INTERVAL '1 millisecond'),
+		compacted = false, marker_ttl_ms = GREATEST(marker_ttl_ms, $15::INT8)`,
 		`(state = 'RETRYABLE_FAILURE' OR (state IN ('PENDING', 'IN_PROGRESS') AND (lease_expires_at <= {now} OR `+
 			fencedCond+`)))`,
-		newOwner, req.Lease.Milliseconds(), req.TTL.Milliseconds(), req.TakeOverFenced, req.KeepStages)
+		newOwner, req.Lease.Milliseconds(), snapshotTTL(req).Milliseconds(), req.TakeOverFenced, req.KeepStages,
+		markerTTL(req).Milliseconds())
 }
 
 // decide classifies an existing record and, where allowed, takes it over.
@@ -311,7 +318,7 @@ func newLease(rec Record, req ClaimRequest) *Lease {
 		LastStage:       rec.LastStage,
 		Attempts:        rec.Attempts,
 		Length:          req.Lease,
-		TTL:             req.TTL,
+		TTL:             snapshotTTL(req), // a late result keeps its full answer this long
 	}
 }
 

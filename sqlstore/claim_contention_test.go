@@ -24,7 +24,7 @@ func claimTx(ctx context.Context, s *sqlstore.Store, req sqlstore.ClaimRequest) 
 	h := req.Scope.Key.Hash()
 	rows, err := tx.Query(ctx, sqlstore.ClaimSQL, nil, req.Scope.Actor, req.Scope.Endpoint, h[:], req.Token.Shard,
 		req.Token.Epoch, uuid.New(), req.Fingerprint.Sum[:], req.Fingerprint.Version, "IN_PROGRESS", "w/"+uuid.NewString(),
-		req.Lease.Milliseconds(), req.TTL.Milliseconds(), req.Token.Region, nil)
+		req.Lease.Milliseconds(), req.TTL.Milliseconds(), req.Token.Region, nil, int64(0))
 	if err != nil {
 		return err
 	}

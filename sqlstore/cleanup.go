@@ -16,33 +16,43 @@ import (
 // locks and WAL stay short, large enough to keep up with a busy endpoint.
 const DefaultCleanupBatch = 500
 
-// Cleanup deletes up to batch expired records in resting states (COMPLETED, CANCELLED,
-// TERMINAL_FAILURE, RETRYABLE_FAILURE), oldest expiry first, by primary key.
-// It never deletes PENDING, IN_PROGRESS or OUTCOME_UNKNOWN records: their
-// effect may be under way or may have happened, and forgetting them would
-// let a retry run the intent twice. A record expires when now >= expires_at.
-// It also deletes up to batch stored async requests whose operation no
-// longer runs.
+// Cleanup compacts up to batch records whose full-answer tier ended
+// (compact.go), then deletes up to batch expired records in resting states
+// (COMPLETED, CANCELLED, TERMINAL_FAILURE, RETRYABLE_FAILURE) with no
+// marker tier ahead, oldest expiry first, by primary key. It returns how
+// many records it compacted and deleted together: call it again while that
+// is batch or more. It never touches PENDING, IN_PROGRESS or OUTCOME_UNKNOWN
+// records: their effect may be under way or may have happened, and
+// forgetting them would let a retry run the intent twice. A record expires
+// when now >= expires_at. It also deletes up to batch stored async
+// requests whose operation no longer runs.
 func (s *Store) Cleanup(ctx context.Context, batch int) (int, error) {
 	if batch <= 0 {
 		batch = DefaultCleanupBatch
 	}
+	var amb *AmbiguousCommitError
+	c, err := s.compact(ctx, batch)
+	if errors.As(err, &amb) && ctx.Err() == nil {
+		c, err = 0, nil // left to the next pass, like a delete
+	}
+	if err != nil {
+		return 0, fmt.Errorf("sqlstore: cleanup: compact: %w", err)
+	}
 	var n int64
-	err := s.exec1(ctx, "cleanup", func(ctx context.Context) error {
+	err = s.exec1(ctx, "cleanup", func(ctx context.Context) error {
 		tag, err := s.pool.Exec(ctx, cleanupSQL, s.now(), batch)
 		n = tag.RowsAffected()
 		return err
 	})
-	var amb *AmbiguousCommitError
 	if errors.As(err, &amb) && ctx.Err() == nil {
-		return 0, nil // a delete of expired rows is safe to leave to the next pass
+		return c, nil // a delete of expired rows is safe to leave to the next pass
 	}
 	if err != nil {
-		return 0, fmt.Errorf("sqlstore: cleanup: %w", err)
+		return c, fmt.Errorf("sqlstore: cleanup: %w", err)
 	}
 	s.metrics.cleanedUp.Add(ctx, n)
 	s.cleanupRequests(ctx, batch)
-	return int(n), nil
+	return c + int(n), nil
 }
 
 // cleanupRequests deletes up to batch stored async requests whose

@@ -1,6 +1,8 @@
 package sqlstore_test
 
 import (
+	"time"
+
 	"context"
 	"sync/atomic"
 	"testing"
@@ -10,6 +12,9 @@ import (
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/sqlstore"
 )
+
+// setClock moves clock to at.
+func setClock(c *testClock, at time.Time) { c.Advance(at.Sub(c.Now())) }
 
 // withState claims req and leaves it in state: PENDING and IN_PROGRESS are
 // left claimed, the others are finished with that result.
@@ -114,4 +119,14 @@ func rowOf(t *testing.T, s *sqlstore.Store, actor string) string {
 		t.Fatal(err)
 	}
 	return row
+}
+
+// cleanup runs one cleanup pass of up to batch records.
+func cleanup(t testing.TB, s *sqlstore.Store, batch int) int {
+	t.Helper()
+	n, err := s.Cleanup(context.Background(), batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

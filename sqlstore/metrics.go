@@ -36,6 +36,7 @@ type metrics struct {
 	lost      metric.Int64Counter // version-conditioned updates that matched nothing
 	retries   metric.Int64Counter // whole-transaction retries on 40001/40P01
 	cleanedUp metric.Int64Counter // records deleted by TTL cleanup
+	compacted metric.Int64Counter // records compacted to a dedup marker by cleanup
 }
 
 func newMetrics(m metric.Meter) (*metrics, error) {
@@ -65,6 +66,10 @@ func newMetrics(m metric.Meter) (*metrics, error) {
 		metric.WithDescription("Expired resting records deleted by TTL cleanup.")); err != nil {
 		return nil, err
 	}
+	if mt.compacted, err = m.Int64Counter("idemcoord.cleanup_compacted",
+		metric.WithDescription("Records whose full answer cleanup dropped after their endpoint's replay_ttl, kept as dedup markers until ttl.")); err != nil {
+		return nil, err
+	}
 	ctx := context.Background()
 	for _, op := range metricOps {
 		attrs := metric.WithAttributes(attribute.String("op", op))
@@ -73,6 +78,7 @@ func newMetrics(m metric.Meter) (*metrics, error) {
 		mt.retries.Add(ctx, 0, attrs)
 	}
 	mt.cleanedUp.Add(ctx, 0)
+	mt.compacted.Add(ctx, 0)
 	return &mt, nil
 }
 

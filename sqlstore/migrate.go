@@ -41,10 +41,12 @@ func checkSchema(ctx context.Context, pool *pgxpool.Pool) error {
 	if !ok {
 		return fmt.Errorf("%w (constraint %s)", ErrSchemaMissing, stateCheckName)
 	}
-	if ok, err = hasColumn(ctx, pool, "first_sent"); err != nil {
-		return fmt.Errorf("sqlstore: schema check: %w", err)
-	} else if !ok {
-		return fmt.Errorf("%w (column idempotency_records.first_sent)", ErrSchemaMissing)
+	for _, col := range []string{"first_sent", "compacted"} {
+		if ok, err = hasColumn(ctx, pool, col); err != nil {
+			return fmt.Errorf("sqlstore: schema check: %w", err)
+		} else if !ok {
+			return fmt.Errorf("%w (column idempotency_records.%s)", ErrSchemaMissing, col)
+		}
 	}
 	return nil
 }
@@ -77,6 +79,10 @@ var onlyIf = map[string]func(context.Context, *pgxpool.Pool) (bool, error){
 	},
 	"migrations/portable/0007_first_sent.sql": func(ctx context.Context, pool *pgxpool.Pool) (bool, error) {
 		ok, err := hasColumn(ctx, pool, "first_sent")
+		return !ok, err
+	},
+	"migrations/portable/0008_two_tiers.sql": func(ctx context.Context, pool *pgxpool.Pool) (bool, error) {
+		ok, err := hasColumn(ctx, pool, "compacted")
 		return !ok, err
 	},
 }

@@ -12,7 +12,8 @@ import (
 // recordCols is the column list every read returns, in scanRecord's order.
 const recordCols = `actor_scope, endpoint, key_hash, operation_id, fingerprint, fingerprint_version, state, version,
 	lease_owner, lease_expires_at, attempts, last_stage, shard, epoch, response_status, response_headers,
-	response_body, body_omitted, resource_id, error_summary, purged, created_at, updated_at, expires_at, first_sent`
+	response_body, body_omitted, resource_id, error_summary, purged, created_at, updated_at, expires_at, first_sent,
+	marker_ttl_ms, compacted`
 
 // scanRecord scans recordCols, preceded by any extra destinations.
 func scanRecord(row pgx.Row, r *Record, extra ...any) error {
@@ -28,14 +29,17 @@ func scanRecord(row pgx.Row, r *Record, extra ...any) error {
 		attempts   int32
 		shard      int32
 		firstSent  *time.Time
+		markerMS   int64
 	)
 	dest := append(extra, &r.Scope.Actor, &r.Scope.Endpoint, &keyHash, &r.OperationID, &fp, &r.Fingerprint.Version,
 		&state, &r.Version, &r.LeaseOwner, &leaseExp, &attempts, &r.LastStage, &shard, &r.Token.Epoch,
 		&status, &headers, &r.Snapshot.Body, &r.Snapshot.BodyOmitted, &resourceID, &errSummary,
-		&r.Purged, &r.CreatedAt, &r.UpdatedAt, &r.ExpiresAt, &firstSent)
+		&r.Purged, &r.CreatedAt, &r.UpdatedAt, &r.ExpiresAt, &firstSent, &markerMS, &r.Compacted)
 	if err := row.Scan(dest...); err != nil {
 		return err
 	}
+	r.MarkerTTL = time.Duration(markerMS) * time.Millisecond
+	r.ExpiresAt = keyExpiresAt(r.ExpiresAt, r.MarkerTTL, r.Compacted)
 	if firstSent != nil {
 		r.FirstSent = *firstSent
 	}

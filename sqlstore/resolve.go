@@ -17,7 +17,7 @@ import (
 func leaseOf(rec Record, tok fencing.Token) *Lease {
 	return &Lease{Scope: rec.Scope, KeyHash: rec.KeyHash, OperationID: rec.OperationID, Owner: rec.LeaseOwner,
 		Version: rec.Version, Token: tok, LastStage: rec.LastStage, Attempts: rec.Attempts,
-		TTL: rec.ExpiresAt.Sub(rec.CreatedAt)} // the TTL the record was claimed with
+		TTL: recordSnapshotTTL(rec)}
 }
 
 // Resolve settles an OUTCOME_UNKNOWN operation once the downstream has

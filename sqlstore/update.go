@@ -24,7 +24,7 @@ const updateSQL = `UPDATE idempotency_records SET version = version + 1, updated
 FROM (SELECT epoch AS fence_epoch, owner_region AS fence_owner FROM shard_fences WHERE shard = $2 FOR SHARE) AS f
 WHERE shard = $2 AND actor_scope = $4 AND endpoint = $5 AND key_hash = $6 AND version = $7 AND lease_owner = $8
 	AND f.fence_epoch = $3 AND f.fence_owner = $9 AND f.fence_owner <> '' AND {cond}
-RETURNING version, lease_expires_at, expires_at`
+RETURNING version, lease_expires_at, expires_at + CASE WHEN compacted THEN 0 ELSE marker_ttl_ms END * INTERVAL '1 millisecond'`
 
 // argVersion is the index in fencedUpdate.args of the version the update
 // is conditioned on ($7).

@@ -63,6 +63,10 @@ type ClaimRequest struct {
 	// claim starts it at Lease + TTL, so a finish within the lease need not
 	// move it.
 	TTL time.Duration
+	// ReplayTTL, when set and shorter than TTL, is how long the record
+	// keeps its full answer: after it cleanup compacts the record to a
+	// dedup marker kept until TTL. Zero keeps the full answer for TTL.
+	ReplayTTL time.Duration
 	// Pending starts the operation in PENDING (queued async work) instead
 	// of IN_PROGRESS.
 	Pending bool

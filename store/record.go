@@ -65,11 +65,21 @@ type Record struct {
 	Purged         bool
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
-	ExpiresAt      time.Time
+	// ExpiresAt is until when the key is honoured: the record's
+	// expires_at, plus MarkerTTL while it holds its full answer.
+	ExpiresAt time.Time
 	// FirstSent is when the client said it first sent the intent
 	// (ClaimRequest.FirstSent of the claim that created the record); zero
 	// when it did not say.
 	FirstSent time.Time
+	// Compacted is set once cleanup dropped the record's full answer
+	// (headers, body, error summary) after its endpoint's replay_ttl: it
+	// is a dedup marker until ExpiresAt.
+	Compacted bool
+	// MarkerTTL is how long the record outlives its full answer as a
+	// marker (the endpoint's ttl - replay_ttl when it was claimed), zero
+	// for a single-tier record. ExpiresAt includes it.
+	MarkerTTL time.Duration
 }
 
 // Cancellable reports whether rec may still be cancelled, by the rule a

@@ -20,7 +20,8 @@ var problemTypes = []string{"invalid-key", "missing-key", "unauthorized", "body-
 	"upstream-unavailable", "upstream-invalid-answer", "store-unavailable", "ownership-moving", "ownership-unknown",
 	"misrouted", "region-unreachable", "forward-answer-lost", "region-unavailable", "shutting-down", "not-found",
 	"rate-limited", "secret-unavailable", "resource-gone", "operation-cancelled", "not-cancellable",
-	"cancel-undetermined", "invalid-parameter", "first-sent-expired", "first-sent-in-future", "invalid-first-sent"}
+	"cancel-undetermined", "invalid-parameter", "first-sent-expired", "first-sent-in-future", "invalid-first-sent",
+	"replay-expired"}
 
 // keyStatuses are the values of Idempotency-Status.
 var keyStatuses = []string{"created", "replayed", "in-progress", "conflict", "ignored", "rejected"}
