@@ -45,7 +45,7 @@ func ExampleRouter_Match() {
 	e, ok := r.Match("POST", "/v1/payments/pay_123/capture")
 	fmt.Println(e.Name, ok)
 	p := e.Policy()
-	fmt.Println(p.TTL, p.Lease, p.Failover)
+	fmt.Println(p.TTL, p.Lease, e.Failover)
 	_, ok = r.Match("GET", "/v1/payments/pay_123")
 	fmt.Println(ok)
 	// Output:

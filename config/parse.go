@@ -14,6 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/idemcoord/idemcoord/authn"
+	"github.com/idemcoord/idemcoord/failover"
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/idempotency"
 )
@@ -188,7 +189,7 @@ func (c *Config) fillDefaults() {
 			e.MaxResponseBytes = idempotency.DefaultMaxResponseBytes
 		}
 		if e.Failover == "" {
-			e.Failover = idempotency.FailoverReject
+			e.Failover = failover.DefaultPolicy
 		}
 	}
 }

@@ -102,8 +102,8 @@ func (e Endpoint) check(p *problems, at string, d Defaults) ([]segment, error) {
 	if e.MaxResponseBytes <= 0 {
 		p.add(at+".max_response_bytes", "must be positive, got %d", e.MaxResponseBytes)
 	}
-	if e.Failover != idempotency.FailoverReject && e.Failover != idempotency.FailoverTransfer {
-		p.add(at+".failover", "must be %q or %q, got %q", idempotency.FailoverReject, idempotency.FailoverTransfer, e.Failover)
+	if err := e.Failover.Validate(); err != nil {
+		p.add(at+".failover", "%v", err)
 	}
 	if e.ResolvePath != "" {
 		if err := checkResolvePath(e.ResolvePath); err != nil {

@@ -44,7 +44,7 @@ func (rt *routing) failoverHold(ctx context.Context, g *Gateway, c *call, shard 
 	if g.cfg.Health != nil {
 		health = g.cfg.Health.State(owner)
 	}
-	switch failover.Decide(c.policy.Failover, ownership.State(state), health) {
+	switch c.ep.Failover.Decide(ownership.State(state), health) {
 	case failover.Refuse:
 		g.log.InfoContext(ctx, "failed-over shard refused by the endpoint's reject policy",
 			"endpoint", c.ep.Name, "shard", shard, "owner", owner)
@@ -82,7 +82,7 @@ func (g *Gateway) mayRecoverShard(shard int, p failover.Policy, health failover.
 	if !ok || owner != g.routes.local {
 		return false
 	}
-	return failover.Decide(p, ownership.State(state), health) == failover.Serve
+	return p.Decide(ownership.State(state), health) == failover.Serve
 }
 
 // localHealth returns this region's liveness state (Healthy without a
@@ -107,7 +107,7 @@ func (g *Gateway) runnable() []sqlstore.Runnable {
 		if !ep.Async {
 			continue
 		}
-		p := g.policies[ep.Name].Failover
+		p := ep.Failover
 		if _, ok := byPolicy[p]; !ok {
 			order = append(order, p)
 		}

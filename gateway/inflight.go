@@ -119,7 +119,7 @@ func (g *Gateway) fencedEndpoints() map[failover.Policy][]string {
 	out := map[failover.Policy][]string{}
 	for _, ep := range g.cfg.Endpoints {
 		if ep.TakesOverFenced() {
-			p := g.policies[ep.Name].Failover
+			p := ep.Failover
 			out[p] = append(out[p], ep.Name)
 		}
 	}
