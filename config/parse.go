@@ -15,8 +15,8 @@ import (
 
 	"github.com/idemcoord/idemcoord/authn"
 	"github.com/idemcoord/idemcoord/failover"
-	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/idempotency"
+	"github.com/idemcoord/idemcoord/shard"
 )
 
 // Load reads, parses and validates the file at path. See Parse.
@@ -162,7 +162,7 @@ func (c *Config) fillDefaults() {
 	setDuration(&c.Store.ConnectTimeout, DefaultConnectTimeout)
 	c.fillProduction()
 	if c.Shards == 0 {
-		c.Shards = fencing.DefaultShards
+		c.Shards = shard.DefaultCount
 	}
 	if c.Routing == "" {
 		c.Routing = RoutingForward

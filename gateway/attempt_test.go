@@ -15,6 +15,7 @@ import (
 	"github.com/idemcoord/idemcoord/gateway"
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/internal/pgtest"
+	"github.com/idemcoord/idemcoord/shard"
 	"github.com/idemcoord/idemcoord/sqlstore"
 )
 
@@ -83,7 +84,7 @@ func TestRetryAfterUnsentTakeoverOfRetryableFailureRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	c, err := s.Begin(ctx, sqlstore.ClaimRequest{Scope: sc, Fingerprint: fp,
-		Token:  fencing.Token{Shard: fencing.ShardOf("t/alice", fencing.DefaultShards), Epoch: 1, Region: "test"},
+		Token:  fencing.Token{Shard: shard.Of("t/alice", shard.DefaultCount), Epoch: 1, Region: "test"},
 		Worker: "dies-before-sending", Lease: 10 * time.Second, TTL: time.Hour})
 	if err != nil || c.Outcome != sqlstore.TakenOver {
 		t.Fatalf("attempt 2's takeover: %v %v", c.Outcome, err)

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/idemcoord/idemcoord/failover"
-	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/ownership"
+	"github.com/idemcoord/idemcoord/shard"
 	"github.com/idemcoord/idemcoord/sqlstore"
 )
 
@@ -72,7 +72,7 @@ func (g *Gateway) mayRecover(actor string, p failover.Policy) bool {
 	if g.routes == nil {
 		return true
 	}
-	return g.mayRecoverShard(fencing.ShardOf(actor, g.cfg.Shards), p, g.localHealth())
+	return g.mayRecoverShard(shard.Of(actor, g.cfg.Shards), p, g.localHealth())
 }
 
 // mayRecoverShard is mayRecover for a shard, with this region's liveness

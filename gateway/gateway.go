@@ -21,6 +21,7 @@ import (
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/region"
+	"github.com/idemcoord/idemcoord/shard"
 	"github.com/idemcoord/idemcoord/sqlstore"
 )
 
@@ -70,7 +71,7 @@ type Config struct {
 	// Ready, if set, is an extra readiness check (etcd reachable).
 	Ready func(ctx context.Context) error
 	// Shards is the number of shards actors hash to. Default
-	// fencing.DefaultShards.
+	// shard.DefaultCount.
 	Shards int
 	// Logger receives structured logs; keys and bodies never appear. The
 	// caller adds the region (and any other instance attributes) to it.
@@ -160,7 +161,7 @@ func New(cfg Config) (*Gateway, error) {
 		return nil, errors.New("gateway: Store, Auth and Next are required")
 	}
 	if cfg.Shards == 0 {
-		cfg.Shards = fencing.DefaultShards
+		cfg.Shards = shard.DefaultCount
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

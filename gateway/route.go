@@ -14,6 +14,7 @@ import (
 	"github.com/idemcoord/idemcoord/config"
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/region"
+	"github.com/idemcoord/idemcoord/shard"
 )
 
 // ownershipRetryAfter is the Retry-After of a 503 caused by ownership (a
@@ -88,7 +89,7 @@ func (g *Gateway) claimToken(ctx context.Context, c *call, stale error) (fencing
 // means a transfer the cache has not seen yet, possibly still FENCING, so
 // nothing is served until the cache catches up.
 func (rt *routing) token(ctx context.Context, g *Gateway, c *call, stale error) (fencing.Token, error) {
-	shard := fencing.ShardOf(c.actor, g.cfg.Shards)
+	shard := shard.Of(c.actor, g.cfg.Shards)
 	if stale != nil {
 		epoch, owner, err := g.cfg.Store.Fence(ctx, shard)
 		if err != nil {

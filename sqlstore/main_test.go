@@ -11,6 +11,7 @@ import (
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/internal/pgtest"
+	"github.com/idemcoord/idemcoord/shard"
 	"github.com/idemcoord/idemcoord/sqlstore"
 )
 
@@ -67,7 +68,7 @@ const testRegion = "us-east"
 // bootstrap gives every shard of s to testRegion at epoch 1.
 func bootstrap(t testing.TB, s *sqlstore.Store) {
 	t.Helper()
-	if err := s.BootstrapFences(context.Background(), fencing.DefaultShards, func(int) string { return testRegion }); err != nil {
+	if err := s.BootstrapFences(context.Background(), shard.DefaultCount, func(int) string { return testRegion }); err != nil {
 		t.Fatalf("bootstrap fences: %v", err)
 	}
 }
@@ -98,7 +99,7 @@ func request(t testing.TB, actor, key, body string) sqlstore.ClaimRequest {
 	return sqlstore.ClaimRequest{
 		Scope:       sqlstore.Scope{Actor: actor, Endpoint: "POST /v1/payments", Key: mustKey(t, key)},
 		Fingerprint: fingerprint(t, body),
-		Token:       fencing.Token{Shard: fencing.ShardOf(actor, fencing.DefaultShards), Epoch: 1, Region: testRegion},
+		Token:       fencing.Token{Shard: shard.Of(actor, shard.DefaultCount), Epoch: 1, Region: testRegion},
 		Worker:      "test",
 		Lease:       30 * time.Second,
 		TTL:         24 * time.Hour,
@@ -128,4 +129,4 @@ func tally(outcomes []sqlstore.Outcome) map[string]int {
 	return m
 }
 
-func shardOf(actor string) int { return fencing.ShardOf(actor, fencing.DefaultShards) }
+func shardOf(actor string) int { return shard.Of(actor, shard.DefaultCount) }
