@@ -51,13 +51,13 @@ func (c *Config) checkEndpoints(p *problems) {
 
 // check validates one endpoint whose fields are reported under at. It
 // returns the parsed path pattern, or the pattern's error.
-func (e Endpoint) check(p *problems, at string, d Defaults) ([]segment, error) {
+func (e Endpoint) check(p *problems, at string, d Defaults) ([]Segment, error) {
 	before := len(*p)
 	if !nameRE.MatchString(e.Name) {
 		p.add(at+".name", "must be 1 to 64 of [a-z0-9._-] starting with a letter or digit, got %q", e.Name)
 	}
 	checkMethod(p, at+".method", e.Method)
-	segs, patErr := parsePattern(e.Path)
+	segs, patErr := ParsePattern(e.Path)
 	if patErr != nil {
 		p.add(at+".path", "%v", patErr)
 	}

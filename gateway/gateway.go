@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -123,7 +122,7 @@ type Config struct {
 // Gateway is the coordinating HTTP handler.
 type Gateway struct {
 	cfg      Config
-	router   *config.Router
+	router   *Router
 	policies map[string]idempotency.Policy
 	fences   *fenceCache
 	routes   *routing
@@ -172,9 +171,9 @@ func New(cfg Config) (*Gateway, error) {
 	if cfg.Meter == nil {
 		cfg.Meter = otel.GetMeterProvider().Meter("github.com/idemcoord/idemcoord/gateway")
 	}
-	router, err := config.NewRouter(cfg.Endpoints)
+	router, err := NewRouter(cfg.Endpoints)
 	if err != nil {
-		return nil, fmt.Errorf("gateway: %w", err)
+		return nil, err
 	}
 	names := make([]string, len(cfg.Endpoints))
 	for i, ep := range cfg.Endpoints {
