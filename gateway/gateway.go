@@ -187,7 +187,7 @@ func New(cfg Config) (*Gateway, error) {
 	if err != nil {
 		return nil, err
 	}
-	routes, err := newRouting(&cfg)
+	routes, err := newRouting(&cfg, m)
 	if err != nil {
 		return nil, err
 	}

@@ -170,11 +170,11 @@ func (g *Gateway) sweepMoved(ctx context.Context, fs fencedStore, w *moveWatch, 
 	if len(w.pending) == 0 {
 		return
 	}
-	health := g.localHealth()
+	health := g.routes.localHealth()
 	for p, names := range groups {
 		var shards []int
 		for shard, todo := range w.pending {
-			if todo[p] && g.mayRecoverShard(shard, p, health) {
+			if todo[p] && g.routes.mayRecoverShard(shard, p, health) {
 				shards = append(shards, shard)
 			}
 		}
