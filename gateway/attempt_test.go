@@ -20,11 +20,11 @@ import (
 )
 
 // clockedStore opens a store on a fresh database whose lease time is the
-// fake clock's (sqlstore.Config.Clock), so a test moves leases past expiry
+// fake clock's (sqlstore.Config.DBClock), so a test moves leases past expiry
 // instead of waiting for them.
 func storeOnClock(t testing.TB, lease *clock.Fake, maxConns int32) *sqlstore.Store {
 	t.Helper()
-	s, err := sqlstore.Open(context.Background(), sqlstore.Config{Migrate: true, DSN: pgtest.NewDatabase(t), MaxConns: maxConns, Clock: lease})
+	s, err := sqlstore.Open(context.Background(), sqlstore.Config{Migrate: true, DSN: pgtest.NewDatabase(t), MaxConns: maxConns, DBClock: lease})
 	if err != nil {
 		t.Fatal(err)
 	}

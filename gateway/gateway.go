@@ -110,7 +110,7 @@ type Config struct {
 	// Clock drives heartbeats, the lease check before every send, the
 	// backoff of result recording and the execution-time estimate behind
 	// Retry-After. Default clock.Real(). Tests pass a *clock.Fake (and the
-	// same one as the store's sqlstore.Config.Clock) to move time instead of
+	// same one as the store's sqlstore.Config.DBClock) to move time instead of
 	// sleeping.
 	Clock clock.Clock
 	// FingerprintBudget bounds the request-body bytes fingerprinted at

@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/internal/pgtest"
@@ -17,41 +17,22 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
-// testClock is a clock tests move by hand.
-type testClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock() *testClock {
-	return &testClock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *testClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
+// newClock returns the database clock tests move by hand
+// (sqlstore.Config.DBClock).
+func newClock() *clock.Fake {
+	return clock.NewFake(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
 }
 
 // openStore opens a store on a fresh database.
-func openStore(t testing.TB, clock sqlstore.Clock) (*sqlstore.Store, string) {
+func openStore(t testing.TB, clock clock.Clock) (*sqlstore.Store, string) {
 	t.Helper()
 	dsn := pgtest.NewDatabase(t)
 	return openDSN(t, dsn, clock), dsn
 }
 
-func openDSN(t testing.TB, dsn string, clock sqlstore.Clock) *sqlstore.Store {
+func openDSN(t testing.TB, dsn string, clock clock.Clock) *sqlstore.Store {
 	t.Helper()
-	cfg := sqlstore.Config{Migrate: true, DSN: dsn, Clock: clock, MaxConns: 70, Seed: 1}
-	if clock == nil {
-		cfg.Clock = nil
-	}
+	cfg := sqlstore.Config{Migrate: true, DSN: dsn, DBClock: clock, MaxConns: 70, Seed: 1}
 	s, err := sqlstore.Open(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("open store: %v", err)
