@@ -4,7 +4,16 @@
 // mapping is defined once and can never differ between them.
 package shard
 
-import "hash/fnv"
+import (
+	"errors"
+	"hash/fnv"
+)
+
+// ErrNotBootstrapped is returned when a deployment's shards are not set up
+// yet: the SQL store has no shard fences (sqlstore) or the etcd directory
+// no shard count or entry (ownership). Both wrap this one error, saying
+// which side is missing; the daemon's bootstrap sets up both.
+var ErrNotBootstrapped = errors.New("shard: shards not bootstrapped")
 
 // DefaultCount is the number of shards actors hash to. 1024 keeps one etcd
 // key per shard well within etcd's limits while spreading a hot region's

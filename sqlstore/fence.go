@@ -9,12 +9,14 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/idemcoord/idemcoord/fencing"
+	"github.com/idemcoord/idemcoord/shard"
 )
 
 // ErrNotBootstrapped means the store has no shard count yet: no daemon has
 // run BootstrapFences against it, so no shard has an owner and every write
-// is refused by the fence.
-var ErrNotBootstrapped = errors.New("sqlstore: shard fences not bootstrapped")
+// is refused by the fence. It is shard.ErrNotBootstrapped, the one error
+// for shards not set up (the etcd directory's too).
+var ErrNotBootstrapped = shard.ErrNotBootstrapped
 
 // ShardCountMismatchError reports a daemon configured with a shard count
 // other than the one the store was bootstrapped with. Actors would hash to
@@ -48,7 +50,7 @@ func (s *Store) ShardCount(ctx context.Context) (int, error) {
 	var n int
 	err := s.pool.QueryRow(ctx, `SELECT shards FROM shard_config WHERE id = 1`).Scan(&n)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, ErrNotBootstrapped
+		return 0, fmt.Errorf("sqlstore: no shard fences: %w", ErrNotBootstrapped)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("sqlstore: read shard count: %w", err)
