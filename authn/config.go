@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/idemcoord/idemcoord/clock"
 )
 
 // Limits and defaults of Config.
@@ -43,9 +45,10 @@ type Config struct {
 	// DefaultLeeway; at most MaxLeeway. Larger tolerates worse clocks and
 	// lets expired tokens live longer.
 	Leeway time.Duration
-	// Now returns the current time; nil means time.Now. Tests inject a
-	// fixed clock instead of waiting for tokens to expire.
-	Now func() time.Time
+	// Clock tells the time exp, nbf and iat are checked against; nil
+	// means clock.Real(). Tests inject a *clock.Fake instead of waiting
+	// for tokens to expire.
+	Clock clock.Clock
 }
 
 // Validate reports every invalid field, naming it and saying why. It does no

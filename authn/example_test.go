@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/idemcoord/idemcoord/authn"
+	"github.com/idemcoord/idemcoord/clock"
 )
 
 func ExampleVerifier_Verify() {
@@ -15,7 +16,7 @@ func ExampleVerifier_Verify() {
 		Issuer:      "idemcoord-dev",
 		Audience:    "idemcoord",
 		HS256Secret: secret,
-		Now:         func() time.Time { return now },
+		Clock:       clock.NewFake(now),
 	})
 	if err != nil {
 		panic(err)

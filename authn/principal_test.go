@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/idemcoord/idemcoord/clock"
 )
 
 func TestPrincipal(t *testing.T) {
@@ -50,7 +52,7 @@ func TestContext(t *testing.T) {
 
 func TestIssue(t *testing.T) {
 	secret := []byte("0123456789abcdef0123456789abcdef")
-	v, err := NewVerifier(Config{Issuer: "dev", Audience: "idemcoord", HS256Secret: secret, Now: func() time.Time { return testNow }})
+	v, err := NewVerifier(Config{Issuer: "dev", Audience: "idemcoord", HS256Secret: secret, Clock: clock.NewFake(testNow)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +69,7 @@ func TestIssue(t *testing.T) {
 	}
 
 	late, err := NewVerifier(Config{Issuer: "dev", Audience: "idemcoord", HS256Secret: secret,
-		Now: func() time.Time { return testNow.Add(time.Minute + DefaultLeeway + time.Second) }})
+		Clock: clock.NewFake(testNow.Add(time.Minute + DefaultLeeway + time.Second))})
 	if err != nil {
 		t.Fatal(err)
 	}

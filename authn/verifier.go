@@ -93,8 +93,8 @@ func NewVerifier(cfg Config) (*Verifier, error) {
 		jwt.WithLeeway(cfg.leeway()),
 		jwt.WithStrictDecoding(),
 	}
-	if cfg.Now != nil {
-		opts = append(opts, jwt.WithTimeFunc(cfg.Now))
+	if cfg.Clock != nil {
+		opts = append(opts, jwt.WithTimeFunc(cfg.Clock.Now))
 	}
 	v.parser = jwt.NewParser(opts...)
 	return v, nil

@@ -17,6 +17,8 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/idemcoord/idemcoord/clock"
 )
 
 var testNow = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
@@ -101,7 +103,7 @@ func testConfig(k *testKeys) Config {
 		Audience:       "idemcoord",
 		HS256Secret:    k.secret,
 		PublicKeyFiles: []string{k.rsaFile, k.ecFile},
-		Now:            func() time.Time { return testNow },
+		Clock:          clock.NewFake(testNow),
 	}
 }
 

@@ -7,7 +7,7 @@ import (
 
 	"github.com/idemcoord/idemcoord/chaos/history"
 	"github.com/idemcoord/idemcoord/chaos/probe"
-	"github.com/idemcoord/idemcoord/fencing"
+	"github.com/idemcoord/idemcoord/shard"
 	"github.com/idemcoord/idemcoord/sqlstore"
 )
 
@@ -58,7 +58,7 @@ func (p *prober) once(ctx context.Context, keep func(error)) {
 	defer cancel()
 	p.n++
 	actor := fmt.Sprintf("chaos-probe/%d-%d", p.seed, p.n%16) // a few shards, revisited as they move
-	if _, err := probe.StaleEpoch(ctx, p.store, p.rec, actor, fencing.DefaultShards, p.n); err != nil && ctx.Err() == nil {
+	if _, err := probe.StaleEpoch(ctx, p.store, p.rec, actor, shard.DefaultCount, p.n); err != nil && ctx.Err() == nil {
 		keep(err)
 	}
 	if _, err := probe.Serialization(ctx, p.store.Pool(), p.rec); err != nil && ctx.Err() == nil {

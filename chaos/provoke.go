@@ -17,8 +17,8 @@ import (
 	"github.com/idemcoord/idemcoord/chaos/traffic"
 	"github.com/idemcoord/idemcoord/client"
 	"github.com/idemcoord/idemcoord/clock"
-	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/idempotency"
+	"github.com/idemcoord/idemcoord/shard"
 	"github.com/idemcoord/idemcoord/sqlstore"
 )
 
@@ -133,7 +133,7 @@ func (p provoker) gateways() ([]probe.Gateway, error) {
 // intent is the drill's own intent number n: a payment like the
 // traffic's, under the probe's actor, with a key and reference of its own.
 func (p provoker) intent(n int64) probe.Intent {
-	shards := fencing.DefaultShards
+	shards := shard.DefaultCount
 	if s, ok := p.c.(cluster.Shards); ok {
 		shards = s.Shards()
 	}
@@ -141,7 +141,7 @@ func (p provoker) intent(n int64) probe.Intent {
 	rng := rand.New(rand.NewPCG(p.seed, uint64(n)))
 	ref := fmt.Sprintf("ref-%d-probe-%d", p.seed, n)
 	body := traffic.Body{Amount: fmt.Sprintf("%d.%02d", 1+rng.IntN(999), rng.IntN(100)), Currency: "EUR", Reference: ref}
-	return probe.Intent{Actor: actor, Shard: fencing.ShardOf(actor, shards), N: n, Path: p.path,
+	return probe.Intent{Actor: actor, Shard: shard.Of(actor, shards), N: n, Path: p.path,
 		Key: fmt.Sprintf("drill-%d-probe-%d", p.seed, n), Reference: ref, Body: body.Bytes()}
 }
 

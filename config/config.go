@@ -67,7 +67,7 @@ type Config struct {
 	// regions in the same order (the order decides each shard's home).
 	Regions []Region `yaml:"regions"`
 	// Shards is the number of shards actors hash to. Default
-	// fencing.DefaultShards (1024). It is fixed when the ownership
+	// shard.DefaultCount (1024). It is fixed when the ownership
 	// directory is bootstrapped; an instance whose count disagrees with
 	// the directory's refuses to start.
 	Shards int `yaml:"shards"`

@@ -84,7 +84,7 @@ func TestSecretsConfigIsValidatedByName(t *testing.T) {
 		{"encrypt", "secrets: {mode: encrypt, fields: [/a, /b~1c], keys: [{id: k1, env: SECRETS_TEST_KEY}]}", nil},
 		{"no mode", "secrets: {fields: [/a]}", []string{`endpoints[0].secrets.mode: must be "redact" or "encrypt", got ""`}},
 		{"no fields", "secrets: {mode: redact}", []string{"endpoints[0].secrets.fields: at least one JSON pointer is required"}},
-		{"bad pointer", "secrets: {mode: redact, fields: [a]}", []string{`endpoints[0].secrets.fields[0]: "a": a JSON pointer starts with /`}},
+		{"bad pointer", "secrets: {mode: redact, fields: [a]}", []string{`endpoints[0].secrets.fields[0]: "a": a JSON pointer starts with "/"`}},
 		{"encrypt without keys", "secrets: {mode: encrypt, fields: [/a]}", []string{"endpoints[0].secrets.keys: at least one key is required to encrypt"}},
 		{"short key", "secrets: {mode: encrypt, fields: [/a], keys: [{id: k1, env: SECRETS_SHORT_KEY}]}",
 			[]string{"endpoints[0].secrets.keys[0]: the key must be 32 bytes in standard base64"}},
@@ -121,7 +121,7 @@ func TestReplayConfigIsValidatedByName(t *testing.T) {
 		{"path without id", "replay: {mode: reference, resource_path: /v1/payments}",
 			[]string{`endpoints[0].replay.resource_path: "/v1/payments" must start with / and contain {resource_id} once`}},
 		{"path on snapshot", `replay: {resource_path: "/v1/p/{resource_id}"}`, []string{`endpoints[0].replay.resource_path: only for mode "reference"`}},
-		{"bad keep", "replay: {keep: [id]}", []string{`endpoints[0].replay.keep[0]: "id": a JSON pointer starts with /`}},
+		{"bad keep", "replay: {keep: [id]}", []string{`endpoints[0].replay.keep[0]: "id": a JSON pointer starts with "/"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,7 +1,6 @@
 package config_test
 
 import (
-	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -25,33 +24,9 @@ func TestExample(t *testing.T) {
 			t.Errorf("endpoint %s: policy: %v", e.Name, err)
 		}
 	}
-	if _, err := c.Router(); err != nil {
-		t.Errorf("Router: %v", err)
-	}
 	if _, err := c.AuthConfig(); err != nil {
 		t.Errorf("AuthConfig: %v", err)
 	}
-}
-
-func ExampleRouter_Match() {
-	c, err := config.Parse([]byte(config.Example))
-	if err != nil {
-		panic(err)
-	}
-	r, err := c.Router()
-	if err != nil {
-		panic(err)
-	}
-	e, ok := r.Match("POST", "/v1/payments/pay_123/capture")
-	fmt.Println(e.Name, ok)
-	p := e.Policy()
-	fmt.Println(p.TTL, p.Lease, p.Failover)
-	_, ok = r.Match("GET", "/v1/payments/pay_123")
-	fmt.Println(ok)
-	// Output:
-	// capture-payment true
-	// 24h0m0s 30s reject
-	// false
 }
 
 // TestREADMEShowsExampleByteForByte holds the README to its claim that the

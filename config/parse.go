@@ -14,8 +14,9 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/idemcoord/idemcoord/authn"
-	"github.com/idemcoord/idemcoord/fencing"
+	"github.com/idemcoord/idemcoord/failover"
 	"github.com/idemcoord/idemcoord/idempotency"
+	"github.com/idemcoord/idemcoord/shard"
 )
 
 // Load reads, parses and validates the file at path. See Parse.
@@ -161,7 +162,7 @@ func (c *Config) fillDefaults() {
 	setDuration(&c.Store.ConnectTimeout, DefaultConnectTimeout)
 	c.fillProduction()
 	if c.Shards == 0 {
-		c.Shards = fencing.DefaultShards
+		c.Shards = shard.DefaultCount
 	}
 	if c.Routing == "" {
 		c.Routing = RoutingForward
@@ -188,7 +189,7 @@ func (c *Config) fillDefaults() {
 			e.MaxResponseBytes = idempotency.DefaultMaxResponseBytes
 		}
 		if e.Failover == "" {
-			e.Failover = idempotency.FailoverReject
+			e.Failover = failover.DefaultPolicy
 		}
 	}
 }

@@ -31,7 +31,6 @@ func TestEndpointPolicy(t *testing.T) {
 		ResponseHeaders:  []string{"Content-Type", "Location"},
 		MaxRequestBytes:  1 << 20,
 		MaxResponseBytes: 64 << 10,
-		Failover:         idempotency.FailoverReject,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Policy (-want +got):\n%s", diff)

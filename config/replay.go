@@ -3,6 +3,8 @@ package config
 import (
 	"fmt"
 	"strings"
+
+	"github.com/idemcoord/idemcoord/idempotency"
 )
 
 // ReplayMode says what a replay of a finished operation answers with.
@@ -61,7 +63,7 @@ func (e Endpoint) checkReplay(p *problems, at string) {
 		p.add(at+".mode", "must be %q or %q, got %q", ReplaySnapshot, ReplayReference, r.Mode)
 	}
 	for i, k := range r.Keep {
-		if _, err := ParsePointer(k); err != nil {
+		if _, err := idempotency.ParsePointer(k); err != nil {
 			p.add(fmt.Sprintf("%s.keep[%d]", at, i), "%q: %v", k, err)
 		}
 	}

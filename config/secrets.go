@@ -6,7 +6,8 @@ import (
 	"fmt"
 	"os"
 	"regexp"
-	"strings"
+
+	"github.com/idemcoord/idemcoord/idempotency"
 )
 
 // SecretsMode says how response fields that must be shown only once are
@@ -118,7 +119,7 @@ func (e Endpoint) checkSecrets(p *problems, at string) {
 			p.add(fmt.Sprintf("%s.fields[%d]", at, i), "the whole body cannot be a secret field; name a member")
 			continue
 		}
-		if _, err := ParsePointer(f); err != nil {
+		if _, err := idempotency.ParsePointer(f); err != nil {
 			p.add(fmt.Sprintf("%s.fields[%d]", at, i), "%q: %v", f, err)
 		}
 	}
@@ -142,22 +143,4 @@ func (e Endpoint) checkSecrets(p *problems, at string) {
 			p.add(kat, "%v", err)
 		}
 	}
-}
-
-// ParsePointer splits a non-empty RFC 6901 JSON pointer into its
-// unescaped reference tokens ("/a~1b/c" is ["a/b", "c"]).
-func ParsePointer(ptr string) ([]string, error) {
-	if !strings.HasPrefix(ptr, "/") {
-		return nil, fmt.Errorf("a JSON pointer starts with /")
-	}
-	toks := strings.Split(ptr[1:], "/")
-	for i, t := range toks {
-		for j := 0; j < len(t); j++ {
-			if t[j] == '~' && (j+1 == len(t) || (t[j+1] != '0' && t[j+1] != '1')) {
-				return nil, fmt.Errorf("~ must be followed by 0 or 1")
-			}
-		}
-		toks[i] = strings.ReplaceAll(strings.ReplaceAll(t, "~1", "/"), "~0", "~")
-	}
-	return toks, nil
 }

@@ -52,13 +52,13 @@ func (c *Config) checkEndpoints(p *problems) {
 
 // check validates one endpoint whose fields are reported under at. It
 // returns the parsed path pattern, or the pattern's error.
-func (e Endpoint) check(p *problems, at string, d Defaults) ([]segment, error) {
+func (e Endpoint) check(p *problems, at string, d Defaults) ([]Segment, error) {
 	before := len(*p)
 	if !nameRE.MatchString(e.Name) {
 		p.add(at+".name", "must be 1 to 64 of [a-z0-9._-] starting with a letter or digit, got %q", e.Name)
 	}
 	checkMethod(p, at+".method", e.Method)
-	segs, patErr := parsePattern(e.Path)
+	segs, patErr := ParsePattern(e.Path)
 	if patErr != nil {
 		p.add(at+".path", "%v", patErr)
 	}
@@ -104,8 +104,8 @@ func (e Endpoint) check(p *problems, at string, d Defaults) ([]segment, error) {
 	if e.MaxResponseBytes <= 0 {
 		p.add(at+".max_response_bytes", "must be positive, got %d", e.MaxResponseBytes)
 	}
-	if e.Failover != idempotency.FailoverReject && e.Failover != idempotency.FailoverTransfer {
-		p.add(at+".failover", "must be %q or %q, got %q", idempotency.FailoverReject, idempotency.FailoverTransfer, e.Failover)
+	if err := e.Failover.Validate(); err != nil {
+		p.add(at+".failover", "%v", err)
 	}
 	if e.ResolvePath != "" {
 		if err := checkResolvePath(e.ResolvePath); err != nil {

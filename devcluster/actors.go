@@ -3,7 +3,7 @@ package devcluster
 import (
 	"fmt"
 
-	"github.com/idemcoord/idemcoord/fencing"
+	"github.com/idemcoord/idemcoord/shard"
 )
 
 // Tenant is the tenant of every dev cluster token: an actor NAME's scope
@@ -11,10 +11,10 @@ import (
 const Tenant = "demo"
 
 // Shards is the dev cluster's shard count (the configuration default).
-const Shards = fencing.DefaultShards
+const Shards = shard.DefaultCount
 
 // ShardOf returns the shard of a dev cluster actor (its subject).
-func ShardOf(actor string) int { return fencing.ShardOf(Tenant+"/"+actor, Shards) }
+func ShardOf(actor string) int { return shard.Of(Tenant+"/"+actor, Shards) }
 
 // Home returns the home region of a dev cluster actor: the region that
 // owns it in steady state, before any move or failover.

@@ -14,17 +14,18 @@ import (
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/ownership"
+	"github.com/idemcoord/idemcoord/shard"
 	"github.com/idemcoord/idemcoord/sqlstore"
 	"github.com/idemcoord/idemcoord/store"
 )
 
 // claimOn claims a new operation for an actor of shard under tok: an
 // operation in flight at tok's epoch.
-func claimOn(t *testing.T, s *sqlstore.Store, shard int, tok fencing.Token) *store.Lease {
+func claimOn(t *testing.T, s *sqlstore.Store, want int, tok fencing.Token) *store.Lease {
 	t.Helper()
 	actor := ""
 	for i := 0; actor == ""; i++ {
-		if a := fmt.Sprintf("tenant/actor-%d", i); fencing.ShardOf(a, shards) == shard {
+		if a := fmt.Sprintf("tenant/actor-%d", i); shard.Of(a, shards) == want {
 			actor = a
 		}
 	}
@@ -41,7 +42,7 @@ func claimOn(t *testing.T, s *sqlstore.Store, shard int, tok fencing.Token) *sto
 		Scope: store.Scope{Actor: actor, Endpoint: "POST /v1/payments", Key: k}, Fingerprint: fp,
 		Token: tok, Worker: "eu-west-i1", Lease: 30 * time.Second, TTL: time.Hour})
 	if err != nil || c.Outcome != store.FirstRun {
-		t.Fatalf("claim on shard %d: %v %v", shard, c.Outcome, err)
+		t.Fatalf("claim on shard %d: %v %v", want, c.Outcome, err)
 	}
 	return c.Lease
 }

@@ -1,15 +1,11 @@
 package failover
 
-import (
-	"errors"
-
-	"github.com/idemcoord/idemcoord/failover/policy"
-)
+import "errors"
 
 var (
-	// ErrBadPolicy is returned for a failover policy other than reject or
-	// transfer (policy.ErrBadPolicy).
-	ErrBadPolicy = policy.ErrBadPolicy
+	// ErrBadPolicy is returned for an unknown failover policy (one that is
+	// not in policy.go's list).
+	ErrBadPolicy = errors.New("failover: unknown policy")
 	// ErrBadConfig is returned by Config.Validate; the message names the
 	// field.
 	ErrBadConfig = errors.New("failover: invalid config")

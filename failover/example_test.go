@@ -9,11 +9,11 @@ import (
 
 // A gateway asks Decide before it executes anything: here a charge
 // (reject) and a profile update (transfer) for a shard that failed over.
-func ExampleDecide() {
+func ExamplePolicy_Decide() {
 	for _, p := range []failover.Policy{failover.Reject, failover.Transfer} {
-		fmt.Println(p, failover.Decide(p, ownership.FailedOver, failover.Healthy))
+		fmt.Println(p, p.Decide(ownership.FailedOver, failover.Healthy))
 	}
-	fmt.Println("suspect owner:", failover.Decide(failover.Transfer, ownership.Active, failover.Suspect))
+	fmt.Println("suspect owner:", failover.Transfer.Decide(ownership.Active, failover.Suspect))
 	// Output:
 	// reject refuse
 	// transfer serve

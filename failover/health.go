@@ -3,6 +3,8 @@ package failover
 import (
 	"fmt"
 	"time"
+
+	"github.com/idemcoord/idemcoord/clock"
 )
 
 // RegionNotHealthyError is returned by Failback and Drain, without moving
@@ -58,14 +60,7 @@ func (r Repair) refuse(action, region string) (forced string, err error) {
 		return "", nil
 	}
 	if !r.Force {
-		return "", &RegionNotHealthyError{Action: action, Status: s, Now: r.now()}
+		return "", &RegionNotHealthyError{Action: action, Status: s, Now: clock.Or(r.Clock).Now()}
 	}
 	return fmt.Sprintf(" forced=true (%s was %s with %d live instances)", region, s.State, s.Instances), nil
-}
-
-func (r Repair) now() time.Time {
-	if r.Now != nil {
-		return r.Now()
-	}
-	return time.Now()
 }

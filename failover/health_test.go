@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/failover"
 )
 
@@ -23,7 +24,7 @@ func TestFailbackAndDrainRefuseAnUnhealthyRegionUnlessForced(t *testing.T) {
 	}
 	before := owners(t, e)
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	r.Now = func() time.Time { return now }
+	r.Clock = clock.NewFake(now)
 	r.Status = func(region string) failover.RegionStatus {
 		if region == "us-east" {
 			return failover.RegionStatus{Region: region, State: failover.Failed, Since: now.Add(-90 * time.Second)}

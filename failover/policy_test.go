@@ -2,6 +2,7 @@ package failover_test
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -31,7 +32,7 @@ func TestDecideRejectsFailedOverShardsAndWaitsWhileTheOwnerIsSuspect(t *testing.
 		{failover.Transfer, ownership.FailedOver, failover.Suspect, failover.Wait}, // the new owner suspect
 	}
 	for _, tc := range tests {
-		if got := failover.Decide(tc.policy, tc.state, tc.owner); got != tc.want {
+		if got := tc.policy.Decide(tc.state, tc.owner); got != tc.want {
 			t.Errorf("Decide(%q, %s, %s) = %s, want %s", tc.policy, tc.state, tc.owner, got, tc.want)
 		}
 	}
@@ -45,6 +46,21 @@ func TestParsePolicy(t *testing.T) {
 	}
 	if _, err := failover.ParsePolicy("maybe"); !errors.Is(err, failover.ErrBadPolicy) {
 		t.Errorf("ParsePolicy(maybe): %v", err)
+	}
+	for _, p := range []failover.Policy{failover.Reject, failover.Transfer} {
+		if err := p.Validate(); err != nil {
+			t.Errorf("%q.Validate() = %v", p, err)
+		}
+	}
+	for _, p := range []failover.Policy{"", "maybe", "Reject"} {
+		err := p.Validate()
+		if !errors.Is(err, failover.ErrBadPolicy) {
+			t.Errorf("%q.Validate() = %v, want ErrBadPolicy", p, err)
+			continue
+		}
+		if want := `must be "reject" or "transfer", got ` + strconv.Quote(string(p)); err.Error() != want {
+			t.Errorf("%q.Validate() = %q, want %q", p, err, want)
+		}
 	}
 }
 

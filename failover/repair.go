@@ -10,6 +10,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/ownership"
 )
 
@@ -43,8 +44,8 @@ type Repair struct {
 	// not call healthy; the call's audit row says it was forced and what
 	// the region's state was.
 	Force bool
-	// Now is the clock of the refusal's message. Default time.Now.
-	Now func() time.Time
+	// Clock is the clock of the refusal's message. Default clock.Real().
+	Clock clock.Clock
 	// Concurrency bounds concurrent moves. Default DefaultMoveConcurrency.
 	Concurrency int
 	// DrainTimeout is how long each planned move (Drain, Failback) lets

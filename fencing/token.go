@@ -1,5 +1,5 @@
 // Package fencing holds the fencing token every write to the SQL store
-// carries: the shard the actor hashes to and the epoch of that shard's
+// carries: the shard the actor hashes to (package shard) and the epoch of that shard's
 // ownership the writer believes in. The store accepts a write only when the
 // token's epoch equals the shard's epoch in its fence table, checked in the
 // same serializable transaction as the write, so a region that lost
@@ -9,13 +9,7 @@ package fencing
 import (
 	"errors"
 	"fmt"
-	"hash/fnv"
 )
-
-// DefaultShards is the number of shards actors hash to. 1024 keeps one etcd
-// key per shard well within etcd's limits while spreading a hot region's
-// load; it is fixed for the life of a deployment.
-const DefaultShards = 1024
 
 // ErrStaleEpoch is returned when a write carries an epoch other than the
 // shard's current one. The writer has lost (or not yet gained) ownership.
@@ -37,14 +31,6 @@ type Token struct {
 // String formats the token for logs.
 func (t Token) String() string {
 	return fmt.Sprintf("shard=%d epoch=%d region=%q", t.Shard, t.Epoch, t.Region)
-}
-
-// ShardOf maps an actor scope to its shard. The mapping must never change
-// for a deployment, so it uses FNV-1a, which is stable across Go releases.
-func ShardOf(actorScope string, shards int) int {
-	h := fnv.New32a()
-	h.Write([]byte(actorScope))
-	return int(h.Sum32() % uint32(shards))
 }
 
 // StaleEpochError reports a write refused by the fence.

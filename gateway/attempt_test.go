@@ -15,16 +15,17 @@ import (
 	"github.com/idemcoord/idemcoord/gateway"
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/internal/pgtest"
+	"github.com/idemcoord/idemcoord/shard"
 	"github.com/idemcoord/idemcoord/sqlstore"
 	"github.com/idemcoord/idemcoord/store"
 )
 
 // clockedStore opens a store on a fresh database whose lease time is the
-// fake clock's (sqlstore.Config.Clock), so a test moves leases past expiry
+// fake clock's (sqlstore.Config.DBClock), so a test moves leases past expiry
 // instead of waiting for them.
 func storeOnClock(t testing.TB, lease *clock.Fake, maxConns int32) *sqlstore.Store {
 	t.Helper()
-	s, err := sqlstore.Open(context.Background(), sqlstore.Config{Migrate: true, DSN: pgtest.NewDatabase(t), MaxConns: maxConns, Clock: lease})
+	s, err := sqlstore.Open(context.Background(), sqlstore.Config{Migrate: true, DSN: pgtest.NewDatabase(t), MaxConns: maxConns, DBClock: lease})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +85,7 @@ func TestRetryAfterUnsentTakeoverOfRetryableFailureRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	c, err := s.Begin(ctx, store.ClaimRequest{Scope: sc, Fingerprint: fp,
-		Token:  fencing.Token{Shard: fencing.ShardOf("t/alice", fencing.DefaultShards), Epoch: 1, Region: "test"},
+		Token:  fencing.Token{Shard: shard.Of("t/alice", shard.DefaultCount), Epoch: 1, Region: "test"},
 		Worker: "dies-before-sending", Lease: 10 * time.Second, TTL: time.Hour})
 	if err != nil || c.Outcome != store.TakenOver {
 		t.Fatalf("attempt 2's takeover: %v %v", c.Outcome, err)

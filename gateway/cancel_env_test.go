@@ -78,7 +78,7 @@ func newCancelEnv(t *testing.T) *cancelEnv {
 	e := &cancelEnv{t: t, pool: pgtest.NewPool(t, 24), hold: clock.NewFake(time.Unix(1_700_000_000, 0)),
 		leases: clock.NewFake(time.Now())}
 	var err error
-	e.store, err = sqlstore.Open(ctx, sqlstore.Config{Migrate: true, DSN: pgtest.NewDatabase(t), MaxConns: 16, Clock: e.leases})
+	e.store, err = sqlstore.Open(ctx, sqlstore.Config{Migrate: true, DSN: pgtest.NewDatabase(t), MaxConns: 16, DBClock: e.leases})
 	if err != nil {
 		t.Fatal(err)
 	}

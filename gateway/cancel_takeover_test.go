@@ -9,6 +9,7 @@ import (
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/gateway"
 	"github.com/idemcoord/idemcoord/idempotency"
+	"github.com/idemcoord/idemcoord/shard"
 	"github.com/idemcoord/idemcoord/store"
 )
 
@@ -30,7 +31,7 @@ func TestTakeoverOfACancelledTaskRecordsTheCancellation(t *testing.T) {
 		t.Fatal(err)
 	}
 	key, _ := idempotency.ParseKeyHeader("pay-1")
-	shard := fencing.ShardOf("t/alice", fencing.DefaultShards)
+	shard := shard.Of("t/alice", shard.DefaultCount)
 	epoch, owner, err := e.store.Fence(ctx, shard)
 	if err != nil {
 		t.Fatal(err)

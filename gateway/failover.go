@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/idemcoord/idemcoord/failover"
-	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/ownership"
+	"github.com/idemcoord/idemcoord/shard"
 	"github.com/idemcoord/idemcoord/store"
 )
 
@@ -39,23 +39,23 @@ const failoverWaitRetryAfter = time.Second
 // operator accepts the new owner) and served under transfer; while the
 // owner is only suspect, or failed but not moved yet, both wait. It
 // reports whether it answered the request.
-func (rt *routing) failoverHold(ctx context.Context, g *Gateway, c *call, shard int, owner, state string) bool {
+func (rt *routing) failoverHold(ctx context.Context, c *call, shard int, owner, state string) bool {
 	var health failover.RegionState = failover.Healthy
-	if g.cfg.Health != nil {
-		health = g.cfg.Health.State(owner)
+	if rt.health != nil {
+		health = rt.health.State(owner)
 	}
-	switch failover.Decide(c.policy.Failover, ownership.State(state), health) {
+	switch c.ep.Failover.Decide(ownership.State(state), health) {
 	case failover.Refuse:
-		g.log.InfoContext(ctx, "failed-over shard refused by the endpoint's reject policy",
+		rt.log.InfoContext(ctx, "failed-over shard refused by the endpoint's reject policy",
 			"endpoint", c.ep.Name, "shard", shard, "owner", owner)
-		g.refuseWait(c, "region_failover", problem{Type: "region-failover",
+		rt.refuse(c, "region_failover", problem{Type: "region-failover",
 			Title: "the actor's region failed over; this endpoint rejects writes until failback or an operator accepts the new owner",
 			Detail: fmt.Sprintf("shard %d is %s (now owned by %q); nothing was executed; retry with the same key later",
 				shard, state, owner),
 			Status: http.StatusServiceUnavailable}, failoverRetryAfter)
 		return true
 	case failover.Wait:
-		g.refuseWait(c, "region_suspect", problem{Type: "region-failover",
+		rt.refuse(c, "region_suspect", problem{Type: "region-failover",
 			Title:  "the actor's owner region is not answering; waiting for it to come back or fail over",
 			Detail: fmt.Sprintf("shard %d: owner %q is %s; nothing was executed; retry with the same key", shard, owner, health),
 			Status: http.StatusServiceUnavailable}, failoverWaitRetryAfter)
@@ -72,26 +72,26 @@ func (g *Gateway) mayRecover(actor string, p failover.Policy) bool {
 	if g.routes == nil {
 		return true
 	}
-	return g.mayRecoverShard(fencing.ShardOf(actor, g.cfg.Shards), p, g.localHealth())
+	return g.routes.mayRecoverShard(shard.Of(actor, g.routes.shards), p, g.routes.localHealth())
 }
 
 // mayRecoverShard is mayRecover for a shard, with this region's liveness
 // state as the tracker holds it.
-func (g *Gateway) mayRecoverShard(shard int, p failover.Policy, health failover.RegionState) bool {
-	owner, _, state, ok := g.routes.owners.Owner(shard)
-	if !ok || owner != g.routes.local {
+func (rt *routing) mayRecoverShard(shard int, p failover.Policy, health failover.RegionState) bool {
+	owner, _, state, ok := rt.owners.Owner(shard)
+	if !ok || owner != rt.local {
 		return false
 	}
-	return failover.Decide(p, ownership.State(state), health) == failover.Serve
+	return p.Decide(ownership.State(state), health) == failover.Serve
 }
 
 // localHealth returns this region's liveness state (Healthy without a
 // tracker).
-func (g *Gateway) localHealth() failover.RegionState {
-	if g.cfg.Health == nil {
+func (rt *routing) localHealth() failover.RegionState {
+	if rt.health == nil {
 		return failover.Healthy
 	}
-	return g.cfg.Health.State(g.routes.local)
+	return rt.health.State(rt.local)
 }
 
 // runnable returns the stranded async work this instance may run now, for
@@ -107,7 +107,7 @@ func (g *Gateway) runnable() []store.Runnable {
 		if !ep.Async {
 			continue
 		}
-		p := g.policies[ep.Name].Failover
+		p := ep.Failover
 		if _, ok := byPolicy[p]; !ok {
 			order = append(order, p)
 		}
@@ -117,9 +117,9 @@ func (g *Gateway) runnable() []store.Runnable {
 	for _, p := range order {
 		r := store.Runnable{Endpoints: byPolicy[p], AllShards: g.routes == nil}
 		if g.routes != nil {
-			health := g.localHealth()
+			health := g.routes.localHealth()
 			for shard := range g.cfg.Shards {
-				if g.mayRecoverShard(shard, p, health) {
+				if g.routes.mayRecoverShard(shard, p, health) {
 					r.Shards = append(r.Shards, shard)
 				}
 			}

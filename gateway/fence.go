@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/idemcoord/idemcoord/fencing"
+	"github.com/idemcoord/idemcoord/shard"
 	"github.com/idemcoord/idemcoord/store"
 )
 
@@ -32,7 +33,7 @@ func newFenceCache(s store.Store, shards int, region string) *fenceCache {
 
 // token returns the fencing token for an actor, or errNotOwner.
 func (f *fenceCache) token(ctx context.Context, actor string) (fencing.Token, error) {
-	shard := fencing.ShardOf(actor, f.shards)
+	shard := shard.Of(actor, f.shards)
 	f.mu.Lock()
 	epoch, ok := f.epochs[shard]
 	f.mu.Unlock()

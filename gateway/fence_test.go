@@ -8,8 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/gateway"
+	"github.com/idemcoord/idemcoord/shard"
 )
 
 // TestFenceOwnedByAnotherRegionIsNeverAdopted: after the actor's shard is transferred
@@ -26,7 +26,7 @@ func TestFenceOwnedByAnotherRegionIsNeverAdopted(t *testing.T) {
 		io.WriteString(w, `{}`)
 	})
 	s := openStore(t, 8)
-	shard := fencing.ShardOf("t/alice", fencing.DefaultShards)
+	shard := shard.Of("t/alice", shard.DefaultCount)
 	if _, err := s.Pool().Exec(ctx, `UPDATE shard_fences SET owner_region = 'us-east' WHERE shard = $1`, shard); err != nil {
 		t.Fatal(err)
 	}

@@ -43,7 +43,7 @@ func forwardClient(rt http.RoundTripper) *http.Client {
 // cannot be rewound (no GetBody), so a resend cannot happen. Nothing is
 // ever executed locally instead: an owner that cannot be reached is a 503,
 // one whose answer was lost after the request may have reached it a 504.
-func (rt *routing) forward(ctx context.Context, g *Gateway, c *call, owner, target string) {
+func (rt *routing) forward(ctx context.Context, c *call, owner, target string) {
 	timeout := rt.timeout
 	if timeout <= 0 {
 		// The owner may hold a retry for in_progress.wait before it
@@ -54,7 +54,7 @@ func (rt *routing) forward(ctx context.Context, g *Gateway, c *call, owner, targ
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, c.r.Method, target, nil)
 	if err != nil {
-		rt.unreachable(ctx, g, c, owner, err)
+		rt.unreachable(ctx, c, owner, err)
 		return
 	}
 	// Not a *bytes.Reader: NewRequest would add a GetBody, or turn an
@@ -75,15 +75,15 @@ func (rt *routing) forward(ctx context.Context, g *Gateway, c *call, owner, targ
 	resp, err := rt.client.Do(req)
 	if err != nil {
 		if !wrote.Load() {
-			rt.unreachable(ctx, g, c, owner, err)
+			rt.unreachable(ctx, c, owner, err)
 			return
 		}
-		rt.lost(ctx, g, c, owner, err)
+		rt.lost(ctx, c, owner, err)
 		return
 	}
 	defer resp.Body.Close()
 	rt.count(ctx, owner, "answered")
-	g.metrics.request(ctx, c.ep.Name, "forwarded", c.start)
+	rt.metrics.request(ctx, c.ep.Name, "forwarded", c.start)
 	// Streamed to the client as it comes, on a shadow endpoint too.
 	w := c.shadow.direct(c.w)
 	h := w.Header()
@@ -104,30 +104,30 @@ func (rt *routing) forward(ctx context.Context, g *Gateway, c *call, owner, targ
 	if _, err := io.Copy(w, resp.Body); err != nil {
 		// The status is out; cut the connection so the client sees a
 		// broken answer rather than a short one it could take as whole.
-		g.log.WarnContext(ctx, "forwarded answer cut short", "to", owner, "endpoint", c.ep.Name, "err", redact(err))
+		rt.log.WarnContext(ctx, "forwarded answer cut short", "to", owner, "endpoint", c.ep.Name, "err", redact(err))
 		panic(http.ErrAbortHandler)
 	}
 }
 
 // unreachable answers 503: the request never reached the owner region.
-func (rt *routing) unreachable(ctx context.Context, g *Gateway, c *call, owner string, err error) {
+func (rt *routing) unreachable(ctx context.Context, c *call, owner string, err error) {
 	rt.count(ctx, owner, "unreachable")
-	g.log.WarnContext(ctx, "owner region unreachable", "to", owner, "endpoint", c.ep.Name, "err", redact(err))
-	g.refuseWait(c, "region_unreachable", problem{Type: "region-unreachable", Title: "the actor's owner region is unreachable",
+	rt.log.WarnContext(ctx, "owner region unreachable", "to", owner, "endpoint", c.ep.Name, "err", redact(err))
+	rt.refuse(c, "region_unreachable", problem{Type: "region-unreachable", Title: "the actor's owner region is unreachable",
 		Detail: "nothing was executed; retry with the same key", Status: http.StatusServiceUnavailable}, ownershipRetryAfter)
 }
 
 // lost answers 504: the request may have reached the owner, which then
 // holds the operation's record; a retry with the same key replays it or
 // finds it in progress.
-func (rt *routing) lost(ctx context.Context, g *Gateway, c *call, owner string, err error) {
+func (rt *routing) lost(ctx context.Context, c *call, owner string, err error) {
 	rt.count(ctx, owner, "answer_lost")
 	// Passing it upstream here could run it a second time: a shadow
 	// client gets the 504 too.
 	c.shadow.markRelay()
 	setKeyStatus(c.w, KeyStatusInProgress) // not "rejected": the owner may have run it
-	g.log.WarnContext(ctx, "owner region's answer lost", "to", owner, "endpoint", c.ep.Name, "key", c.key, "err", redact(err))
-	g.refuseWait(c, "forward_answer_lost", problem{Type: "forward-answer-lost", Title: "the owner region's answer was lost",
+	rt.log.WarnContext(ctx, "owner region's answer lost", "to", owner, "endpoint", c.ep.Name, "key", c.key, "err", redact(err))
+	rt.refuse(c, "forward_answer_lost", problem{Type: "forward-answer-lost", Title: "the owner region's answer was lost",
 		Detail: "the owner region may have run the request; retry with the same key to get its answer",
 		Status: http.StatusGatewayTimeout}, ownershipRetryAfter)
 }

@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -17,9 +16,9 @@ import (
 	"github.com/idemcoord/idemcoord/authn"
 	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/config"
-	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/region"
+	"github.com/idemcoord/idemcoord/shard"
 	"github.com/idemcoord/idemcoord/store"
 )
 
@@ -57,7 +56,7 @@ type Config struct {
 	// Ready, if set, is an extra readiness check (etcd reachable).
 	Ready func(ctx context.Context) error
 	// Shards is the number of shards actors hash to. Default
-	// fencing.DefaultShards.
+	// shard.DefaultCount.
 	Shards int
 	// Logger receives structured logs; keys and bodies never appear. The
 	// caller adds the region (and any other instance attributes) to it.
@@ -97,7 +96,7 @@ type Config struct {
 	// Clock drives heartbeats, the lease check before every send, the
 	// backoff of result recording and the execution-time estimate behind
 	// Retry-After. Default clock.Real(). Tests pass a *clock.Fake (and the
-	// same one as the store's sqlstore.Config.Clock) to move time instead of
+	// same one as the store's sqlstore.Config.DBClock) to move time instead of
 	// sleeping.
 	Clock clock.Clock
 	// FingerprintBudget bounds the request-body bytes fingerprinted at
@@ -109,7 +108,7 @@ type Config struct {
 // Gateway is the coordinating HTTP handler.
 type Gateway struct {
 	cfg      Config
-	router   *config.Router
+	router   *Router
 	policies map[string]idempotency.Policy
 	fences   *fenceCache
 	routes   *routing
@@ -147,7 +146,7 @@ func New(cfg Config) (*Gateway, error) {
 		return nil, errors.New("gateway: Store, Auth and Next are required")
 	}
 	if cfg.Shards == 0 {
-		cfg.Shards = fencing.DefaultShards
+		cfg.Shards = shard.DefaultCount
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -158,9 +157,9 @@ func New(cfg Config) (*Gateway, error) {
 	if cfg.Meter == nil {
 		cfg.Meter = otel.GetMeterProvider().Meter("github.com/idemcoord/idemcoord/gateway")
 	}
-	router, err := config.NewRouter(cfg.Endpoints)
+	router, err := NewRouter(cfg.Endpoints)
 	if err != nil {
-		return nil, fmt.Errorf("gateway: %w", err)
+		return nil, err
 	}
 	names := make([]string, len(cfg.Endpoints))
 	for i, ep := range cfg.Endpoints {
@@ -174,7 +173,7 @@ func New(cfg Config) (*Gateway, error) {
 	if err != nil {
 		return nil, err
 	}
-	routes, err := newRouting(&cfg)
+	routes, err := newRouting(&cfg, m)
 	if err != nil {
 		return nil, err
 	}

@@ -110,7 +110,7 @@ func (g *Gateway) fencedEndpoints() map[failover.Policy][]string {
 	out := map[failover.Policy][]string{}
 	for _, ep := range g.cfg.Endpoints {
 		if ep.TakesOverFenced() {
-			p := g.policies[ep.Name].Failover
+			p := ep.Failover
 			out[p] = append(out[p], ep.Name)
 		}
 	}
@@ -161,11 +161,11 @@ func (g *Gateway) sweepMoved(ctx context.Context, fs store.Queue, w *moveWatch, 
 	if len(w.pending) == 0 {
 		return
 	}
-	health := g.localHealth()
+	health := g.routes.localHealth()
 	for p, names := range groups {
 		var shards []int
 		for shard, todo := range w.pending {
-			if todo[p] && g.mayRecoverShard(shard, p, health) {
+			if todo[p] && g.routes.mayRecoverShard(shard, p, health) {
 				shards = append(shards, shard)
 			}
 		}

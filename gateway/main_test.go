@@ -11,9 +11,9 @@ import (
 
 	"github.com/idemcoord/idemcoord/authn"
 	"github.com/idemcoord/idemcoord/config"
-	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/gateway"
 	"github.com/idemcoord/idemcoord/internal/pgtest"
+	"github.com/idemcoord/idemcoord/shard"
 	"github.com/idemcoord/idemcoord/sqlstore"
 	"github.com/idemcoord/idemcoord/store"
 )
@@ -60,7 +60,7 @@ func openStore(t testing.TB, maxConns int32) *sqlstore.Store {
 // admits nobody).
 func bootstrap(t testing.TB, s *sqlstore.Store) {
 	t.Helper()
-	if err := s.BootstrapFences(context.Background(), fencing.DefaultShards, func(int) string { return "test" }); err != nil {
+	if err := s.BootstrapFences(context.Background(), shard.DefaultCount, func(int) string { return "test" }); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -9,8 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/gateway"
+	"github.com/idemcoord/idemcoord/shard"
 )
 
 // TestARunWhoseShardMovedIsNeverAcknowledgedUnrecorded: the upstream
@@ -37,7 +37,7 @@ func TestARunWhoseShardMovedIsNeverAcknowledgedUnrecorded(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			s := openStore(t, 8)
-			shard := fencing.ShardOf("t/alice", fencing.DefaultShards)
+			shard := shard.Of("t/alice", shard.DefaultCount)
 			if _, err := s.Pool().Exec(ctx, `UPDATE shard_fences SET owner_region = 'us-east' WHERE shard = $1`, shard); err != nil {
 				t.Fatal(err)
 			}

@@ -160,7 +160,7 @@ func (g *Gateway) recoverBatch(ctx context.Context, rs store.Queue, batch int, a
 			g.log.ErrorContext(ctx, "stored async request unreadable; left for a retry", "operation_id", rec.OperationID, "err", err)
 			continue
 		}
-		if !g.mayRecover(rec.Scope.Actor, policy.Failover) {
+		if !g.mayRecover(rec.Scope.Actor, ep.Failover) {
 			continue // moving, or held by the endpoint's failover policy
 		}
 		sctx, cancel := context.WithTimeout(ctx, storeCallTimeout)

@@ -12,10 +12,10 @@ import (
 
 	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/config"
-	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/gateway"
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/region"
+	"github.com/idemcoord/idemcoord/shard"
 	"github.com/idemcoord/idemcoord/sqlstore"
 )
 
@@ -88,7 +88,7 @@ func heldBacklog(t *testing.T, tc backlogCase) {
 	if _, err := s.Pool().Exec(ctx, `UPDATE shard_fences SET owner_region = 'west', epoch = 1`); err != nil {
 		t.Fatal(err)
 	}
-	aliceShard, bobShard := fencing.ShardOf("t/alice", fencing.DefaultShards), fencing.ShardOf("t/bob", fencing.DefaultShards)
+	aliceShard, bobShard := shard.Of("t/alice", shard.DefaultCount), shard.Of("t/bob", shard.DefaultCount)
 	if aliceShard == bobShard {
 		t.Fatal("setup: alice and bob share a shard")
 	}

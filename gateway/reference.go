@@ -3,7 +3,6 @@ package gateway
 import (
 	"encoding/json"
 
-	"github.com/idemcoord/idemcoord/config"
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/store"
 )
@@ -36,7 +35,7 @@ func keepFields(body []byte, keep []string) ([]byte, bool) {
 	}
 	pointers := make([][]string, 0, len(keep))
 	for _, k := range keep {
-		if p, err := config.ParsePointer(k); err == nil {
+		if p, err := idempotency.ParsePointer(k); err == nil {
 			pointers = append(pointers, p)
 		}
 	}

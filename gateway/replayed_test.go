@@ -12,6 +12,7 @@ import (
 
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/idempotency"
+	"github.com/idemcoord/idemcoord/shard"
 	"github.com/idemcoord/idemcoord/sqlstore"
 	"github.com/idemcoord/idemcoord/store"
 )
@@ -27,7 +28,7 @@ func deadClaim(t testing.TB, s *sqlstore.Store, subject, key, body, extra string
 		t.Fatal(err)
 	}
 	c, err := s.Begin(context.Background(), store.ClaimRequest{Scope: reviewScope(t, subject, key), Fingerprint: fp,
-		Token:  fencing.Token{Shard: fencing.ShardOf("t/"+subject, fencing.DefaultShards), Epoch: 1, Region: "test"},
+		Token:  fencing.Token{Shard: shard.Of("t/"+subject, shard.DefaultCount), Epoch: 1, Region: "test"},
 		Worker: "dead", Lease: lease, TTL: time.Hour})
 	if err != nil || c.Outcome != store.FirstRun {
 		t.Fatalf("setup claim: %v %v", c.Outcome, err)

@@ -61,7 +61,7 @@ func TestOneResultSpendsOneRetryBudgetAgainstEndlessConflicts(t *testing.T) {
 	fake := clock.NewFake(time.Now())
 	var finishes finishCounter
 	s, err := sqlstore.Open(context.Background(), sqlstore.Config{Migrate: true, DSN: pgtest.NewDatabase(t), MaxConns: 8,
-		Clock: fake, Tracer: &finishes})
+		DBClock: fake, Tracer: &finishes})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/idemcoord/idemcoord/config"
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/region"
+	"github.com/idemcoord/idemcoord/shard"
 )
 
 // ownershipRetryAfter is the Retry-After of a 503 caused by ownership (a
@@ -28,19 +30,34 @@ const ownershipRetryAfter = time.Second
 var errRouted = errors.New("gateway: request answered by routing")
 
 // routing sends coordinated requests to the region that owns their actor.
-// It exists only in multi-region mode (Config.Owners set).
+// It exists only in multi-region mode (Config.Owners set). It is
+// self-contained: it holds what it reads (the directory cache, the
+// store's fence, region health) and what it writes to (the answer, its
+// metrics and log), and decides and answers a call's routing without
+// going back to the Gateway.
 type routing struct {
 	local    string
 	topo     *region.Topology
 	owners   Owners
+	shards   int
+	fences   fenceReader
+	health   RegionHealth // nil: every region counts as healthy
 	redirect bool
 	client   *http.Client
 	timeout  time.Duration
 	counter  metric.Int64Counter
+	metrics  *metrics
+	log      *slog.Logger
 }
 
-// newRouting returns nil in single-region mode (no Owners).
-func newRouting(cfg *Config) (*routing, error) {
+// fenceReader reads a shard's authoritative fence (*sqlstore.Store).
+type fenceReader interface {
+	Fence(ctx context.Context, shard int) (epoch int64, owner string, err error)
+}
+
+// newRouting returns nil in single-region mode (no Owners). cfg has its
+// defaults filled in (Shards, Logger).
+func newRouting(cfg *Config, m *metrics) (*routing, error) {
 	if cfg.Owners == nil {
 		return nil, nil
 	}
@@ -63,8 +80,9 @@ func newRouting(cfg *Config) (*routing, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &routing{local: cfg.Region, topo: cfg.Topology, owners: cfg.Owners, redirect: cfg.Routing == config.RoutingRedirect,
-		client: forwardClient(cfg.ForwardTransport), timeout: cfg.ForwardTimeout, counter: counter}, nil
+	return &routing{local: cfg.Region, topo: cfg.Topology, owners: cfg.Owners, shards: cfg.Shards, fences: cfg.Store,
+		health: cfg.Health, redirect: cfg.Routing == config.RoutingRedirect, client: forwardClient(cfg.ForwardTransport),
+		timeout: cfg.ForwardTimeout, counter: counter, metrics: m, log: cfg.Logger}, nil
 }
 
 // claimToken returns the fencing token under which this region claims the
@@ -78,7 +96,7 @@ func (g *Gateway) claimToken(ctx context.Context, c *call, stale error) (fencing
 	if g.routes == nil {
 		return g.fences.token(ctx, c.actor)
 	}
-	return g.routes.token(ctx, g, c, stale)
+	return g.routes.token(ctx, c, stale)
 }
 
 // token decides where the call is served. The directory cache decides the
@@ -87,42 +105,42 @@ func (g *Gateway) claimToken(ctx context.Context, c *call, stale error) (fencing
 // is behind and the call goes to that region; this region at another epoch
 // means a transfer the cache has not seen yet, possibly still FENCING, so
 // nothing is served until the cache catches up.
-func (rt *routing) token(ctx context.Context, g *Gateway, c *call, stale error) (fencing.Token, error) {
-	shard := fencing.ShardOf(c.actor, g.cfg.Shards)
+func (rt *routing) token(ctx context.Context, c *call, stale error) (fencing.Token, error) {
+	shard := shard.Of(c.actor, rt.shards)
 	if stale != nil {
-		epoch, owner, err := g.cfg.Store.Fence(ctx, shard)
+		epoch, owner, err := rt.fences.Fence(ctx, shard)
 		if err != nil {
 			return fencing.Token{}, err
 		}
 		if owner == "" || owner == rt.local {
-			rt.moving(g, c, shard, "this region's ownership view is behind the store's fence")
+			rt.moving(c, shard, "this region's ownership view is behind the store's fence")
 			return fencing.Token{}, errRouted
 		}
-		rt.elsewhere(ctx, g, c, shard, owner, epoch)
+		rt.elsewhere(ctx, c, shard, owner, epoch)
 		return fencing.Token{}, errRouted
 	}
 	owner, epoch, state, ok := rt.owners.Owner(shard)
 	switch {
 	case !ok || (state != ShardActive && state != ShardFencing && state != ShardFailedOver):
-		g.log.WarnContext(ctx, "shard owner unknown", "shard", shard, "state", state)
-		g.refuseWait(c, "ownership_unknown", problem{Type: "ownership-unknown", Title: "the actor's owner region is not known yet",
+		rt.log.WarnContext(ctx, "shard owner unknown", "shard", shard, "state", state)
+		rt.refuse(c, "ownership_unknown", problem{Type: "ownership-unknown", Title: "the actor's owner region is not known yet",
 			Detail: "nothing was executed; retry with the same key", Status: http.StatusServiceUnavailable}, ownershipRetryAfter)
 		return fencing.Token{}, errRouted
 	case state == ShardFencing:
-		rt.moving(g, c, shard, fmt.Sprintf("shard %d is moving to region %q", shard, owner))
+		rt.moving(c, shard, fmt.Sprintf("shard %d is moving to region %q", shard, owner))
 		return fencing.Token{}, errRouted
-	case rt.failoverHold(ctx, g, c, shard, owner, state):
+	case rt.failoverHold(ctx, c, shard, owner, state):
 		return fencing.Token{}, errRouted
 	case owner == rt.local:
 		return fencing.Token{Shard: shard, Epoch: epoch, Region: rt.local}, nil
 	}
-	rt.elsewhere(ctx, g, c, shard, owner, epoch)
+	rt.elsewhere(ctx, c, shard, owner, epoch)
 	return fencing.Token{}, errRouted
 }
 
 // moving answers 503: the shard is between owners.
-func (rt *routing) moving(g *Gateway, c *call, shard int, why string) {
-	g.refuseWait(c, "ownership_moving", problem{Type: "ownership-moving", Title: "the actor's ownership is moving between regions",
+func (rt *routing) moving(c *call, shard int, why string) {
+	rt.refuse(c, "ownership_moving", problem{Type: "ownership-moving", Title: "the actor's ownership is moving between regions",
 		Detail: why + "; nothing was executed; retry with the same key", Status: http.StatusServiceUnavailable}, ownershipRetryAfter)
 }
 
@@ -131,15 +149,15 @@ func (rt *routing) moving(g *Gateway, c *call, shard int, why string) {
 // already forwarded here is refused instead: the forwarder thought this
 // region owned the shard and this region thinks otherwise, so one of the
 // two views is stale, and a second hop could only start a cycle.
-func (rt *routing) elsewhere(ctx context.Context, g *Gateway, c *call, shard int, owner string, epoch int64) {
+func (rt *routing) elsewhere(ctx context.Context, c *call, shard int, owner string, epoch int64) {
 	if from := forwardedFrom(c.r.Context()); from != "" {
-		rt.refuseLoop(ctx, g, c, from, shard, owner, epoch)
+		rt.refuseLoop(ctx, c, from, shard, owner, epoch)
 		return
 	}
 	base, err := rt.topo.URL(owner)
 	if err != nil {
-		g.log.ErrorContext(ctx, "shard owned by a region outside the topology", "shard", shard, "owner", owner)
-		g.refuseWait(c, "ownership_unknown", problem{Type: "ownership-unknown", Title: "the actor's owner region is not in this gateway's topology",
+		rt.log.ErrorContext(ctx, "shard owned by a region outside the topology", "shard", shard, "owner", owner)
+		rt.refuse(c, "ownership_unknown", problem{Type: "ownership-unknown", Title: "the actor's owner region is not in this gateway's topology",
 			Detail: "nothing was executed; retry with the same key", Status: http.StatusServiceUnavailable}, ownershipRetryAfter)
 		return
 	}
@@ -147,27 +165,27 @@ func (rt *routing) elsewhere(ctx context.Context, g *Gateway, c *call, shard int
 	if rt.redirect {
 		c.shadow.markRelay() // the client follows it to the owner, which serves it
 		rt.count(ctx, owner, "redirected")
-		g.metrics.request(ctx, c.ep.Name, "redirected", c.start)
+		rt.metrics.request(ctx, c.ep.Name, "redirected", c.start)
 		h := c.w.Header()
 		h.Set("Location", target)
 		h.Set("Cache-Control", "no-store")
 		c.w.WriteHeader(http.StatusTemporaryRedirect)
 		return
 	}
-	rt.forward(ctx, g, c, owner, target)
+	rt.forward(ctx, c, owner, target)
 }
 
 // refuseLoop answers 503 misrouted to a forwarded call this region would
 // forward again. The hop header is the client's to set too, so its value
 // is named only when it is a region of the topology.
-func (rt *routing) refuseLoop(ctx context.Context, g *Gateway, c *call, from string, shard int, owner string, epoch int64) {
+func (rt *routing) refuseLoop(ctx context.Context, c *call, from string, shard int, owner string, epoch int64) {
 	if !rt.topo.Has(from) {
 		from = "(not a region of this topology)"
 	}
 	rt.count(ctx, owner, "loop_refused")
-	g.log.WarnContext(ctx, "forwarded request for a shard this region does not own", "shard", shard,
+	rt.log.WarnContext(ctx, "forwarded request for a shard this region does not own", "shard", shard,
 		"forwarded_from", from, "owner_here", owner, "epoch_here", epoch)
-	g.refuseWait(c, "misrouted", problem{Type: "misrouted", Title: "regions disagree on who owns the actor",
+	rt.refuse(c, "misrouted", problem{Type: "misrouted", Title: "regions disagree on who owns the actor",
 		Detail: fmt.Sprintf("region %s forwarded this request to region %q as the owner of shard %d; region %q's view is that %q owns it (epoch %d); a request is forwarded at most once, nothing was executed; retry with the same key",
 			quoteRegion(from), rt.local, shard, rt.local, owner, epoch),
 		Status: http.StatusServiceUnavailable}, ownershipRetryAfter)
@@ -180,6 +198,14 @@ func quoteRegion(name string) string {
 	return fmt.Sprintf("%q", name)
 }
 
+// refuse answers the call with problem p and Retry-After, counting it
+// under result (as Gateway.refuseWait does for the gateway's own refusals).
+func (rt *routing) refuse(c *call, result string, p problem, retryAfter time.Duration) {
+	rt.metrics.request(c.r.Context(), c.ep.Name, result, c.start)
+	writeProblem(c.w, p, retryAfter)
+}
+
+// count counts one routed request by owner region and result.
 func (rt *routing) count(ctx context.Context, to, result string) {
 	rt.counter.Add(ctx, 1, metric.WithAttributes(attribute.String("to", to), attribute.String("result", result)))
 }

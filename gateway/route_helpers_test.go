@@ -14,9 +14,9 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/idemcoord/idemcoord/config"
-	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/gateway"
 	"github.com/idemcoord/idemcoord/region"
+	"github.com/idemcoord/idemcoord/shard"
 	"github.com/idemcoord/idemcoord/sqlstore"
 )
 
@@ -91,7 +91,7 @@ type regionsOptions struct {
 }
 
 // actorShard is the shard of the test actor t/alice.
-var actorShard = fencing.ShardOf("t/alice", fencing.DefaultShards)
+var actorShard = shard.Of("t/alice", shard.DefaultCount)
 
 // startRegions starts gateways "east" and "west" on one shared store (the
 // global SQL store), with the test actor's shard owned by owner at epoch 1

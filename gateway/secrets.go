@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/idemcoord/idemcoord/config"
+	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/store"
 )
 
@@ -49,7 +50,7 @@ func newSealers(eps []config.Endpoint) (map[string]*sealer, error) {
 		}
 		s := &sealer{mode: ep.Secrets.Mode, fields: ep.Secrets.Fields, aeads: map[string]cipher.AEAD{}}
 		for _, f := range ep.Secrets.Fields {
-			p, err := config.ParsePointer(f)
+			p, err := idempotency.ParsePointer(f)
 			if err != nil {
 				return nil, fmt.Errorf("gateway: endpoint %s: secrets: %w", ep.Name, err)
 			}

@@ -52,7 +52,9 @@ type FingerprintOptions struct {
 func (o FingerprintOptions) Validate() error {
 	var errs []error
 	for i, p := range o.Exclude {
-		if _, err := parsePointer(p); err != nil {
+		if p == "" {
+			errs = append(errs, fmt.Errorf("exclude[%d]: %q: the whole document cannot be excluded", i, p))
+		} else if _, err := ParsePointer(p); err != nil {
 			errs = append(errs, fmt.Errorf("exclude[%d]: %q: %w", i, p, err))
 		}
 	}
@@ -62,13 +64,12 @@ func (o FingerprintOptions) Validate() error {
 	return errors.Join(errs...)
 }
 
-// parsePointer splits an RFC 6901 JSON pointer into its unescaped reference
-// tokens.
-func parsePointer(p string) ([]string, error) {
-	if p == "" {
-		return nil, errors.New(`the whole document cannot be excluded`)
-	}
-	if p[0] != '/' {
+// ParsePointer splits a non-empty RFC 6901 JSON pointer into its unescaped
+// reference tokens ("/a~1b/c" is ["a/b", "c"]). It is the one parser of the
+// pointers a configuration names: fingerprint exclusions, secret fields,
+// the fields a reference replay keeps. "" (the whole document) is refused.
+func ParsePointer(p string) ([]string, error) {
+	if p == "" || p[0] != '/' {
 		return nil, errors.New(`a JSON pointer starts with "/"`)
 	}
 	toks := strings.Split(p[1:], "/")

@@ -102,7 +102,7 @@ func canonicalJSON(body []byte, o FingerprintOptions) (*canonicaliser, error) {
 	c.body, c.nulls = body, o.NullEqualsMissing
 	c.ptrs = c.ptrs[:0]
 	for _, p := range o.Exclude {
-		toks, _ := parsePointer(p) // checked by Validate
+		toks, _ := ParsePointer(p) // checked by Validate
 		c.ptrs = append(c.ptrs, toks)
 	}
 	var act []int32

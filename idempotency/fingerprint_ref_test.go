@@ -65,7 +65,7 @@ func refCanonicalBody(mt string, body []byte, o FingerprintOptions) ([]byte, err
 		return nil, err
 	}
 	for _, p := range o.Exclude {
-		toks, _ := parsePointer(p) // checked by Validate
+		toks, _ := ParsePointer(p) // checked by Validate
 		root.exclude(toks)
 	}
 	out := make([]byte, 0, len(body)+1)

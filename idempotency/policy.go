@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/idemcoord/idemcoord/failover/policy"
 )
 
 // Defaults for Policy. Each says why it has its value.
@@ -29,23 +27,6 @@ const (
 	DefaultMaxResponseBytes = 64 << 10
 	// DefaultMaxFingerprintBytes is the fingerprint's own body cap.
 	DefaultMaxFingerprintBytes = DefaultMaxRequestBytes
-)
-
-// FailoverPolicy says what an endpoint does while its actor's owner region is
-// unavailable.
-//
-// Deprecated: the policy lives in package failover (failover.Policy); this
-// alias keeps existing references building.
-type FailoverPolicy = policy.Policy
-
-// Failover policies.
-//
-// Deprecated: use failover.Reject and failover.Transfer.
-const (
-	// FailoverReject is failover.Reject.
-	FailoverReject = policy.Reject
-	// FailoverTransfer is failover.Transfer.
-	FailoverTransfer = policy.Transfer
 )
 
 // StatusRange is an inclusive range of HTTP status codes.
@@ -114,9 +95,6 @@ type Policy struct {
 	// Async answers 202 with a status URL and runs the intent in the
 	// background.
 	Async bool
-	// Failover is what the endpoint does while its owner region is down.
-	// Default FailoverReject.
-	Failover FailoverPolicy
 }
 
 // DefaultPolicy returns the policy with every default filled in.
@@ -131,7 +109,6 @@ func DefaultPolicy() Policy {
 		ResponseHeaders:  []string{"Content-Type", "Location"},
 		MaxRequestBytes:  DefaultMaxRequestBytes,
 		MaxResponseBytes: DefaultMaxResponseBytes,
-		Failover:         FailoverReject,
 	}
 }
 
@@ -163,11 +140,6 @@ func (p Policy) Validate() error {
 	}
 	if err := p.Fingerprint.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("fingerprint: %w", err))
-	}
-	switch p.Failover {
-	case FailoverReject, FailoverTransfer:
-	default:
-		errs = append(errs, fmt.Errorf("failover: must be %q or %q, got %q", FailoverReject, FailoverTransfer, p.Failover))
 	}
 	for i, h := range p.ResponseHeaders {
 		if h == "" || strings.ContainsAny(h, " :\r\n") {

@@ -3,6 +3,8 @@ package ownership
 import (
 	"errors"
 	"fmt"
+
+	"github.com/idemcoord/idemcoord/shard"
 )
 
 var (
@@ -11,8 +13,10 @@ var (
 	// and the fence rows, so the daemon must not start.
 	ErrShardCount = errors.New("ownership: shard count disagrees with the directory")
 	// ErrNotBootstrapped is returned when the directory has no shard count
-	// or no entry for a shard: run Bootstrap first.
-	ErrNotBootstrapped = errors.New("ownership: directory not bootstrapped")
+	// or no entry for a shard: run Bootstrap first. It is
+	// shard.ErrNotBootstrapped, the one error for shards not set up (the
+	// SQL store's fences too).
+	ErrNotBootstrapped = shard.ErrNotBootstrapped
 	// ErrCorrupt is returned for a directory value that does not parse or
 	// breaks an invariant (no owner, epoch below 1, unknown state).
 	ErrCorrupt = errors.New("ownership: corrupt directory entry")

@@ -6,9 +6,9 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/ownership"
 	"github.com/idemcoord/idemcoord/region"
+	"github.com/idemcoord/idemcoord/shard"
 	"github.com/idemcoord/idemcoord/sqlstore"
 )
 
@@ -24,7 +24,7 @@ func Example() {
 		actor = "tenant-1/user-7" // from the authenticated principal
 	)
 	dir := ownership.NewDirectory(cli, store)
-	if err := dir.Bootstrap(ctx, topo, fencing.DefaultShards); err != nil {
+	if err := dir.Bootstrap(ctx, topo, shard.DefaultCount); err != nil {
 		log.Fatal(err) // *ownership.ShardCountError: the configured count is wrong
 	}
 	cache, err := ownership.OpenCache(ctx, cli)
@@ -33,7 +33,7 @@ func Example() {
 	}
 	defer cache.Close()
 
-	shard := fencing.ShardOf(actor, fencing.DefaultShards)
+	shard := shard.Of(actor, shard.DefaultCount)
 	owner, epoch, state, _ := cache.Owner(shard) // no etcd call
 	log.Println(owner, epoch, state)
 

@@ -10,19 +10,20 @@ import (
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/ownership"
+	"github.com/idemcoord/idemcoord/shard"
 	"github.com/idemcoord/idemcoord/sqlstore"
 	"github.com/idemcoord/idemcoord/store"
 )
 
 // actorOf returns an actor that hashes to shard.
-func actorOf(t *testing.T, shard, shards int) string {
+func actorOf(t *testing.T, want, shards int) string {
 	t.Helper()
 	for i := range 100000 {
-		if a := fmt.Sprintf("tenant/actor-%d", i); fencing.ShardOf(a, shards) == shard {
+		if a := fmt.Sprintf("tenant/actor-%d", i); shard.Of(a, shards) == want {
 			return a
 		}
 	}
-	t.Fatalf("no actor for shard %d", shard)
+	t.Fatalf("no actor for shard %d", want)
 	return ""
 }
 

@@ -16,7 +16,7 @@ func (d *Directory) ShardCount(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("ownership: read shard count: %w", err)
 	}
 	if len(resp.Kvs) == 0 {
-		return 0, ErrNotBootstrapped
+		return 0, fmt.Errorf("ownership: directory has no shard count: %w", ErrNotBootstrapped)
 	}
 	return parseCount(resp.Kvs[0].Value)
 }
@@ -51,7 +51,7 @@ func (d *Directory) Get(ctx context.Context, shard int) (Entry, error) {
 		return Entry{}, fmt.Errorf("ownership: read shard %d: %w", shard, err)
 	}
 	if len(resp.Kvs) == 0 {
-		return Entry{}, fmt.Errorf("%w: shard %d has no entry", ErrNotBootstrapped, shard)
+		return Entry{}, fmt.Errorf("ownership: directory: shard %d has no entry: %w", shard, ErrNotBootstrapped)
 	}
 	kv := resp.Kvs[0]
 	return decodeEntry(shard, kv.Value, kv.ModRevision)

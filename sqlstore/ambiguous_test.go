@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/internal/pgtest"
 	"github.com/idemcoord/idemcoord/sqlstore"
@@ -21,13 +22,13 @@ import (
 
 // proxied opens one database twice: directly, and through a toxiproxy whose
 // store logs into the returned recorder.
-func proxied(t *testing.T, clock *testClock) (direct, via *sqlstore.Store, p *pgProxy, logs *logRecorder) {
+func proxied(t *testing.T, clock *clock.Fake) (direct, via *sqlstore.Store, p *pgProxy, logs *logRecorder) {
 	t.Helper()
 	dsn := pgtest.NewDatabase(t)
 	direct = openDSN(t, dsn, clock)
 	p = newPGProxy(t, dsn)
 	logs = &logRecorder{}
-	via, err := sqlstore.Open(context.Background(), sqlstore.Config{Migrate: true, DSN: p.dsn, Clock: clock, MaxConns: 4, Seed: 5,
+	via, err := sqlstore.Open(context.Background(), sqlstore.Config{Migrate: true, DSN: p.dsn, DBClock: clock, MaxConns: 4, Seed: 5,
 		Logger: slog.New(logs)})
 	if err != nil {
 		t.Fatal(err)

@@ -53,7 +53,7 @@ func TestOneStoreCallSpendsOneAttemptBudget(t *testing.T) {
 	clk := newClock()
 	var writes recordWrites
 	s, err := sqlstore.Open(context.Background(), sqlstore.Config{Migrate: true, DSN: pgtest.NewDatabase(t), MaxAttempts: attempts,
-		RetryBase: time.Microsecond, Clock: clk, Tracer: &writes})
+		RetryBase: time.Microsecond, DBClock: clk, Tracer: &writes})
 	if err != nil {
 		t.Fatal(err)
 	}

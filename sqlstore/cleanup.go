@@ -9,7 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/idemcoord/idemcoord/fencing"
+	"github.com/idemcoord/idemcoord/shard"
 )
 
 // DefaultCleanupBatch bounds one cleanup statement: small enough that its
@@ -102,7 +102,7 @@ func (s *Store) Purge(ctx context.Context, operator, reason, actor string) (int,
 		}
 		where, args := `actor_scope = $1`, []any{actor, s.now()}
 		if err == nil {
-			where, args = `shard = $3 AND actor_scope = $1`, append(args, fencing.ShardOf(actor, shards))
+			where, args = `shard = $3 AND actor_scope = $1`, append(args, shard.Of(actor, shards))
 		}
 		tag, err := tx.Exec(ctx, `UPDATE idempotency_records SET response_body = NULL, response_headers = NULL,
 			error_summary = NULL, body_omitted = false, purged = true,

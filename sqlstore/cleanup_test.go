@@ -9,12 +9,13 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/sqlstore"
 )
 
 // setClock moves clock to at.
-func setClock(c *testClock, at time.Time) { c.Advance(at.Sub(c.Now())) }
+func setClock(c *clock.Fake, at time.Time) { c.Advance(at.Sub(c.Now())) }
 
 // withState claims req and leaves it in state: PENDING and IN_PROGRESS are
 // left claimed, the others are finished with that result.

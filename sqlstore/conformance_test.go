@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/sqlstore"
 	"github.com/idemcoord/idemcoord/store"
 	"github.com/idemcoord/idemcoord/store/storetest"
@@ -79,7 +80,7 @@ func sqlHarness() storetest.Harness {
 		Faulty: func(t *testing.T, s store.Backend, clock *storetest.Clock) (store.Backend, storetest.Cutter, func() int) {
 			p := newPGProxy(t, dsnOf(t, s))
 			logs := &logRecorder{}
-			via, err := sqlstore.Open(context.Background(), sqlstore.Config{Migrate: true, DSN: p.dsn, Clock: clockOf(clock),
+			via, err := sqlstore.Open(context.Background(), sqlstore.Config{Migrate: true, DSN: p.dsn, DBClock: clockOf(clock),
 				MaxConns: 4, Seed: 5, Logger: slog.New(logs)})
 			if err != nil {
 				t.Fatal(err)
@@ -107,7 +108,7 @@ func sqlHarness() storetest.Harness {
 
 // clockOf is clock as the store's Clock: nil (the database's now()) when
 // the suite passes none.
-func clockOf(clock *storetest.Clock) sqlstore.Clock {
+func clockOf(clock *storetest.Clock) clock.Clock {
 	if clock == nil {
 		return nil
 	}

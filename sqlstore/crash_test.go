@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/sqlstore"
 )
@@ -132,7 +133,7 @@ func (w *chargeWorker) run(ctx context.Context, req sqlstore.ClaimRequest, amoun
 // recover retries like a client until it gets an answer, moving the clock
 // past a live lease instead of sleeping. It returns the answer and how many
 // times it was told to wait.
-func recoverAnswer(t *testing.T, w *chargeWorker, clock *testClock, req sqlstore.ClaimRequest) (answer, int) {
+func recoverAnswer(t *testing.T, w *chargeWorker, clock *clock.Fake, req sqlstore.ClaimRequest) (answer, int) {
 	t.Helper()
 	waits := 0
 	for range 5 {
@@ -175,7 +176,7 @@ func TestCrashRecovery(t *testing.T) {
 			}
 			req := request(t, "tenant/alice", "charge", `{"amount":"25.00"}`)
 
-			doomed, err := sqlstore.Open(ctx, sqlstore.Config{Migrate: true, DSN: dsn, Clock: clock, Seed: 2})
+			doomed, err := sqlstore.Open(ctx, sqlstore.Config{Migrate: true, DSN: dsn, DBClock: clock, Seed: 2})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -239,7 +240,7 @@ func TestRunLocalCrashBeforeResponse(t *testing.T) {
 	createPayments(t, s)
 	req := request(t, "tenant/alice", "local-crash", `{"amount":"8.00"}`)
 
-	doomed, err := sqlstore.Open(ctx, sqlstore.Config{Migrate: true, DSN: dsn, Clock: clock, Seed: 3})
+	doomed, err := sqlstore.Open(ctx, sqlstore.Config{Migrate: true, DSN: dsn, DBClock: clock, Seed: 3})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/idempotency"
+	"github.com/idemcoord/idemcoord/shard"
 	"github.com/idemcoord/idemcoord/sqlstore"
 )
 
@@ -25,7 +26,7 @@ func Example_runLocal() {
 	defer s.Close()
 	// Every shard needs an owner before anyone may write it (the daemon
 	// does this at start, from the region topology).
-	if err := s.BootstrapFences(ctx, fencing.DefaultShards, func(int) string { return "us-east" }); err != nil {
+	if err := s.BootstrapFences(ctx, shard.DefaultCount, func(int) string { return "us-east" }); err != nil {
 		log.Fatal(err)
 	}
 	key, _ := idempotency.ParseKeyHeader(`"order-1"`)
@@ -35,7 +36,7 @@ func Example_runLocal() {
 	req := sqlstore.ClaimRequest{
 		Scope:       sqlstore.Scope{Actor: actor, Endpoint: "create-payment", Key: key},
 		Fingerprint: fp,
-		Token:       fencing.Token{Shard: fencing.ShardOf(actor, fencing.DefaultShards), Epoch: 1, Region: "us-east"},
+		Token:       fencing.Token{Shard: shard.Of(actor, shard.DefaultCount), Epoch: 1, Region: "us-east"},
 		Worker:      "example",
 		Lease:       30 * time.Second,
 		TTL:         24 * time.Hour,

@@ -17,7 +17,7 @@ func (s *Store) ShardCount(ctx context.Context) (int, error) {
 	var n int
 	err := s.pool.QueryRow(ctx, `SELECT shards FROM shard_config WHERE id = 1`).Scan(&n)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, ErrNotBootstrapped
+		return 0, fmt.Errorf("sqlstore: no shard fences: %w", ErrNotBootstrapped)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("sqlstore: read shard count: %w", err)

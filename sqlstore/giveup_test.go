@@ -36,7 +36,7 @@ func TestContentionGivesUpAsRetriesExhausted(t *testing.T) {
 	const attempts = 4
 	backoff := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	s, err := sqlstore.Open(context.Background(), sqlstore.Config{Migrate: true, DSN: pgtest.NewDatabase(t), MaxAttempts: attempts,
-		RetryBase: time.Second, BackoffClock: backoff, Clock: newClock()})
+		RetryBase: time.Second, BackoffClock: backoff, DBClock: newClock()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/schollz/progressbar/v3"
 
-	"github.com/idemcoord/idemcoord/fencing"
+	"github.com/idemcoord/idemcoord/shard"
 	"github.com/idemcoord/idemcoord/sqlstore"
 )
 
@@ -114,7 +114,7 @@ func loadGrowth(tb testing.TB, s *sqlstore.Store, n int, fp []byte, fpVersion in
 		age := time.Duration(i%(30*24*3600)) * time.Second // created up to 30 days ago
 		created := now.Add(-age)
 		row := []any{actor, growthEndpoint(i), h[:], uuid.New(), fp, fpVersion, st, int64(2), "", nil, int32(1), "",
-			int32(fencing.ShardOf(actor, fencing.DefaultShards)), int64(1), nil, nil, nil, false, nil, nil, false,
+			int32(shard.Of(actor, shard.DefaultCount)), int64(1), nil, nil, nil, false, nil, nil, false,
 			created, created, created.Add(30 * 24 * time.Hour)}
 		switch st {
 		case "COMPLETED", "TERMINAL_FAILURE":

@@ -4,53 +4,35 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/internal/pgtest"
+	"github.com/idemcoord/idemcoord/shard"
 	"github.com/idemcoord/idemcoord/sqlstore"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
-// testClock is a clock tests move by hand.
-type testClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock() *testClock {
-	return &testClock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *testClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
+// newClock returns the database clock tests move by hand
+// (sqlstore.Config.DBClock).
+func newClock() *clock.Fake {
+	return clock.NewFake(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
 }
 
 // openStore opens a store on a fresh database.
-func openStore(t testing.TB, clock sqlstore.Clock) (*sqlstore.Store, string) {
+func openStore(t testing.TB, clock clock.Clock) (*sqlstore.Store, string) {
 	t.Helper()
 	dsn := pgtest.NewDatabase(t)
 	return openDSN(t, dsn, clock), dsn
 }
 
-func openDSN(t testing.TB, dsn string, clock sqlstore.Clock) *sqlstore.Store {
+func openDSN(t testing.TB, dsn string, clock clock.Clock) *sqlstore.Store {
 	t.Helper()
-	cfg := sqlstore.Config{Migrate: true, DSN: dsn, Clock: clock, MaxConns: 70, Seed: 1}
-	if clock == nil {
-		cfg.Clock = nil
-	}
+	cfg := sqlstore.Config{Migrate: true, DSN: dsn, DBClock: clock, MaxConns: 70, Seed: 1}
 	s, err := sqlstore.Open(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("open store: %v", err)
@@ -67,7 +49,7 @@ const testRegion = "us-east"
 // bootstrap gives every shard of s to testRegion at epoch 1.
 func bootstrap(t testing.TB, s *sqlstore.Store) {
 	t.Helper()
-	if err := s.BootstrapFences(context.Background(), fencing.DefaultShards, func(int) string { return testRegion }); err != nil {
+	if err := s.BootstrapFences(context.Background(), shard.DefaultCount, func(int) string { return testRegion }); err != nil {
 		t.Fatalf("bootstrap fences: %v", err)
 	}
 }
@@ -98,7 +80,7 @@ func request(t testing.TB, actor, key, body string) sqlstore.ClaimRequest {
 	return sqlstore.ClaimRequest{
 		Scope:       sqlstore.Scope{Actor: actor, Endpoint: "POST /v1/payments", Key: mustKey(t, key)},
 		Fingerprint: fingerprint(t, body),
-		Token:       fencing.Token{Shard: fencing.ShardOf(actor, fencing.DefaultShards), Epoch: 1, Region: testRegion},
+		Token:       fencing.Token{Shard: shard.Of(actor, shard.DefaultCount), Epoch: 1, Region: testRegion},
 		Worker:      "test",
 		Lease:       30 * time.Second,
 		TTL:         24 * time.Hour,
@@ -128,7 +110,7 @@ func tally(outcomes []sqlstore.Outcome) map[string]int {
 	return m
 }
 
-func shardOf(actor string) int { return fencing.ShardOf(actor, fencing.DefaultShards) }
+func shardOf(actor string) int { return shard.Of(actor, shard.DefaultCount) }
 
 // mustBegin claims req and checks the outcome.
 func mustBegin(t testing.TB, s *sqlstore.Store, req sqlstore.ClaimRequest, want sqlstore.Outcome) sqlstore.Claim {

@@ -21,7 +21,7 @@ func TestDecisionsSumToClaimsEventsApart(t *testing.T) {
 	reader := sdkmetric.NewManualReader()
 	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	t.Cleanup(func() { provider.Shutdown(context.Background()) })
-	s, err := sqlstore.Open(ctx, sqlstore.Config{Migrate: true, DSN: pgtest.NewDatabase(t), Clock: newClock(), MaxConns: 4,
+	s, err := sqlstore.Open(ctx, sqlstore.Config{Migrate: true, DSN: pgtest.NewDatabase(t), DBClock: newClock(), MaxConns: 4,
 		Meter: provider.Meter("test")})
 	if err != nil {
 		t.Fatal(err)

@@ -78,7 +78,7 @@ func TestRacersRetrySerializationFailures(t *testing.T) {
 	reader := sdkmetric.NewManualReader()
 	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	t.Cleanup(func() { provider.Shutdown(context.Background()) })
-	s, err := sqlstore.Open(ctx, sqlstore.Config{Migrate: true, DSN: pgtest.NewDatabase(t), Clock: newClock(), MaxConns: 70, Seed: 4,
+	s, err := sqlstore.Open(ctx, sqlstore.Config{Migrate: true, DSN: pgtest.NewDatabase(t), DBClock: newClock(), MaxConns: 70, Seed: 4,
 		Meter: provider.Meter("test")})
 	if err != nil {
 		t.Fatal(err)

@@ -35,12 +35,6 @@ var (
 	DefaultRetryBase = retry.Default.Store.Base
 )
 
-// Clock supplies the time used for leases and TTLs. A nil Clock in Config
-// means the database's own now(), which every instance shares.
-type Clock interface {
-	Now() time.Time
-}
-
 // Config configures a Store.
 type Config struct {
 	// DSN is the store's connection string (postgres:// URL or key=value).
@@ -61,12 +55,14 @@ type Config struct {
 	// RetryBase (retry.Default.Store's Cap over its Base). Default
 	// DefaultRetryBase.
 	RetryBase time.Duration
-	// Clock, when set, replaces the database's now() for leases and TTLs;
-	// tests move it instead of sleeping. It does not drive retry backoff.
-	Clock Clock
+	// DBClock, when set, stands in for the database's clock: its Now
+	// replaces the database's now() for leases and TTLs, and tests move it
+	// instead of sleeping. Default nil: the database's own now(), which
+	// every instance shares. It does not drive retry backoff.
+	DBClock clock.Clock
 	// BackoffClock is what retry backoff sleeps on. Default clock.Real().
-	// It is separate from Clock so a test that holds lease time still (or
-	// moves it by hours) neither freezes nor skips the store's retries.
+	// It is separate from DBClock so a test that holds lease time still
+	// (or moves it by hours) neither freezes nor skips the store's retries.
 	BackoffClock clock.Clock
 	// Seed seeds retry jitter; 0 picks one at random.
 	Seed uint64
@@ -221,11 +217,12 @@ func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
 // Close closes the pool.
 func (s *Store) Close() { s.pool.Close() }
 
-// now returns the injected clock's time, or nil for the database's now().
+// now returns the injected database clock's time, or nil for the
+// database's now().
 func (s *Store) now() *time.Time {
-	if s.cfg.Clock == nil {
+	if s.cfg.DBClock == nil {
 		return nil
 	}
-	t := s.cfg.Clock.Now()
+	t := s.cfg.DBClock.Now()
 	return &t
 }

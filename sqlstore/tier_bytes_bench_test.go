@@ -46,7 +46,7 @@ func tierBytesRun(tb testing.TB, n int, progress, out io.Writer) (full, marker t
 	ctx := context.Background()
 	clock := newClock()
 	clock.Advance(time.Since(clock.Now())) // the loader's records are created up to now
-	s, err := sqlstore.Open(ctx, sqlstore.Config{Migrate: true, DSN: pgtest.NewDatabase(tb), MaxConns: 4, Clock: clock})
+	s, err := sqlstore.Open(ctx, sqlstore.Config{Migrate: true, DSN: pgtest.NewDatabase(tb), MaxConns: 4, DBClock: clock})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -3,6 +3,8 @@ package store
 import (
 	"errors"
 	"fmt"
+
+	"github.com/idemcoord/idemcoord/shard"
 )
 
 // Sentinel errors. Check them with errors.Is; the typed errors below match
@@ -38,8 +40,9 @@ var (
 	ErrUnavailable = errors.New("store: store unavailable")
 	// ErrNotBootstrapped means the store has no shard count yet: no daemon
 	// has run BootstrapFences against it, so no shard has an owner and
-	// every write is refused by the fence.
-	ErrNotBootstrapped = errors.New("store: shard fences not bootstrapped")
+	// every write is refused by the fence. It is shard.ErrNotBootstrapped,
+	// the one error for shards not set up (the etcd directory's too).
+	ErrNotBootstrapped = shard.ErrNotBootstrapped
 	// ErrNoOperator is returned for a repair without an operator or a
 	// reason.
 	ErrNoOperator = errors.New("store: audit: operator and reason are required for every repair")

@@ -115,7 +115,7 @@ type Mover interface {
 }
 
 // Shards is implemented by a cluster whose shard count is not
-// fencing.DefaultShards; the traffic hashes actors with it.
+// shard.DefaultCount; the traffic hashes actors with it.
 type Shards interface {
 	Shards() int
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/internal/pglocal"
+	"github.com/idemcoord/idemcoord/shard"
 	"github.com/idemcoord/idemcoord/sqlstore"
 	"github.com/idemcoord/idemcoord/store"
 )
@@ -32,7 +33,7 @@ func TestSkewedExpiryRunsAFinishedKeyAgainUnderANewOperation(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	if err := st.BootstrapFences(ctx, fencing.DefaultShards, func(int) string { return "us-east" }); err != nil {
+	if err := st.BootstrapFences(ctx, shard.DefaultCount, func(int) string { return "us-east" }); err != nil {
 		t.Fatal(err)
 	}
 	wrap, err := UnsafeStore(UnsafeSkewedExpiry, "us-east")
@@ -52,7 +53,7 @@ func TestSkewedExpiryRunsAFinishedKeyAgainUnderANewOperation(t *testing.T) {
 		}
 		actor := "drill/a1"
 		return store.ClaimRequest{Scope: store.Scope{Actor: actor, Endpoint: "create-payment", Key: k}, Fingerprint: fp,
-			Token:  fencing.Token{Shard: fencing.ShardOf(actor, fencing.DefaultShards), Epoch: 1, Region: "us-east"},
+			Token:  fencing.Token{Shard: shard.Of(actor, shard.DefaultCount), Epoch: 1, Region: "us-east"},
 			Worker: "test", Lease: 30 * time.Second, TTL: 24 * time.Hour}
 	}
 	begin := func(s store.Store, req store.ClaimRequest, want store.Outcome) store.Claim {

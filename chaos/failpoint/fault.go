@@ -3,6 +3,8 @@ package failpoint
 import (
 	"fmt"
 	"time"
+
+	"github.com/idemcoord/idemcoord/internal/drillpoint"
 )
 
 // Kind is a kind of fault.
@@ -53,16 +55,25 @@ const (
 var Links = []Link{LinkEtcd, LinkSQL, LinkPeer, LinkUpstream}
 
 // Crash points the drills can arm (the coordinator compiles them in only
-// for drills).
+// for drills). They are the coordinator's own (package drillpoint), by
+// name.
 const (
-	PointAfterClaim    = "after_claim"
-	PointAfterUpstream = "after_upstream"
-	PointBeforeFinish  = "before_finish"
-	PointDuringCommit  = "during_commit"
+	PointAfterClaim    = string(drillpoint.AfterClaim)
+	PointAfterUpstream = string(drillpoint.AfterUpstream)
+	PointBeforeFinish  = string(drillpoint.BeforeFinish)
+	PointDuringCommit  = string(drillpoint.DuringCommit)
 )
 
-// CrashPoints lists the known crash points.
-var CrashPoints = []string{PointAfterClaim, PointAfterUpstream, PointBeforeFinish, PointDuringCommit}
+// CrashPoints lists the known crash points: drillpoint.Points, by name.
+var CrashPoints = crashPoints()
+
+func crashPoints() []string {
+	var names []string
+	for _, p := range drillpoint.Points() {
+		names = append(names, string(p))
+	}
+	return names
+}
 
 // Fault is one fault of a schedule, as data.
 type Fault struct {

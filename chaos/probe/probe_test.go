@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/idemcoord/idemcoord/chaos/history"
-	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/internal/pgtest"
+	"github.com/idemcoord/idemcoord/shard"
 	"github.com/idemcoord/idemcoord/sqlstore"
 )
 
@@ -32,18 +32,18 @@ func TestStaleEpochProbeRecordsTheFencesRefusal(t *testing.T) {
 	ctx := context.Background()
 	store := openStore(t)
 	actor := "chaos-probe/a"
-	shard := fencing.ShardOf(actor, fencing.DefaultShards)
+	sh := shard.Of(actor, shard.DefaultCount)
 	// The shard moved once: epoch 1 is the old epoch the probe writes with.
-	if _, err := store.Pool().Exec(ctx, `UPDATE shard_fences SET epoch = 2, owner_region = 'eu-west' WHERE shard = $1`, shard); err != nil {
+	if _, err := store.Pool().Exec(ctx, `UPDATE shard_fences SET epoch = 2, owner_region = 'eu-west' WHERE shard = $1`, sh); err != nil {
 		t.Fatal(err)
 	}
 	rec := history.NewRecorder()
-	op, err := StaleEpoch(ctx, store, rec, actor, fencing.DefaultShards, 1)
+	op, err := StaleEpoch(ctx, store, rec, actor, shard.DefaultCount, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if op.Probe != history.ProbeStaleEpochRejected || op.Shard != shard {
-		t.Fatalf("probe = %+v, want %s on shard %d", op, history.ProbeStaleEpochRejected, shard)
+	if op.Probe != history.ProbeStaleEpochRejected || op.Shard != sh {
+		t.Fatalf("probe = %+v, want %s on shard %d", op, history.ProbeStaleEpochRejected, sh)
 	}
 	var n int
 	if err := store.Pool().QueryRow(ctx, `SELECT count(*) FROM idempotency_records WHERE endpoint = $1`, Endpoint).Scan(&n); err != nil || n != 0 {

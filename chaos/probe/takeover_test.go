@@ -12,8 +12,8 @@ import (
 	"github.com/idemcoord/idemcoord/chaos/history"
 	"github.com/idemcoord/idemcoord/chaos/probe"
 	"github.com/idemcoord/idemcoord/client"
-	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/idempotency"
+	"github.com/idemcoord/idemcoord/shard"
 	"github.com/idemcoord/idemcoord/sqlstore"
 )
 
@@ -52,7 +52,7 @@ func TestGatewayProbesProvokeAndResolveOnARealCluster(t *testing.T) {
 	actor := c.Tenant() + "/" + subject
 	intent := func(n int64) probe.Intent {
 		ref := fmt.Sprintf("ref-probe-test-%d", n)
-		return probe.Intent{Actor: actor, Shard: fencing.ShardOf(actor, fencing.DefaultShards), N: n, Path: "/v1/payments",
+		return probe.Intent{Actor: actor, Shard: shard.Of(actor, shard.DefaultCount), N: n, Path: "/v1/payments",
 			Key: fmt.Sprintf("probe-test-%d", n), Reference: ref,
 			Body: fmt.Appendf(nil, `{"amount":"12.34","currency":"EUR","reference":%q}`, ref)}
 	}

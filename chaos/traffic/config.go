@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/idemcoord/idemcoord/clock"
-	"github.com/idemcoord/idemcoord/fencing"
+	"github.com/idemcoord/idemcoord/shard"
 )
 
 // ErrInvalidConfig is wrapped by Profile.Validate and Target.Validate.
@@ -130,7 +130,7 @@ type Target struct {
 	// Path is the endpoint's path. Default "/v1/payments".
 	Path string
 	// Shards is the shard count the actors hash to. Default
-	// fencing.DefaultShards.
+	// shard.DefaultCount.
 	Shards int
 	// Clock is what waits between attempts run on. Default clock.Real().
 	Clock clock.Clock
@@ -165,7 +165,7 @@ func (t Target) withDefaults() Target {
 		t.Path = "/v1/payments"
 	}
 	if t.Shards == 0 {
-		t.Shards = fencing.DefaultShards
+		t.Shards = shard.DefaultCount
 	}
 	t.Clock = clock.Or(t.Clock)
 	return t

@@ -12,7 +12,7 @@ import (
 	"github.com/idemcoord/idemcoord/chaos/history"
 	"github.com/idemcoord/idemcoord/client"
 	"github.com/idemcoord/idemcoord/clock"
-	"github.com/idemcoord/idemcoord/fencing"
+	"github.com/idemcoord/idemcoord/shard"
 )
 
 // Traffic is one drill's workload. Run drives the main phase while faults
@@ -43,7 +43,7 @@ func New(p Profile, t Target, seed uint64, rec *history.Recorder) (*Traffic, err
 		subject := fmt.Sprintf("drill-%d-actor-%d", seed, i)
 		w := &worker{tr: tr, id: i, subject: subject, scope: t.Tenant + "/" + subject,
 			rng: rand.New(rand.NewPCG(seed, uint64(i)+1))}
-		w.shard = fencing.ShardOf(w.scope, t.Shards)
+		w.shard = shard.Of(w.scope, t.Shards)
 		token := func(ctx context.Context) (string, error) { return t.Token(ctx, subject) }
 		if t.SDK {
 			c, err := tr.sdkClient(i, token)

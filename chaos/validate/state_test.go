@@ -15,6 +15,7 @@ import (
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/internal/pgtest"
+	"github.com/idemcoord/idemcoord/shard"
 	"github.com/idemcoord/idemcoord/sqlstore"
 	"github.com/idemcoord/idemcoord/store"
 )
@@ -42,14 +43,14 @@ func TestReadStateReadsWhatTheStoreAndLedgerHold(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	shard := fencing.ShardOf(fxActor, fencing.DefaultShards)
+	sh := shard.Of(fxActor, shard.DefaultCount)
 	if _, err := pool.Exec(ctx, `UPDATE shard_fences SET owner_region = 'us-east' WHERE TRUE`); err != nil {
 		t.Fatal(err)
 	}
 	c, err := db.Begin(ctx, store.ClaimRequest{
 		Scope:       store.Scope{Actor: fxActor, Endpoint: "create-payment", Key: idempotency.Key(fxKey)},
 		Fingerprint: idempotency.Fingerprint{Version: 1, Sum: sha256.Sum256([]byte("fp"))},
-		Token:       fencing.Token{Shard: shard, Epoch: 1, Region: "us-east"}, Worker: "w", Lease: time.Minute, TTL: time.Hour,
+		Token:       fencing.Token{Shard: sh, Epoch: 1, Region: "us-east"}, Worker: "w", Lease: time.Minute, TTL: time.Hour,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -75,7 +76,7 @@ func TestReadStateReadsWhatTheStoreAndLedgerHold(t *testing.T) {
 	charge()
 
 	h := history.History{Start: time.Now(), Ops: []history.Operation{req(1, 0, 10, 201)}}
-	h.Ops[0].OperationID, h.Ops[0].ResponseHash, h.Ops[0].Shard = op.String(), history.Hash(resp), shard
+	h.Ops[0].OperationID, h.Ops[0].ResponseHash, h.Ops[0].Shard = op.String(), history.Hash(resp), sh
 	h.Ops[0].BodyHash = history.Hash(ledgerBody("10.00", "EUR", fxRef))
 	st, err := ReadState(ctx, pool)
 	if err != nil {
@@ -84,7 +85,7 @@ func TestReadStateReadsWhatTheStoreAndLedgerHold(t *testing.T) {
 	if len(st.Records) != 1 || st.Records[0].ResponseHash != history.Hash(resp) || st.Records[0].KeyHash != sha256.Sum256([]byte(fxKey)) {
 		t.Fatalf("records = %+v", st.Records)
 	}
-	if len(st.Fences) != fencing.DefaultShards || len(st.Payments) != 1 || st.Payments[0].Amount != "10.00" || len(st.Charges) != 1 {
+	if len(st.Fences) != shard.DefaultCount || len(st.Payments) != 1 || st.Payments[0].Amount != "10.00" || len(st.Charges) != 1 {
 		t.Fatalf("fences %d, payments %+v, charges %+v", len(st.Fences), st.Payments, st.Charges)
 	}
 	if res := Check(h, st, opts()); !res.Safe() {

@@ -8,8 +8,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/idemcoord/idemcoord/failover"
-	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/ownership"
+	"github.com/idemcoord/idemcoord/shard"
 )
 
 // defaultDrain is how long a planned move lets the old owner finish its
@@ -19,13 +19,13 @@ const defaultDrain = 10 * time.Second
 
 func moveCmd() *cobra.Command {
 	var (
-		f      connFlags
-		af     auditFlags
-		shard  int
-		actor  string
-		to     string
-		format string
-		drain  time.Duration
+		f        connFlags
+		af       auditFlags
+		shardNum int
+		actor    string
+		to       string
+		format   string
+		drain    time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "move (--shard N | --actor TENANT/SUBJECT) --to REGION --reason TEXT",
@@ -65,10 +65,10 @@ commits. An interrupted move is finished by the next one. A repair: it needs
 				return fmt.Errorf("--to: %q is not a region of the topology %v", to, top.Names())
 			}
 			if byActor {
-				shard = fencing.ShardOf(actor, cfg.Shards)
+				shardNum = shard.Of(actor, cfg.Shards)
 			}
-			if shard < 0 || shard >= cfg.Shards {
-				return fmt.Errorf("--shard: must be within 0 and %d, got %d", cfg.Shards-1, shard)
+			if shardNum < 0 || shardNum >= cfg.Shards {
+				return fmt.Errorf("--shard: must be within 0 and %d, got %d", cfg.Shards-1, shardNum)
 			}
 			store, err := f.open(cmd.Context())
 			if err != nil {
@@ -83,31 +83,31 @@ commits. An interrupted move is finished by the next one. A repair: it needs
 			ctx, cancel := etcdContext(cmd)
 			defer cancel()
 			dir := ownership.NewDirectory(cli, store, quiet())
-			cur, err := dir.Get(ctx, shard)
+			cur, err := dir.Get(ctx, shardNum)
 			if err != nil {
 				return err
 			}
 			if cur.Owner == to && cur.State == ownership.Active {
-				v := viewOf(cur, top.Home(shard))
+				v := viewOf(cur, top.Home(shardNum))
 				if format == outputJSON {
 					return render(cmd.OutOrStdout(), format, table{v: map[string]any{"moved": false, "shard": v}})
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "shard %d is already owned by %s (epoch %d, ACTIVE): nothing moved, nothing audited\n",
-					shard, to, cur.Epoch)
+					shardNum, to, cur.Epoch)
 				return nil
 			}
-			e, err := dir.Move(ctx, shard, to, ownership.Active, af.operator, af.reason, ownership.DrainFor(drain))
+			e, err := dir.Move(ctx, shardNum, to, ownership.Active, af.operator, af.reason, ownership.DrainFor(drain))
 			if err != nil {
 				return err
 			}
-			v := viewOf(e, top.Home(shard))
+			v := viewOf(e, top.Home(shardNum))
 			return render(cmd.OutOrStdout(), format, table{header: shardHeader, rows: [][]string{v.row()}, v: v})
 		},
 	}
 	f.addCluster(cmd)
 	f.addStore(cmd)
 	af.add(cmd, "why the shard moves, recorded in the audit (required)")
-	cmd.Flags().IntVar(&shard, "shard", 0, "shard to move")
+	cmd.Flags().IntVar(&shardNum, "shard", 0, "shard to move")
 	cmd.Flags().StringVar(&actor, "actor", "", "move the shard of this actor scope TENANT/SUBJECT")
 	cmd.Flags().StringVar(&to, "to", "", "region that will own the shard (required)")
 	cmd.Flags().DurationVar(&drain, "drain-timeout", defaultDrain,

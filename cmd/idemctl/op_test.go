@@ -11,6 +11,7 @@ import (
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/internal/pgtest"
+	"github.com/idemcoord/idemcoord/shard"
 	"github.com/idemcoord/idemcoord/sqlstore"
 	"github.com/idemcoord/idemcoord/store"
 )
@@ -40,7 +41,7 @@ func storeWithRecord(t *testing.T, actor string) (string, *sqlstore.Store, store
 		t.Fatal(err)
 	}
 	t.Cleanup(s.Close)
-	if err := s.BootstrapFences(ctx, fencing.DefaultShards, func(int) string { return "us-east" }); err != nil {
+	if err := s.BootstrapFences(ctx, shard.DefaultCount, func(int) string { return "us-east" }); err != nil {
 		t.Fatal(err)
 	}
 	key, err := idempotency.ParseKeyHeader("order-1")
@@ -55,7 +56,7 @@ func storeWithRecord(t *testing.T, actor string) (string, *sqlstore.Store, store
 	c, err := s.Begin(ctx, store.ClaimRequest{
 		Scope:       store.Scope{Actor: actor, Endpoint: "create-payment", Key: key},
 		Fingerprint: fp,
-		Token:       fencing.Token{Shard: fencing.ShardOf(actor, fencing.DefaultShards), Epoch: 1, Region: "us-east"},
+		Token:       fencing.Token{Shard: shard.Of(actor, shard.DefaultCount), Epoch: 1, Region: "us-east"},
 		Worker:      "test", Lease: 30 * time.Second, TTL: time.Hour,
 	})
 	if err != nil || c.Lease == nil {

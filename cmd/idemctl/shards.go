@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/ownership"
+	"github.com/idemcoord/idemcoord/shard"
 )
 
 // shardView is one shard as idemctl prints it.
@@ -75,7 +75,7 @@ home. A read: it needs no reason and changes nothing.`,
 			defer cli.Close()
 			ctx, cancel := etcdContext(cmd)
 			defer cancel()
-			shard := fencing.ShardOf(actor, cfg.Shards)
+			shard := shard.Of(actor, cfg.Shards)
 			e, err := ownership.NewDirectory(cli, nil, quiet()).Get(ctx, shard)
 			if err != nil {
 				return err

@@ -1,10 +1,10 @@
 package storetest
 
 import (
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/store"
 )
 
@@ -18,7 +18,7 @@ const Region = "us-east"
 // around a commit). Every field is required.
 type Harness struct {
 	// Open returns a store on a fresh, empty database whose shards
-	// (fencing.DefaultShards) are all owned by Region at epoch 1. The
+	// (shard.DefaultCount) are all owned by Region at epoch 1. The
 	// store reads lease and TTL time from clock, or from the database's
 	// own clock when clock is nil. It is closed when t ends.
 	Open func(t *testing.T, clock *Clock) store.Backend
@@ -75,29 +75,12 @@ const (
 type Cutter func(t *testing.T, op Op, loss Loss) (fired func() bool, remove func())
 
 // Clock is the lease and TTL time of a store under test, moved by hand:
-// no test sleeps out a lease.
-type Clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
+// no test sleeps out a lease. It is a clock.Clock (the store's DBClock).
+type Clock = clock.Fake
 
 // NewClock returns a clock at a fixed instant.
 func NewClock() *Clock {
-	return &Clock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
-}
-
-// Now returns the clock's time.
-func (c *Clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-// Advance moves the clock by d.
-func (c *Clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
+	return clock.NewFake(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
 }
 
 // suite is the Harness the tests run on.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/idempotency"
+	"github.com/idemcoord/idemcoord/shard"
 	"github.com/idemcoord/idemcoord/store"
 )
 
@@ -37,7 +38,7 @@ func request(t testing.TB, actor, key, body string) store.ClaimRequest {
 	return store.ClaimRequest{
 		Scope:       store.Scope{Actor: actor, Endpoint: "POST /v1/payments", Key: mustKey(t, key)},
 		Fingerprint: fingerprint(t, body),
-		Token:       fencing.Token{Shard: fencing.ShardOf(actor, fencing.DefaultShards), Epoch: 1, Region: Region},
+		Token:       fencing.Token{Shard: shard.Of(actor, shard.DefaultCount), Epoch: 1, Region: Region},
 		Worker:      "test",
 		Lease:       30 * time.Second,
 		TTL:         24 * time.Hour,
@@ -72,7 +73,7 @@ func tally(outcomes []store.Outcome) map[string]int {
 	return m
 }
 
-func shardOf(actor string) int { return fencing.ShardOf(actor, fencing.DefaultShards) }
+func shardOf(actor string) int { return shard.Of(actor, shard.DefaultCount) }
 
 // mustBegin claims req and checks the outcome.
 func mustBegin(t testing.TB, s store.Claims, req store.ClaimRequest, want store.Outcome) store.Claim {

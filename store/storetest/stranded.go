@@ -8,7 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/uuid"
 
-	"github.com/idemcoord/idemcoord/fencing"
+	"github.com/idemcoord/idemcoord/shard"
 	"github.com/idemcoord/idemcoord/store"
 )
 
@@ -38,7 +38,7 @@ func (h suite) TestStrandedOffersOnlyWhatTheCallerMayRunAndPagesOn(t *testing.T)
 	}
 	const pay, export = "POST /v1/payments", "POST /v1/exports"
 	alice, bob := "tenant/alice", "tenant/bob"
-	aliceShard, bobShard := fencing.ShardOf(alice, fencing.DefaultShards), fencing.ShardOf(bob, fencing.DefaultShards)
+	aliceShard, bobShard := shard.Of(alice, shard.DefaultCount), shard.Of(bob, shard.DefaultCount)
 	if aliceShard == bobShard {
 		t.Fatal("setup: alice and bob share a shard")
 	}

@@ -1,12 +1,16 @@
-package config
+package gateway_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/idemcoord/idemcoord/config"
+	"github.com/idemcoord/idemcoord/gateway"
 )
 
 func TestRouterMatch(t *testing.T) {
-	eps := []Endpoint{
+	eps := []config.Endpoint{
 		{Name: "create", Method: "POST", Path: "/v1/payments"},
 		{Name: "capture", Method: "POST", Path: "/v1/payments/{id}/capture"},
 		{Name: "get", Method: "GET", Path: "/v1/payments/{id}"},
@@ -15,7 +19,7 @@ func TestRouterMatch(t *testing.T) {
 		{Name: "aby", Method: "POST", Path: "/a/b/{y}"},
 		{Name: "root", Method: "POST", Path: "/"},
 	}
-	r, err := NewRouter(eps)
+	r, err := gateway.NewRouter(eps)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,18 +61,52 @@ func TestRouterMatch(t *testing.T) {
 func TestNewRouterErrors(t *testing.T) {
 	tests := []struct {
 		name string
-		eps  []Endpoint
+		eps  []config.Endpoint
 		want string
 	}{
-		{"same route", []Endpoint{
+		{"same route", []config.Endpoint{
 			{Name: "a", Method: "POST", Path: "/v1/{x}"},
 			{Name: "b", Method: "POST", Path: "/v1/{y}"},
 		}, `already routed to "a"`},
-		{"bad pattern", []Endpoint{{Name: "a", Method: "POST", Path: "/v1/{x"}}, `endpoint "a": path`},
+		{"bad pattern", []config.Endpoint{{Name: "a", Method: "POST", Path: "/v1/{x"}}, `endpoint "a": path`},
 	}
 	for _, tt := range tests {
-		if _, err := NewRouter(tt.eps); err == nil || !strings.Contains(err.Error(), tt.want) {
+		if _, err := gateway.NewRouter(tt.eps); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: NewRouter error = %v, want it to contain %q", tt.name, err, tt.want)
 		}
 	}
+}
+
+// TestExampleConfigRoutes builds the router over the documented example
+// configuration (config.Example): every endpoint it shows is routable.
+func TestExampleConfigRoutes(t *testing.T) {
+	t.Setenv("IDEMD_HS256_SECRET", "0123456789abcdef0123456789abcdef")
+	c, err := config.Parse([]byte(config.Example))
+	if err != nil {
+		t.Fatalf("Parse(Example): %v", err)
+	}
+	if _, err := gateway.NewRouter(c.Endpoints); err != nil {
+		t.Errorf("NewRouter: %v", err)
+	}
+}
+
+func ExampleRouter_Match() {
+	c, err := config.Parse([]byte(config.Example))
+	if err != nil {
+		panic(err)
+	}
+	r, err := gateway.NewRouter(c.Endpoints)
+	if err != nil {
+		panic(err)
+	}
+	e, ok := r.Match("POST", "/v1/payments/pay_123/capture")
+	fmt.Println(e.Name, ok)
+	p := e.Policy()
+	fmt.Println(p.TTL, p.Lease, e.Failover)
+	_, ok = r.Match("GET", "/v1/payments/pay_123")
+	fmt.Println(ok)
+	// Output:
+	// capture-payment true
+	// 24h0m0s 30s reject
+	// false
 }
