@@ -101,7 +101,7 @@ func (rt *routing) token(ctx context.Context, g *Gateway, c *call, stale error) 
 		rt.elsewhere(ctx, g, c, shard, owner, epoch)
 		return fencing.Token{}, errRouted
 	}
-	owner, epoch, state, ok := rt.owners.Owner(shard)
+	owner, epoch, state, ok := rt.settled(ctx, g, c, shard) // settle.go: held while between owners
 	switch {
 	case !ok || (state != ShardActive && state != ShardFencing && state != ShardFailedOver):
 		g.log.WarnContext(ctx, "shard owner unknown", "shard", shard, "state", state)
