@@ -124,4 +124,7 @@ func TestRunInjectsAndHealsOnScheduleAndRecordsWindows(t *testing.T) {
 	if len(faults) != 3 || !faults[1].Skipped || faults[0].Skipped || !strings.Contains(faults[1].Detail, "not injected") {
 		t.Errorf("recorded fault windows = %+v, want 3 with the skew marked not injected", faults)
 	}
+	if k := faults[0]; k.Effective < k.Call || k.Effective > k.Return || k.Call == 0 {
+		t.Errorf("kill window: call %d, effective %d, return %d; want the injection's effect recorded inside its window", k.Call, k.Effective, k.Return)
+	}
 }

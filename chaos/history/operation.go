@@ -113,6 +113,14 @@ type Operation struct {
 	Error ErrorClass `json:"error,omitempty"`
 	// Fault is the fault's kind (KindFault), e.g. "kill_region".
 	Fault string `json:"fault,omitempty"`
+	// Effective is, for a fault, when its injection took effect (since
+	// the recorder's start, like Call): the injector returned, so a
+	// killed region's process was reaped, a paused one stopped, a link
+	// cut. A kill or pause first holds the region's upstream for a
+	// second so calls are in flight when it dies: Call is before that
+	// hold, Effective after it. 0 (histories written before it) reads as
+	// Call.
+	Effective int64 `json:"effective_ns,omitempty"`
 	// Skipped marks a fault the cluster could not inject: its window
 	// disturbed nothing.
 	Skipped bool `json:"skipped,omitempty"`
@@ -143,6 +151,15 @@ func (o Operation) LogValue() slog.Value {
 	return slog.GroupValue(slog.Int64("seq", o.Seq), slog.String("kind", string(o.Kind)),
 		slog.String("key", KeyHash(o.Key)), slog.String("sent_to", o.SentTo),
 		slog.String("served_by", o.ServedBy), slog.Int("status", o.Status), slog.String("error", string(o.Error)))
+}
+
+// Effect returns when a fault took effect: Effective, or Call in a
+// history written before faults recorded it.
+func (o Operation) Effect() int64 {
+	if o.Effective != 0 {
+		return o.Effective
+	}
+	return o.Call
 }
 
 // Duration returns how long the event took.

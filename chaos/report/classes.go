@@ -83,7 +83,8 @@ func calls(h history.History) []call {
 // it spanned the fault's start, or when a call started inside the window
 // got an unknown outcome (a lost answer, a timeout, a 5xx other than
 // 503: the region died with it, the kill's hold included); its time runs
-// from the fault's start to its first final answer.
+// from the fault's effect (the region's death, as for failover times) to
+// its first final answer.
 func classes(cs []call, f history.Operation, w *Window) {
 	actorOwner, shardOwner := map[string]string{}, map[int]string{}
 	for _, c := range cs {
@@ -135,7 +136,7 @@ func classes(cs []call, f history.Operation, w *Window) {
 	}
 	for id := range inFlight {
 		if at, ok := resolved[id]; ok {
-			w.InFlight = append(w.InFlight, time.Duration(at-f.Call))
+			w.InFlight = append(w.InFlight, time.Duration(at-f.Effect()))
 		}
 	}
 }

@@ -66,7 +66,7 @@ func TestAvailabilityIsCountedPerClientCallAndOwnerClass(t *testing.T) {
 	}
 	var text strings.Builder
 	r.WriteText(&text)
-	for _, want := range []string{"unaffected actors 1.0000 (2/2), affected actors 0.4000 (2/5)", "in-flight intents of the lost region (fault start -> final answer, n=2): p50 6s"} {
+	for _, want := range []string{"unaffected actors 1.0000 (2/2), affected actors 0.4000 (2/5)", "in-flight intents of the lost region (region out -> final answer, n=2): p50 6s"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("text summary lacks %q:\n%s", want, text.String())
 		}

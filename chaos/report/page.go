@@ -54,8 +54,8 @@ dl.meta{display:grid;grid-template-columns:max-content auto;gap:2px 12px;font-si
 <h2>Latency and failover</h2>
 <table id="latency"><tr><th></th><th>n</th><th>p50</th><th>p90</th><th>p99</th><th>max</th></tr>
 <tr><td>acknowledged requests (call to answer)</td><td class="n">{{.Latency.N}}</td><td class="n">{{dur .Latency.P50}}</td><td class="n">{{dur .Latency.P90}}</td><td class="n">{{dur .Latency.P99}}</td><td class="n">{{dur .Latency.Max}}</td></tr>
-<tr><td>failover (fault start to a moved actor's first success in its new owner)</td><td class="n">{{.Failover.N}}</td><td class="n">{{dur .Failover.P50}}</td><td class="n">{{dur .Failover.P90}}</td><td class="n">{{dur .Failover.P99}}</td><td class="n">{{dur .Failover.Max}}</td></tr>
-<tr id="in-flight"><td>in-flight intents of the lost region (fault start to their final answer)</td><td class="n">{{.InFlight.N}}</td><td class="n">{{dur .InFlight.P50}}</td><td class="n">{{dur .InFlight.P90}}</td><td class="n">{{dur .InFlight.P99}}</td><td class="n">{{dur .InFlight.Max}}</td></tr>
+<tr><td>failover (region out to a moved actor's first success in its new owner)</td><td class="n">{{.Failover.N}}</td><td class="n">{{dur .Failover.P50}}</td><td class="n">{{dur .Failover.P90}}</td><td class="n">{{dur .Failover.P99}}</td><td class="n">{{dur .Failover.Max}}</td></tr>
+<tr id="in-flight"><td>in-flight intents of the lost region (region out to their final answer)</td><td class="n">{{.InFlight.N}}</td><td class="n">{{dur .InFlight.P50}}</td><td class="n">{{dur .InFlight.P90}}</td><td class="n">{{dur .InFlight.P99}}</td><td class="n">{{dur .InFlight.Max}}</td></tr>
 </table>
 <table id="availability"><tr><th>availability inside region-loss windows</th><th>client calls</th><th>answered</th><th>share</th></tr>
 <tr id="availability-unaffected"><td>actors the lost region did not own (<code>availability_unaffected</code>)</td><td class="n">{{.Unaffected.Calls}}</td><td class="n">{{.Unaffected.OK}}</td><td class="n">{{.Unaffected}}</td></tr>
