@@ -113,6 +113,11 @@ type Report struct {
 	Latency, Failover, InFlight Percentiles
 	// Unaffected and Affected sum the windows' availability per class.
 	Unaffected, Affected Availability
+	// RegionFailovers counts the region failovers the controllers
+	// audited; FalseFailovers lists those of a region no fault of the
+	// run took out (falseFailovers).
+	RegionFailovers int
+	FalseFailovers  []FalseFailover
 	// Table is the invariant table, in validate.Invariants order.
 	Table []Row
 	// Coverage and Missing are the coverage counters and the zero ones.
@@ -185,6 +190,8 @@ func Build(in Input) Report {
 		r.Faults = append(r.Faults, w)
 	}
 	r.Failover, r.InFlight = percentiles(failover), percentiles(inFlight)
+	r.RegionFailovers = len(in.Result.Failovers)
+	r.FalseFailovers = falseFailovers(h, in.Result.Failovers)
 	for _, inv := range validate.Invariants {
 		row := Row{Invariant: inv, Description: inv.Describe(), Checked: in.Result.Checked[inv], Unit: units[inv],
 			Violations: in.Result.Of(inv)}
