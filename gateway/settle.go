@@ -11,20 +11,23 @@ import (
 // Holding a request whose shard is between owners. A shard is between
 // owners while it is FENCING (a move under way) or while its owner is
 // suspect or failed and its shards not moved yet (a failover pending):
-// either ends within about a second. Answering at once would send the
-// client away for a whole Retry-After (one second, the least it can say),
-// so a failover that completes 50 ms later still costs that client a
-// second. Instead the gateway holds the request, re-reading its directory
-// cache (no I/O), and routes it as soon as the shard settles; only a
-// shard still between owners after settleHold is refused as before.
-// Nothing has run when the hold begins, so holding is always safe.
+// the confirmation delay (500 ms) and the moves, about a second, up to
+// two on a loaded machine. Answering at once would send the client away
+// for a whole Retry-After (one second, the least it can say), so a
+// failover that completes 50 ms later still costs that client a second,
+// and one that takes 1.2 s costs two. Instead the gateway holds the
+// request, re-reading its directory cache (no I/O), and routes it as soon
+// as the shard settles; only a shard still between owners after
+// settleHold is refused as before. Nothing has run when the hold begins,
+// so holding is always safe.
 const (
-	// settleHold bounds the hold: the Retry-After a refusal would ask,
-	// so a held request that is refused in the end cost its client at
-	// most one more such wait, and usually saves it one. It is measured on
-	// the real clock, like the forward timeout: it is latency, not
-	// protocol time.
-	settleHold = ownershipRetryAfter
+	// settleHold bounds the hold: as long as a failover's pending phase
+	// takes on a loaded machine (measured in region-loss-transfer drills
+	// at a load average above 20: 1-2 s), far below any client's or
+	// proxy's timeout (the SDK's 30 s, the global entry's 60 s). It is
+	// measured on the real clock, like the forward timeout: it is
+	// latency, not protocol time.
+	settleHold = 2 * time.Second
 	// settlePoll is how often a held request re-reads the cache.
 	settlePoll = 50 * time.Millisecond
 )
