@@ -82,9 +82,12 @@ func calls(h history.History) []call {
 // An affected actor's intent was in flight in the region when a call of
 // it spanned the fault's start, or when a call started inside the window
 // got an unknown outcome (a lost answer, a timeout, a 5xx other than
-// 503: the region died with it, the kill's hold included); its time runs
-// from the fault's effect (the region's death, as for failover times) to
-// its first final answer.
+// 503: the region died with it, the kill's hold included) before the
+// actor's first success served by another region (from then on its shard
+// is served elsewhere, and an unknown outcome, such as a call the drill
+// cut at the end of its main phase, is not the lost region's in-flight
+// work); its time runs from the fault's effect (the region's death, as
+// for failover times) to its first final answer.
 func classes(cs []call, f history.Operation, w *Window) {
 	actorOwner, shardOwner := map[string]string{}, map[int]string{}
 	for _, c := range cs {
@@ -102,6 +105,14 @@ func classes(cs []call, f history.Operation, w *Window) {
 	type intentID struct {
 		client int
 		intent int64
+	}
+	movedAt := map[string]int64{} // actor -> end of its first success elsewhere inside the window
+	for _, c := range cs {
+		if c.ok && c.start >= f.Call && c.start <= f.Return && c.servedBy != "" && c.servedBy != w.Region {
+			if at, seen := movedAt[c.actor]; !seen || c.end < at {
+				movedAt[c.actor] = c.end
+			}
+		}
 	}
 	inFlight := map[intentID]bool{}
 	resolved := map[intentID]int64{}
@@ -124,7 +135,8 @@ func classes(cs []call, f history.Operation, w *Window) {
 			}
 		}
 		spans := c.start < f.Call && c.end >= f.Call
-		lost := c.start >= f.Call && c.start <= f.Return && c.ambiguous
+		moved, wasMoved := movedAt[c.actor]
+		lost := c.start >= f.Call && c.start <= f.Return && c.ambiguous && (!wasMoved || c.start < moved)
 		if aff && known && !ended[id] && (spans || lost) {
 			inFlight[id] = true
 		}
