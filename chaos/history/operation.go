@@ -111,6 +111,12 @@ type Operation struct {
 	ResponseHash string `json:"response_hash,omitempty"`
 	// Error is how the attempt failed without a status.
 	Error ErrorClass `json:"error,omitempty"`
+	// Cut marks an attempt without an answer that the drill itself ended
+	// (its caller's context ended: the main phase was over), not an
+	// outcome the cluster gave: the report leaves it out of availability
+	// and in-flight times. The checker still treats it as an unknown
+	// outcome.
+	Cut bool `json:"cut,omitempty"`
 	// Fault is the fault's kind (KindFault), e.g. "kill_region".
 	Fault string `json:"fault,omitempty"`
 	// Effective is, for a fault, when its injection took effect (since

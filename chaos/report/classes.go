@@ -34,6 +34,7 @@ type call struct {
 	start, end int64
 	ok, ends   bool
 	ambiguous  bool   // an attempt's outcome was unknown (history.Operation.Ambiguous)
+	cut        bool   // its last attempt was ended by the drill (history.Operation.Cut)
 	servedBy   string // the last attempt's
 }
 
@@ -54,13 +55,14 @@ func calls(h history.History) []call {
 				c.ends = c.ends || op.Ends()
 				c.ambiguous = c.ambiguous || op.Ambiguous()
 				c.servedBy = op.ServedBy
+				c.cut = op.Cut
 				continue
 			}
 			idx[[2]int64{int64(op.ClientID), op.ClientCall}] = len(out)
 		}
 		out = append(out, call{actor: op.Actor, shard: op.Shard, client: op.ClientID, intent: op.Intent,
 			start: op.Call, end: op.Return, ok: op.Acknowledged(), ends: op.Ends(), ambiguous: op.Ambiguous(),
-			servedBy: op.ServedBy})
+			servedBy: op.ServedBy, cut: op.Cut})
 	}
 	return out
 }
@@ -77,7 +79,10 @@ func calls(h history.History) []call {
 // class. A call is available when it got a final answer: a success, or a
 // 4xx retrying cannot change (a changed body's 422 is the right answer).
 // A reject-policy 503 is not, so on a reject endpoint an affected actor
-// counts as available only once its failover was accepted.
+// counts as available only once its failover was accepted. A call the
+// drill itself ended without an answer (history.Operation.Cut: its main
+// phase was over while the window, which lasts until the heal completed,
+// was still open) is in no class: no answer was due.
 //
 // An affected actor's intent was in flight in the region when a call of
 // it spanned the fault's start, or when a call started inside the window
@@ -122,6 +127,9 @@ func classes(cs []call, f history.Operation, w *Window) {
 		aff, known := affected(c)
 		if c.end < f.Call && c.ends {
 			ended[id] = true
+		}
+		if c.cut && !c.ends {
+			continue // the drill ended the call (its main phase was over): no answer was due
 		}
 		if known && c.end >= f.Call && c.end <= f.Return {
 			a := Availability{Calls: 1}

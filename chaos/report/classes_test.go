@@ -85,3 +85,42 @@ func TestAvailabilityIsCountedPerClientCallAndOwnerClass(t *testing.T) {
 		}
 	}
 }
+
+// TestACallTheDrillCutAtTheEndOfItsMainPhaseCountsNowhere: a window lasts
+// until its heal completed, often past the end of the drill's main phase,
+// where the drill ends every call still waiting (history.Operation.Cut).
+// Such a call of an unaffected actor is not a call the cluster failed to
+// answer: availability stays 1 of 1, and the affected actor's cut call
+// after its failover is no in-flight intent either.
+func TestACallTheDrillCutAtTheEndOfItsMainPhaseCountsNowhere(t *testing.T) {
+	at := func(s float64) int64 { return int64(s * float64(time.Second)) }
+	ops := []history.Operation{
+		{ClientID: 0, Actor: "demo/a", Shard: 1, Intent: 1, Call: at(8), Return: at(8.1), Status: 201, ServedBy: "us-east"},
+		{ClientID: 1, Actor: "demo/b", Shard: 2, Intent: 1, Call: at(8), Return: at(8.1), Status: 201, ServedBy: "eu-west"},
+		{ClientID: 1, Actor: "demo/b", Shard: 2, Intent: 2, Call: at(12), Return: at(12.1), Status: 201, ServedBy: "eu-west"},
+		{ClientID: 0, Actor: "demo/a", Shard: 1, Intent: 2, Call: at(13), Return: at(13.1), Status: 201, ServedBy: "eu-west"},
+		{ClientID: 1, Actor: "demo/b", Shard: 2, Intent: 3, Call: at(15), Return: at(15.2), Error: history.ErrTimeout, Cut: true},
+		{ClientID: 0, Actor: "demo/a", Shard: 1, Intent: 3, Call: at(15), Return: at(15.2), Error: history.ErrTimeout, Cut: true},
+		{ClientID: 0, Actor: "demo/a", Shard: 1, Intent: 3, Call: at(25), Return: at(25.1), Status: 201, ServedBy: "eu-west"},
+		{Kind: history.KindFault, Call: at(10), Effective: at(11), Return: at(20), SentTo: "us-east", Shard: -1,
+			Fault: "kill_region", Detail: "kill_region us-east for 8s"},
+	}
+	for i := range ops {
+		ops[i].Seq = int64(i + 1)
+		if ops[i].Kind == "" {
+			ops[i].Kind = history.KindRequest
+		}
+	}
+	in := synthetic()
+	in.History = history.History{Ops: ops}
+	r := Build(in)
+	if got, want := r.Unaffected, (Availability{Calls: 1, OK: 1}); got != want {
+		t.Errorf("unaffected availability = %+v, want %+v: the cut call was due no answer", got, want)
+	}
+	if got, want := r.Affected, (Availability{Calls: 1, OK: 1}); got != want {
+		t.Errorf("affected availability = %+v, want %+v", got, want)
+	}
+	if len(r.Faults[0].InFlight) != 0 {
+		t.Errorf("in-flight resolution times = %v, want none", r.Faults[0].InFlight)
+	}
+}
