@@ -57,6 +57,16 @@ type Processes interface {
 	Resume(ctx context.Context, region string) error
 }
 
+// PeerLinks cuts one region's link to one other region alone (cut_peer).
+type PeerLinks interface {
+	// CutTo blackholes region's link of that kind to target alone;
+	// RestoreTo undoes it.
+	CutTo(ctx context.Context, region string, link failpoint.Link, target string) error
+	RestoreTo(ctx context.Context, region string, link failpoint.Link, target string) error
+}
+
+var _ PeerLinks = (*Process)(nil)
+
 // Links acts on one of a region's links through its toxiproxy.
 type Links interface {
 	// Cut blackholes the link (toxiproxy timeout 0); Restore removes every

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -29,7 +30,7 @@ func unsupported(f failpoint.Fault, need string) error {
 // Inject implements failpoint.Injector.
 func (in *injector) Inject(ctx context.Context, f failpoint.Fault) error {
 	switch f.Kind {
-	case failpoint.KillRegion, failpoint.PauseRegion:
+	case failpoint.KillRegion, failpoint.PauseRegion, failpoint.ShortPause:
 		p, ok := in.c.(Processes)
 		if !ok {
 			return unsupported(f, "cluster.Processes")
@@ -38,6 +39,15 @@ func (in *injector) Inject(ctx context.Context, f failpoint.Fault) error {
 			return p.Kill(ctx, f.Region)
 		}
 		return p.Pause(ctx, f.Region)
+	case failpoint.CutPeer:
+		pl, ok := in.c.(PeerLinks)
+		if !ok {
+			return unsupported(f, "cluster.PeerLinks")
+		}
+		if err := pl.CutTo(ctx, f.Region, failpoint.LinkPeer, f.Peer); err != nil {
+			return err
+		}
+		return pl.CutTo(ctx, f.Peer, failpoint.LinkPeer, f.Region)
 	case failpoint.CutEtcd, failpoint.CutSQL, failpoint.CutBoth, failpoint.Latency, failpoint.ResetPeer:
 		l, ok := in.c.(Links)
 		if !ok {
@@ -94,7 +104,7 @@ func (in *injector) Inject(ctx context.Context, f failpoint.Fault) error {
 // overlaps them), so the etcd member to restart is the last one killed.
 func (in *injector) Heal(ctx context.Context, f failpoint.Fault) error {
 	switch f.Kind {
-	case failpoint.KillRegion, failpoint.PauseRegion:
+	case failpoint.KillRegion, failpoint.PauseRegion, failpoint.ShortPause:
 		p, ok := in.c.(Processes)
 		if !ok {
 			return unsupported(f, "cluster.Processes")
@@ -103,6 +113,13 @@ func (in *injector) Heal(ctx context.Context, f failpoint.Fault) error {
 			return p.Restart(ctx, f.Region)
 		}
 		return p.Resume(ctx, f.Region)
+	case failpoint.CutPeer:
+		pl, ok := in.c.(PeerLinks)
+		if !ok {
+			return unsupported(f, "cluster.PeerLinks")
+		}
+		return errors.Join(pl.RestoreTo(ctx, f.Region, failpoint.LinkPeer, f.Peer),
+			pl.RestoreTo(ctx, f.Peer, failpoint.LinkPeer, f.Region))
 	case failpoint.CutEtcd, failpoint.CutSQL, failpoint.CutBoth, failpoint.Latency, failpoint.ResetPeer:
 		l, ok := in.c.(Links)
 		if !ok {

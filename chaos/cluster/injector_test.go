@@ -55,6 +55,14 @@ func (b *bare) Reset(_ context.Context, r string, l failpoint.Link) error {
 	b.log("reset %s %s", r, l)
 	return nil
 }
+func (b *bare) CutTo(_ context.Context, r string, l failpoint.Link, to string) error {
+	b.log("cut %s %s to %s", r, l, to)
+	return nil
+}
+func (b *bare) RestoreTo(_ context.Context, r string, l failpoint.Link, to string) error {
+	b.log("restore %s %s to %s", r, l, to)
+	return nil
+}
 
 // topologyOnly hides every fault family of a bare.
 type topologyOnly struct{ Cluster }
@@ -71,6 +79,8 @@ func TestInjectorMapsEachFaultToItsFamily(t *testing.T) {
 		{Kind: failpoint.KillEtcdLeader},
 		{Kind: failpoint.CrashPoint, Region: "c", Point: failpoint.PointDuringCommit},
 		{Kind: failpoint.ClockSkew, Region: "c", Skew: time.Second},
+		{Kind: failpoint.ShortPause, Region: "a"},
+		{Kind: failpoint.CutPeer, Region: "a", Peer: "b"},
 	}
 	for _, f := range faults {
 		if err := inj.Inject(ctx, f); err != nil {
@@ -82,7 +92,8 @@ func TestInjectorMapsEachFaultToItsFamily(t *testing.T) {
 	}
 	want := []string{"kill a", "restart a", "pause a", "resume a", "cut b etcd", "cut b sql", "restore b etcd",
 		"restore b sql", "slow b peer 1ms 0s", "restore b peer", "kill member m2", "restart member m2",
-		"arm c during_commit", "disarm c during_commit", "skew c 1s", "skew c 0s"}
+		"arm c during_commit", "disarm c during_commit", "skew c 1s", "skew c 0s", "pause a", "resume a",
+		"cut a peer to b", "cut b peer to a", "restore a peer to b", "restore b peer to a"}
 	if diff := cmp.Diff(want, c.calls); diff != "" {
 		t.Errorf("cluster calls (-want +got):\n%s", diff)
 	}

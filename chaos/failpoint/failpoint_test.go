@@ -124,4 +124,35 @@ func TestRunInjectsAndHealsOnScheduleAndRecordsWindows(t *testing.T) {
 	if len(faults) != 3 || !faults[1].Skipped || faults[0].Skipped || !strings.Contains(faults[1].Detail, "not injected") {
 		t.Errorf("recorded fault windows = %+v, want 3 with the skew marked not injected", faults)
 	}
+	if k := faults[0]; k.Effective < k.Call || k.Effective > k.Return || k.Call == 0 {
+		t.Errorf("kill window: call %d, effective %d, return %d; want the injection's effect recorded inside its window", k.Call, k.Effective, k.Return)
+	}
+}
+
+// TestPlanCutsARegionFromAnotherAndKeepsShortPausesShort: a cut_peer
+// fault names a peer other than its region, and its description says
+// which; a short_pause is never stretched past the lease as a
+// pause_region is, and never lasts more than ShortPauseMax, whatever
+// max_for allows.
+func TestPlanCutsARegionFromAnotherAndKeepsShortPausesShort(t *testing.T) {
+	spec := Spec{Kinds: []Kind{CutPeer, ShortPause}, Count: 8, Regions: []string{"us-east", "eu-west", "ap-south"},
+		Duration: 2 * time.Minute, MinFor: 800 * time.Millisecond, MaxFor: 3 * time.Second, Lease: 3 * time.Second}
+	for seed := range uint64(20) {
+		sched, err := Plan(spec, seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range sched.Faults {
+			switch f.Kind {
+			case CutPeer:
+				if f.Peer == "" || f.Peer == f.Region || !strings.Contains(f.String(), f.Region+" from "+f.Peer) {
+					t.Errorf("seed %d: %s: peer %q, want another region, named", seed, f, f.Peer)
+				}
+			case ShortPause:
+				if f.For > ShortPauseMax {
+					t.Errorf("seed %d: %s lasts %v, above %v", seed, f, f.For, ShortPauseMax)
+				}
+			}
+		}
+	}
 }

@@ -35,10 +35,27 @@ const (
 	CrashPoint Kind = "crash_point"
 	// ClockSkew moves a region's injected clock by Skew.
 	ClockSkew Kind = "clock_skew"
+	// CutPeer cuts the links between a region and one other region
+	// (Peer), both ways: the region still reaches etcd, SQL and the third
+	// region. Not a reason to fail it over.
+	CutPeer Kind = "cut_peer"
+	// ShortPause sends SIGSTOP to a region's idemd for less than its
+	// liveness budget (the liveness TTL less one keepalive interval:
+	// 1.67 s at the default 2 s), then SIGCONT: a stall its liveness key
+	// outlives (a GC pause, a noisy neighbour), not a reason to fail it
+	// over.
+	ShortPause Kind = "short_pause"
 )
 
 // Kinds lists every fault kind.
-var Kinds = []Kind{KillRegion, PauseRegion, CutEtcd, CutSQL, CutBoth, Latency, ResetPeer, KillEtcdLeader, CrashPoint, ClockSkew}
+var Kinds = []Kind{KillRegion, PauseRegion, CutEtcd, CutSQL, CutBoth, Latency, ResetPeer, KillEtcdLeader, CrashPoint, ClockSkew,
+	CutPeer, ShortPause}
+
+// ShortPauseMax is the longest a ShortPause lasts (Plan cuts a longer
+// draw to it): under the liveness
+// budget at the default timings (ownership.DefaultLivenessTTL 2 s, less a
+// keepalive interval of TTL/6), with room for scheduling delays.
+const ShortPauseMax = 1500 * time.Millisecond
 
 // Link names a region's network link, each through its own toxiproxy.
 type Link string
@@ -94,6 +111,8 @@ type Fault struct {
 	Point string `json:"point,omitempty"`
 	// Skew is ClockSkew's offset (may be negative).
 	Skew time.Duration `json:"skew,omitempty"`
+	// Peer is the other region CutPeer cuts Region from.
+	Peer string `json:"peer,omitempty"`
 }
 
 // End returns when the fault is healed.
@@ -114,6 +133,8 @@ func (f Fault) String() string {
 		s += " at " + f.Point
 	case ClockSkew:
 		s += fmt.Sprintf(" by %v", f.Skew)
+	case CutPeer:
+		s += " from " + f.Peer
 	}
 	return s + fmt.Sprintf(" for %v", f.For)
 }

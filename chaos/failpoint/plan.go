@@ -56,6 +56,9 @@ func (s Spec) Validate() error {
 	if s.Count > 0 && len(s.Regions) == 0 {
 		bad("regions", "required when count > 0")
 	}
+	if hasKind(s.Kinds, CutPeer) && len(s.Regions) < 2 {
+		bad("regions", "cut_peer needs at least two regions")
+	}
 	window := s.Duration - s.Warmup - s.Cooldown
 	switch {
 	case s.MinFor <= 0 && s.Count > 0:
@@ -132,6 +135,16 @@ func Plan(spec Spec, seed uint64) (Schedule, error) {
 			f.Point = spec.Points[rng.IntN(len(spec.Points))]
 		case ClockSkew:
 			f.Skew = between(rng, 2*spec.MaxSkew) - spec.MaxSkew
+		case ShortPause:
+			f.For = min(f.For, ShortPauseMax)
+		case CutPeer:
+			others := make([]string, 0, len(spec.Regions))
+			for _, r := range spec.Regions {
+				if r != f.Region {
+					others = append(others, r)
+				}
+			}
+			f.Peer = others[rng.IntN(len(others))]
 		}
 		f.For = min(f.For, slot)
 		f.At = spec.Warmup + time.Duration(i)*slot + between(rng, slot-f.For)

@@ -55,6 +55,7 @@ func Run(ctx context.Context, sched Schedule, inj Injector, rec *history.Recorde
 			}
 			continue
 		}
+		effective := rec.Now()
 		if obs.Started != nil {
 			obs.Started(f)
 		}
@@ -62,8 +63,8 @@ func Run(ctx context.Context, sched Schedule, inj Injector, rec *history.Recorde
 		hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), healTimeout)
 		healErr := inj.Heal(hctx, f)
 		cancel()
-		rec.Add(history.Operation{Kind: history.KindFault, Call: call, Return: rec.Now(), Shard: -1, SentTo: f.Region,
-			Fault: string(f.Kind), Detail: f.String()})
+		rec.Add(history.Operation{Kind: history.KindFault, Call: call, Effective: effective, Return: rec.Now(), Shard: -1,
+			SentTo: f.Region, Fault: string(f.Kind), Detail: f.String()})
 		if obs.Healed != nil {
 			obs.Healed(f)
 		}

@@ -111,8 +111,22 @@ type Operation struct {
 	ResponseHash string `json:"response_hash,omitempty"`
 	// Error is how the attempt failed without a status.
 	Error ErrorClass `json:"error,omitempty"`
+	// Cut marks an attempt without an answer that the drill itself ended
+	// (its caller's context ended: the main phase was over), not an
+	// outcome the cluster gave: the report leaves it out of availability
+	// and in-flight times. The checker still treats it as an unknown
+	// outcome.
+	Cut bool `json:"cut,omitempty"`
 	// Fault is the fault's kind (KindFault), e.g. "kill_region".
 	Fault string `json:"fault,omitempty"`
+	// Effective is, for a fault, when its injection took effect (since
+	// the recorder's start, like Call): the injector returned, so a
+	// killed region's process was reaped, a paused one stopped, a link
+	// cut. A kill or pause first holds the region's upstream for a
+	// second so calls are in flight when it dies: Call is before that
+	// hold, Effective after it. 0 (histories written before it) reads as
+	// Call.
+	Effective int64 `json:"effective_ns,omitempty"`
 	// Skipped marks a fault the cluster could not inject: its window
 	// disturbed nothing.
 	Skipped bool `json:"skipped,omitempty"`
@@ -143,6 +157,15 @@ func (o Operation) LogValue() slog.Value {
 	return slog.GroupValue(slog.Int64("seq", o.Seq), slog.String("kind", string(o.Kind)),
 		slog.String("key", KeyHash(o.Key)), slog.String("sent_to", o.SentTo),
 		slog.String("served_by", o.ServedBy), slog.Int("status", o.Status), slog.String("error", string(o.Error)))
+}
+
+// Effect returns when a fault took effect: Effective, or Call in a
+// history written before faults recorded it.
+func (o Operation) Effect() int64 {
+	if o.Effective != 0 {
+		return o.Effective
+	}
+	return o.Call
 }
 
 // Duration returns how long the event took.

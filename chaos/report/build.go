@@ -46,8 +46,10 @@ type Window struct {
 	// Rejected counts 503 answers inside it (the reject policy's answer);
 	// RejectedNoRetryAfter those of them without a Retry-After.
 	Rejected, RejectedNoRetryAfter int
-	// Failover is each moved actor's time from the fault's start to its
-	// first success served by another region than the faulted one, for
+	// Failover is each moved actor's time from the fault's effect (the
+	// region's death: history.Operation.Effect, after the kill's hold of
+	// the upstream) to its first success served by another region than
+	// the faulted one, for
 	// faults that take a region out (RegionLoss); see window for which
 	// actors and successes count.
 	Failover []time.Duration
@@ -56,8 +58,8 @@ type Window struct {
 	// of those it owned, for faults that take a region out (see classes).
 	Unaffected, Affected Availability
 	// InFlight is, for each intent of an affected actor that had a call
-	// in flight when the fault began, the time from the fault's start to
-	// its first final answer.
+	// in flight when the fault began, the time from the fault's effect
+	// (as for Failover) to its first final answer.
 	InFlight []time.Duration
 }
 
@@ -111,6 +113,11 @@ type Report struct {
 	Latency, Failover, InFlight Percentiles
 	// Unaffected and Affected sum the windows' availability per class.
 	Unaffected, Affected Availability
+	// RegionFailovers counts the region failovers the controllers
+	// audited; FalseFailovers lists those of a region no fault of the
+	// run took out (falseFailovers).
+	RegionFailovers int
+	FalseFailovers  []FalseFailover
 	// Table is the invariant table, in validate.Invariants order.
 	Table []Row
 	// Coverage and Missing are the coverage counters and the zero ones.
@@ -183,6 +190,8 @@ func Build(in Input) Report {
 		r.Faults = append(r.Faults, w)
 	}
 	r.Failover, r.InFlight = percentiles(failover), percentiles(inFlight)
+	r.RegionFailovers = len(in.Result.Failovers)
+	r.FalseFailovers = falseFailovers(h, in.Result.Failovers)
 	for _, inv := range validate.Invariants {
 		row := Row{Invariant: inv, Description: inv.Describe(), Checked: in.Result.Checked[inv], Unit: units[inv],
 			Violations: in.Result.Of(inv)}
@@ -207,7 +216,9 @@ func errorClass(op history.Operation) string {
 // An actor is moved by the fault when its last success before the fault
 // was served by the faulted region (an actor served there earlier, whose
 // shard has moved since, is not). Its failover time runs from the fault's
-// start to its first success served by another region, sent before the
+// effect (the region's death: a kill or pause first holds the region's
+// upstream for a second, and the region serves until it dies) to its
+// first success served by another region, sent before the
 // window closed (the fault healed, its region restarted and failed back).
 // An actor with no such success waited for its region to come back: it
 // was not failed over, and a success elsewhere in a later fault of the
@@ -251,7 +262,7 @@ func window(h history.History, f history.Operation) Window {
 	}
 	sort.Strings(actors)
 	for _, a := range actors {
-		w.Failover = append(w.Failover, time.Duration(firstAfter[a]-f.Call))
+		w.Failover = append(w.Failover, time.Duration(firstAfter[a]-f.Effect()))
 	}
 	return w
 }

@@ -34,6 +34,7 @@ type call struct {
 	start, end int64
 	ok, ends   bool
 	ambiguous  bool   // an attempt's outcome was unknown (history.Operation.Ambiguous)
+	cut        bool   // its last attempt was ended by the drill (history.Operation.Cut)
 	servedBy   string // the last attempt's
 }
 
@@ -54,13 +55,14 @@ func calls(h history.History) []call {
 				c.ends = c.ends || op.Ends()
 				c.ambiguous = c.ambiguous || op.Ambiguous()
 				c.servedBy = op.ServedBy
+				c.cut = op.Cut
 				continue
 			}
 			idx[[2]int64{int64(op.ClientID), op.ClientCall}] = len(out)
 		}
 		out = append(out, call{actor: op.Actor, shard: op.Shard, client: op.ClientID, intent: op.Intent,
 			start: op.Call, end: op.Return, ok: op.Acknowledged(), ends: op.Ends(), ambiguous: op.Ambiguous(),
-			servedBy: op.ServedBy})
+			servedBy: op.ServedBy, cut: op.Cut})
 	}
 	return out
 }
@@ -77,13 +79,20 @@ func calls(h history.History) []call {
 // class. A call is available when it got a final answer: a success, or a
 // 4xx retrying cannot change (a changed body's 422 is the right answer).
 // A reject-policy 503 is not, so on a reject endpoint an affected actor
-// counts as available only once its failover was accepted.
+// counts as available only once its failover was accepted. A call the
+// drill itself ended without an answer (history.Operation.Cut: its main
+// phase was over while the window, which lasts until the heal completed,
+// was still open) is in no class: no answer was due.
 //
 // An affected actor's intent was in flight in the region when a call of
 // it spanned the fault's start, or when a call started inside the window
 // got an unknown outcome (a lost answer, a timeout, a 5xx other than
-// 503: the region died with it, the kill's hold included); its time runs
-// from the fault's start to its first final answer.
+// 503: the region died with it, the kill's hold included) before the
+// actor's first success served by another region (from then on its shard
+// is served elsewhere, and an unknown outcome, such as a call the drill
+// cut at the end of its main phase, is not the lost region's in-flight
+// work); its time runs from the fault's effect (the region's death, as
+// for failover times) to its first final answer.
 func classes(cs []call, f history.Operation, w *Window) {
 	actorOwner, shardOwner := map[string]string{}, map[int]string{}
 	for _, c := range cs {
@@ -102,6 +111,14 @@ func classes(cs []call, f history.Operation, w *Window) {
 		client int
 		intent int64
 	}
+	movedAt := map[string]int64{} // actor -> end of its first success elsewhere inside the window
+	for _, c := range cs {
+		if c.ok && c.start >= f.Call && c.start <= f.Return && c.servedBy != "" && c.servedBy != w.Region {
+			if at, seen := movedAt[c.actor]; !seen || c.end < at {
+				movedAt[c.actor] = c.end
+			}
+		}
+	}
 	inFlight := map[intentID]bool{}
 	resolved := map[intentID]int64{}
 	ended := map[intentID]bool{} // ended before the fault
@@ -110,6 +127,9 @@ func classes(cs []call, f history.Operation, w *Window) {
 		aff, known := affected(c)
 		if c.end < f.Call && c.ends {
 			ended[id] = true
+		}
+		if c.cut && !c.ends {
+			continue // the drill ended the call (its main phase was over): no answer was due
 		}
 		if known && c.end >= f.Call && c.end <= f.Return {
 			a := Availability{Calls: 1}
@@ -123,7 +143,8 @@ func classes(cs []call, f history.Operation, w *Window) {
 			}
 		}
 		spans := c.start < f.Call && c.end >= f.Call
-		lost := c.start >= f.Call && c.start <= f.Return && c.ambiguous
+		moved, wasMoved := movedAt[c.actor]
+		lost := c.start >= f.Call && c.start <= f.Return && c.ambiguous && (!wasMoved || c.start < moved)
 		if aff && known && !ended[id] && (spans || lost) {
 			inFlight[id] = true
 		}
@@ -135,7 +156,7 @@ func classes(cs []call, f history.Operation, w *Window) {
 	}
 	for id := range inFlight {
 		if at, ok := resolved[id]; ok {
-			w.InFlight = append(w.InFlight, time.Duration(at-f.Call))
+			w.InFlight = append(w.InFlight, time.Duration(at-f.Effect()))
 		}
 	}
 }

@@ -60,3 +60,35 @@ func TestFailoverIsMeasuredWithinTheFaultThatMovedTheActor(t *testing.T) {
 		t.Errorf("second fault's failover times = %v, want %v", got, want)
 	}
 }
+
+// TestFailoverAndInFlightTimesRunFromTheRegionsDeathNotFromTheKillsHold:
+// a kill first holds the region's upstream for a second (so calls are in
+// flight when it dies), then kills it. Us-east's fault begins at 10 s
+// and takes effect (the process reaped) at 11 s; actor a, owned by
+// us-east, had a call in flight there that lost its answer at 11 s, and
+// its retry is served by eu-west at 13.5 s. Both its failover time and
+// its in-flight intent's time are 2.5 s, from the region's death, not
+// 3.5 s from the start of the hold, in which the region still served.
+func TestFailoverAndInFlightTimesRunFromTheRegionsDeathNotFromTheKillsHold(t *testing.T) {
+	at := func(s float64) int64 { return int64(s * float64(time.Second)) }
+	ops := []history.Operation{
+		{Kind: history.KindRequest, Actor: "demo/a", Shard: 1, Intent: 1, Call: at(9), Return: at(9.1), Status: 201, ServedBy: "us-east"},
+		{Kind: history.KindRequest, Actor: "demo/a", Shard: 1, Intent: 2, Call: at(10.2), Return: at(11), Error: history.ErrAfterSend},
+		{Kind: history.KindRequest, Actor: "demo/a", Shard: 1, Intent: 2, Call: at(13.4), Return: at(13.5), Status: 201, ServedBy: "eu-west"},
+		{Kind: history.KindFault, Call: at(10), Effective: at(11), Return: at(20), SentTo: "us-east", Shard: -1,
+			Fault: "kill_region", Detail: "kill_region us-east for 8s"},
+	}
+	for i := range ops {
+		ops[i].Seq = int64(i + 1)
+	}
+	in := synthetic()
+	in.History = history.History{Ops: ops}
+	r := Build(in)
+	want := []time.Duration{2500 * time.Millisecond}
+	if got := r.Faults[0].Failover; !slices.Equal(got, want) {
+		t.Errorf("failover times = %v, want %v (from the kill's effect at 11 s)", got, want)
+	}
+	if got := r.Faults[0].InFlight; !slices.Equal(got, want) {
+		t.Errorf("in-flight resolution times = %v, want %v (from the kill's effect at 11 s)", got, want)
+	}
+}

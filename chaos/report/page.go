@@ -54,14 +54,18 @@ dl.meta{display:grid;grid-template-columns:max-content auto;gap:2px 12px;font-si
 <h2>Latency and failover</h2>
 <table id="latency"><tr><th></th><th>n</th><th>p50</th><th>p90</th><th>p99</th><th>max</th></tr>
 <tr><td>acknowledged requests (call to answer)</td><td class="n">{{.Latency.N}}</td><td class="n">{{dur .Latency.P50}}</td><td class="n">{{dur .Latency.P90}}</td><td class="n">{{dur .Latency.P99}}</td><td class="n">{{dur .Latency.Max}}</td></tr>
-<tr><td>failover (fault start to a moved actor's first success in its new owner)</td><td class="n">{{.Failover.N}}</td><td class="n">{{dur .Failover.P50}}</td><td class="n">{{dur .Failover.P90}}</td><td class="n">{{dur .Failover.P99}}</td><td class="n">{{dur .Failover.Max}}</td></tr>
-<tr id="in-flight"><td>in-flight intents of the lost region (fault start to their final answer)</td><td class="n">{{.InFlight.N}}</td><td class="n">{{dur .InFlight.P50}}</td><td class="n">{{dur .InFlight.P90}}</td><td class="n">{{dur .InFlight.P99}}</td><td class="n">{{dur .InFlight.Max}}</td></tr>
+<tr><td>failover (region out to a moved actor's first success in its new owner)</td><td class="n">{{.Failover.N}}</td><td class="n">{{dur .Failover.P50}}</td><td class="n">{{dur .Failover.P90}}</td><td class="n">{{dur .Failover.P99}}</td><td class="n">{{dur .Failover.Max}}</td></tr>
+<tr id="in-flight"><td>in-flight intents of the lost region (region out to their final answer)</td><td class="n">{{.InFlight.N}}</td><td class="n">{{dur .InFlight.P50}}</td><td class="n">{{dur .InFlight.P90}}</td><td class="n">{{dur .InFlight.P99}}</td><td class="n">{{dur .InFlight.Max}}</td></tr>
 </table>
 <table id="availability"><tr><th>availability inside region-loss windows</th><th>client calls</th><th>answered</th><th>share</th></tr>
 <tr id="availability-unaffected"><td>actors the lost region did not own (<code>availability_unaffected</code>)</td><td class="n">{{.Unaffected.Calls}}</td><td class="n">{{.Unaffected.OK}}</td><td class="n">{{.Unaffected}}</td></tr>
 <tr id="availability-affected"><td>actors the lost region owned (<code>availability_affected</code>)</td><td class="n">{{.Affected.Calls}}</td><td class="n">{{.Affected.OK}}</td><td class="n">{{.Affected}}</td></tr>
 </table>
 <p class="note">A client call is what the caller's code sees: one request in the direct and entry client modes, one SDK <code>Do</code> (with its own retries and region switches) in the sdk mode; it is available when it got a final answer: a success, or a 4xx that retrying cannot change (a changed body's 422). An actor's owner is the region that served its last success before the fault. A reject-policy 503 is not available: on a reject endpoint an affected actor counts as available only after its failover is accepted.</p>
+<table id="false-failovers"><tr><th>region failovers</th><th>false failovers (a region no fault took out)</th></tr>
+<tr><td class="n">{{.RegionFailovers}}</td><td class="n">{{len .FalseFailovers}}{{range .FalseFailovers}}; {{.Region}} at {{printf "%.1fs" .At}} ({{.Shards}} shards){{end}}</td></tr>
+</table>
+<p class="note">A false failover is a region failover (audited by the failover controller) of a region that no fault took out (killed, paused past its lease, cut from etcd or SQL, crashed) within the fault's window plus 15 s: the region was only slow, cut from a peer, briefly paused, or nothing happened to it.</p>
 <table id="faults"><tr><th>window</th><th>from</th><th>to</th><th>length</th><th>fault (as injected)</th><th>requests</th><th>acknowledged</th><th>503 (of which without Retry-After)</th><th>moved actors</th><th>unaffected / affected availability</th></tr>
 {{range $i, $f := .Faults}}<tr><td>{{fault $i}}</td><td class="n">{{printf "%.1fs" .From}}</td><td class="n">{{printf "%.1fs" .To}}</td><td class="n">{{printf "%.1fs" (.Length)}}</td><td>{{.What}}</td><td class="n">{{.Requests}}</td><td class="n">{{.Acked}}</td><td class="n">{{.Rejected}} ({{.RejectedNoRetryAfter}})</td><td class="n">{{len .Failover}}</td><td class="n">{{.Unaffected}} / {{.Affected}}</td></tr>
 {{else}}<tr><td colspan="10">no faults</td></tr>{{end}}</table>

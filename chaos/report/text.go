@@ -39,11 +39,16 @@ func (r Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "errors by class: %s\n", strings.Join(parts, " "))
 	}
 	fmt.Fprintf(&b, "latency (acknowledged, n=%d): %s\n", r.Latency.N, r.Latency)
-	fmt.Fprintf(&b, "failover (fault start -> first success of a moved actor in its new owner, n=%d): %s\n",
+	fmt.Fprintf(&b, "failover (region out -> first success of a moved actor in its new owner, n=%d): %s\n",
 		r.Failover.N, r.Failover)
 	fmt.Fprintf(&b, "availability in region-loss windows (client calls with a final answer): unaffected actors %s, affected actors %s\n",
 		r.Unaffected, r.Affected)
-	fmt.Fprintf(&b, "in-flight intents of the lost region (fault start -> final answer, n=%d): %s\n", r.InFlight.N, r.InFlight)
+	fmt.Fprintf(&b, "in-flight intents of the lost region (region out -> final answer, n=%d): %s\n", r.InFlight.N, r.InFlight)
+	fmt.Fprintf(&b, "region failovers: %d, false (a region no fault took out): %d", r.RegionFailovers, len(r.FalseFailovers))
+	for _, f := range r.FalseFailovers {
+		fmt.Fprintf(&b, "; %s at %.1fs (%d shards)", f.Region, f.At, f.Shards)
+	}
+	b.WriteString("\n")
 	for _, f := range r.Faults {
 		fmt.Fprintf(&b, "  fault %6.1fs-%6.1fs %s: %d requests, %d acknowledged, %d 503 (%d without Retry-After), %d moved actors",
 			f.From, f.To, f.What, f.Requests, f.Acked, f.Rejected, f.RejectedNoRetryAfter, len(f.Failover))

@@ -81,6 +81,10 @@ type Faults struct {
 	MaxFor   time.Duration    `yaml:"max_for"`
 	Points   []string         `yaml:"points"`
 	Links    []failpoint.Link `yaml:"links"`
+	// MaxLatency and MaxJitter bound latency faults (defaults 200 ms,
+	// 50 ms).
+	MaxLatency time.Duration `yaml:"max_latency"`
+	MaxJitter  time.Duration `yaml:"max_jitter"`
 }
 
 // Profile returns the traffic profile, its main phase lasting d.
@@ -98,7 +102,8 @@ func (s Scenario) Profile(d time.Duration) traffic.Profile {
 func (s Scenario) FaultSpec(d time.Duration) failpoint.Spec {
 	f := s.Faults
 	spec := failpoint.Spec{Kinds: f.Kinds, Count: f.Count, Regions: f.Regions, Duration: d, Warmup: f.Warmup,
-		Cooldown: f.Cooldown, MinFor: f.MinFor, MaxFor: f.MaxFor, Lease: s.Lease, Points: f.Points, Links: f.Links}
+		Cooldown: f.Cooldown, MinFor: f.MinFor, MaxFor: f.MaxFor, Lease: s.Lease, Points: f.Points, Links: f.Links,
+		MaxLatency: f.MaxLatency, MaxJitter: f.MaxJitter}
 	if d == s.Duration || d <= 0 || s.Duration <= 0 || f.Count == 0 {
 		return spec
 	}

@@ -112,6 +112,7 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	} else {
 		op.Error = classify(err, wrote.Load())
 		op.Detail = errText(err)
+		op.Cut = req.Context().Err() != nil // the drill ended the Do, not the cluster
 	}
 	op = rec.Add(op)
 	r.tr.counts.observe(op)

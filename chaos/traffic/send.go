@@ -44,6 +44,7 @@ func (w *worker) send(ctx context.Context, in *intent, region int, body []byte) 
 	} else {
 		op.Error = classify(err, wrote.Load())
 		op.Detail = errText(err)
+		op.Cut = ctx.Err() != nil // the drill ended it, not the cluster
 	}
 	op = rec.Add(op)
 	w.tr.counts.observe(op)

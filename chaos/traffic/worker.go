@@ -113,9 +113,10 @@ func (w *worker) drive(ctx context.Context, in *intent, limit int) error {
 }
 
 // wait is the backoff before the next attempt: full jitter over a doubling
-// ceiling, at least a Retry-After, capped at maxRetryWait.
+// ceiling, at least a Retry-After, capped at maxRetryWait. attempt may be
+// 0: in the sdk mode an intent whose Do made no attempt has none yet.
 func (w *worker) wait(attempt int, retryAfter time.Duration) time.Duration {
-	ceiling := min(maxRetryWait, w.tr.p.RetryDelay<<min(attempt-1, 10))
+	ceiling := min(maxRetryWait, w.tr.p.RetryDelay<<min(max(attempt-1, 0), 10))
 	d := time.Duration(w.rng.Int64N(int64(ceiling) + 1))
 	return min(max(d, retryAfter), maxRetryWait)
 }

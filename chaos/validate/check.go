@@ -150,6 +150,7 @@ func Check(h history.History, st State, opts Options) Result {
 	add(ix.checkLiveness(res.Checked)...)
 	sortViolations(res.Violations)
 	res.Coverage = ix.coverage()
+	res.Failovers = failovers(st)
 	return res
 }
 

@@ -130,6 +130,10 @@ type Result struct {
 	Checked map[Invariant]int
 	// Coverage counts what the run exercised.
 	Coverage Coverage
+	// Failovers are the region failovers the failover controllers
+	// audited, oldest first: what the drill's report checks against its
+	// faults (a failover of a region no fault took out is a false one).
+	Failovers []Failover
 }
 
 // Of returns the violations of invariant i.

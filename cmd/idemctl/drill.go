@@ -70,11 +70,16 @@ type drillSummary struct {
 	AvailabilityAffected   *float64 `json:"availability_affected"`
 	// InFlightResolvedP50 and P99 are the times from a region loss to the
 	// final answer of the intents the lost region had in flight.
-	InFlightResolvedP50 string   `json:"in_flight_resolved_p50"`
-	InFlightResolvedP99 string   `json:"in_flight_resolved_p99"`
-	Missing             []string `json:"missing_coverage,omitempty"`
-	Violations          []string `json:"violations,omitempty"`
-	Error               string   `json:"error,omitempty"`
+	InFlightResolvedP50 string `json:"in_flight_resolved_p50"`
+	InFlightResolvedP99 string `json:"in_flight_resolved_p99"`
+	// RegionFailovers counts the region failovers the controllers made;
+	// FalseFailovers those of a region no fault of the drill took out
+	// (killed, paused past its lease, cut from etcd or SQL, crashed).
+	RegionFailovers int      `json:"region_failovers"`
+	FalseFailovers  int      `json:"false_failovers"`
+	Missing         []string `json:"missing_coverage,omitempty"`
+	Violations      []string `json:"violations,omitempty"`
+	Error           string   `json:"error,omitempty"`
 }
 
 func drillCmd() *cobra.Command {
@@ -200,6 +205,7 @@ func summarize(name string, seed uint64, mode string, r report.Report, err error
 		s.AvailabilityAffected = &v
 	}
 	s.InFlightResolvedP50, s.InFlightResolvedP99 = r.InFlight.P50.String(), r.InFlight.P99.String()
+	s.RegionFailovers, s.FalseFailovers = r.RegionFailovers, len(r.FalseFailovers)
 	for _, row := range r.Table {
 		for _, v := range row.Violations {
 			s.Violations = append(s.Violations, fmt.Sprintf("%s: %s", row.Invariant, v.Message))

@@ -1,0 +1,45 @@
+package report
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idemcoord/idemcoord/chaos/history"
+	"github.com/idemcoord/idemcoord/chaos/validate"
+)
+
+// TestAFailoverOfARegionNoFaultTookOutCountsAsFalse: us-east is killed
+// from 10 s to 20 s and fails over at 13 s; eu-west only gets latency on
+// its links from 30 s to 40 s, and fails over at 35 s; ap-south fails over
+// at 50 s with nothing done to it. The first is the kill's; the other two
+// are false failovers, and the summary names them.
+func TestAFailoverOfARegionNoFaultTookOutCountsAsFalse(t *testing.T) {
+	start := time.Date(2026, 12, 1, 22, 0, 0, 0, time.UTC)
+	at := func(s float64) int64 { return int64(s * float64(time.Second)) }
+	in := synthetic()
+	in.History = history.History{Start: start, Ops: []history.Operation{
+		{Seq: 1, Kind: history.KindFault, Call: at(10), Effective: at(11), Return: at(20), SentTo: "us-east", Shard: -1,
+			Fault: "kill_region", Detail: "kill_region us-east for 8s"},
+		{Seq: 2, Kind: history.KindFault, Call: at(30), Return: at(40), SentTo: "eu-west", Shard: -1,
+			Fault: "latency", Detail: "latency eu-west etcd +200ms±50ms for 10s"},
+	}}
+	in.Result.Failovers = []validate.Failover{
+		{Region: "us-east", Shards: 341, At: start.Add(13 * time.Second)},
+		{Region: "eu-west", Shards: 342, At: start.Add(35 * time.Second)},
+		{Region: "ap-south", Shards: 341, At: start.Add(50 * time.Second)},
+	}
+	r := Build(in)
+	if r.RegionFailovers != 3 {
+		t.Errorf("region failovers = %d, want 3", r.RegionFailovers)
+	}
+	want := []FalseFailover{{Region: "eu-west", Shards: 342, At: 35}, {Region: "ap-south", Shards: 341, At: 50}}
+	if len(r.FalseFailovers) != len(want) || r.FalseFailovers[0] != want[0] || r.FalseFailovers[1] != want[1] {
+		t.Errorf("false failovers = %+v, want %+v", r.FalseFailovers, want)
+	}
+	var text strings.Builder
+	r.WriteText(&text)
+	if w := "region failovers: 3, false (a region no fault took out): 2; eu-west at 35.0s (342 shards); ap-south at 50.0s (341 shards)"; !strings.Contains(text.String(), w) {
+		t.Errorf("text summary lacks %q:\n%s", w, text.String())
+	}
+}

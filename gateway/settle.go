@@ -1,0 +1,77 @@
+package gateway
+
+import (
+	"context"
+	"time"
+
+	"github.com/idemcoord/idemcoord/failover"
+	"github.com/idemcoord/idemcoord/ownership"
+)
+
+// Holding a request whose shard is between owners. A shard is between
+// owners while it is FENCING (a move under way) or while its owner is
+// suspect or failed and its shards not moved yet (a failover pending):
+// the confirmation delay (500 ms) and the moves, about a second, up to
+// two on a loaded machine. Answering at once would send the client away
+// for a whole Retry-After (one second, the least it can say), so a
+// failover that completes 50 ms later still costs that client a second,
+// and one that takes 1.2 s costs two. Instead the gateway holds the
+// request, re-reading its directory cache (no I/O), and routes it as soon
+// as the shard settles; only a shard still between owners after
+// settleHold is refused as before. Nothing has run when the hold begins,
+// so holding is always safe.
+const (
+	// settleHold bounds the hold: as long as a failover's pending phase
+	// takes on a loaded machine (measured in region-loss-transfer drills
+	// at a load average above 20: 1-2 s), far below any client's or
+	// proxy's timeout (the SDK's 30 s, the global entry's 60 s). It is
+	// measured on the real clock, like the forward timeout: it is
+	// latency, not protocol time.
+	settleHold = 2 * time.Second
+	// settlePoll is how often a held request re-reads the cache.
+	settlePoll = 50 * time.Millisecond
+)
+
+// settled returns the shard's owner, epoch and state from the directory
+// cache once the shard is not between owners for c's endpoint, or as they
+// are when settleHold has passed or ctx ended.
+func (rt *routing) settled(ctx context.Context, g *Gateway, c *call, shard int) (owner string, epoch int64, state string, ok bool) {
+	owner, epoch, state, ok = rt.owners.Owner(shard)
+	if !ok || !rt.between(g, c, owner, state) {
+		return owner, epoch, state, ok
+	}
+	deadline := time.NewTimer(settleHold)
+	defer deadline.Stop()
+	tick := time.NewTicker(settlePoll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return owner, epoch, state, ok
+		case <-deadline.C:
+			return owner, epoch, state, ok
+		case <-tick.C:
+		}
+		owner, epoch, state, ok = rt.owners.Owner(shard)
+		if !ok || !rt.between(g, c, owner, state) {
+			return owner, epoch, state, ok
+		}
+	}
+}
+
+// between reports whether a shard in state, owned by owner, is between
+// owners for c's endpoint: FENCING, or waiting for its owner's failover
+// (failover.Decide says Wait).
+func (rt *routing) between(g *Gateway, c *call, owner, state string) bool {
+	if state == ShardFencing {
+		return true
+	}
+	if state != ShardActive && state != ShardFailedOver {
+		return false
+	}
+	health := failover.Healthy
+	if g.cfg.Health != nil {
+		health = g.cfg.Health.State(owner)
+	}
+	return failover.Decide(c.policy.Failover, ownership.State(state), health) == failover.Wait
+}
