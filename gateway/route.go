@@ -119,7 +119,7 @@ func (rt *routing) token(ctx context.Context, c *call, stale error) (fencing.Tok
 		rt.elsewhere(ctx, c, shard, owner, epoch)
 		return fencing.Token{}, errRouted
 	}
-	owner, epoch, state, ok := rt.settled(ctx, g, c, shard) // settle.go: held while between owners
+	owner, epoch, state, ok := rt.settled(ctx, c, shard) // settle.go: held while between owners
 	switch {
 	case !ok || (state != ShardActive && state != ShardFencing && state != ShardFailedOver):
 		rt.log.WarnContext(ctx, "shard owner unknown", "shard", shard, "state", state)

@@ -35,9 +35,9 @@ const (
 // settled returns the shard's owner, epoch and state from the directory
 // cache once the shard is not between owners for c's endpoint, or as they
 // are when settleHold has passed or ctx ended.
-func (rt *routing) settled(ctx context.Context, g *Gateway, c *call, shard int) (owner string, epoch int64, state string, ok bool) {
+func (rt *routing) settled(ctx context.Context, c *call, shard int) (owner string, epoch int64, state string, ok bool) {
 	owner, epoch, state, ok = rt.owners.Owner(shard)
-	if !ok || !rt.between(g, c, owner, state) {
+	if !ok || !rt.between(c, owner, state) {
 		return owner, epoch, state, ok
 	}
 	deadline := time.NewTimer(settleHold)
@@ -53,7 +53,7 @@ func (rt *routing) settled(ctx context.Context, g *Gateway, c *call, shard int) 
 		case <-tick.C:
 		}
 		owner, epoch, state, ok = rt.owners.Owner(shard)
-		if !ok || !rt.between(g, c, owner, state) {
+		if !ok || !rt.between(c, owner, state) {
 			return owner, epoch, state, ok
 		}
 	}
@@ -61,8 +61,8 @@ func (rt *routing) settled(ctx context.Context, g *Gateway, c *call, shard int) 
 
 // between reports whether a shard in state, owned by owner, is between
 // owners for c's endpoint: FENCING, or waiting for its owner's failover
-// (failover.Decide says Wait).
-func (rt *routing) between(g *Gateway, c *call, owner, state string) bool {
+// (the endpoint's failover.Policy decides Wait).
+func (rt *routing) between(c *call, owner, state string) bool {
 	if state == ShardFencing {
 		return true
 	}
@@ -70,8 +70,8 @@ func (rt *routing) between(g *Gateway, c *call, owner, state string) bool {
 		return false
 	}
 	health := failover.Healthy
-	if g.cfg.Health != nil {
-		health = g.cfg.Health.State(owner)
+	if rt.health != nil {
+		health = rt.health.State(owner)
 	}
-	return failover.Decide(c.policy.Failover, ownership.State(state), health) == failover.Wait
+	return c.ep.Failover.Decide(ownership.State(state), health) == failover.Wait
 }

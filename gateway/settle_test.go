@@ -37,7 +37,7 @@ func (f *failingRegion) State(r string) failover.RegionState {
 // client away for a Retry-After second that ends after the move. Nothing
 // reaches east.
 func TestARequestArrivingWhileAFailoverIsPendingIsServedOnceTheMoveLands(t *testing.T) {
-	s := store(t, 8)
+	s := openStore(t, 8)
 	health := &failingRegion{dead: "east", asked: make(chan struct{})}
 	east, west := startRegions(t, s, "east", regionsOptions{endpoint: "    failover: transfer\n",
 		health: func(string) gateway.RegionHealth { return health }})
