@@ -22,7 +22,7 @@ var requestResults = []string{
 	"first_run", "replay", "fingerprint_conflict", "in_progress", "takeover", "outcome_unknown",
 	"async_accepted", "passthrough", "forwarded", "redirected",
 	"store_unavailable", "region_unavailable", "region_unreachable", "ownership_moving", "ownership_unknown",
-	"misrouted", "forward_answer_lost", "contention", "overloaded", "shutting_down",
+	"misrouted", "forward_answer_lost", "ownership_moved", "result_unrecorded", "contention", "overloaded", "shutting_down",
 	"invalid_key", "missing_key", "unauthorized", "body_too_large", "malformed_body", "unsupported_media_type",
 	"fingerprint_busy",
 }

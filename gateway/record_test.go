@@ -8,11 +8,13 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"runtime"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/idemcoord/idemcoord/clock"
+	"github.com/idemcoord/idemcoord/gateway"
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/sqlstore"
 	"github.com/idemcoord/idemcoord/store"
@@ -122,5 +124,38 @@ func TestTakenOverUnknownOutcomeIsSettledWithTheHeldAnswer(t *testing.T) {
 	st, hd, b = do(t, post(t, liveSrv.URL+"/v1/things", alice, "held-1", `{}`))
 	if st != http.StatusCreated || hd.Get("Idempotent-Replayed") != "true" || runs.Load() != 1 {
 		t.Fatalf("retry %s after %d runs, want the one run's 201 replayed", describe(st, hd, b), runs.Load())
+	}
+}
+
+// TestAnUnrecordedResultIsNeverAcknowledgedWhereAResolvePathCanContradictIt:
+// the upstream answered 201 but recording the result failed. On an
+// endpoint with a resolve path, whoever settles the record later (this
+// worker's background re-recording, or a takeover asking the resolve
+// path, whose body may differ) decides the answer every retry gets, so
+// the client is not handed the unrecorded 201: it gets 503 with
+// Retry-After, the operation id and new_key_safe false, and its retry
+// replays the recorded answer. The upstream runs once.
+func TestAnUnrecordedResultIsNeverAcknowledgedWhereAResolvePathCanContradictIt(t *testing.T) {
+	var runs atomic.Int64
+	u := createdUpstream(t, &runs)
+	s, fake := clockedStore(t, 8)
+	blip := &failFinish{Store: s}
+	blip.n.Store(1)
+	g, srv := serveGateway(t, "w", blip, fake, u, resolveEndpoint)
+	alice := token(t, "alice")
+	st, hd, b := do(t, post(t, srv.URL+"/v1/things", alice, "unrecorded-1", `{}`))
+	if st != http.StatusServiceUnavailable || hd.Get("Retry-After") == "" || hd.Get(gateway.HeaderOperationID) == "" ||
+		!strings.Contains(b, `"new_key_safe":false`) {
+		// Errorf, not Fatalf: Close below must still end the re-recording.
+		t.Errorf("first run with its result unrecorded: %s, want 503 with Retry-After, the operation id and new_key_safe false",
+			describe(st, hd, b))
+	}
+	closed := make(chan struct{})
+	go func() { g.Close(); close(closed) }() // Close waits for the background re-recording
+	advanceUntil(fake, time.Second, closed)
+	_, srv2 := serveGateway(t, "w2", s, fake, u, resolveEndpoint)
+	st, hd, b = do(t, post(t, srv2.URL+"/v1/things", alice, "unrecorded-1", `{}`))
+	if st != http.StatusCreated || hd.Get("Idempotent-Replayed") != "true" || runs.Load() != 1 {
+		t.Fatalf("retry %s after %d runs, want the recorded 201 replayed and one run", describe(st, hd, b), runs.Load())
 	}
 }

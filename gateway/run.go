@@ -33,16 +33,26 @@ func (g *Gateway) run(ctx context.Context, c *call, claim store.Claim, result st
 			g.storeDown(c, err) // nothing was sent upstream
 			return false
 		}
-		// A shadow endpoint honours no key, so its client gets the
-		// upstream's answer whatever the store kept.
-		if errors.Is(err, fencing.ErrStaleEpoch) && c.ep.ResolvePath != "" && c.shadow == nil {
+		// The upstream answered but the store did not take the result. On
+		// an endpoint with a resolve path that answer is never given
+		// unrecorded: whoever settles the record (this worker's background
+		// re-recording, or a takeover that asks the resolve path) may store
+		// another body, and the client would hold an answer no retry gets
+		// (I7). The client is told to retry with the same key instead. A
+		// shadow endpoint honours no key, so its client gets the upstream's
+		// answer whatever the store kept.
+		if c.ep.ResolvePath != "" && c.shadow == nil {
 			g.metrics.upstreamResult(ctx, c.ep.Name, string(res.State))
-			g.ranWhileMoved(c, in)
+			if errors.Is(err, fencing.ErrStaleEpoch) {
+				g.ranWhileMoved(c, in)
+			} else {
+				g.ranUnrecorded(c, in, err)
+			}
 			return false
 		}
-		// The effect happened but the store did not take the result; the
-		// record stays in progress and a later retry takes it over and
-		// resolves it. Answer with what we know.
+		// Without a resolve path the answer this worker holds is the only
+		// one there is: the record stays in progress, this worker keeps
+		// recording it in the background, and the client gets it.
 	}
 	g.metrics.upstreamResult(ctx, c.ep.Name, string(res.State))
 	g.metrics.request(ctx, c.ep.Name, result, c.start)
@@ -89,6 +99,22 @@ func (g *Gateway) ranWhileMoved(c *call, in Invocation) {
 			"retry with the same key to get the answer, never with a new key",
 		Status: http.StatusServiceUnavailable, OperationID: in.OperationID.String(),
 		OperationState: string(idempotency.InProgress)}, ownershipRetryAfter)
+}
+
+// ranUnrecorded answers a run whose result the store did not take (it
+// was unreachable, or gave up): the upstream answered, this worker keeps
+// trying to record the answer in the background (recordAgain), and a
+// retry with the same key gets what the record ends up holding: this
+// answer once recorded, or, after a takeover, the outcome the resolve path
+// reports. The client is never handed an answer the record may contradict.
+func (g *Gateway) ranUnrecorded(c *call, in Invocation, err error) {
+	g.log.WarnContext(c.r.Context(), "result not recorded: the store did not take it; the client retries for the recorded answer",
+		"operation_id", in.OperationID, "key", c.key, "err", err)
+	g.refuseWait(c, "result_unrecorded", problem{Type: "store-unavailable", Title: "the operation ran but its result is not recorded yet",
+		Detail: "the operation ran and its outcome is being recorded; retry with the same key to get the answer, " +
+			"never with a new key",
+		Status: http.StatusServiceUnavailable, OperationID: in.OperationID.String(),
+		OperationState: string(idempotency.InProgress)}, storeRetryAfter)
 }
 
 // perform runs the intent (or, after a takeover of a crashed worker, finds
