@@ -1,4 +1,4 @@
-package cluster
+package unsafemode
 
 import (
 	"context"
@@ -35,7 +35,7 @@ func TestSkewedExpiryRunsAFinishedKeyAgainUnderANewOperation(t *testing.T) {
 	if err := store.BootstrapFences(ctx, fencing.DefaultShards, func(int) string { return "us-east" }); err != nil {
 		t.Fatal(err)
 	}
-	wrap, err := UnsafeStore(UnsafeSkewedExpiry, "us-east")
+	wrap, err := Wrap(SkewedExpiry, "us-east")
 	if err != nil {
 		t.Fatal(err)
 	}
