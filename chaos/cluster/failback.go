@@ -2,10 +2,13 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"time"
 
+	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/config"
 	"github.com/idemcoord/idemcoord/failover"
+	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/ownership"
 	"github.com/idemcoord/idemcoord/region"
 )
@@ -24,16 +27,31 @@ const failbackMovers = 8
 // `idemctl failback` does: fenced moves, each drained for failbackDrain
 // (the old owner records what it already started before the fence
 // moves), failbackMovers at a time, audited as the drill's. The caller
-// has brought the region back and waited until it is ready.
+// has brought the region back and waited until it is ready. A shard the
+// failover controller is still moving away (a region back before its
+// failover ended) is a move conflict; the next pass reads it again, as an
+// operator would run the failback again.
 func failBack(ctx context.Context, dir *ownership.Directory, regions []config.Region, audit failover.Auditor, name string) error {
 	topo, err := region.New(name, regions)
 	if err != nil {
 		return err
 	}
-	_, err = failover.Repair{Directory: dir, Topology: topo, Audit: audit, DrainTimeout: failbackDrain,
-		Concurrency: failbackMovers}.Failback(ctx, name, "drill", "failback after a region fault")
-	return err
+	r := failover.Repair{Directory: dir, Topology: topo, Audit: audit, DrainTimeout: failbackDrain,
+		Concurrency: failbackMovers}
+	for {
+		_, err := r.Failback(ctx, name, "drill", "failback after a region fault")
+		if err == nil || !errors.Is(err, fencing.ErrMoveConflict) {
+			return err
+		}
+		if serr := clock.Sleep(ctx, clock.Real(), failbackRetry); serr != nil {
+			return errors.Join(err, serr)
+		}
+	}
 }
+
+// failbackRetry is the pause before a failback pass that met a move
+// conflict runs again.
+const failbackRetry = 100 * time.Millisecond
 
 // failback moves region's home shards back to it (failBack), once its
 // gateway is ready.
