@@ -69,14 +69,15 @@ func findEntryLog(t *testing.T, logs *testutil.LogBuffer, requestID string) (ent
 // request ends).
 func waitEntryLog(t *testing.T, logs *testutil.LogBuffer, requestID string) entryLog {
 	t.Helper()
-	for i := 0; i < 200; i++ {
-		if l, ok := findEntryLog(t, logs, requestID); ok {
-			return l
+	var l entryLog
+	testutil.Eventually(t, 2*time.Second, func() error {
+		var ok bool
+		if l, ok = findEntryLog(t, logs, requestID); !ok {
+			return fmt.Errorf("no entry log line for request %s", requestID)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("no entry log line for request %s", requestID)
-	return entryLog{}
+		return nil
+	})
+	return l
 }
 
 // TestEntryTakesAKilledRegionOutAndNeverResendsItsInFlightPost: the
