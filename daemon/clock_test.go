@@ -2,12 +2,15 @@ package daemon_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/idemcoord/idemcoord/daemon"
+	"github.com/idemcoord/idemcoord/failover"
 	"github.com/idemcoord/idemcoord/internal/drillpoint"
 	"github.com/idemcoord/idemcoord/internal/etcdlocal"
+	"github.com/idemcoord/idemcoord/internal/testutil"
 )
 
 // TestOptionsClockIsTheFailoverClock: the daemon's injected clock
@@ -33,18 +36,16 @@ func TestOptionsClockIsTheFailoverClock(t *testing.T) {
 	defer d.Close(context.Background())
 	// The tracker sees the instance's own liveness key through its watch:
 	// poll (bounded) until it has, then read the state's time.
-	for i := 0; ; i++ {
-		st := d.Failover().Tracker().Statuses()
+	var st []failover.RegionStatus
+	testutil.Eventually(t, 5*time.Second, func() error {
+		st = d.Failover().Tracker().Statuses()
 		if len(st) > 0 && st[0].Region == "us-east" && st[0].State != "" && st[0].Instances > 0 {
-			if !st[0].Since.Before(before.Add(-23 * time.Hour)) {
-				t.Errorf("us-east %s since %v; want about a day before %v (the injected clock's time)", st[0].State,
-					st[0].Since, before)
-			}
-			break
+			return nil
 		}
-		if i >= 200 {
-			t.Fatalf("the tracker never saw us-east's instance: %v", st)
-		}
-		time.Sleep(25 * time.Millisecond)
+		return fmt.Errorf("the tracker never saw us-east's instance: %v", st)
+	})
+	if !st[0].Since.Before(before.Add(-23 * time.Hour)) {
+		t.Errorf("us-east %s since %v; want about a day before %v (the injected clock's time)", st[0].State,
+			st[0].Since, before)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/idemcoord/idemcoord/daemon"
 	"github.com/idemcoord/idemcoord/internal/etcdlocal"
 	"github.com/idemcoord/idemcoord/internal/pgtest"
+	"github.com/idemcoord/idemcoord/internal/testutil"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
@@ -111,13 +112,12 @@ func TestLivenessKeyRestoredAfterLeaseLoss(t *testing.T) {
 	if _, err := cli.Revoke(ctx, clientv3.LeaseID(got.Kvs[0].Lease)); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(15 * time.Second) // 3x the 5s liveness TTL
-	for time.Now().Before(deadline) {
+	// 3x the 5s liveness TTL: the instance re-registers on its own.
+	testutil.Eventually(t, 15*time.Second, func() error {
 		got, err := cli.Get(ctx, key)
 		if err == nil && len(got.Kvs) == 1 {
-			return
+			return nil
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	t.Fatalf("liveness key %s still missing 15s after its lease was lost, while the instance keeps serving", key)
+		return fmt.Errorf("liveness key %s still missing after its lease was lost, while the instance keeps serving (%v)", key, err)
+	})
 }

@@ -3,12 +3,12 @@ package devcluster
 import (
 	"fmt"
 
+	"github.com/idemcoord/idemcoord/devcluster/devstate"
 	"github.com/idemcoord/idemcoord/shard"
 )
 
-// Tenant is the tenant of every dev cluster token: an actor NAME's scope
-// is Tenant + "/" + NAME.
-const Tenant = "demo"
+// Tenant is the tenant of every dev cluster token (devstate.Tenant).
+const Tenant = devstate.Tenant
 
 // Shards is the dev cluster's shard count (the configuration default).
 const Shards = shard.DefaultCount

@@ -23,25 +23,25 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/idemcoord/idemcoord/authn"
 	"github.com/idemcoord/idemcoord/config"
 	"github.com/idemcoord/idemcoord/daemon"
 	"github.com/idemcoord/idemcoord/demo/bank"
 	"github.com/idemcoord/idemcoord/demo/payments"
 	"github.com/idemcoord/idemcoord/deploy/haproxy"
+	"github.com/idemcoord/idemcoord/devcluster/devstate"
 	"github.com/idemcoord/idemcoord/failover"
 	"github.com/idemcoord/idemcoord/internal/etcdlocal"
 	"github.com/idemcoord/idemcoord/internal/pglocal"
 	"github.com/idemcoord/idemcoord/store"
 )
 
-// Regions are the dev cluster's regions, in port order.
-var Regions = []string{"us-east", "eu-west", "ap-south"}
+// Regions are the dev cluster's regions, in port order (devstate.Regions).
+var Regions = devstate.Regions
 
 // Dev cluster identity: tokens for it are signed with its generated secret.
 const (
-	Issuer   = "idemcoord-dev"
-	Audience = "idemcoord"
+	Issuer   = devstate.Issuer
+	Audience = devstate.Audience
 )
 
 // DefaultPortBase is the first gateway's port; the others follow, and the
@@ -390,10 +390,9 @@ func (c *Cluster) Token(actor string, ttl time.Duration) (string, error) {
 	return Token(hex.EncodeToString(c.secret), actor, ttl)
 }
 
-// Token signs a dev cluster token with a hex secret (see State).
+// Token is devstate.Token.
 func Token(hexSecret, actor string, ttl time.Duration) (string, error) {
-	secret := []byte(hexSecret)
-	return authn.Issue(secret, Issuer, Audience, authn.Principal{Tenant: Tenant, Subject: actor}, ttl, time.Now())
+	return devstate.Token(hexSecret, actor, ttl)
 }
 
 // Close stops everything and removes the cluster's temporary data.

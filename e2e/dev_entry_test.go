@@ -11,6 +11,7 @@ import (
 	"github.com/idemcoord/idemcoord/client"
 	"github.com/idemcoord/idemcoord/deploy/haproxy"
 	"github.com/idemcoord/idemcoord/devcluster"
+	"github.com/idemcoord/idemcoord/internal/testutil"
 )
 
 // TestDevClusterEntryKeepsServingWhileARegionIsStopped is the README's
@@ -24,7 +25,7 @@ func TestDevClusterEntryKeepsServingWhileARegionIsStopped(t *testing.T) {
 		t.Skip(err)
 	}
 	c := startCluster(t, devcluster.Options{})
-	logs := &syncBuffer{}
+	logs := &testutil.LogBuffer{}
 	if err := c.StartEntry(t.Context(), logs); err != nil {
 		t.Fatal(err)
 	}

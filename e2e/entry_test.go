@@ -13,12 +13,13 @@ import (
 	"github.com/idemcoord/idemcoord/demo/bank"
 	"github.com/idemcoord/idemcoord/deploy/haproxy"
 	"github.com/idemcoord/idemcoord/devcluster"
+	"github.com/idemcoord/idemcoord/internal/testutil"
 )
 
 // startEntry runs the global entry (real haproxy) in front of every
 // region of c, its request log in the returned buffer; it stops when the
 // test ends. Skips when haproxy is not installed.
-func startEntry(t *testing.T, c *devcluster.Cluster) (*haproxy.Entry, *syncBuffer) {
+func startEntry(t *testing.T, c *devcluster.Cluster) (*haproxy.Entry, *testutil.LogBuffer) {
 	t.Helper()
 	if _, err := haproxy.Binary(); err != nil {
 		t.Skip(err)
@@ -31,7 +32,7 @@ func startEntry(t *testing.T, c *devcluster.Cluster) (*haproxy.Entry, *syncBuffe
 		}
 		cfg.Regions = append(cfg.Regions, reg)
 	}
-	logs := &syncBuffer{}
+	logs := &testutil.LogBuffer{}
 	e, err := haproxy.Start(t.Context(), cfg, logs)
 	if err != nil {
 		t.Fatal(err)
@@ -51,7 +52,7 @@ type entryLog struct {
 	server, status, termination, retries string
 }
 
-func findEntryLog(t *testing.T, logs *syncBuffer, requestID string) (entryLog, bool) {
+func findEntryLog(t *testing.T, logs *testutil.LogBuffer, requestID string) (entryLog, bool) {
 	t.Helper()
 	for _, line := range strings.Split(string(logs.Bytes()), "\n") {
 		f := strings.Fields(line)
@@ -66,16 +67,17 @@ func findEntryLog(t *testing.T, logs *syncBuffer, requestID string) (entryLog, b
 
 // waitEntryLog polls for a request's log line (haproxy writes it when the
 // request ends).
-func waitEntryLog(t *testing.T, logs *syncBuffer, requestID string) entryLog {
+func waitEntryLog(t *testing.T, logs *testutil.LogBuffer, requestID string) entryLog {
 	t.Helper()
-	for i := 0; i < 200; i++ {
-		if l, ok := findEntryLog(t, logs, requestID); ok {
-			return l
+	var l entryLog
+	testutil.Eventually(t, 2*time.Second, func() error {
+		var ok bool
+		if l, ok = findEntryLog(t, logs, requestID); !ok {
+			return fmt.Errorf("no entry log line for request %s", requestID)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("no entry log line for request %s", requestID)
-	return entryLog{}
+		return nil
+	})
+	return l
 }
 
 // TestEntryTakesAKilledRegionOutAndNeverResendsItsInFlightPost: the

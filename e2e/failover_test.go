@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"slices"
@@ -19,6 +20,7 @@ import (
 	"github.com/idemcoord/idemcoord/devcluster"
 	"github.com/idemcoord/idemcoord/failover"
 	"github.com/idemcoord/idemcoord/fencing"
+	"github.com/idemcoord/idemcoord/internal/testutil"
 	"github.com/idemcoord/idemcoord/region"
 )
 
@@ -175,12 +177,12 @@ func failBack(t *testing.T, c *devcluster.Cluster, region string) {
 	t.Helper()
 	d := c.Region("eu-west").Daemon
 	deadline := time.Now().Add(failoverDeadline)
-	for d.Failover().Tracker().State(region) != failover.Healthy {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s not healthy again within %v: %s", region, failoverDeadline, d.Failover().Tracker().State(region))
+	testutil.Eventually(t, failoverDeadline, func() error {
+		if st := d.Failover().Tracker().State(region); st != failover.Healthy {
+			return fmt.Errorf("%s not healthy again: %s", region, st)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 	ctx, cancel := context.WithTimeout(t.Context(), failoverDeadline)
 	defer cancel()
 	r := failover.Repair{Directory: d.Directory(), Topology: daemonTopology(t, c), Audit: d.Store(),

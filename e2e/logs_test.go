@@ -7,32 +7,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/idemcoord/idemcoord/demo/bank"
 	"github.com/idemcoord/idemcoord/devcluster"
+	"github.com/idemcoord/idemcoord/internal/testutil"
 )
-
-// syncBuffer is a bytes.Buffer safe for the cluster's concurrent writers
-// and the test's reads.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) Bytes() []byte {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return bytes.Clone(b.buf.Bytes())
-}
 
 // TestLogsCarryNoSecrets runs a cluster that logs everything, at debug
 // level, as JSON into a buffer, and drives it through the paths that log
@@ -43,7 +24,7 @@ func (b *syncBuffer) Bytes() []byte {
 // token or the signing secret (house style rule 9; design step 1).
 func TestLogsCarryNoSecrets(t *testing.T) {
 	t.Parallel()
-	var logs syncBuffer
+	var logs testutil.LogBuffer
 	logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	c := startCluster(t, devcluster.Options{Logger: logger, UpstreamTimeout: 700 * time.Millisecond,
 		BankTimeout: 5 * time.Second})

@@ -20,7 +20,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -29,6 +28,7 @@ import (
 
 	"github.com/idemcoord/idemcoord/demo/bank"
 	"github.com/idemcoord/idemcoord/devcluster"
+	"github.com/idemcoord/idemcoord/internal/testutil"
 )
 
 // Process drill settings. The process's lease is short so that a takeover
@@ -44,85 +44,21 @@ const (
 	procBankDelay = time.Second
 	// procStartTimeout bounds an idemd process's start (store, etcd, listen).
 	procStartTimeout = 30 * time.Second
-	// procBuildTimeout bounds `go build ./cmd/idemd` on a cold cache.
-	procBuildTimeout = 3 * time.Minute
 )
 
-// sharedBinary is a build of cmd/idemd (from the module root, "..")
-// made on first use, shared by every test using it at the same time and
-// removed when the last one ends.
-type sharedBinary struct {
-	name string // the binary's file name
-	tags string // go build -tags; "" for the normal build
+// idemdBinary returns the path of the normal build of idemd (shared and
+// cached: testutil.Idemd).
+func idemdBinary(t *testing.T) string { return testutil.Idemd(t, "") }
 
-	mu    sync.Mutex
-	users int
-	dir   string
-	path  string
-}
-
-var (
-	// idemdBin is the idemd the process tests run.
-	idemdBin = &sharedBinary{name: "idemd"}
-	// drillBin is the drill build of idemd (-tags drill).
-	drillBin = &sharedBinary{name: "idemd-drill", tags: "drill"}
-)
-
-// idemdBinary returns the path of the normal build, valid until the test
-// ends.
-func idemdBinary(t *testing.T) string { return idemdBin.get(t) }
-
-// idemdDrillBinary returns the path of the drill build, valid until the
-// test ends.
-func idemdDrillBinary(t *testing.T) string { return drillBin.get(t) }
-
-// get builds b on first use and returns its path, valid until the test
-// ends.
-func (b *sharedBinary) get(t *testing.T) string {
-	t.Helper()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.users == 0 {
-		dir, err := os.MkdirTemp("", "idemcoord-e2e-"+b.name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), procBuildTimeout)
-		defer cancel()
-		path := filepath.Join(dir, b.name)
-		args := []string{"build", "-o", path}
-		if b.tags != "" {
-			args = append(args, "-tags", b.tags)
-		}
-		start := time.Now()
-		cmd := exec.CommandContext(ctx, "go", append(args, "./cmd/idemd")...)
-		cmd.Dir = ".."
-		if out, err := cmd.CombinedOutput(); err != nil {
-			os.RemoveAll(dir)
-			t.Fatalf("go %s: %v\n%s", strings.Join(cmd.Args[1:], " "), err, out)
-		}
-		t.Logf("built %s in %v", b.name, time.Since(start).Round(time.Millisecond))
-		b.dir, b.path = dir, path
-	}
-	b.users++
-	path := b.path
-	t.Cleanup(func() {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		if b.users--; b.users == 0 {
-			os.RemoveAll(b.dir)
-			b.dir, b.path = "", ""
-		}
-	})
-	return path
-}
+// idemdDrillBinary returns the path of the drill build of idemd.
+func idemdDrillBinary(t *testing.T) string { return testutil.Idemd(t, "drill") }
 
 // idemdProc is one running `idemd run` process.
 type idemdProc struct {
 	t       *testing.T
 	cmd     *exec.Cmd
 	worker  string
-	logs    *syncBuffer
+	logs    *testutil.LogBuffer
 	URL     string
 	exited  chan struct{} // closed when Wait returned
 	waitErr error         // Wait's result, once exited is closed
@@ -233,7 +169,7 @@ func startIdemdWith(t *testing.T, c *devcluster.Cluster, worker string, po procO
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &idemdProc{t: t, worker: worker, logs: &syncBuffer{}, exited: make(chan struct{})}
+	p := &idemdProc{t: t, worker: worker, logs: &testutil.LogBuffer{}, exited: make(chan struct{})}
 	p.cmd = exec.CommandContext(ctx, bin, "run", "--config", cfgFile, "--log-format", "json")
 	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
 	if po.env != nil {

@@ -2,6 +2,7 @@ package failover_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/idemcoord/idemcoord/internal/etcdlocal"
 	"github.com/idemcoord/idemcoord/internal/etcdtest"
 	"github.com/idemcoord/idemcoord/internal/pgtest"
+	"github.com/idemcoord/idemcoord/internal/testutil"
 	"github.com/idemcoord/idemcoord/ownership"
 	"github.com/idemcoord/idemcoord/region"
 	"github.com/idemcoord/idemcoord/sqlstore"
@@ -151,14 +153,13 @@ func agree(t *testing.T, e env) []ownership.Entry {
 // lets etcd and the store answer; no test waits on a lease this way.
 func eventually(t *testing.T, what string, step func(), cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+	testutil.Eventually(t, time.Minute, func() error {
+		if cond() {
+			return nil
 		}
 		if step != nil {
 			step()
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return fmt.Errorf("waiting for %s", what)
+	})
 }

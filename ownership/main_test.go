@@ -8,13 +8,13 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"google.golang.org/grpc"
 
 	"github.com/idemcoord/idemcoord/config"
 	"github.com/idemcoord/idemcoord/internal/etcdlocal"
 	"github.com/idemcoord/idemcoord/internal/etcdtest"
 	"github.com/idemcoord/idemcoord/internal/pgtest"
+	"github.com/idemcoord/idemcoord/internal/testutil"
 	"github.com/idemcoord/idemcoord/ownership"
 	"github.com/idemcoord/idemcoord/region"
 	"github.com/idemcoord/idemcoord/sqlstore"
@@ -71,24 +71,7 @@ func openStore(t *testing.T) (*sqlstore.Store, *metric.ManualReader) {
 // fenced returns the store's idemcoord_fenced_writes_rejected_total.
 func fenced(t *testing.T, r *metric.ManualReader) int64 {
 	t.Helper()
-	var rm metricdata.ResourceMetrics
-	if err := r.Collect(context.Background(), &rm); err != nil {
-		t.Fatal(err)
-	}
-	var n int64
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			if m.Name != "idemcoord.fenced_writes_rejected" {
-				continue
-			}
-			if sum, ok := m.Data.(metricdata.Sum[int64]); ok {
-				for _, dp := range sum.DataPoints {
-					n += dp.Value
-				}
-			}
-		}
-	}
-	return n
+	return testutil.MetricSum(t, r, "idemcoord.fenced_writes_rejected")
 }
 
 // setup bootstraps shards shards in a directory under the test's prefix

@@ -18,6 +18,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/idemcoord/idemcoord/chaos/unsafemode"
 	"github.com/idemcoord/idemcoord/devcluster"
 	"github.com/idemcoord/idemcoord/internal/etcdlocal"
 	"github.com/idemcoord/idemcoord/internal/pglocal"
@@ -116,7 +117,7 @@ func ProcessStarter(pc ProcessConfig) Starter {
 
 func startProcesses(ctx context.Context, pc ProcessConfig, opts Options) (_ *Process, err error) {
 	if opts.Unsafe != "" {
-		if _, err := UnsafeStore(opts.Unsafe, ""); err != nil {
+		if _, err := unsafemode.Wrap(opts.Unsafe, ""); err != nil {
 			return nil, err
 		}
 	}

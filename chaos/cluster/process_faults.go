@@ -3,20 +3,12 @@ package cluster
 import (
 	"context"
 	"errors"
-	"fmt"
-	"sync"
 	"time"
 
 	"github.com/idemcoord/idemcoord/chaos/failpoint"
 	"github.com/idemcoord/idemcoord/chaos/validate"
 	"github.com/idemcoord/idemcoord/clock"
-	"github.com/idemcoord/idemcoord/ownership"
 )
-
-// failbackMovers is how many home shards a failback moves at once: the
-// failover controller moves a lost region's shards concurrently too, and
-// the move under load should take about as long.
-const failbackMovers = 8
 
 // healTimeout bounds a heal (a restart, a resume, a restored link, and
 // the failback after it). A heal runs to its end even when the drill's
@@ -122,44 +114,6 @@ func (p *Process) recover(ctx context.Context, region string) error {
 		return err
 	}
 	return p.failback(ctx, region)
-}
-
-// failback moves region's home shards back to it (Active), failbackMovers
-// at a time, each drained for failbackDrain: the old owner records what
-// it already started before the fence moves.
-func (p *Process) failback(ctx context.Context, region string) error {
-	entries, _, err := p.owners.List(ctx)
-	if err != nil {
-		return err
-	}
-	var (
-		mu   sync.Mutex
-		errs []error
-		wg   sync.WaitGroup
-		next = make(chan int)
-	)
-	for range failbackMovers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for shard := range next {
-				if _, err := p.owners.Move(ctx, shard, region, ownership.Active, "drill", "failback after a region fault",
-					ownership.DrainFor(failbackDrain)); err != nil {
-					mu.Lock()
-					errs = append(errs, fmt.Errorf("failback shard %d: %w", shard, err))
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-	for _, e := range entries {
-		if p.Home(e.Shard) == region && (e.Owner != region || e.State != ownership.Active) {
-			next <- e.Shard
-		}
-	}
-	close(next)
-	wg.Wait()
-	return errors.Join(errs...)
 }
 
 // Cut implements Links: every proxy of the link is blackholed.

@@ -10,12 +10,12 @@ import (
 	"time"
 
 	"github.com/idemcoord/idemcoord/chaos/failpoint"
+	"github.com/idemcoord/idemcoord/chaos/unsafemode"
 	"github.com/idemcoord/idemcoord/chaos/validate"
 	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/devcluster"
 	"github.com/idemcoord/idemcoord/failover"
 	"github.com/idemcoord/idemcoord/internal/pglocal"
-	"github.com/idemcoord/idemcoord/ownership"
 )
 
 // Regional is the in-process multi-region dev cluster with the fault
@@ -48,26 +48,14 @@ var (
 // region's shards move within a drill's fault window.
 var regionalFailover = failover.Config{}
 
-// UnsafeRegionLocalClaims is the Options.Unsafe value that breaks the
-// coordinator on purpose: each region's gateway claims keys in a space of
-// its own (unsafeStore), as a coordinator that deduplicates only within a
-// region would. Drills only: the checker must then report the second
-// effects a failover, a failback or a cross-region retry brings.
-const UnsafeRegionLocalClaims = "region-local-claims"
-
-var (
-	// ErrUnknownUnsafe is returned by StartRegional for an Options.Unsafe
-	// it does not know.
-	ErrUnknownUnsafe   = errors.New("cluster: unknown unsafe mode")
-	errNoRegionRunning = errors.New("cluster: no region runs to read the directory")
-)
+var errNoRegionRunning = errors.New("cluster: no region runs to read the directory")
 
 // StartRegional starts the dev cluster with a throwaway PostgreSQL reached
 // by each region through its own proxy. It is a Starter: opts.Policy sets
 // the endpoint's failover policy.
 func StartRegional(ctx context.Context, opts Options) (_ Cluster, err error) {
 	if opts.Unsafe != "" {
-		if _, err := UnsafeStore(opts.Unsafe, ""); err != nil {
+		if _, err := unsafemode.Wrap(opts.Unsafe, ""); err != nil {
 			return nil, err
 		}
 	}
@@ -91,7 +79,7 @@ func StartRegional(ctx context.Context, opts Options) (_ Cluster, err error) {
 		r.links[name] = link
 		ro := devcluster.RegionOptions{DSN: strings.Replace(dsn, r.pg.Addr(), addr, 1), Transport: link}
 		if opts.Unsafe != "" {
-			ro.UnsafeDrillStore, _ = UnsafeStore(opts.Unsafe, name) // checked above
+			ro.UnsafeDrillStore, _ = unsafemode.Wrap(opts.Unsafe, name) // checked above
 		}
 		per[name] = ro
 	}
@@ -182,33 +170,6 @@ func (r *Regional) Restart(ctx context.Context, region string) error {
 		return err
 	}
 	return r.failback(ctx, region)
-}
-
-// failbackDrain is how long a failback waits for the old owner's in-flight
-// work before it fences.
-const failbackDrain = 2 * time.Second
-
-// failback moves region's home shards back to it.
-func (r *Regional) failback(ctx context.Context, region string) error {
-	d := r.c.Region(region).Daemon
-	if err := d.Owners().WaitReady(ctx); err != nil {
-		return err
-	}
-	entries, _, err := d.Directory().List(ctx)
-	if err != nil {
-		return err
-	}
-	var errs []error
-	for _, e := range entries {
-		if r.Home(e.Shard) != region || (e.Owner == region && e.State == ownership.Active) {
-			continue
-		}
-		if _, err := d.Directory().Move(ctx, e.Shard, region, ownership.Active, "drill", "failback after region loss",
-			ownership.DrainFor(failbackDrain)); err != nil {
-			errs = append(errs, fmt.Errorf("failback shard %d: %w", e.Shard, err))
-		}
-	}
-	return errors.Join(errs...)
 }
 
 // Pause implements Processes: regions of one process cannot be paused.

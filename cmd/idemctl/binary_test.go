@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/idemcoord/idemcoord/devcluster"
+	"github.com/idemcoord/idemcoord/internal/testutil"
 )
 
 // binTimeout bounds one run of the idemctl binary.
@@ -119,15 +120,10 @@ func devClusterWith(t *testing.T, opts devcluster.Options) *devcluster.Cluster {
 // test's own.
 func waitFor(t *testing.T, limit time.Duration, check func() string) {
 	t.Helper()
-	deadline := time.Now().Add(limit)
-	for {
-		why := check()
-		if why == "" {
-			return
+	testutil.Eventually(t, limit, func() error {
+		if why := check(); why != "" {
+			return errors.New(why)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v: %s", limit, why)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return nil
+	})
 }

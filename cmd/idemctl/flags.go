@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/idemcoord/idemcoord/devcluster"
+	"github.com/idemcoord/idemcoord/devcluster/devstate"
 )
 
 // devPortBase is the root --port-base: which running dev cluster a command
@@ -18,8 +18,8 @@ var devPortBase int
 
 // devState returns the state of the dev cluster --port-base names, or of
 // the only one running.
-func devState() (devcluster.State, error) {
-	return devcluster.FindState(devPortBase)
+func devState() (devstate.State, error) {
+	return devstate.Find(devPortBase)
 }
 
 // auditFlags say who does a repair and why; both go into repair_audit.

@@ -21,6 +21,12 @@
 // file, never from a dev cluster. With none of them, commands use the
 // running dev cluster: the only one, or the one started with --port-base N.
 // Every command takes --output table|json.
+//
+// The production build leaves out the drill harness (toxiproxy, the
+// cluster rigs, the demo services): `idemctl drill` is in the build made
+// with -tags drill, and the production build's drill builds that one
+// from the module source and execs it (internal/tagbuild), so
+// `go run ./cmd/idemctl drill run ...` works from a checkout.
 package main
 
 import (
@@ -30,12 +36,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/idemcoord/idemcoord/devcluster"
+	"github.com/idemcoord/idemcoord/devcluster/devstate"
 	"github.com/idemcoord/idemcoord/internal/flagsuggest"
 )
 
 func main() {
-	root := rootCmd()
+	root := newRoot(drillCmd())
 	cmd, err := root.ExecuteC()
 	if err != nil {
 		printError(os.Stderr, cmd, err)
@@ -43,7 +49,9 @@ func main() {
 	}
 }
 
-func rootCmd() *cobra.Command {
+// newRoot is idemctl's command tree with drill as `idemctl drill` (this
+// build's drillCmd; the tests' rootCmd has the drill build's).
+func newRoot(drill *cobra.Command) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "idemctl",
 		Short:         "Operate an idemcoord deployment",
@@ -56,7 +64,7 @@ func rootCmd() *cobra.Command {
 	root.PersistentFlags().BoolVarP(&verbose, "verbose", "v", false,
 		"print the connection steps and the libraries' own log lines on stderr")
 	root.AddCommand(devCmd(), opCmd(), regionsCmd(), ownerCmd(), shardsCmd(), moveCmd(), deployCmd(),
-		failoverCmd(), failbackCmd(), drainCmd(), auditCmd(), migrateCmd(), versionCmd(), drillCmd(), openapiCmd())
+		failoverCmd(), failbackCmd(), drainCmd(), auditCmd(), migrateCmd(), versionCmd(), drill, openapiCmd())
 	return root
 }
 
@@ -78,7 +86,7 @@ with the running dev cluster's secret, read from its state file.`,
 			if err != nil {
 				return err
 			}
-			t, err := devcluster.Token(st.Secret, actor, ttl)
+			t, err := devstate.Token(st.Secret, actor, ttl)
 			if err != nil {
 				return err
 			}

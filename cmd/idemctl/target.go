@@ -13,7 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/idemcoord/idemcoord/config"
-	"github.com/idemcoord/idemcoord/devcluster"
+	"github.com/idemcoord/idemcoord/devcluster/devstate"
 	"github.com/idemcoord/idemcoord/internal/reach"
 	"github.com/idemcoord/idemcoord/ownership"
 	"github.com/idemcoord/idemcoord/region"
@@ -93,9 +93,9 @@ func (f *connFlags) load() (*config.Config, error) {
 
 // dev returns the running dev cluster's state, for a command not pointed
 // at a deployment; what says which part was missing.
-func (f *connFlags) dev(what string) (devcluster.State, error) {
+func (f *connFlags) dev(what string) (devstate.State, error) {
 	if f.named() {
-		return devcluster.State{}, fmt.Errorf("no %s given: pass it, or --config with a region's idemd.yaml; "+
+		return devstate.State{}, fmt.Errorf("no %s given: pass it, or --config with a region's idemd.yaml; "+
 			"idemctl never mixes a named deployment with the dev cluster", what)
 	}
 	st, err := devState()
@@ -103,7 +103,7 @@ func (f *connFlags) dev(what string) (devcluster.State, error) {
 		if what != "--config" {
 			what += " (or --config)"
 		}
-		return devcluster.State{}, fmt.Errorf("%s not set and %w", what, err)
+		return devstate.State{}, fmt.Errorf("%s not set and %w", what, err)
 	}
 	return st, nil
 }
@@ -235,7 +235,7 @@ func (f *connFlags) topology() (*region.Topology, *config.Config, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		if cfg, err = config.Load(st.Configs[devcluster.Regions[0]]); err != nil {
+		if cfg, err = config.Load(st.Configs[devstate.Regions[0]]); err != nil {
 			return nil, nil, err
 		}
 	}

@@ -12,12 +12,13 @@ import (
 	"time"
 
 	"github.com/idemcoord/idemcoord/devcluster"
+	"github.com/idemcoord/idemcoord/internal/testutil"
 )
 
 // devProc is a running `idemd dev`.
 type devProc struct {
 	cmd      *exec.Cmd
-	out, err *lockedBuffer
+	out, err *testutil.LogBuffer
 	exited   chan error
 }
 
@@ -25,7 +26,7 @@ type devProc struct {
 // until it printed everything.
 func startDev(t *testing.T, bin, tmp string, base int) *devProc {
 	t.Helper()
-	p := &devProc{out: &lockedBuffer{}, err: &lockedBuffer{}, exited: make(chan error, 1)}
+	p := &devProc{out: &testutil.LogBuffer{}, err: &testutil.LogBuffer{}, exited: make(chan error, 1)}
 	p.cmd = exec.Command(bin, "dev", "--port-base", fmt.Sprint(base))
 	p.cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.err

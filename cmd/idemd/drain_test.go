@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,7 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -27,38 +25,14 @@ import (
 	"github.com/idemcoord/idemcoord/daemon"
 	"github.com/idemcoord/idemcoord/internal/etcdlocal"
 	"github.com/idemcoord/idemcoord/internal/pgtest"
+	"github.com/idemcoord/idemcoord/internal/testutil"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
-// lockedBuffer collects a process's output while the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-// buildIdemd builds this command into a temporary directory.
-func buildIdemd(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "idemd")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build ./cmd/idemd: %v\n%s", err, out)
-	}
-	return bin
-}
+// buildIdemd returns the production build of this command (shared,
+// cached: testutil.Idemd).
+func buildIdemd(t *testing.T) string { return testutil.Idemd(t, "") }
 
 // TestSIGTERMDrainsInFlightRequests runs a real idemd process (with a real
 // PostgreSQL and an embedded etcd) and sends SIGTERM while a request is at
@@ -105,7 +79,7 @@ endpoints:
   - {name: create-payment, method: POST, path: /v1/payments}
 `, upstream.URL, dsn, ec.Endpoints()[0], secretFile), 0o600)
 
-	logs := &lockedBuffer{}
+	logs := &testutil.LogBuffer{}
 	cmd := exec.CommandContext(ctx, bin, "run", "--config", cfgFile, "--migrate", "--log-format", "json")
 	cmd.Stdout, cmd.Stderr = logs, logs
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

@@ -12,7 +12,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/idemcoord/idemcoord/chaos/cluster"
+	"github.com/idemcoord/idemcoord/chaos/unsafemode"
 	"github.com/idemcoord/idemcoord/config"
 	"github.com/idemcoord/idemcoord/daemon"
 	"github.com/idemcoord/idemcoord/internal/drillpoint"
@@ -33,7 +33,7 @@ const controlCloseTimeout = 2 * time.Second
 // stop closes the control API and waits for its server.
 func startDrill(cfg *config.Config, opts *daemon.Options, log *slog.Logger) (stop func(), err error) {
 	if mode := os.Getenv(envDrillUnsafe); mode != "" {
-		wrap, err := cluster.UnsafeStore(mode, cfg.Region)
+		wrap, err := unsafemode.Wrap(mode, cfg.Region)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", envDrillUnsafe, err)
 		}

@@ -8,6 +8,6 @@ const (
 	// envDrillControl is the loopback address of the drill control API.
 	envDrillControl = "IDEMCOORD_DRILL_CONTROL"
 	// envDrillUnsafe names the unsafe mode to start in
-	// (cluster.UnsafeModes).
+	// (unsafemode.Modes).
 	envDrillUnsafe = "IDEMCOORD_DRILL_UNSAFE"
 )

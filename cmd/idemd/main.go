@@ -4,6 +4,12 @@
 //	idemd run --config idemd.yaml     serve one region
 //	idemd check-config idemd.yaml     report every configuration error
 //	idemd dev                         a local three-region cluster, from nothing
+//
+// The production build leaves out the dev cluster, which links the test
+// rigs (embedded etcd server, a throwaway PostgreSQL, the demo services):
+// `idemd dev` is in the build made with -tags dev, and the production
+// build's dev builds that one from the module source and execs it
+// (internal/tagbuild), so `go run ./cmd/idemd dev` works from a checkout.
 package main
 
 import (
@@ -23,7 +29,11 @@ func main() {
 	}
 }
 
-func rootCmd() *cobra.Command {
+// rootCmd is idemd's command tree, with this build's `idemd dev`.
+func rootCmd() *cobra.Command { return newRoot(devCmd()) }
+
+// newRoot is idemd's command tree with dev as `idemd dev`.
+func newRoot(dev *cobra.Command) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "idemd",
 		Short: "Multi-region coordinator for API idempotency keys",
@@ -35,7 +45,7 @@ region it lands in, and answer with the result of that one run.`,
 	}
 	// A misspelt flag gets the one probably meant, as idemctl's do.
 	root.SetFlagErrorFunc(flagsuggest.Suggest)
-	root.AddCommand(runCmd(), checkConfigCmd(), devCmd(), versionCmd())
+	root.AddCommand(runCmd(), checkConfigCmd(), dev, versionCmd())
 	return root
 }
 

@@ -1,4 +1,4 @@
-package devcluster
+package devstate
 
 import (
 	"os"
@@ -12,11 +12,11 @@ import (
 // PostgreSQL's own sweep (internal/pglocal). It returns the PIDs of the
 // clusters swept. Files of running clusters are never touched.
 func SweepStale() []int {
-	paths, _ := filepath.Glob(filepath.Join(StateDir(), "cluster-*.json"))
+	paths, _ := filepath.Glob(filepath.Join(Dir(), "cluster-*.json"))
 	var swept []int
 	for _, p := range paths {
-		st, err := ReadState(p)
-		if err != nil || st.PID <= 0 || running(st.PID) {
+		st, err := Read(p)
+		if err != nil || st.PID <= 0 || Alive(st.PID) {
 			continue // being written, or alive
 		}
 		// Only directories a dev cluster creates: a state file is this

@@ -1,4 +1,9 @@
-package main
+// Package drillcmd is `idemctl drill`: chaos drills against a throwaway
+// cluster. It links the drill harness (toxiproxy, the cluster rigs, the
+// demo services), so only the drill build of idemctl (-tags drill) has
+// it; the production build execs that build when asked
+// (internal/tagbuild).
+package drillcmd
 
 import (
 	"errors"
@@ -82,7 +87,20 @@ type drillSummary struct {
 	Error           string   `json:"error,omitempty"`
 }
 
-func drillCmd() *cobra.Command {
+// Output is what the drill command needs of idemctl's --output handling.
+type Output struct {
+	// AddFlag registers --output on a command.
+	AddFlag func(cmd *cobra.Command, format *string)
+	// Check rejects an unknown --output value.
+	Check func(format string) error
+	// JSON is the --output value of JSON.
+	JSON string
+	// Render writes v (JSON-encodable) in format.
+	Render func(w io.Writer, format string, v any) error
+}
+
+// Command returns `idemctl drill`, its output through o.
+func Command(o Output) *cobra.Command {
 	drill := &cobra.Command{Use: "drill", Short: "Run chaos drills against a throwaway cluster"}
 	var (
 		name, reportPath, historyPath, format string
@@ -121,7 +139,7 @@ Scenarios: ` + strings.Join(scenario.Names(), ", ") + `.`,
   idemctl drill run --scenario mixed --seed 42 --duration 10m --report drill.html`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(format); err != nil {
+			if err := o.Check(format); err != nil {
 				return err
 			}
 			if _, err := scenario.Load(name); err != nil {
@@ -150,14 +168,14 @@ Scenarios: ` + strings.Join(scenario.Names(), ", ") + `.`,
 			// With --output json the progress and the text summary go to
 			// stderr; stdout holds only the JSON.
 			out, term := cmd.OutOrStdout(), isTerminal(cmd.OutOrStdout())
-			if format == outputJSON {
+			if format == o.JSON {
 				out, term = cmd.ErrOrStderr(), false
 			}
 			res, err := chaos.Drill(ctx, chaos.DrillConfig{Scenario: name, Seed: seed, Duration: duration,
 				ReportPath: reportPath, HistoryPath: historyPath, Start: start, Out: out, Terminal: term,
 				Unsafe: unsafe, Client: mode})
-			if format == outputJSON {
-				if rerr := render(cmd.OutOrStdout(), format, table{v: summarize(name, seed, mode, res.Report, err)}); rerr != nil {
+			if format == o.JSON {
+				if rerr := o.Render(cmd.OutOrStdout(), format, summarize(name, seed, mode, res.Report, err)); rerr != nil {
 					return errors.Join(err, rerr)
 				}
 			}
@@ -182,7 +200,7 @@ Scenarios: ` + strings.Join(scenario.Names(), ", ") + `.`,
 		" (each attempt to one region's address, the baseline), "+chaos.ClientSDK+" (the multi-region Go SDK with every region) or "+
 		chaos.ClientEntry+" (through the HAProxy global entry; needs haproxy)")
 	run.MarkFlagRequired("scenario")
-	addOutputFlag(run, &format)
+	o.AddFlag(run, &format)
 	drill.AddCommand(run)
 	return drill
 }

@@ -1,4 +1,4 @@
-package cluster
+package unsafemode
 
 import (
 	"context"
@@ -36,7 +36,7 @@ func TestSkewedExpiryRunsAFinishedKeyAgainUnderANewOperation(t *testing.T) {
 	if err := st.BootstrapFences(ctx, shard.DefaultCount, func(int) string { return "us-east" }); err != nil {
 		t.Fatal(err)
 	}
-	wrap, err := UnsafeStore(UnsafeSkewedExpiry, "us-east")
+	wrap, err := Wrap(SkewedExpiry, "us-east")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,9 @@
-package cluster
+// Package unsafemode breaks the coordinator on purpose, for drills only:
+// each mode wraps the store a gateway uses so that the checker must report
+// violations. The in-process drill cluster and the drill build of idemd
+// (-tags drill) use it; it is apart from chaos/cluster so that the drill
+// build links this file's worth of the harness, not the harness.
+package unsafemode
 
 import (
 	"context"
@@ -11,7 +16,14 @@ import (
 	"github.com/idemcoord/idemcoord/store"
 )
 
-// UnsafeSkewedExpiry is the Options.Unsafe value of a coordinator that
+// RegionLocalClaims is the mode that breaks the coordinator's global
+// uniqueness: each region's gateway claims keys in a space of its own
+// (regionLocalStore), as a coordinator that deduplicates only within a
+// region would. The checker must then report the second effects a
+// failover, a failback or a cross-region retry brings.
+const RegionLocalClaims = "region-local-claims"
+
+// SkewedExpiry is the mode of a coordinator that
 // trusts a clock running ahead by more than the endpoint's TTL: every
 // finished record its claim finds (COMPLETED or TERMINAL_FAILURE) looks
 // past its TTL, so the claim deletes it, as the cleanup deletes expired
@@ -20,34 +32,35 @@ import (
 // then runs the intent a second time, and the payments service, whose
 // last line of defence is the operation id, creates a second payment and
 // the bank a second charge; the checker must report I1 and I2.
-const UnsafeSkewedExpiry = "skewed-expiry"
+const SkewedExpiry = "skewed-expiry"
 
 var (
+	// ErrUnknown is returned by Wrap for a mode it does not know.
+	ErrUnknown = errors.New("unknown unsafe mode")
 	// errUnsafeNeedsSQL is returned by a skewed-expiry claim whose store
 	// cannot run a transaction of its own (not a *sqlstore.Store).
-	errUnsafeNeedsSQL = errors.New("cluster: unsafe skewed-expiry needs a store with RunTx")
+	errUnsafeNeedsSQL = errors.New("unsafemode: skewed-expiry needs a store with RunTx")
 )
 
-// UnsafeModes lists the unsafe modes UnsafeStore knows, for help texts
-// and errors.
-func UnsafeModes() []string { return []string{UnsafeRegionLocalClaims, UnsafeSkewedExpiry} }
+// Modes lists the unsafe modes Wrap knows, for help texts and errors.
+func Modes() []string { return []string{RegionLocalClaims, SkewedExpiry} }
 
-// UnsafeStore returns the daemon.Options.UnsafeDrillStore wrapper that
-// puts region's coordinator in unsafe mode, or ErrUnknownUnsafe naming
-// the known modes. Drills only: the in-process cluster and the drill
+// Wrap returns the daemon.Options.UnsafeDrillStore wrapper that puts
+// region's coordinator in unsafe mode, or ErrUnknown naming the known
+// modes. Drills only: the in-process cluster and the drill
 // build of idemd (-tags drill) call it; nothing else may.
-func UnsafeStore(mode, region string) (func(store.Store) store.Store, error) {
+func Wrap(mode, region string) (func(store.Store) store.Store, error) {
 	switch mode {
-	case UnsafeRegionLocalClaims:
+	case RegionLocalClaims:
 		return func(s store.Store) store.Store { return regionLocalStore{Store: s, region: region} }, nil
-	case UnsafeSkewedExpiry:
+	case SkewedExpiry:
 		return func(s store.Store) store.Store { return skewedExpiryStore{Store: s} }, nil
 	}
-	return nil, fmt.Errorf("%w %q (known: %q)", ErrUnknownUnsafe, mode, UnsafeModes())
+	return nil, fmt.Errorf("%w %q (known: %q)", ErrUnknown, mode, Modes())
 }
 
 // regionLocalStore is the coordinator with its claims region-local
-// (UnsafeRegionLocalClaims). Each key a gateway claims is stored under a
+// (RegionLocalClaims). Each key a gateway claims is stored under a
 // name of its region's, so a key claimed in one region is new to every
 // other: the global uniqueness of a claim, which makes a failover, a
 // failback or a cross-region retry find the first run, is gone.
@@ -78,7 +91,7 @@ type txRunner interface {
 }
 
 // skewedExpiryStore is the coordinator whose clock runs past every TTL
-// (UnsafeSkewedExpiry). Everything but the claim of a finished key is the
+// (SkewedExpiry). Everything but the claim of a finished key is the
 // real store's (the whole store.Store is embedded). Forgetting a record
 // is no capability of the store contract, so the wrapper needs the SQL
 // store's own transactions for it, and says so (errUnsafeNeedsSQL)

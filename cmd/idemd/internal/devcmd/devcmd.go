@@ -1,10 +1,15 @@
-package main
+// Package devcmd is `idemd dev`: a local three-region cluster from
+// nothing. It links the test rigs (embedded etcd, a throwaway PostgreSQL,
+// the demo services), so only the dev build of idemd (-tags dev) has it;
+// the production build execs that build when asked (internal/tagbuild).
+package devcmd
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/url"
 	"os"
 	"os/signal"
@@ -19,7 +24,12 @@ import (
 	"github.com/idemcoord/idemcoord/internal/reach"
 )
 
-func devCmd() *cobra.Command {
+// Logger makes the command's logger from --log-format and --log-level
+// (idemd's own).
+type Logger func(format, level string) (*slog.Logger, error)
+
+// Command returns `idemd dev`, logging through newLogger.
+func Command(newLogger Logger) *cobra.Command {
 	var (
 		portBase          int
 		dbURL             string

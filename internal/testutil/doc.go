@@ -1,0 +1,10 @@
+// Package testutil holds what the tests of several packages share:
+// Eventually for polling a real condition, a concurrency-safe log
+// buffer, a reader of OpenTelemetry metrics by name, and one cached build
+// of the module's commands.
+//
+// Eventually is for conditions that change on their own (a process
+// printed its address, a watch delivered an event); a test never polls
+// to wait out a lease or a TTL: it moves the injected clock or the
+// database's time.
+package testutil
