@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/idemcoord/idemcoord/devcluster"
+	"github.com/idemcoord/idemcoord/failover"
 )
 
 // Bounds every test shares.
@@ -44,6 +45,9 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// sharedConfirmDelay is the shared cluster's failover confirmation delay.
+const sharedConfirmDelay = 5 * time.Second
+
 // sharedCluster starts the shared cluster on first use.
 func sharedCluster(t *testing.T) *devcluster.Cluster {
 	t.Helper()
@@ -52,8 +56,12 @@ func sharedCluster(t *testing.T) *devcluster.Cluster {
 		defer cancel()
 		start := time.Now()
 		shared.upstream = newUpstreamCounter()
+		// No test of the shared cluster stops a region, so it confirms a
+		// lost liveness key only after 5 s instead of 500 ms: a region
+		// starved of CPU for a few seconds on a loaded test machine is
+		// not failed over under the other tests' feet.
 		shared.c, shared.err = devcluster.Start(ctx, devcluster.Options{PortBase: 0, Logger: testLogger(),
-			Transport: shared.upstream})
+			Transport: shared.upstream, FailoverTimings: failover.Config{ConfirmDelay: sharedConfirmDelay}})
 		if shared.err == nil {
 			t.Logf("shared cluster started in %v", time.Since(start).Round(time.Millisecond))
 		}
