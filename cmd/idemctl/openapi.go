@@ -119,6 +119,9 @@ func operationOf(ep config.Endpoint) obj {
 		"422": problemRef("The key was used with another request; nothing ran."),
 		"503": problemRef("Nothing was executed (store or owner region unavailable, overloaded); retry with the same key."),
 	}
+	if gone := goneNote(ep); gone != "" {
+		responses["410"] = problemRef(gone)
+	}
 	if ep.Limit.Enabled() {
 		responses["429"] = problemRef("Replays and in-progress answers over the per-actor limit (" + ep.Limit.Rate + ").")
 	}
@@ -138,10 +141,28 @@ func operationOf(ep config.Endpoint) obj {
 			"async": ep.Async, "on_retry": onRetryOf(ep), "in_progress_wait": ep.InProgress.Wait.String(),
 			"replay": replayOf(ep)},
 	}
+	if rt := ep.Policy().ReplayTTL; rt > 0 {
+		op["x-idempotency"].(obj)["replay_ttl"] = rt.String()
+		op["x-idempotency"].(obj)["replay_ttl_seconds"] = int64(rt.Seconds())
+	}
 	if mt := bodyMediaType(ep); mt != "" {
 		op["requestBody"] = obj{"required": false, "content": obj{mt: obj{"schema": obj{}}}}
 	}
 	return op
+}
+
+// goneNote describes the endpoint's 410 answers, or is empty when it has
+// none: a reference endpoint answers resource-gone when the operation's
+// resource no longer exists; a snapshot endpoint with a replay_ttl answers
+// replay-expired once its record is compacted to a dedup marker.
+func goneNote(ep config.Endpoint) string {
+	if ep.Replay.Reference() {
+		return "resource-gone: the key's operation completed and its resource no longer exists; nothing ran again."
+	}
+	if rt := ep.Policy().ReplayTTL; rt > 0 {
+		return fmt.Sprintf("replay-expired: the key's operation finished over %s ago (replay_ttl) and only its dedup marker is kept: the answer names the operation id, its state, the recorded status and the resource id; nothing ran again, and a new key would run the intent a second time.", rt)
+	}
+	return ""
 }
 
 func keyNote(ep config.Endpoint) string {

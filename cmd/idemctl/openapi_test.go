@@ -33,6 +33,15 @@ const openapiConfig = `
     resolve_path: /internal/operations/{operation_id}
     on_retry: complete
     in_progress: {wait: 2s}
+  - name: refund
+    method: POST
+    path: /v1/refunds
+    ttl: 720h
+    replay_ttl: 48h
+  - name: create-thing
+    method: POST
+    path: /v1/things
+    replay: {mode: reference, resource_path: "/v1/things/{resource_id}"}
 `
 
 func runOpenAPI(t *testing.T, format string) []byte {
@@ -103,6 +112,21 @@ func TestOpenAPIFragmentValidatesAndDescribesEveryEndpoint(t *testing.T) {
 				}
 				if p := op.Responses.Value("422"); p == nil || p.Value.Content.Get("application/problem+json") == nil {
 					t.Errorf("%s: 422 is not a problem document", ep.Name)
+				}
+				gone := op.Responses.Value("410")
+				switch rt := ep.Policy().ReplayTTL; {
+				case ep.Replay.Reference():
+					if gone == nil || !strings.Contains(*gone.Value.Description, "resource-gone") {
+						t.Errorf("%s: a reference endpoint does not list 410 resource-gone: %+v", ep.Name, gone)
+					}
+				case rt > 0:
+					if gone == nil || !strings.Contains(*gone.Value.Description, "replay-expired") || !strings.Contains(*gone.Value.Description, rt.String()) {
+						t.Errorf("%s: an endpoint with replay_ttl %s does not list 410 replay-expired with it: %+v", ep.Name, rt, gone)
+					}
+				default:
+					if gone != nil {
+						t.Errorf("%s: 410 listed on an endpoint that never answers it: %s", ep.Name, *gone.Value.Description)
+					}
 				}
 				if x, ok := op.Extensions["x-idempotency"].(map[string]any); !ok || x["endpoint"] != ep.Name {
 					t.Errorf("%s: x-idempotency %v", ep.Name, op.Extensions["x-idempotency"])
