@@ -63,6 +63,17 @@ store keeps only the key's SHA-256; find hashes KEY the same way.`,
 	return cmd
 }
 
+// tierOf names the retention tier a record is in: "full" while it keeps
+// its whole answer for replays, "marker" once cleanup compacted it to a
+// dedup marker after the endpoint's replay_ttl (retries get 410
+// replay-expired; the key is still honoured until expires_at).
+func tierOf(rec store.Record) string {
+	if rec.Compacted {
+		return "marker"
+	}
+	return "full"
+}
+
 // recordTable is an operation as op get and op find print it: one field a
 // row for people, an object for scripts. Bodies are never printed.
 func recordTable(rec store.Record) table {
@@ -73,6 +84,7 @@ func recordTable(rec store.Record) table {
 		{"operation_id", rec.OperationID}, {"actor", rec.Scope.Actor}, {"endpoint", rec.Scope.Endpoint},
 		{"state", rec.State}, {"version", rec.Version}, {"attempts", rec.Attempts}, {"last_stage", rec.LastStage},
 		{"shard", rec.Token.Shard}, {"epoch", rec.Token.Epoch}, {"status", rec.Snapshot.Status},
+		{"resource_id", rec.Snapshot.ResourceID}, {"tier", tierOf(rec)},
 		{"error", rec.ErrorSummary}, {"purged", rec.Purged},
 		{"created_at", rec.CreatedAt}, {"updated_at", rec.UpdatedAt}, {"expires_at", rec.ExpiresAt},
 	}

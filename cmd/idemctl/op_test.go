@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/internal/pgtest"
@@ -186,5 +187,75 @@ func TestPurgeRefusesABareSubject(t *testing.T) {
 	}
 	if got, _ := s.Read(context.Background(), rec.Scope); !got.Purged {
 		t.Error("record not purged")
+	}
+}
+
+// TestOpFindShowsACompactedRecordAsAMarker: after the endpoint's
+// replay_ttl cleanup compacts a finished record to its dedup marker, and
+// op find says so (tier marker) with what the marker keeps: the operation,
+// its state and status, and the resource id.
+func TestOpFindShowsACompactedRecordAsAMarker(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.NewDatabase(t)
+	db := clock.NewFake(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	s, err := sqlstore.Open(ctx, sqlstore.Config{Migrate: true, DSN: dsn, MaxConns: 4, DBClock: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	if err := s.BootstrapFences(ctx, shard.DefaultCount, func(int) string { return "us-east" }); err != nil {
+		t.Fatal(err)
+	}
+	key, err := idempotency.ParseKeyHeader("order-9")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp, err := idempotency.ComputeFingerprint(idempotency.Request{Method: "POST", Path: "/v1/payments",
+		ContentType: "application/json", Body: []byte(`{"amount":"1"}`)}, idempotency.FingerprintOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const actor = "demo/demo"
+	c, err := s.Begin(ctx, store.ClaimRequest{
+		Scope:       store.Scope{Actor: actor, Endpoint: "create-payment", Key: key},
+		Fingerprint: fp,
+		Token:       fencing.Token{Shard: shard.Of(actor, shard.DefaultCount), Epoch: 1, Region: "us-east"},
+		Worker:      "test", Lease: 30 * time.Second, TTL: 30 * 24 * time.Hour, ReplayTTL: time.Hour,
+	})
+	if err != nil || c.Lease == nil {
+		t.Fatalf("begin: %v (%v)", err, c.Outcome)
+	}
+	if err := s.Finish(ctx, c.Lease, store.Result{State: idempotency.Completed,
+		Snapshot: store.Snapshot{Status: 201, ResourceID: "pay_9", Body: []byte(`{"id":"pay_9"}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	find := func() map[string]any {
+		t.Helper()
+		out, err := idemctl(t, "op", "find", "--actor", actor, "--endpoint", "create-payment", "--key", "order-9",
+			"--dsn", dsn, "-o", "json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got map[string]any
+		if err := json.Unmarshal([]byte(out), &got); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		return got
+	}
+	if got := find(); got["tier"] != "full" || got["resource_id"] != "pay_9" {
+		t.Fatalf("before replay_ttl: tier %v resource_id %v, want full pay_9", got["tier"], got["resource_id"])
+	}
+	db.Advance(2 * time.Hour)
+	if n, err := s.Cleanup(ctx, 100); err != nil || n != 1 {
+		t.Fatalf("cleanup after replay_ttl: %d, %v; want the record compacted", n, err)
+	}
+	got := find()
+	if got["tier"] != "marker" || got["resource_id"] != "pay_9" || got["state"] != "COMPLETED" ||
+		got["status"] != float64(201) || got["operation_id"] != c.Record.OperationID.String() {
+		t.Fatalf("after compaction: %v, want tier marker with the operation, COMPLETED, 201 and pay_9", got)
+	}
+	out, err := idemctl(t, "op", "find", "--actor", actor, "--endpoint", "create-payment", "--key", "order-9", "--dsn", dsn)
+	if err != nil || !strings.Contains(out, "marker") {
+		t.Fatalf("the table does not show the tier: %q %v", out, err)
 	}
 }
