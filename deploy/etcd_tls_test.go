@@ -2,24 +2,14 @@ package deploy_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"fmt"
-	"math/big"
-	"net"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/idemcoord/idemcoord/internal/etcdtest"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 )
 
@@ -57,8 +47,9 @@ func TestIdemdTrustsTheEtcdCAFromSSLCertDir(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	certFile, keyFile := writeTestPKI(t, caDir, dir)
-	endpoint := startTLSEtcd(t, filepath.Join(dir, "data"), certFile, keyFile)
+	p := etcdtest.NewPKI(t)
+	secretVolume(t, caDir, p.CAPEM())
+	endpoint := etcdtest.TLSMember(t, p, false)
 
 	for _, tc := range []struct {
 		name     string
@@ -79,105 +70,22 @@ func TestIdemdTrustsTheEtcdCAFromSSLCertDir(t *testing.T) {
 	}
 }
 
-// writeTestPKI writes a CA certificate into caDir, laid out as a mounted
-// Secret volume, and a server certificate
-// for 127.0.0.1 signed by it into dir, returning the server's files.
-func writeTestPKI(t *testing.T, caDir, dir string) (certFile, keyFile string) {
+// secretVolume writes caPEM as ca.crt into dir laid out as the kubelet
+// mounts a Secret volume: the file is a symlink through ..data into a
+// timestamped directory.
+func secretVolume(t *testing.T, dir string, caPEM []byte) {
 	t.Helper()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now()
-	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "idemcoord test etcd CA"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageCertSign}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srvKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srvTmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "etcd"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour), IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	srvDER, err := x509.CreateCertificate(rand.Reader, srvTmpl, ca, &srvKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(srvKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The layout the kubelet gives a Secret volume: the key is a symlink
-	// through ..data into a timestamped directory.
-	ts := filepath.Join(caDir, "..2026_01_01_00_00_00.000000001")
+	ts := filepath.Join(dir, "..2026_01_01_00_00_00.000000001")
 	if err := os.Mkdir(ts, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	writePEM(t, filepath.Join(ts, "ca.crt"), "CERTIFICATE", caDER)
-	if err := os.Symlink(filepath.Base(ts), filepath.Join(caDir, "..data")); err != nil {
+	if err := os.WriteFile(filepath.Join(ts, "ca.crt"), caPEM, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink("..data/ca.crt", filepath.Join(caDir, "ca.crt")); err != nil {
+	if err := os.Symlink(filepath.Base(ts), filepath.Join(dir, "..data")); err != nil {
 		t.Fatal(err)
 	}
-	certFile, keyFile = filepath.Join(dir, "server.crt"), filepath.Join(dir, "server.key")
-	writePEM(t, certFile, "CERTIFICATE", srvDER)
-	writePEM(t, keyFile, "EC PRIVATE KEY", keyDER)
-	return certFile, keyFile
-}
-
-func writePEM(t *testing.T, path, typ string, der []byte) {
-	t.Helper()
-	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
+	if err := os.Symlink("..data/ca.crt", filepath.Join(dir, "ca.crt")); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// startTLSEtcd starts one embedded etcd member whose client URL is https
-// with the given certificate, and returns that URL.
-func startTLSEtcd(t *testing.T, dataDir, certFile, keyFile string) string {
-	t.Helper()
-	ports := make([]int, 2)
-	for i := range ports {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ports[i] = ln.Addr().(*net.TCPAddr).Port
-		ln.Close()
-	}
-	peer := url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", ports[0])}
-	client := url.URL{Scheme: "https", Host: fmt.Sprintf("127.0.0.1:%d", ports[1])}
-	cfg := embed.NewConfig()
-	cfg.Name = "tls"
-	cfg.Dir = dataDir
-	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
-	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
-	cfg.InitialCluster = "tls=" + peer.String()
-	cfg.ClusterState = embed.ClusterStateFlagNew
-	cfg.ClientTLSInfo.CertFile, cfg.ClientTLSInfo.KeyFile = certFile, keyFile
-	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
-	cfg.UnsafeNoFsync = true
-	cfg.TickMs, cfg.ElectionMs = 10, 100
-	e, err := embed.StartEtcd(cfg)
-	if err != nil {
-		t.Fatalf("embedded etcd: %v", err)
-	}
-	t.Cleanup(e.Close)
-	select {
-	case <-e.Server.ReadyNotify():
-	case err := <-e.Err():
-		t.Fatalf("embedded etcd: %v", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("embedded etcd not ready after 30s")
-	}
-	return client.String()
 }
