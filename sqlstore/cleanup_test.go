@@ -17,33 +17,6 @@ import (
 // setClock moves clock to at.
 func setClock(c *clock.Fake, at time.Time) { c.Advance(at.Sub(c.Now())) }
 
-// withState claims req and leaves it in state: PENDING and IN_PROGRESS are
-// left claimed, the others are finished with that result.
-func withState(t testing.TB, s *sqlstore.Store, req sqlstore.ClaimRequest, state idempotency.State) sqlstore.Record {
-	t.Helper()
-	ctx := context.Background()
-	req.Pending = state == idempotency.Pending
-	c := mustBegin(t, s, req, sqlstore.FirstRun)
-	if state != idempotency.Pending && state != idempotency.InProgress {
-		res := sqlstore.Result{State: state, ErrorSummary: "summary of " + string(state)}
-		if state.Terminal() {
-			res = completed(`{"state":"` + string(state) + `"}`)
-			res.State = state
-		}
-		if err := s.Finish(ctx, c.Lease, res); err != nil {
-			t.Fatal(err)
-		}
-	}
-	rec, err := s.Read(ctx, req.Scope)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rec.State != state {
-		t.Fatalf("record is %s, want %s", rec.State, state)
-	}
-	return rec
-}
-
 func TestPurgeKeepsDedupMarker(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openStore(t, newClock())
@@ -120,14 +93,4 @@ func rowOf(t *testing.T, s *sqlstore.Store, actor string) string {
 		t.Fatal(err)
 	}
 	return row
-}
-
-// cleanup runs one cleanup pass of up to batch records.
-func cleanup(t testing.TB, s *sqlstore.Store, batch int) int {
-	t.Helper()
-	n, err := s.Cleanup(context.Background(), batch)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
 }

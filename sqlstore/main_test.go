@@ -2,17 +2,15 @@ package sqlstore_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"testing"
 	"time"
 
 	"github.com/idemcoord/idemcoord/clock"
-	"github.com/idemcoord/idemcoord/fencing"
-	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/internal/pgtest"
 	"github.com/idemcoord/idemcoord/shard"
 	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store/storetest"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
@@ -44,7 +42,7 @@ func openDSN(t testing.TB, dsn string, clock clock.Clock) *sqlstore.Store {
 
 // testRegion owns every shard of a test store: an unowned shard admits
 // nobody, so every store a test writes to is bootstrapped first.
-const testRegion = "us-east"
+const testRegion = storetest.Region
 
 // bootstrap gives every shard of s to testRegion at epoch 1.
 func bootstrap(t testing.TB, s *sqlstore.Store) {
@@ -52,45 +50,6 @@ func bootstrap(t testing.TB, s *sqlstore.Store) {
 	if err := s.BootstrapFences(context.Background(), shard.DefaultCount, func(int) string { return testRegion }); err != nil {
 		t.Fatalf("bootstrap fences: %v", err)
 	}
-}
-
-func mustKey(t testing.TB, k string) idempotency.Key {
-	t.Helper()
-	key, err := idempotency.ParseKeyHeader(k)
-	if err != nil {
-		t.Fatalf("key %q: %v", k, err)
-	}
-	return key
-}
-
-func fingerprint(t testing.TB, body string) idempotency.Fingerprint {
-	t.Helper()
-	fp, err := idempotency.ComputeFingerprint(idempotency.Request{Method: "POST", Path: "/v1/payments",
-		ContentType: "application/json", Body: []byte(body)}, idempotency.FingerprintOptions{})
-	if err != nil {
-		t.Fatalf("fingerprint: %v", err)
-	}
-	return fp
-}
-
-// request builds a claim request for actor/key/body on shard epoch 1, from
-// testRegion.
-func request(t testing.TB, actor, key, body string) sqlstore.ClaimRequest {
-	t.Helper()
-	return sqlstore.ClaimRequest{
-		Scope:       sqlstore.Scope{Actor: actor, Endpoint: "POST /v1/payments", Key: mustKey(t, key)},
-		Fingerprint: fingerprint(t, body),
-		Token:       fencing.Token{Shard: shard.Of(actor, shard.DefaultCount), Epoch: 1, Region: testRegion},
-		Worker:      "test",
-		Lease:       30 * time.Second,
-		TTL:         24 * time.Hour,
-	}
-}
-
-func completed(body string) sqlstore.Result {
-	return sqlstore.Result{State: idempotency.Completed, Snapshot: sqlstore.Snapshot{
-		Status: 201, Body: []byte(body), ResourceID: "pay_1",
-		Header: map[string][]string{"Content-Type": {"application/json"}}}}
 }
 
 func count(t testing.TB, s *sqlstore.Store, q string, args ...any) int {
@@ -102,25 +61,17 @@ func count(t testing.TB, s *sqlstore.Store, q string, args ...any) int {
 	return n
 }
 
-func tally(outcomes []sqlstore.Outcome) map[string]int {
-	m := map[string]int{}
-	for _, o := range outcomes {
-		m[fmt.Sprint(o)]++
-	}
-	return m
-}
-
 func shardOf(actor string) int { return shard.Of(actor, shard.DefaultCount) }
 
-// mustBegin claims req and checks the outcome.
-func mustBegin(t testing.TB, s *sqlstore.Store, req sqlstore.ClaimRequest, want sqlstore.Outcome) sqlstore.Claim {
-	t.Helper()
-	c, err := s.Begin(context.Background(), req)
-	if err != nil {
-		t.Fatalf("begin: %v", err)
-	}
-	if c.Outcome != want {
-		t.Fatalf("begin = %v (record %s, retry after %v), want %v", c.Outcome, c.Record.State, c.RetryAfter, want)
-	}
-	return c
-}
+// The request and result helpers are the conformance suite's: one set for
+// both.
+var (
+	mustKey     = storetest.Key
+	fingerprint = storetest.Fingerprint
+	request     = storetest.Request
+	completed   = storetest.Completed
+	tally       = storetest.Tally
+	mustBegin   = storetest.MustBegin
+	withState   = storetest.WithState
+	cleanup     = storetest.Cleanup
+)

@@ -22,7 +22,7 @@ func (h suite) TestAuditedCleanupRecordsTheDeletionInItsTransaction(t *testing.T
 	s := h.Open(t, clock)
 	var last store.Record
 	for _, key := range []string{"a", "b", "c"} {
-		last = withState(t, s, request(t, "tenant/alice", key, `{}`), idempotency.Completed)
+		last = WithState(t, s, Request(t, "tenant/alice", key, `{}`), idempotency.Completed)
 	}
 	setClock(clock, last.ExpiresAt)
 
@@ -77,7 +77,7 @@ func (h suite) TestActorScopesFindsScopesBySubject(t *testing.T) {
 	ctx := context.Background()
 	s := h.Open(t, NewClock())
 	for _, actor := range []string{"demo/demo", "acme/demo", "demo/alice", "x/ademo"} {
-		withState(t, s, request(t, actor, "k", `{}`), idempotency.Completed)
+		WithState(t, s, Request(t, actor, "k", `{}`), idempotency.Completed)
 	}
 	got, err := s.ActorScopes(ctx, "demo", 10)
 	if err != nil {

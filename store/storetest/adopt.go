@@ -16,15 +16,15 @@ func (h suite) TestTakenOverLeaseAdoptsNothing(t *testing.T) {
 	ctx := context.Background()
 	clock := NewClock()
 	s := h.Open(t, clock)
-	req := request(t, "tenant/alice", "taken", `{}`)
-	old := mustBegin(t, s, req, store.FirstRun)
+	req := Request(t, "tenant/alice", "taken", `{}`)
+	old := MustBegin(t, s, req, store.FirstRun)
 	clock.Advance(31 * time.Second)
-	taken := mustBegin(t, s, req, store.TakenOver)
+	taken := MustBegin(t, s, req, store.TakenOver)
 	if err := s.Heartbeat(ctx, taken.Lease); err != nil {
 		t.Fatal(err)
 	}
 	before := h.Raw(t, s, "")
-	if err := s.Finish(ctx, old.Lease, completed(`{"by":"old"}`)); !errors.Is(err, store.ErrLostOwnership) {
+	if err := s.Finish(ctx, old.Lease, Completed(`{"by":"old"}`)); !errors.Is(err, store.ErrLostOwnership) {
 		t.Errorf("old worker's Finish = %v, want ErrLostOwnership", err)
 	}
 	if after := h.Raw(t, s, ""); after != before {

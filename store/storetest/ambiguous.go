@@ -27,7 +27,7 @@ func (h suite) TestAmbiguousClaim(t *testing.T) {
 			clock := NewClock()
 			direct := h.Open(t, clock)
 			via, cut, ambiguities := h.Faulty(t, direct, clock)
-			req := request(t, "tenant/alice", "ambiguous-claim", `{}`)
+			req := Request(t, "tenant/alice", "ambiguous-claim", `{}`)
 			fired, remove := cut(t, OpClaim, tt.loss)
 			c, err := via.Begin(context.Background(), req)
 			remove()
@@ -46,7 +46,7 @@ func (h suite) TestAmbiguousClaim(t *testing.T) {
 			if got := records(t, direct); got != 1 {
 				t.Errorf("records = %d, want 1", got)
 			}
-			if err := via.Finish(context.Background(), c.Lease, completed(`{}`)); err != nil {
+			if err := via.Finish(context.Background(), c.Lease, Completed(`{}`)); err != nil {
 				t.Errorf("Finish under the recovered lease: %v", err)
 			}
 		})
@@ -62,10 +62,10 @@ func (h suite) TestAmbiguousFinish(t *testing.T) {
 			clock := NewClock()
 			direct := h.Open(t, clock)
 			via, cut, ambiguities := h.Faulty(t, direct, clock)
-			req := request(t, "tenant/alice", "ambiguous-finish", `{}`)
-			c := mustBegin(t, via, req, store.FirstRun)
+			req := Request(t, "tenant/alice", "ambiguous-finish", `{}`)
+			c := MustBegin(t, via, req, store.FirstRun)
 			fired, remove := cut(t, OpFinish, tt.loss)
-			err := via.Finish(ctx, c.Lease, completed(`{"finished":true}`))
+			err := via.Finish(ctx, c.Lease, Completed(`{"finished":true}`))
 			remove()
 			if !fired() {
 				t.Fatal("the tripwire never cut the finish")
@@ -84,7 +84,7 @@ func (h suite) TestAmbiguousFinish(t *testing.T) {
 				t.Errorf("record %s v%d, lease v%d; want COMPLETED applied once (v2) and the lease following it",
 					rec.State, rec.Version, c.Lease.Version)
 			}
-			if diff := cmp.Diff(completed(`{"finished":true}`).Snapshot, rec.Snapshot); diff != "" {
+			if diff := cmp.Diff(Completed(`{"finished":true}`).Snapshot, rec.Snapshot); diff != "" {
 				t.Errorf("stored snapshot (-want +got):\n%s", diff)
 			}
 		})

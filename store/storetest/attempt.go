@@ -18,16 +18,16 @@ func (h suite) TestStagesBelongToTheirAttempt(t *testing.T) {
 	ctx := context.Background()
 	clock := NewClock()
 	s := h.Open(t, clock)
-	req := request(t, "tenant/alice", "stages", `{"amount":"4"}`)
+	req := Request(t, "tenant/alice", "stages", `{"amount":"4"}`)
 
-	first := mustBegin(t, s, req, store.FirstRun)
+	first := MustBegin(t, s, req, store.FirstRun)
 	if err := s.RecordStage(ctx, first.Lease, "sending"); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Finish(ctx, first.Lease, store.Result{State: idempotency.RetryableFailure, ErrorSummary: "upstream 503"}); err != nil {
 		t.Fatal(err)
 	}
-	second := mustBegin(t, s, req, store.TakenOver) // then dies before it records a stage
+	second := MustBegin(t, s, req, store.TakenOver) // then dies before it records a stage
 	if second.Lease.LastStage != "" {
 		t.Errorf("takeover of a retryable failure: lease stage %q, want none", second.Lease.LastStage)
 	}
@@ -36,7 +36,7 @@ func (h suite) TestStagesBelongToTheirAttempt(t *testing.T) {
 	}
 
 	clock.Advance(31 * time.Second)
-	third := mustBegin(t, s, req, store.TakenOver)
+	third := MustBegin(t, s, req, store.TakenOver)
 	if third.Record.LastStage != "" || third.Lease.LastStage != "" {
 		t.Errorf("takeover of the crashed second attempt sees stage %q (lease %q), want none: it never sent",
 			third.Record.LastStage, third.Lease.LastStage)
@@ -46,7 +46,7 @@ func (h suite) TestStagesBelongToTheirAttempt(t *testing.T) {
 	}
 
 	clock.Advance(31 * time.Second)
-	fourth := mustBegin(t, s, req, store.TakenOver)
+	fourth := MustBegin(t, s, req, store.TakenOver)
 	if fourth.Record.LastStage != "sending" || fourth.Lease.LastStage != "sending" {
 		t.Errorf("takeover of the crashed third attempt sees stage %q (lease %q), want its sending",
 			fourth.Record.LastStage, fourth.Lease.LastStage)

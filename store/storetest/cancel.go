@@ -49,7 +49,7 @@ func (h suite) TestCancelIsAVersionConditionedTerminalWrite(t *testing.T) {
 			}
 		}},
 		{name: "completed", want: store.ErrNotCancellable, prepare: func(t *testing.T, s store.Backend, l *store.Lease) {
-			if err := s.Finish(ctx, l, completed(`{}`)); err != nil {
+			if err := s.Finish(ctx, l, Completed(`{}`)); err != nil {
 				t.Fatal(err)
 			}
 		}},
@@ -67,7 +67,7 @@ func (h suite) TestCancelIsAVersionConditionedTerminalWrite(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := h.Open(t, NewClock())
-			req := request(t, "tenant/alice", "k", `{"amount":"1"}`)
+			req := Request(t, "tenant/alice", "k", `{"amount":"1"}`)
 			req.Pending = true
 			c, err := s.Begin(ctx, req)
 			if err != nil {
@@ -106,7 +106,7 @@ func (h suite) TestCancelIsAVersionConditionedTerminalWrite(t *testing.T) {
 			if n := h.StoredRequests(t, s, rec.Scope.Actor); n != 0 {
 				t.Errorf("%d queued requests left", n)
 			}
-			if err := s.Finish(ctx, c.Lease, completed(`{}`)); !errors.Is(err, store.ErrLostOwnership) {
+			if err := s.Finish(ctx, c.Lease, Completed(`{}`)); !errors.Is(err, store.ErrLostOwnership) {
 				t.Errorf("worker's Finish after the cancel: %v, want ErrLostOwnership", err)
 			}
 			if err := s.RecordStage(ctx, c.Lease, "captured"); !errors.Is(err, store.ErrLostOwnership) {
@@ -128,7 +128,7 @@ func (h suite) TestCancelIsAVersionConditionedTerminalWrite(t *testing.T) {
 func (h suite) TestCancelIsFenced(t *testing.T) {
 	ctx := context.Background()
 	s := h.Open(t, NewClock())
-	req := request(t, "tenant/alice", "k", `{}`)
+	req := Request(t, "tenant/alice", "k", `{}`)
 	c, err := s.Begin(ctx, req)
 	if err != nil {
 		t.Fatal(err)
@@ -153,7 +153,7 @@ func (h suite) TestCleanupDeletesExpiredCancelledRecords(t *testing.T) {
 	ctx := context.Background()
 	clock := NewClock()
 	s := h.Open(t, clock)
-	req := request(t, "tenant/alice", "k", `{}`)
+	req := Request(t, "tenant/alice", "k", `{}`)
 	c, err := s.Begin(ctx, req)
 	if err != nil {
 		t.Fatal(err)

@@ -16,7 +16,7 @@ import (
 func (h suite) TestBeginFirstRunThenReplay(t *testing.T) {
 	ctx := context.Background()
 	s := h.Open(t, NewClock())
-	req := request(t, "tenant/alice", "k1", `{"amount":"12.50"}`)
+	req := Request(t, "tenant/alice", "k1", `{"amount":"12.50"}`)
 	c, err := s.Begin(ctx, req)
 	if err != nil {
 		t.Fatal(err)
@@ -24,7 +24,7 @@ func (h suite) TestBeginFirstRunThenReplay(t *testing.T) {
 	if c.Outcome != store.FirstRun || c.Lease == nil || c.Lease.Version != 1 {
 		t.Fatalf("first claim = %v lease %+v, want first_run at version 1", c.Outcome, c.Lease)
 	}
-	if err := s.Finish(ctx, c.Lease, completed(`{"payment_id":"pay_1"}`)); err != nil {
+	if err := s.Finish(ctx, c.Lease, Completed(`{"payment_id":"pay_1"}`)); err != nil {
 		t.Fatal(err)
 	}
 	again, err := s.Begin(ctx, req)
@@ -37,7 +37,7 @@ func (h suite) TestBeginFirstRunThenReplay(t *testing.T) {
 	if again.Record.OperationID != c.Record.OperationID {
 		t.Errorf("operation id changed: %v -> %v", c.Record.OperationID, again.Record.OperationID)
 	}
-	if diff := cmp.Diff(completed(`{"payment_id":"pay_1"}`).Snapshot, again.Record.Snapshot); diff != "" {
+	if diff := cmp.Diff(Completed(`{"payment_id":"pay_1"}`).Snapshot, again.Record.Snapshot); diff != "" {
 		t.Errorf("replayed snapshot (-want +got):\n%s", diff)
 	}
 }
@@ -45,7 +45,7 @@ func (h suite) TestBeginFirstRunThenReplay(t *testing.T) {
 func (h suite) TestConcurrentClaimsOneWinner(t *testing.T) {
 	ctx := context.Background()
 	s := h.Open(t, NewClock())
-	req := request(t, "tenant/alice", "race", `{"amount":"1"}`)
+	req := Request(t, "tenant/alice", "race", `{"amount":"1"}`)
 	const n = 64
 	outcomes := make([]store.Outcome, n)
 	leases := make([]*store.Lease, n)
@@ -61,7 +61,7 @@ func (h suite) TestConcurrentClaimsOneWinner(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	got := tally(outcomes)
+	got := Tally(outcomes)
 	if got["first_run"] != 1 || got["in_progress"] != n-1 {
 		t.Fatalf("outcomes = %v, want 1 first_run and %d in_progress", got, n-1)
 	}
@@ -71,7 +71,7 @@ func (h suite) TestConcurrentClaimsOneWinner(t *testing.T) {
 			winner = l
 		}
 	}
-	if err := s.Finish(ctx, winner, completed(`{}`)); err != nil {
+	if err := s.Finish(ctx, winner, Completed(`{}`)); err != nil {
 		t.Fatal(err)
 	}
 	for i := range n {
@@ -85,7 +85,7 @@ func (h suite) TestConcurrentClaimsOneWinner(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if got := tally(outcomes); got["replay"] != n {
+	if got := Tally(outcomes); got["replay"] != n {
 		t.Fatalf("after completion outcomes = %v, want %d replays", got, n)
 	}
 	if got := records(t, s); got != 1 {
@@ -96,16 +96,16 @@ func (h suite) TestConcurrentClaimsOneWinner(t *testing.T) {
 func (h suite) TestFingerprintMismatchLeavesRecordUnchanged(t *testing.T) {
 	ctx := context.Background()
 	s := h.Open(t, NewClock())
-	req := request(t, "tenant/alice", "k", `{"amount":"12.50"}`)
+	req := Request(t, "tenant/alice", "k", `{"amount":"12.50"}`)
 	c, err := s.Begin(ctx, req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Finish(ctx, c.Lease, completed(`{"payment_id":"pay_1"}`)); err != nil {
+	if err := s.Finish(ctx, c.Lease, Completed(`{"payment_id":"pay_1"}`)); err != nil {
 		t.Fatal(err)
 	}
 	before := h.Raw(t, s, "")
-	other := request(t, "tenant/alice", "k", `{"amount":"99.00"}`)
+	other := Request(t, "tenant/alice", "k", `{"amount":"99.00"}`)
 	m, err := s.Begin(ctx, other)
 	if err != nil {
 		t.Fatal(err)
@@ -117,7 +117,7 @@ func (h suite) TestFingerprintMismatchLeavesRecordUnchanged(t *testing.T) {
 		t.Fatalf("record changed by a mismatching request:\nbefore %s\nafter  %s", before, after)
 	}
 	// Number forms are the same request: 12.50 == 12.5 == 1.25e1.
-	same := request(t, "tenant/alice", "k", `{"amount":"12.50"}`)
+	same := Request(t, "tenant/alice", "k", `{"amount":"12.50"}`)
 	if r, err := s.Begin(ctx, same); err != nil || r.Outcome != store.Replayed {
 		t.Fatalf("same body: outcome %v err %v, want replay", r.Outcome, err)
 	}
@@ -126,15 +126,15 @@ func (h suite) TestFingerprintMismatchLeavesRecordUnchanged(t *testing.T) {
 func (h suite) TestScopesAreIndependent(t *testing.T) {
 	ctx := context.Background()
 	s := h.Open(t, NewClock())
-	a := request(t, "tenant/alice", "shared-key", `{"amount":"1"}`)
+	a := Request(t, "tenant/alice", "shared-key", `{"amount":"1"}`)
 	ca, err := s.Begin(ctx, a)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Finish(ctx, ca.Lease, completed(`{"owner":"alice"}`)); err != nil {
+	if err := s.Finish(ctx, ca.Lease, Completed(`{"owner":"alice"}`)); err != nil {
 		t.Fatal(err)
 	}
-	b := request(t, "tenant/bob", "shared-key", `{"amount":"1"}`)
+	b := Request(t, "tenant/bob", "shared-key", `{"amount":"1"}`)
 	cb, err := s.Begin(ctx, b)
 	if err != nil {
 		t.Fatal(err)
@@ -159,17 +159,17 @@ func (h suite) TestScopesAreIndependent(t *testing.T) {
 func (h suite) TestStaleEpochRefused(t *testing.T) {
 	ctx := context.Background()
 	s := h.Open(t, NewClock())
-	req := request(t, "tenant/alice", "k", `{}`)
+	req := Request(t, "tenant/alice", "k", `{}`)
 	c, err := s.Begin(ctx, req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	h.SetFence(t, s, req.Token.Shard, 2, Region)
 	var stale *fencing.StaleEpochError
-	if err := s.Finish(ctx, c.Lease, completed(`{}`)); !errors.As(err, &stale) || stale.Current != 2 {
+	if err := s.Finish(ctx, c.Lease, Completed(`{}`)); !errors.As(err, &stale) || stale.Current != 2 {
 		t.Fatalf("finish with epoch 1 after bump: %v, want StaleEpochError current 2", err)
 	}
-	req2 := request(t, "tenant/alice", "k2", `{}`)
+	req2 := Request(t, "tenant/alice", "k2", `{}`)
 	if _, err := s.Begin(ctx, req2); !errors.Is(err, fencing.ErrStaleEpoch) {
 		t.Fatalf("claim with epoch 1 after bump: %v, want ErrStaleEpoch", err)
 	}

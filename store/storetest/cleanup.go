@@ -17,21 +17,21 @@ func (h suite) TestCleanupExpiryBoundary(t *testing.T) {
 	ctx := context.Background()
 	clock := NewClock()
 	s := h.Open(t, clock)
-	req := request(t, "tenant/alice", "boundary", `{}`)
-	rec := withState(t, s, req, idempotency.Completed)
+	req := Request(t, "tenant/alice", "boundary", `{}`)
+	rec := WithState(t, s, req, idempotency.Completed)
 	if rec.ExpiresAt.IsZero() || !rec.ExpiresAt.After(clock.Now()) {
 		t.Fatalf("expires_at = %v, want after now %v", rec.ExpiresAt, clock.Now())
 	}
 
 	setClock(clock, rec.ExpiresAt.Add(-time.Microsecond))
-	if n := cleanup(t, s, 0); n != 0 {
+	if n := Cleanup(t, s, 0); n != 0 {
 		t.Fatalf("1µs before expiry: cleanup deleted %d, want 0", n)
 	}
 	if _, err := s.Read(ctx, req.Scope); err != nil {
 		t.Fatalf("1µs before expiry: %v", err)
 	}
 	setClock(clock, rec.ExpiresAt)
-	if n := cleanup(t, s, 0); n != 1 {
+	if n := Cleanup(t, s, 0); n != 1 {
 		t.Fatalf("at expiry: cleanup deleted %d, want 1", n)
 	}
 	if _, err := s.Read(ctx, req.Scope); !errors.Is(err, store.ErrNotFound) {
@@ -56,16 +56,16 @@ func (h suite) TestCleanupDeletesOnlyRestingStates(t *testing.T) {
 	}
 	scopes := map[idempotency.State]store.Scope{}
 	for _, tt := range tests {
-		req := request(t, "tenant/alice", "state-"+string(tt.state), `{}`)
+		req := Request(t, "tenant/alice", "state-"+string(tt.state), `{}`)
 		req.TTL = time.Hour
-		withState(t, s, req, tt.state)
+		WithState(t, s, req, tt.state)
 		scopes[tt.state] = req.Scope
 	}
 	clock.Advance(365 * 24 * time.Hour) // far past every expiry and lease
-	if n := cleanup(t, s, 0); n != 3 {
+	if n := Cleanup(t, s, 0); n != 3 {
 		t.Errorf("cleanup deleted %d, want the 3 resting records", n)
 	}
-	if n := cleanup(t, s, 0); n != 0 {
+	if n := Cleanup(t, s, 0); n != 0 {
 		t.Errorf("second pass deleted %d, want 0", n)
 	}
 	for _, tt := range tests {
@@ -81,20 +81,20 @@ func (h suite) TestCleanupBatches(t *testing.T) {
 	s := h.Open(t, clock)
 	var reqs []store.ClaimRequest
 	for i := range 25 {
-		req := request(t, "tenant/alice", fmt.Sprintf("batch-%02d", i), `{}`)
+		req := Request(t, "tenant/alice", fmt.Sprintf("batch-%02d", i), `{}`)
 		req.TTL = time.Hour
-		withState(t, s, req, idempotency.Completed)
+		WithState(t, s, req, idempotency.Completed)
 		reqs = append(reqs, req)
 		clock.Advance(time.Second) // distinct expiries, in key order
 	}
-	keep := request(t, "tenant/alice", "long-lived", `{}`)
+	keep := Request(t, "tenant/alice", "long-lived", `{}`)
 	keep.TTL = 1000 * time.Hour
-	withState(t, s, keep, idempotency.Completed)
+	WithState(t, s, keep, idempotency.Completed)
 
 	clock.Advance(2 * time.Hour)
 	var got []int
 	for range 4 {
-		got = append(got, cleanup(t, s, 10))
+		got = append(got, Cleanup(t, s, 10))
 		if len(got) == 1 {
 			// Oldest expiry first: the first batch took keys 00..09.
 			for i, req := range reqs {

@@ -32,20 +32,20 @@ func (h suite) TestAFencedOutHolderIsTakenOverAtOnceOnlyWhereAllowed(t *testing.
 	const actor = "tenant/alice"
 	shard := shardOf(actor)
 
-	inEast := request(t, actor, "moved-mid-run", `{"amount":"7"}`)
-	held := mustBegin(t, s, inEast, store.FirstRun)
+	inEast := Request(t, actor, "moved-mid-run", `{"amount":"7"}`)
+	held := MustBegin(t, s, inEast, store.FirstRun)
 	if err := s.MoveFence(ctx, fencing.Move{Shard: shard, From: 1, To: "eu-west", Operator: "test", Reason: "failover"}); err != nil {
 		t.Fatal(err)
 	}
 	inWest := func(key string, fenced bool) store.ClaimRequest {
-		req := request(t, actor, key, `{"amount":"7"}`)
+		req := Request(t, actor, key, `{"amount":"7"}`)
 		req.Token = fencing.Token{Shard: shard, Epoch: 2, Region: "eu-west"}
 		req.TakeOverFenced = fenced
 		return req
 	}
 
 	// Without the permission: the lease rules, as before.
-	if busy := mustBegin(t, west, inWest("moved-mid-run", false), store.InFlight); busy.RetryAfter != 30*time.Second {
+	if busy := MustBegin(t, west, inWest("moved-mid-run", false), store.InFlight); busy.RetryAfter != 30*time.Second {
 		t.Errorf("retry after = %v, want the whole remaining lease 30s", busy.RetryAfter)
 	}
 	// The store's update refuses it too.
@@ -54,22 +54,22 @@ func (h suite) TestAFencedOutHolderIsTakenOverAtOnceOnlyWhereAllowed(t *testing.
 	}
 
 	// With it: taken over now, the same operation.
-	taken := mustBegin(t, west, inWest("moved-mid-run", true), store.TakenOver)
+	taken := MustBegin(t, west, inWest("moved-mid-run", true), store.TakenOver)
 	if !taken.Fenced || taken.Lease.OperationID != held.Lease.OperationID || taken.Lease.Token.Epoch != 2 {
 		t.Fatalf("takeover: fenced %v, operation %v (want %v), epoch %d (want 2)", taken.Fenced,
 			taken.Lease.OperationID, held.Lease.OperationID, taken.Lease.Token.Epoch)
 	}
 	var stale *fencing.StaleEpochError
-	if err := s.Finish(ctx, held.Lease, completed(`{"by":"east"}`)); !errors.As(err, &stale) {
+	if err := s.Finish(ctx, held.Lease, Completed(`{"by":"east"}`)); !errors.As(err, &stale) {
 		t.Errorf("the fenced holder's finish: %v, want *fencing.StaleEpochError", err)
 	}
-	if err := west.Finish(ctx, taken.Lease, completed(`{"by":"west"}`)); err != nil {
+	if err := west.Finish(ctx, taken.Lease, Completed(`{"by":"west"}`)); err != nil {
 		t.Fatalf("the new owner's finish: %v", err)
 	}
 
 	// A holder of the current epoch keeps its lease.
-	live := mustBegin(t, west, inWest("claimed-after-the-move", false), store.FirstRun)
-	if busy := mustBegin(t, west, inWest("claimed-after-the-move", true), store.InFlight); busy.RetryAfter != 30*time.Second {
+	live := MustBegin(t, west, inWest("claimed-after-the-move", false), store.FirstRun)
+	if busy := MustBegin(t, west, inWest("claimed-after-the-move", true), store.InFlight); busy.RetryAfter != 30*time.Second {
 		t.Errorf("live holder of the current epoch: retry after = %v, want 30s", busy.RetryAfter)
 	}
 	if _, err := west.TakeOver(ctx, live.Record, inWest("claimed-after-the-move", true)); !errors.Is(err, store.ErrLostOwnership) {
@@ -88,9 +88,9 @@ func (h suite) TestFencedFindsOnlyRunningOperationsOfAnOlderEpoch(t *testing.T) 
 	const pay = "POST /v1/payments"
 	alice, bob := "tenant/alice", "tenant/bob"
 	begin := func(actor, key string, epoch int64, region string) store.Claim {
-		req := request(t, actor, key, `{}`)
+		req := Request(t, actor, key, `{}`)
 		req.Token.Epoch, req.Token.Region = epoch, region
-		return mustBegin(t, s, req, store.FirstRun)
+		return MustBegin(t, s, req, store.FirstRun)
 	}
 	running := begin(alice, "running", 1, Region)
 	queued := begin(alice, "queued", 1, Region)
@@ -98,7 +98,7 @@ func (h suite) TestFencedFindsOnlyRunningOperationsOfAnOlderEpoch(t *testing.T) 
 		t.Fatal(err)
 	}
 	done := begin(alice, "done", 1, Region)
-	if err := s.Finish(ctx, done.Lease, completed(`{}`)); err != nil {
+	if err := s.Finish(ctx, done.Lease, Completed(`{}`)); err != nil {
 		t.Fatal(err)
 	}
 	other := begin(bob, "not-moved", 1, Region)

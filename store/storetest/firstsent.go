@@ -16,25 +16,25 @@ import (
 func (h suite) TestAnotherFirstSentIsAMismatchUnlessEitherIsAbsent(t *testing.T) {
 	s := h.Open(t, nil)
 	t1 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
-	req := request(t, "tenant/a", "fs-1", `{}`)
+	req := Request(t, "tenant/a", "fs-1", `{}`)
 	req.FirstSent = t1
-	c := mustBegin(t, s, req, store.FirstRun)
+	c := MustBegin(t, s, req, store.FirstRun)
 	if !c.Record.FirstSent.Equal(t1) {
 		t.Fatalf("stored first-sent %v, want %v", c.Record.FirstSent, t1)
 	}
 	other := req
 	other.FirstSent = t1.Add(time.Second)
-	mustBegin(t, s, other, store.Mismatch)
-	mustBegin(t, s, req, store.InFlight)
+	MustBegin(t, s, other, store.Mismatch)
+	MustBegin(t, s, req, store.InFlight)
 	absent := req
 	absent.FirstSent = time.Time{}
-	mustBegin(t, s, absent, store.InFlight)
+	MustBegin(t, s, absent, store.InFlight)
 
-	without := request(t, "tenant/a", "fs-2", `{}`)
-	mustBegin(t, s, without, store.FirstRun)
+	without := Request(t, "tenant/a", "fs-2", `{}`)
+	MustBegin(t, s, without, store.FirstRun)
 	with := without
 	with.FirstSent = t1
-	mustBegin(t, s, with, store.InFlight)
+	MustBegin(t, s, with, store.InFlight)
 }
 
 // TestKeepStagesResumesARetryableFailureFromItsLastStage: a takeover of a
@@ -44,16 +44,16 @@ func (h suite) TestKeepStagesResumesARetryableFailureFromItsLastStage(t *testing
 	s := h.Open(t, nil)
 	ctx := context.Background()
 	for _, keep := range []bool{false, true} {
-		req := request(t, "tenant/a", "stages-"+map[bool]string{false: "cleared", true: "kept"}[keep], `{}`)
+		req := Request(t, "tenant/a", "stages-"+map[bool]string{false: "cleared", true: "kept"}[keep], `{}`)
 		req.KeepStages = keep
-		c := mustBegin(t, s, req, store.FirstRun)
+		c := MustBegin(t, s, req, store.FirstRun)
 		if err := s.RecordStage(ctx, c.Lease, "charged"); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.Finish(ctx, c.Lease, store.Result{State: idempotency.RetryableFailure, ErrorSummary: "503"}); err != nil {
 			t.Fatal(err)
 		}
-		again := mustBegin(t, s, req, store.TakenOver)
+		again := MustBegin(t, s, req, store.TakenOver)
 		rec, err := s.Read(ctx, req.Scope)
 		if err != nil {
 			t.Fatal(err)

@@ -12,7 +12,8 @@ import (
 	"github.com/idemcoord/idemcoord/store"
 )
 
-func mustKey(t testing.TB, k string) idempotency.Key {
+// Key parses k as an Idempotency-Key header, failing t if it is invalid.
+func Key(t testing.TB, k string) idempotency.Key {
 	t.Helper()
 	key, err := idempotency.ParseKeyHeader(k)
 	if err != nil {
@@ -21,7 +22,8 @@ func mustKey(t testing.TB, k string) idempotency.Key {
 	return key
 }
 
-func fingerprint(t testing.TB, body string) idempotency.Fingerprint {
+// Fingerprint is the fingerprint of a JSON POST /v1/payments with body.
+func Fingerprint(t testing.TB, body string) idempotency.Fingerprint {
 	t.Helper()
 	fp, err := idempotency.ComputeFingerprint(idempotency.Request{Method: "POST", Path: "/v1/payments",
 		ContentType: "application/json", Body: []byte(body)}, idempotency.FingerprintOptions{})
@@ -31,13 +33,14 @@ func fingerprint(t testing.TB, body string) idempotency.Fingerprint {
 	return fp
 }
 
-// request builds a claim request for actor/key/body on shard epoch 1, from
-// Region.
-func request(t testing.TB, actor, key, body string) store.ClaimRequest {
+// Request builds a claim request for actor/key/body on endpoint
+// "POST /v1/payments", shard epoch 1, from Region, with a 30 s lease and a
+// 24 h TTL.
+func Request(t testing.TB, actor, key, body string) store.ClaimRequest {
 	t.Helper()
 	return store.ClaimRequest{
-		Scope:       store.Scope{Actor: actor, Endpoint: "POST /v1/payments", Key: mustKey(t, key)},
-		Fingerprint: fingerprint(t, body),
+		Scope:       store.Scope{Actor: actor, Endpoint: "POST /v1/payments", Key: Key(t, key)},
+		Fingerprint: Fingerprint(t, body),
 		Token:       fencing.Token{Shard: shard.Of(actor, shard.DefaultCount), Epoch: 1, Region: Region},
 		Worker:      "test",
 		Lease:       30 * time.Second,
@@ -45,7 +48,8 @@ func request(t testing.TB, actor, key, body string) store.ClaimRequest {
 	}
 }
 
-func completed(body string) store.Result {
+// Completed is a COMPLETED result: 201, JSON body, resource pay_1.
+func Completed(body string) store.Result {
 	return store.Result{State: idempotency.Completed, Snapshot: store.Snapshot{
 		Status: 201, Body: []byte(body), ResourceID: "pay_1",
 		Header: map[string][]string{"Content-Type": {"application/json"}}}}
@@ -65,7 +69,8 @@ func records(t testing.TB, s store.Backend) int {
 	return n
 }
 
-func tally(outcomes []store.Outcome) map[string]int {
+// Tally counts outcomes by name.
+func Tally(outcomes []store.Outcome) map[string]int {
 	m := map[string]int{}
 	for _, o := range outcomes {
 		m[fmt.Sprint(o)]++
@@ -75,8 +80,8 @@ func tally(outcomes []store.Outcome) map[string]int {
 
 func shardOf(actor string) int { return shard.Of(actor, shard.DefaultCount) }
 
-// mustBegin claims req and checks the outcome.
-func mustBegin(t testing.TB, s store.Claims, req store.ClaimRequest, want store.Outcome) store.Claim {
+// MustBegin claims req and fails t unless the outcome is want.
+func MustBegin(t testing.TB, s store.Claims, req store.ClaimRequest, want store.Outcome) store.Claim {
 	t.Helper()
 	c, err := s.Begin(context.Background(), req)
 	if err != nil {
@@ -91,17 +96,17 @@ func mustBegin(t testing.TB, s store.Claims, req store.ClaimRequest, want store.
 // setClock moves clock to at.
 func setClock(c *Clock, at time.Time) { c.Advance(at.Sub(c.Now())) }
 
-// withState claims req and leaves it in state: PENDING and IN_PROGRESS are
+// WithState claims req and leaves it in state: PENDING and IN_PROGRESS are
 // left claimed, the others are finished with that result.
-func withState(t testing.TB, s store.Backend, req store.ClaimRequest, state idempotency.State) store.Record {
+func WithState(t testing.TB, s store.Backend, req store.ClaimRequest, state idempotency.State) store.Record {
 	t.Helper()
 	ctx := context.Background()
 	req.Pending = state == idempotency.Pending
-	c := mustBegin(t, s, req, store.FirstRun)
+	c := MustBegin(t, s, req, store.FirstRun)
 	if state != idempotency.Pending && state != idempotency.InProgress {
 		res := store.Result{State: state, ErrorSummary: "summary of " + string(state)}
 		if state.Terminal() {
-			res = completed(`{"state":"` + string(state) + `"}`)
+			res = Completed(`{"state":"` + string(state) + `"}`)
 			res.State = state
 		}
 		if err := s.Finish(ctx, c.Lease, res); err != nil {
@@ -118,7 +123,9 @@ func withState(t testing.TB, s store.Backend, req store.ClaimRequest, state idem
 	return rec
 }
 
-func cleanup(t testing.TB, s store.Backend, batch int) int {
+// Cleanup runs one cleanup pass of up to batch records and returns how
+// many it compacted and deleted.
+func Cleanup(t testing.TB, s store.Backend, batch int) int {
 	t.Helper()
 	n, err := s.Cleanup(context.Background(), batch)
 	if err != nil {
@@ -130,11 +137,11 @@ func cleanup(t testing.TB, s store.Backend, batch int) int {
 // unknownRecord claims a fresh key and records OUTCOME_UNKNOWN for it.
 func unknownRecord(t *testing.T, s store.Backend, key string) (store.ClaimRequest, store.Record) {
 	t.Helper()
-	req := request(t, "tenant/alice", key, `{"amount":"9"}`)
-	c := mustBegin(t, s, req, store.FirstRun)
+	req := Request(t, "tenant/alice", key, `{"amount":"9"}`)
+	c := MustBegin(t, s, req, store.FirstRun)
 	if err := s.Finish(context.Background(), c.Lease, store.Result{State: idempotency.OutcomeUnknown, ErrorSummary: "charge timed out"}); err != nil {
 		t.Fatal(err)
 	}
-	u := mustBegin(t, s, req, store.Unresolved)
+	u := MustBegin(t, s, req, store.Unresolved)
 	return req, u.Record
 }

@@ -18,7 +18,7 @@ import (
 func (h suite) TestPurgeSticksThroughLaterFinishAndResolve(t *testing.T) {
 	ctx := context.Background()
 	s := h.Open(t, NewClock())
-	running := mustBegin(t, s, request(t, "tenant/alice", "purge-running", `{"amount":"1"}`), store.FirstRun)
+	running := MustBegin(t, s, Request(t, "tenant/alice", "purge-running", `{"amount":"1"}`), store.FirstRun)
 	_, unknown := unknownRecord(t, s, "purge-unknown")
 	_, reconciled := unknownRecord(t, s, "purge-reconciled")
 
@@ -30,15 +30,15 @@ func (h suite) TestPurgeSticksThroughLaterFinishAndResolve(t *testing.T) {
 		t.Errorf("purged %d records, want all 3", n)
 	}
 
-	if err := s.Finish(ctx, running.Lease, completed(`{"card":"4242"}`)); err != nil {
+	if err := s.Finish(ctx, running.Lease, Completed(`{"card":"4242"}`)); err != nil {
 		t.Fatalf("the running worker's Finish after the purge: %v", err)
 	}
 	tok := unknown.Token
 	tok.Region = Region // the resolver's own token, as the gateway passes it
-	if err := s.Resolve(ctx, unknown, tok, completed(`{"card":"4242"}`)); err != nil {
+	if err := s.Resolve(ctx, unknown, tok, Completed(`{"card":"4242"}`)); err != nil {
 		t.Fatalf("Resolve after the purge: %v", err)
 	}
-	res := completed(`{"card":"4242"}`)
+	res := Completed(`{"card":"4242"}`)
 	res.ErrorSummary = "found by hand for alice"
 	if err := s.ReconcileUnknown(ctx, "oncall@example.com", "ticket 8", reconciled.OperationID, res); err != nil {
 		t.Fatalf("ReconcileUnknown after the purge: %v", err)
@@ -57,8 +57,8 @@ func (h suite) TestPurgeSticksThroughLaterFinishAndResolve(t *testing.T) {
 func (h suite) TestFinishStoresBodyOfUnpurgedRecord(t *testing.T) {
 	ctx := context.Background()
 	s := h.Open(t, NewClock())
-	c := mustBegin(t, s, request(t, "tenant/alice", "not-purged", `{}`), store.FirstRun)
-	res := completed(`{"ok":true}`)
+	c := MustBegin(t, s, Request(t, "tenant/alice", "not-purged", `{}`), store.FirstRun)
+	res := Completed(`{"ok":true}`)
 	if err := s.Finish(ctx, c.Lease, res); err != nil {
 		t.Fatal(err)
 	}

@@ -20,9 +20,9 @@ func (h suite) TestStrandedAsyncOperationIsTakenOverByOneInstance(t *testing.T) 
 	clock := NewClock()
 	s := h.Open(t, clock)
 	other := h.Reopen(t, s, clock)
-	req := request(t, "tenant/alice", "queued", `{"export":"csv"}`)
+	req := Request(t, "tenant/alice", "queued", `{"export":"csv"}`)
 	req.Pending = true
-	c := mustBegin(t, s, req, store.FirstRun)
+	c := MustBegin(t, s, req, store.FirstRun)
 	if err := s.SaveRequest(ctx, c.Lease, []byte(`{"method":"POST"}`)); err != nil {
 		t.Fatal(err)
 	}
@@ -30,9 +30,9 @@ func (h suite) TestStrandedAsyncOperationIsTakenOverByOneInstance(t *testing.T) 
 		t.Fatalf("second save: %v", err)
 	}
 	// Another queued operation whose request was never stored is not offered.
-	bare := request(t, "tenant/alice", "queued-bare", `{}`)
+	bare := Request(t, "tenant/alice", "queued-bare", `{}`)
 	bare.Pending = true
-	mustBegin(t, s, bare, store.FirstRun)
+	MustBegin(t, s, bare, store.FirstRun)
 
 	if got, err := s.Stranded(ctx, anyStranded); err != nil || len(got) != 0 {
 		t.Fatalf("before the lease expired: %d stranded (%v), want 0", len(got), err)
@@ -58,13 +58,13 @@ func (h suite) TestStrandedAsyncOperationIsTakenOverByOneInstance(t *testing.T) 
 	if got, _ := s.Stranded(ctx, anyStranded); len(got) != 0 {
 		t.Errorf("after the takeover: %d stranded, want 0 (its lease runs)", len(got))
 	}
-	if err := other.Finish(ctx, won.Lease, completed(`{"export":"done"}`)); err != nil {
+	if err := other.Finish(ctx, won.Lease, Completed(`{"export":"done"}`)); err != nil {
 		t.Fatalf("winner's Finish: %v", err)
 	}
 	if n := h.StoredRequests(t, s, ""); n != 1 {
 		t.Fatalf("stored requests before cleanup: %d, want 1", n)
 	}
-	cleanup(t, s, 0)
+	Cleanup(t, s, 0)
 	if n := h.StoredRequests(t, s, ""); n != 0 {
 		t.Errorf("stored requests after cleanup: %d, want 0: the operation finished", n)
 	}
@@ -76,9 +76,9 @@ func (h suite) TestPurgeDeletesQueuedRequests(t *testing.T) {
 	ctx := context.Background()
 	s := h.Open(t, NewClock())
 	for _, actor := range []string{"tenant/alice", "tenant/bob"} {
-		req := request(t, actor, "queued", `{}`)
+		req := Request(t, actor, "queued", `{}`)
 		req.Pending = true
-		c := mustBegin(t, s, req, store.FirstRun)
+		c := MustBegin(t, s, req, store.FirstRun)
 		if err := s.SaveRequest(ctx, c.Lease, []byte(`{"body":"alice's address"}`)); err != nil {
 			t.Fatal(err)
 		}

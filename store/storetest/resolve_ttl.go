@@ -19,15 +19,15 @@ func (h suite) TestResolvedAfterTTLStaysForAnotherTTL(t *testing.T) {
 	ctx := context.Background()
 	clock := NewClock()
 	s := h.Open(t, clock)
-	req := request(t, "tenant/alice", "ttl-resolve", `{"amount":"5"}`)
+	req := Request(t, "tenant/alice", "ttl-resolve", `{"amount":"5"}`)
 	req.TTL = time.Hour
-	c := mustBegin(t, s, req, store.FirstRun)
+	c := MustBegin(t, s, req, store.FirstRun)
 	if err := s.Finish(ctx, c.Lease, store.Result{State: idempotency.OutcomeUnknown, ErrorSummary: "timeout"}); err != nil {
 		t.Fatal(err)
 	}
 	clock.Advance(2 * time.Hour) // the resolve endpoint was down; retries got 409
-	u := mustBegin(t, s, req, store.Unresolved)
-	if err := s.Resolve(ctx, u.Record, req.Token, completed(`{"id":"pay_1"}`)); err != nil {
+	u := MustBegin(t, s, req, store.Unresolved)
+	if err := s.Resolve(ctx, u.Record, req.Token, Completed(`{"id":"pay_1"}`)); err != nil {
 		t.Fatal(err)
 	}
 	n, err := s.Cleanup(ctx, 0)

@@ -26,10 +26,10 @@ func (h suite) TestStrandedOffersOnlyWhatTheCallerMayRunAndPagesOn(t *testing.T)
 	clock := NewClock()
 	s := h.Open(t, clock)
 	queue := func(actor, endpoint, key string) uuid.UUID {
-		req := request(t, actor, key, `{}`)
+		req := Request(t, actor, key, `{}`)
 		req.Scope.Endpoint = endpoint
 		req.Pending = true
-		c := mustBegin(t, s, req, store.FirstRun)
+		c := MustBegin(t, s, req, store.FirstRun)
 		if err := s.SaveRequest(ctx, c.Lease, []byte(`{}`)); err != nil {
 			t.Fatal(err)
 		}

@@ -19,26 +19,26 @@ func (h suite) TestTakeoverAfterLeaseExpiry(t *testing.T) {
 	clock := NewClock()
 	s := h.Open(t, clock)
 	other := h.Reopen(t, s, clock) // another worker, its own pool
-	req := request(t, "tenant/alice", "takeover", `{"amount":"7"}`)
+	req := Request(t, "tenant/alice", "takeover", `{"amount":"7"}`)
 
-	old := mustBegin(t, s, req, store.FirstRun)
+	old := MustBegin(t, s, req, store.FirstRun)
 	if err := s.RecordStage(ctx, old.Lease, "charge_sent"); err != nil {
 		t.Fatal(err)
 	}
 
 	// Before expiry: in flight, retry when the lease runs out.
 	clock.Advance(10 * time.Second)
-	busy := mustBegin(t, other, req, store.InFlight)
+	busy := MustBegin(t, other, req, store.InFlight)
 	if busy.RetryAfter != 20*time.Second {
 		t.Errorf("retry after = %v, want the remaining lease 20s", busy.RetryAfter)
 	}
 	clock.Advance(20*time.Second - time.Microsecond)
-	if busy := mustBegin(t, other, req, store.InFlight); busy.RetryAfter != time.Microsecond {
+	if busy := MustBegin(t, other, req, store.InFlight); busy.RetryAfter != time.Microsecond {
 		t.Errorf("1µs before expiry: retry after = %v, want 1µs", busy.RetryAfter)
 	}
 
 	clock.Advance(time.Second + time.Microsecond) // 31s after the claim
-	taken := mustBegin(t, other, req, store.TakenOver)
+	taken := MustBegin(t, other, req, store.TakenOver)
 	nl := taken.Lease
 	if nl == nil || nl.Version <= old.Lease.Version {
 		t.Fatalf("takeover lease %+v, want a version above %d", nl, old.Lease.Version)
@@ -55,7 +55,7 @@ func (h suite) TestTakeoverAfterLeaseExpiry(t *testing.T) {
 
 	// The old worker is fenced out by the version, and changes nothing.
 	before := h.Raw(t, s, "")
-	if err := s.Finish(ctx, old.Lease, completed(`{"by":"old"}`)); !errors.Is(err, store.ErrLostOwnership) {
+	if err := s.Finish(ctx, old.Lease, Completed(`{"by":"old"}`)); !errors.Is(err, store.ErrLostOwnership) {
 		t.Errorf("old worker's Finish: %v, want ErrLostOwnership", err)
 	}
 	if err := s.Heartbeat(ctx, old.Lease); !errors.Is(err, store.ErrLostOwnership) {
@@ -71,11 +71,11 @@ func (h suite) TestTakeoverAfterLeaseExpiry(t *testing.T) {
 	if err := other.Heartbeat(ctx, nl); err != nil {
 		t.Fatalf("new owner's heartbeat: %v", err)
 	}
-	if err := other.Finish(ctx, nl, completed(`{"by":"new"}`)); err != nil {
+	if err := other.Finish(ctx, nl, Completed(`{"by":"new"}`)); err != nil {
 		t.Fatalf("new owner's Finish: %v", err)
 	}
-	replay := mustBegin(t, s, req, store.Replayed)
-	if diff := cmp.Diff(completed(`{"by":"new"}`).Snapshot, replay.Record.Snapshot); diff != "" {
+	replay := MustBegin(t, s, req, store.Replayed)
+	if diff := cmp.Diff(Completed(`{"by":"new"}`).Snapshot, replay.Record.Snapshot); diff != "" {
 		t.Errorf("replay (-want +got):\n%s", diff)
 	}
 	if replay.Record.Attempts != 2 || replay.Record.OperationID != old.Record.OperationID {
@@ -86,32 +86,32 @@ func (h suite) TestTakeoverAfterLeaseExpiry(t *testing.T) {
 func (h suite) TestLeaseExpiresExactlyAtExpiry(t *testing.T) {
 	clock := NewClock()
 	s := h.Open(t, clock)
-	req := request(t, "tenant/alice", "boundary", `{}`)
-	mustBegin(t, s, req, store.FirstRun)
+	req := Request(t, "tenant/alice", "boundary", `{}`)
+	MustBegin(t, s, req, store.FirstRun)
 	clock.Advance(30 * time.Second) // now == lease_expires_at
-	mustBegin(t, s, req, store.TakenOver)
+	MustBegin(t, s, req, store.TakenOver)
 }
 
 func (h suite) TestRetryableFailureIsRerun(t *testing.T) {
 	ctx := context.Background()
 	s := h.Open(t, NewClock())
-	req := request(t, "tenant/alice", "retryable", `{"amount":"1"}`)
-	first := mustBegin(t, s, req, store.FirstRun)
+	req := Request(t, "tenant/alice", "retryable", `{"amount":"1"}`)
+	first := MustBegin(t, s, req, store.FirstRun)
 	if err := s.Finish(ctx, first.Lease, store.Result{State: idempotency.RetryableFailure, ErrorSummary: "upstream 503"}); err != nil {
 		t.Fatal(err)
 	}
 	// No clock movement: a retryable failure is re-run at once.
-	again := mustBegin(t, s, req, store.TakenOver)
+	again := MustBegin(t, s, req, store.TakenOver)
 	if again.Lease.OperationID != first.Record.OperationID || again.Lease.Version <= first.Lease.Version {
 		t.Errorf("re-run lease %+v, want operation %v above version %d", again.Lease, first.Record.OperationID, first.Lease.Version)
 	}
-	if err := s.Finish(ctx, first.Lease, completed(`{}`)); !errors.Is(err, store.ErrLostOwnership) {
+	if err := s.Finish(ctx, first.Lease, Completed(`{}`)); !errors.Is(err, store.ErrLostOwnership) {
 		t.Errorf("first attempt's late Finish: %v, want ErrLostOwnership", err)
 	}
-	if err := s.Finish(ctx, again.Lease, completed(`{"ok":true}`)); err != nil {
+	if err := s.Finish(ctx, again.Lease, Completed(`{"ok":true}`)); err != nil {
 		t.Fatal(err)
 	}
-	mustBegin(t, s, req, store.Replayed)
+	MustBegin(t, s, req, store.Replayed)
 }
 
 func (h suite) TestOutcomeUnknownIsNeverRerun(t *testing.T) {
@@ -123,7 +123,7 @@ func (h suite) TestOutcomeUnknownIsNeverRerun(t *testing.T) {
 	}
 	for _, d := range []time.Duration{31 * time.Second, time.Hour, 30 * 24 * time.Hour} {
 		clock.Advance(d)
-		mustBegin(t, s, req, store.Unresolved)
+		MustBegin(t, s, req, store.Unresolved)
 	}
 }
 
@@ -133,17 +133,17 @@ func (h suite) TestResolveOutcomeUnknown(t *testing.T) {
 
 	t.Run("completed is replayed", func(t *testing.T) {
 		req, rec := unknownRecord(t, s, "resolve-completed")
-		if err := s.Resolve(ctx, rec, req.Token, completed(`{"found":"downstream"}`)); err != nil {
+		if err := s.Resolve(ctx, rec, req.Token, Completed(`{"found":"downstream"}`)); err != nil {
 			t.Fatal(err)
 		}
-		r := mustBegin(t, s, req, store.Replayed)
-		if diff := cmp.Diff(completed(`{"found":"downstream"}`).Snapshot, r.Record.Snapshot); diff != "" {
+		r := MustBegin(t, s, req, store.Replayed)
+		if diff := cmp.Diff(Completed(`{"found":"downstream"}`).Snapshot, r.Record.Snapshot); diff != "" {
 			t.Errorf("replay (-want +got):\n%s", diff)
 		}
-		if err := s.Resolve(ctx, r.Record, req.Token, completed(`{}`)); !errors.Is(err, store.ErrNotUnknown) {
+		if err := s.Resolve(ctx, r.Record, req.Token, Completed(`{}`)); !errors.Is(err, store.ErrNotUnknown) {
 			t.Errorf("resolving a completed record: %v, want ErrNotUnknown", err)
 		}
-		if err := s.Resolve(ctx, rec, req.Token, completed(`{}`)); !errors.Is(err, store.ErrLostOwnership) {
+		if err := s.Resolve(ctx, rec, req.Token, Completed(`{}`)); !errors.Is(err, store.ErrLostOwnership) {
 			t.Errorf("resolving again from the stale read: %v, want ErrLostOwnership", err)
 		}
 	})
@@ -153,21 +153,21 @@ func (h suite) TestResolveOutcomeUnknown(t *testing.T) {
 		if err := s.Resolve(ctx, rec, req.Token, store.Result{State: idempotency.RetryableFailure, ErrorSummary: "downstream has no such charge"}); err != nil {
 			t.Fatal(err)
 		}
-		c := mustBegin(t, s, req, store.TakenOver)
+		c := MustBegin(t, s, req, store.TakenOver)
 		if c.Lease.OperationID != rec.OperationID {
 			t.Errorf("re-run of operation %v, want %v", c.Lease.OperationID, rec.OperationID)
 		}
-		if err := s.Finish(ctx, c.Lease, completed(`{}`)); err != nil {
+		if err := s.Finish(ctx, c.Lease, Completed(`{}`)); err != nil {
 			t.Fatal(err)
 		}
-		mustBegin(t, s, req, store.Replayed)
+		MustBegin(t, s, req, store.Replayed)
 	})
 
 	t.Run("two resolvers, one wins", func(t *testing.T) {
 		for round := range 10 {
 			req, rec := unknownRecord(t, s, fmt.Sprintf("resolve-race-%d", round))
 			errs := make([]error, 2)
-			results := []store.Result{completed(`{"resolver":0}`), completed(`{"resolver":1}`)}
+			results := []store.Result{Completed(`{"resolver":0}`), Completed(`{"resolver":1}`)}
 			var wg sync.WaitGroup
 			start := make(chan struct{})
 			for i := range 2 {
@@ -193,7 +193,7 @@ func (h suite) TestResolveOutcomeUnknown(t *testing.T) {
 			if winner < 0 {
 				t.Fatalf("round %d: no resolver succeeded: %v", round, errs)
 			}
-			r := mustBegin(t, s, req, store.Replayed)
+			r := MustBegin(t, s, req, store.Replayed)
 			if diff := cmp.Diff(results[winner].Snapshot, r.Record.Snapshot); diff != "" {
 				t.Errorf("round %d: stored answer is not the winner's (-want +got):\n%s", round, diff)
 			}
@@ -209,10 +209,10 @@ func (h suite) TestReconcileUnknownIsAudited(t *testing.T) {
 	s := h.Open(t, NewClock())
 
 	req, rec := unknownRecord(t, s, "reconcile")
-	if err := s.ReconcileUnknown(ctx, "oncall@example.com", "INC-1: charge found at the PSP", rec.OperationID, completed(`{"reconciled":true}`)); err != nil {
+	if err := s.ReconcileUnknown(ctx, "oncall@example.com", "INC-1: charge found at the PSP", rec.OperationID, Completed(`{"reconciled":true}`)); err != nil {
 		t.Fatal(err)
 	}
-	mustBegin(t, s, req, store.Replayed)
+	MustBegin(t, s, req, store.Replayed)
 	log, err := s.AuditLog(ctx, 10)
 	if err != nil {
 		t.Fatal(err)
@@ -222,7 +222,7 @@ func (h suite) TestReconcileUnknownIsAudited(t *testing.T) {
 	}
 
 	req, rec = unknownRecord(t, s, "reconcile-unaudited")
-	if err := s.ReconcileUnknown(ctx, "", "no operator named", rec.OperationID, completed(`{}`)); err == nil {
+	if err := s.ReconcileUnknown(ctx, "", "no operator named", rec.OperationID, Completed(`{}`)); err == nil {
 		t.Fatal("ReconcileUnknown without an operator succeeded, want an error")
 	}
 	if log, _ := s.AuditLog(ctx, 10); len(log) != 1 {

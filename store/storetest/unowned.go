@@ -14,7 +14,7 @@ func (h suite) TestUnownedShardAdmitsNobody(t *testing.T) {
 	ctx := context.Background()
 	s := h.OpenBare(t)
 	for _, region := range []string{"us-east", ""} {
-		req := request(t, "tenant/alice", "k-"+region, `{}`)
+		req := Request(t, "tenant/alice", "k-"+region, `{}`)
 		req.Token.Region = region
 		var stale *fencing.StaleEpochError
 		if c, err := s.Begin(ctx, req); !errors.As(err, &stale) || stale.Owner != "" {
@@ -31,7 +31,7 @@ func (h suite) TestUnownedShardAdmitsNobody(t *testing.T) {
 func (h suite) TestUpdateOnAShardThatLostItsOwnerIsRefused(t *testing.T) {
 	ctx := context.Background()
 	s := h.Open(t, NewClock())
-	req := request(t, "tenant/alice", "k", `{}`)
+	req := Request(t, "tenant/alice", "k", `{}`)
 	c, err := s.Begin(ctx, req)
 	if err != nil {
 		t.Fatal(err)
@@ -40,7 +40,7 @@ func (h suite) TestUpdateOnAShardThatLostItsOwnerIsRefused(t *testing.T) {
 	if err := s.Heartbeat(ctx, c.Lease); !errors.Is(err, fencing.ErrStaleEpoch) {
 		t.Fatalf("heartbeat on an unowned shard: %v, want ErrStaleEpoch", err)
 	}
-	if err := s.Finish(ctx, c.Lease, completed(`{}`)); !errors.Is(err, fencing.ErrStaleEpoch) {
+	if err := s.Finish(ctx, c.Lease, Completed(`{}`)); !errors.Is(err, fencing.ErrStaleEpoch) {
 		t.Fatalf("finish on an unowned shard: %v, want ErrStaleEpoch", err)
 	}
 }
