@@ -1,21 +1,16 @@
 package sqlstore_test
 
 import (
-	"time"
-
 	"context"
 	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/sqlstore"
 )
 
-// setClock moves clock to at.
-func setClock(c *clock.Fake, at time.Time) { c.Advance(at.Sub(c.Now())) }
 
 func TestPurgeKeepsDedupMarker(t *testing.T) {
 	ctx := context.Background()

@@ -37,7 +37,7 @@ func TestARetryAfterReplayTTLFindsTheMarkerAndNeverRunsAgain(t *testing.T) {
 	replayEnds := claimedAt.Add(req.Lease + req.ReplayTTL)
 
 	// Up to replay_ttl the full answer stays.
-	setClock(clock, replayEnds.Add(-time.Microsecond))
+	clock.Set(replayEnds.Add(-time.Microsecond))
 	if n := cleanup(t, s, 0); n != 0 {
 		t.Fatalf("before replay_ttl: cleanup touched %d records, want 0", n)
 	}
@@ -46,7 +46,7 @@ func TestARetryAfterReplayTTLFindsTheMarkerAndNeverRunsAgain(t *testing.T) {
 	}
 
 	// After it the record is a marker: the answer is gone, the key is not.
-	setClock(clock, replayEnds)
+	clock.Set(replayEnds)
 	if n := cleanup(t, s, 0); n != 1 {
 		t.Fatalf("at replay_ttl: cleanup touched %d records, want 1 compacted", n)
 	}
@@ -66,12 +66,12 @@ func TestARetryAfterReplayTTLFindsTheMarkerAndNeverRunsAgain(t *testing.T) {
 	mustBegin(t, s, twoTier(request(t, "tenant/alice", "two-tier", `{"amount":2}`)), sqlstore.Mismatch)
 
 	// The marker lives until ttl, and nothing runs again before.
-	setClock(clock, full.ExpiresAt.Add(-time.Microsecond))
+	clock.Set(full.ExpiresAt.Add(-time.Microsecond))
 	if n := cleanup(t, s, 0); n != 0 {
 		t.Fatalf("before ttl: cleanup touched %d records, want 0", n)
 	}
 	mustBegin(t, s, req, sqlstore.Replayed)
-	setClock(clock, full.ExpiresAt)
+	clock.Set(full.ExpiresAt)
 	if n := cleanup(t, s, 0); n != 1 {
 		t.Fatalf("at ttl: cleanup touched %d records, want the marker deleted", n)
 	}

@@ -24,7 +24,7 @@ func (h suite) TestAuditedCleanupRecordsTheDeletionInItsTransaction(t *testing.T
 	for _, key := range []string{"a", "b", "c"} {
 		last = WithState(t, s, Request(t, "tenant/alice", key, `{}`), idempotency.Completed)
 	}
-	setClock(clock, last.ExpiresAt)
+	clock.Set(last.ExpiresAt)
 
 	if _, err := s.AuditedCleanup(ctx, "oncall", "", 10); !errors.Is(err, store.ErrNoOperator) {
 		t.Fatalf("AuditedCleanup without a reason = %v, want ErrNoOperator", err)

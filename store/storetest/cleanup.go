@@ -23,14 +23,14 @@ func (h suite) TestCleanupExpiryBoundary(t *testing.T) {
 		t.Fatalf("expires_at = %v, want after now %v", rec.ExpiresAt, clock.Now())
 	}
 
-	setClock(clock, rec.ExpiresAt.Add(-time.Microsecond))
+	clock.Set(rec.ExpiresAt.Add(-time.Microsecond))
 	if n := Cleanup(t, s, 0); n != 0 {
 		t.Fatalf("1µs before expiry: cleanup deleted %d, want 0", n)
 	}
 	if _, err := s.Read(ctx, req.Scope); err != nil {
 		t.Fatalf("1µs before expiry: %v", err)
 	}
-	setClock(clock, rec.ExpiresAt)
+	clock.Set(rec.ExpiresAt)
 	if n := Cleanup(t, s, 0); n != 1 {
 		t.Fatalf("at expiry: cleanup deleted %d, want 1", n)
 	}

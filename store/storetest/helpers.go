@@ -93,8 +93,6 @@ func MustBegin(t testing.TB, s store.Claims, req store.ClaimRequest, want store.
 	return c
 }
 
-// setClock moves clock to at.
-func setClock(c *Clock, at time.Time) { c.Advance(at.Sub(c.Now())) }
 
 // WithState claims req and leaves it in state: PENDING and IN_PROGRESS are
 // left claimed, the others are finished with that result.
