@@ -11,7 +11,6 @@ import (
 	"github.com/idemcoord/idemcoord/sqlstore"
 )
 
-
 func TestPurgeKeepsDedupMarker(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openStore(t, newClock())

@@ -93,7 +93,6 @@ func MustBegin(t testing.TB, s store.Claims, req store.ClaimRequest, want store.
 	return c
 }
 
-
 // WithState claims req and leaves it in state: PENDING and IN_PROGRESS are
 // left claimed, the others are finished with that result.
 func WithState(t testing.TB, s store.Backend, req store.ClaimRequest, state idempotency.State) store.Record {
