@@ -3,7 +3,7 @@ package gateway
 import (
 	"net/http"
 
-	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // replayExpired answers a retry whose record is a dedup marker: the
@@ -14,7 +14,7 @@ import (
 // runs again, and a new key would run the intent a second time
 // (new_key_safe false). Idempotency-Status is replayed: the answer is
 // derived from the key's recorded outcome.
-func (g *Gateway) replayExpired(c *call, rec sqlstore.Record) {
+func (g *Gateway) replayExpired(c *call, rec store.Record) {
 	g.refuse(c, "replay_expired", problem{Type: "replay-expired",
 		Title: "the operation finished; its answer is no longer kept",
 		Detail: "this key's operation ran once and finished; its full answer was kept for the endpoint's replay_ttl " +
