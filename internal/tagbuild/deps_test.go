@@ -88,3 +88,21 @@ func TestProductionBuildsLinkNoTestRig(t *testing.T) {
 		}
 	}
 }
+
+// TestTheGatewayDependsOnTheStoreContractNotABackend: the gateway and the
+// store contract with its conformance suite (store/...) link no store
+// backend, so a new backend needs no edit in them (docs/store.md).
+func TestTheGatewayDependsOnTheStoreContractNotABackend(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	for _, pkg := range []string{"./gateway", "./store/..."} {
+		list := deps(t, "", pkg)
+		if slices.Contains(list, ModulePath+"/sqlstore") {
+			t.Errorf("go list -deps %s links %s/sqlstore: it must use the store contract's types", pkg, ModulePath)
+		}
+		if !slices.Contains(list, ModulePath+"/store") {
+			t.Errorf("go list -deps %s lacks %s/store: the check would not see the contract", pkg, ModulePath)
+		}
+	}
+}
