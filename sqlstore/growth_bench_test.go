@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -33,14 +35,13 @@ type growthEnv struct {
 	s    *sqlstore.Store
 	req  sqlstore.ClaimRequest
 	lat  [len(growthPaths)][]time.Duration
-	dur  [len(growthPaths)]time.Duration
 }
 
 // BenchmarkGrowth: first run, replay and 409 latency (p50, p99) and
 // throughput on records tables preloaded to each size in
 // IDEMCOORD_GROWTH_SIZES (default 100000), side by side with a table of
-// growthBase records on the same server, in interleaved rounds, 16
-// clients, IDEMCOORD_GROWTH_OPS operations per path and size (default
+// growthBase records on the same server, the sizes' operations
+// interleaved one by one, 16 clients, IDEMCOORD_GROWTH_OPS operations per path and size (default
 // 4000). Run it with -benchtime 1x: the load takes minutes, and any other
 // count makes the testing package run the whole benchmark twice (once with
 // b.N = 1, then with the count). The full run:
@@ -64,8 +65,8 @@ func BenchmarkGrowth(b *testing.B) {
 }
 
 // growthRun loads a store per size (and the base), measures every path on
-// each, ops operations per path and size in four interleaved rounds, and
-// writes the table to out.
+// each, ops operations per path and size interleaved one by one across the
+// sizes, and writes the table to out.
 func growthRun(tb testing.TB, sizes []int, ops int, progress, out io.Writer) {
 	ctx := context.Background()
 	base := request(tb, "tenant/g0", "k", `{"amount":"12.50","currency":"EUR"}`)
@@ -83,17 +84,8 @@ func growthRun(tb testing.TB, sizes []int, ops int, progress, out io.Writer) {
 		fmt.Fprintf(progress, "loaded %d records in %s\n", size, time.Since(start).Round(time.Second))
 		envs = append(envs, &growthEnv{size: size, s: s, req: base})
 	}
-	const rounds = 4
-	for range rounds {
-		for _, e := range envs {
-			for p := range growthPaths {
-				op := e.op(tb, p)
-				t := time.Now()
-				_, lat := measure(tb, ops/rounds, op)
-				e.dur[p] += time.Since(t)
-				e.lat[p] = append(e.lat[p], lat...)
-			}
-		}
+	for p := range growthPaths {
+		interleave(tb, envs, p, ops)
 	}
 	fmt.Fprintf(out, "%-10s %-18s %9s %9s %9s %10s %12s\n", "records", "path", "p50 ms", "p99 ms", "ops/s", "p99/empty", "table+idx MB")
 	for _, e := range envs {
@@ -108,9 +100,56 @@ func growthRun(tb testing.TB, sizes []int, ops int, progress, out io.Writer) {
 			baseLat := slices.Clone(envs[0].lat[p])
 			slices.Sort(baseLat)
 			fmt.Fprintf(out, "%-10d %-18s %9.2f %9.2f %9.0f %10.2f %12d\n", e.size, name,
-				ms(p50), ms(p99), float64(len(lat))/e.dur[p].Seconds(), ms(p99)/ms(baseLat[len(baseLat)*99/100]), bytes>>20)
+				ms(p50), ms(p99), rate(lat), ms(p99)/ms(baseLat[len(baseLat)*99/100]), bytes>>20)
 		}
 	}
+}
+
+// interleave runs ops operations of path p on every env with benchWorkers
+// clients, the operations of the envs interleaved one by one (operation i
+// goes to env i mod len(envs)), so a burst of load on this shared machine
+// falls on every size alike, and appends their latencies to each env.
+func interleave(tb testing.TB, envs []*growthEnv, p, ops int) {
+	run := make([]func() error, len(envs))
+	lat := make([][]time.Duration, len(envs))
+	for k, e := range envs {
+		run[k], lat[k] = e.op(tb, p), make([]time.Duration, ops)
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range benchWorkers {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= ops*len(envs) {
+					return
+				}
+				k := i % len(envs)
+				t := time.Now()
+				if err := run[k](); err != nil {
+					tb.Error(err)
+					return
+				}
+				lat[k][i/len(envs)] = time.Since(t)
+			}
+		})
+	}
+	wg.Wait()
+	for k, e := range envs {
+		e.lat[p] = append(e.lat[p], lat[k]...)
+	}
+}
+
+// rate is the throughput benchWorkers clients would reach at these
+// latencies (Little's law: clients / mean latency), in operations per
+// second: the envs share the clients in an interleaved run, so wall time
+// per env means nothing.
+func rate(lat []time.Duration) float64 {
+	var sum time.Duration
+	for _, l := range lat {
+		sum += l
+	}
+	return float64(benchWorkers) * float64(len(lat)) / sum.Seconds()
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
