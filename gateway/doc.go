@@ -23,4 +23,11 @@
 //   - proxy: execute.go's Proxy, the Executor in gateway mode.
 //
 // The cancel path (cancel.go, cancelround.go) runs on the same round driver.
+//
+// Tracing is a decoration, not a step of the pipeline (tracing.go): the
+// request span wraps the handler, and the pipeline calls the store and the
+// executor through Gateway.store and Gateway.next, which New wraps so that
+// the claim (Begin), the upstream call (Execute) and the result's finish
+// (Finish) each run in their span. The pipeline's code reads as plain
+// store and executor calls.
 package gateway

@@ -114,9 +114,14 @@ type Gateway struct {
 	routes   *routing
 	metrics  *metrics
 	tracer   trace.Tracer
-	log      *slog.Logger
-	mux      *http.ServeMux
-	clock    clock.Clock
+	// store and next are Config's Store and Next as the request pipeline
+	// calls them: the claim, the upstream call and the finish decorated
+	// with their spans (tracing.go).
+	store store.Store
+	next  Executor
+	log   *slog.Logger
+	mux   *http.ServeMux
+	clock clock.Clock
 	// durations estimates each endpoint's execution time (Retry-After).
 	durations map[string]*durationEstimate
 	closeMu   sync.Mutex
@@ -184,6 +189,7 @@ func New(cfg Config) (*Gateway, error) {
 	g := &Gateway{cfg: cfg, router: router, policies: map[string]idempotency.Policy{}, metrics: m,
 		log: cfg.Logger, fences: newFenceCache(cfg.Store, cfg.Shards, cfg.Region), routes: routes, clock: cfg.Clock,
 		durations: map[string]*durationEstimate{}, tracer: cfg.TracerProvider.Tracer(tracerName), shadowed: shadowed}
+	g.store, g.next = tracedStore{cfg.Store, g.tracer}, tracedExecutor{cfg.Next, g.tracer}
 	g.limits = newLimiter(g.clock, cfg.Endpoints)
 	g.waits = newWaits(cfg.Store, g.clock, g.log, cfg.Endpoints)
 	if g.secrets, err = newSealers(cfg.Endpoints); err != nil {

@@ -111,7 +111,17 @@ func TestSpanTreeOfFirstRunAndReplay(t *testing.T) {
 					if got := attr(s, gateway.AttrOperationID); got != opID {
 						t.Errorf("span %s operation id %q, want %q", s.Name, got, opID)
 					}
+				case gateway.SpanFinish:
+					if got := attr(s, gateway.AttrOperationID); got != opID {
+						t.Errorf("finish span operation id %q, want %q", got, opID)
+					}
+					if got := attr(s, gateway.AttrState); got != "COMPLETED" {
+						t.Errorf("finish span state %q, want COMPLETED", got)
+					}
 				case gateway.SpanUpstream:
+					if got := attr(s, gateway.AttrOperationID); got != opID {
+						t.Errorf("upstream span operation id %q, want %q", got, opID)
+					}
 					// The upstream's traceparent names this span as parent.
 					want := "00-" + s.SpanContext.TraceID().String() + "-" + s.SpanContext.SpanID().String() + "-01"
 					if upstreamTraceparent != want {
