@@ -189,7 +189,7 @@ func New(cfg Config) (*Gateway, error) {
 	g := &Gateway{cfg: cfg, router: router, policies: map[string]idempotency.Policy{}, metrics: m,
 		log: cfg.Logger, fences: newFenceCache(cfg.Store, cfg.Shards, cfg.Region), routes: routes, clock: cfg.Clock,
 		durations: map[string]*durationEstimate{}, tracer: cfg.TracerProvider.Tracer(tracerName), shadowed: shadowed}
-	g.store, g.next = tracedStore{cfg.Store, g.tracer}, tracedExecutor{cfg.Next, g.tracer}
+	g.store, g.next = decorate(cfg.TracerProvider, g.tracer, cfg.Store, cfg.Next)
 	g.limits = newLimiter(g.clock, cfg.Endpoints)
 	g.waits = newWaits(cfg.Store, g.clock, g.log, cfg.Endpoints)
 	if g.secrets, err = newSealers(cfg.Endpoints); err != nil {

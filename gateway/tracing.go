@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/idemcoord/idemcoord/store"
 )
@@ -60,12 +61,25 @@ func injectTrace(r *http.Request) {
 
 // The pipeline's store and executor calls are decorated, not detoured
 // through: New wraps the store and the executor the pipeline calls
-// (Gateway.store, Gateway.next) in tracedStore and tracedExecutor, and the
+// (Gateway.store, Gateway.next) in tracedStore and tracedExecutor (see
+// decorate: not with the no-op provider), and the
 // pipeline code (coordinate.go, run.go, record.go) calls them as it would
 // call the bare ones. Only the calls that make a request's span tree are
 // decorated: the claim (Begin), the upstream call (Execute) and the
 // result's finish (Finish); other store calls go to Config.Store as they
 // are.
+
+// decorate returns the store and executor the pipeline calls: st and next
+// with the pipeline's spans, or as they are when tp is the no-op provider
+// (idemd with tracing off), whose spans would record nothing and only
+// carry the client's trace context on, which the bare executor sends
+// upstream with the client's other headers anyway.
+func decorate(tp trace.TracerProvider, tracer trace.Tracer, st store.Store, next Executor) (store.Store, Executor) {
+	if _, off := tp.(noop.TracerProvider); off {
+		return st, next
+	}
+	return tracedStore{st, tracer}, tracedExecutor{next, tracer}
+}
 
 // tracedStore is a store whose Begin and Finish run in the claim and
 // finish spans. Everything else is the store's own.
