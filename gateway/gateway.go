@@ -115,8 +115,8 @@ type Gateway struct {
 	metrics  *metrics
 	tracer   trace.Tracer
 	// store and next are Config's Store and Next as the request pipeline
-	// calls them: the claim, the upstream call and the finish decorated
-	// with their spans (tracing.go).
+	// calls them: the claim, the upstream call, the finish and the
+	// passthrough decorated with their spans (tracing.go).
 	store store.Store
 	next  Executor
 	log   *slog.Logger
@@ -346,8 +346,7 @@ func (g *Gateway) passthrough(w http.ResponseWriter, r *http.Request, actor, end
 	if actor != "" {
 		r.Header.Set(HeaderActor, actor)
 	}
-	injectTrace(r) // the upstream continues the request span
-	g.cfg.Next.Pass(w, r)
+	g.next.Pass(w, r)
 }
 
 // Wrap returns a Gateway that coordinates next's endpoints in-process (the

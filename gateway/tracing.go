@@ -51,6 +51,12 @@ func (g *Gateway) traceRequests(next http.Handler) http.Handler {
 	})
 }
 
+// Pass is the executor's Pass; the upstream continues the request span.
+func (e tracedExecutor) Pass(w http.ResponseWriter, r *http.Request) {
+	injectTrace(r)
+	e.Executor.Pass(w, r)
+}
+
 // injectTrace sets r's traceparent to the span in r's context, when that
 // span is recorded; otherwise the client's own header goes on unchanged.
 func injectTrace(r *http.Request) {
@@ -62,11 +68,12 @@ func injectTrace(r *http.Request) {
 // The pipeline's store and executor calls are decorated, not detoured
 // through: New wraps the store and the executor the pipeline calls
 // (Gateway.store, Gateway.next) in tracedStore and tracedExecutor (see
-// decorate: not with the no-op provider), and the
-// pipeline code (coordinate.go, run.go, record.go) calls them as it would
-// call the bare ones. Only the calls that make a request's span tree are
-// decorated: the claim (Begin), the upstream call (Execute) and the
-// result's finish (Finish); other store calls go to Config.Store as they
+// decorate: not with the no-op provider), and the pipeline code
+// (coordinate.go, run.go, record.go, the passthrough) calls them as it
+// would call the bare ones. Only the calls that make a request's span tree
+// are decorated: the claim (Begin), the upstream call (Execute), the
+// result's finish (Finish) and the passthrough (Pass, which carries the
+// request span on); other calls go to Config.Store and Config.Next as they
 // are.
 
 // decorate returns the store and executor the pipeline calls: st and next
@@ -123,8 +130,8 @@ func (s tracedStore) Finish(ctx context.Context, l *store.Lease, res store.Resul
 }
 
 // tracedExecutor is an executor whose Execute runs in a client span, and
-// whose context goes to the upstream as its traceparent. Resolve and Pass
-// are the executor's own.
+// whose context goes to the upstream as its traceparent; Pass sends the
+// request span's. Resolve is the executor's own.
 type tracedExecutor struct {
 	Executor
 	tracer trace.Tracer
