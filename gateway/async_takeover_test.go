@@ -10,8 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/gateway"
 	"github.com/idemcoord/idemcoord/idempotency"
+	"github.com/idemcoord/idemcoord/internal/testutil"
 )
 
 // TestAsyncTakeoverAsksTheResolvePathBeforeRunning: an async execution ran its
@@ -37,7 +39,8 @@ func TestAsyncTakeoverAsksTheResolvePathBeforeRunning(t *testing.T) {
 		}
 		io.WriteString(w, resolutionBody(201, `{"export":"done"}`))
 	})
-	s := openStore(t, 8)
+	leases := clock.NewFake(time.Now())
+	s := storeOnClock(t, leases, 8)
 	st := &failFinish{Store: s}
 	st.n.Store(1)
 	g, err := gateway.Wrap(gateway.Config{Region: "test", Worker: "w", Store: st, Auth: verifier(t),
@@ -54,10 +57,8 @@ func TestAsyncTakeoverAsksTheResolvePathBeforeRunning(t *testing.T) {
 	if code, h, b := do(t, post(t, srv.URL+"/v1/things", alice, "export-1", `{}`)); code != http.StatusAccepted {
 		t.Fatalf("first: %s", describe(code, h, b))
 	}
-	for runs.Load() == 0 {
-		time.Sleep(10 * time.Millisecond)
-	}
-	time.Sleep(1200 * time.Millisecond) // the dead worker's lease runs out
+	testutil.Eventually(t, 10*time.Second, testutil.Cond(func() bool { return runs.Load() > 0 }))
+	leases.Advance(1200 * time.Millisecond) // the dead worker's lease runs out
 	if code, h, b := do(t, post(t, srv.URL+"/v1/things", alice, "export-1", `{}`)); code != http.StatusAccepted {
 		t.Fatalf("retry: %s", describe(code, h, b))
 	}
@@ -101,8 +102,8 @@ func TestAsyncResultIsRecordedThroughClose(t *testing.T) {
 	<-started
 	closed := make(chan struct{})
 	go func() { g.Close(); close(closed) }()
-	time.Sleep(100 * time.Millisecond)
-	close(release) // the upstream completes the intent
+	testutil.Eventually(t, 10*time.Second, testutil.Cond(func() bool { return gateway.Closing(g) }))
+	close(release) // the upstream completes the intent, Close under way
 	<-closed
 	sc := reviewScope(t, "alice", "export-2")
 	if st := waitState(t, s, sc, idempotency.Completed, 500*time.Millisecond); st != idempotency.Completed {
@@ -116,13 +117,16 @@ func TestAsyncResultIsRecordedThroughClose(t *testing.T) {
 // so the operation stays OUTCOME_UNKNOWN for ever although the upstream can
 // say it ran.
 func TestAsyncOutcomeUnknownIsResolvedOnRetry(t *testing.T) {
-	var runs atomic.Int64
+	var runs, finished atomic.Int64
 	var done sync.Map
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/things", func(w http.ResponseWriter, r *http.Request) {
 		runs.Add(1)
-		time.Sleep(600 * time.Millisecond) // longer than upstream_timeout
+		// Deliberate: a slow upstream, longer than upstream_timeout (the
+		// gateway's real HTTP timeout, which no injected clock moves).
+		time.Sleep(600 * time.Millisecond)
 		done.Store(r.Header.Get(gateway.HeaderOperationID), true)
+		finished.Add(1)
 		w.WriteHeader(http.StatusCreated)
 		io.WriteString(w, `{"export":"done"}`)
 	})
@@ -154,7 +158,8 @@ func TestAsyncOutcomeUnknownIsResolvedOnRetry(t *testing.T) {
 	if st := waitState(t, s, sc, idempotency.OutcomeUnknown, 3*time.Second); st != idempotency.OutcomeUnknown {
 		t.Fatalf("setup: record %s, want OUTCOME_UNKNOWN after the upstream timeout", st)
 	}
-	time.Sleep(500 * time.Millisecond) // the upstream has finished: its resolve path says it ran
+	// The upstream has finished: its resolve path says it ran.
+	testutil.Eventually(t, 10*time.Second, testutil.Cond(func() bool { return finished.Load() == 1 }))
 	for range 3 {
 		do(t, post(t, srv.URL+"/v1/things", alice, "export-3", `{}`))
 	}

@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/idemcoord/idemcoord/gateway"
+	"github.com/idemcoord/idemcoord/internal/testutil"
 )
 
 // TestAsyncSameKeySameTask: an async endpoint answers 202 with a status URL;
@@ -72,21 +74,14 @@ func TestAsyncSameKeySameTask(t *testing.T) {
 		t.Fatalf("another actor reading the operation: %d, want 404", code)
 	}
 	releaseOnce.Do(func() { close(release) })
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		code, v := status(alice)
-		if code == 200 && v["state"] == "COMPLETED" {
-			resp := v["response"].(map[string]any)
-			if resp["status"].(float64) != 201 {
-				t.Fatalf("stored response %v", resp)
-			}
-			break
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if code, v := status(alice); code != 200 || v["state"] != "COMPLETED" {
+			return fmt.Errorf("operation never completed: %d %v", code, v)
+		} else if resp := v["response"].(map[string]any); resp["status"].(float64) != 201 {
+			t.Fatalf("stored response %v", resp)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("operation never completed: %v", v)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	loc3, op3 := accepted() // after completion
 	if loc3 != loc1 || op3 != op1 {
 		t.Fatalf("retry after completion got another task")

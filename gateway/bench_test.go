@@ -8,12 +8,14 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/idemcoord/idemcoord/gateway"
+	"github.com/idemcoord/idemcoord/sqlstore"
 )
 
 // The gateway's overhead, measured against a plain httputil.ReverseProxy
@@ -28,7 +30,7 @@ const benchClients = 16
 // recovery-point write (see gateway/run.go).
 const benchEndpoint = "    resolve_path: /internal/operations/{operation_id}\n"
 
-func benchSetup(b *testing.B, dbUpstream bool) (gatewayURL, proxyURL string) {
+func benchSetup(b *testing.B, dbUpstream bool) (gatewayURL, proxyURL string, st *sqlstore.Store) {
 	var write func() error
 	if dbUpstream {
 		// An upstream that does what a payments API does at least: one
@@ -65,7 +67,8 @@ func benchSetup(b *testing.B, dbUpstream bool) (gatewayURL, proxyURL string) {
 	rp.Transport = gatewayTransport()
 	plain := httptest.NewServer(rp)
 	b.Cleanup(plain.Close)
-	g, err := gateway.New(gateway.Config{Region: "test", Worker: "w", Store: openStore(b, benchClients), Auth: verifier(b),
+	st = openStore(b, benchClients)
+	g, err := gateway.New(gateway.Config{Region: "test", Worker: "w", Store: st, Auth: verifier(b),
 		Endpoints: endpoints(b, benchEndpoint), Next: gateway.NewProxy(u, nil)})
 	if err != nil {
 		b.Fatal(err)
@@ -73,7 +76,7 @@ func benchSetup(b *testing.B, dbUpstream bool) (gatewayURL, proxyURL string) {
 	b.Cleanup(g.Close)
 	gw := httptest.NewServer(g)
 	b.Cleanup(gw.Close)
-	return gw.URL, plain.URL
+	return gw.URL, plain.URL, st
 }
 
 // drive sends total requests over benchClients connections; key(i) names
@@ -108,7 +111,7 @@ func drive(b *testing.B, client *http.Client, target, auth string, total int, ke
 }
 
 func benchGateway(b *testing.B, replay, dbUpstream bool) {
-	gw, plain := benchSetup(b, dbUpstream)
+	gw, plain, st := benchSetup(b, dbUpstream)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: benchClients}}
 	auth := token(b, "bench")
 	n := max(b.N, 16*benchClients)
@@ -123,18 +126,40 @@ func benchGateway(b *testing.B, replay, dbUpstream bool) {
 		key = func(i int) string { return fmt.Sprintf("r-%d", i%keys) }
 	}
 	var gwRate, plainRate float64
+	var gwAllocs, plainAllocs uint64
+	var gwGo, gwPG, plainGo time.Duration
 	b.ResetTimer()
 	// Alternate short rounds: on a shared machine the load of other
 	// processes drifts within seconds, and both sides must see the same.
 	const rounds = 8
+	per := n / (2 * rounds)
 	for range rounds {
-		plainRate += drive(b, client, plain, auth, n/(2*rounds), fresh) / rounds
-		gwRate += drive(b, client, gw, auth, n/(2*rounds), key) / rounds
+		before, cpu0 := mallocs(), sampleCPU(st.Pool())
+		plainRate += drive(b, client, plain, auth, per, fresh) / rounds
+		mid, cpu1 := mallocs(), sampleCPU(st.Pool())
+		gwRate += drive(b, client, gw, auth, per, key) / rounds
+		after, cpu2 := mallocs(), sampleCPU(st.Pool())
+		plainAllocs, gwAllocs = plainAllocs+mid-before, gwAllocs+after-mid
+		goCPU, _ := cpu1.since(cpu0)
+		plainGo += goCPU
+		goCPU, pg := cpu2.since(cpu1)
+		gwGo, gwPG = gwGo+goCPU, gwPG+pg
 	}
 	b.StopTimer()
 	b.ReportMetric(plainRate, "proxy-req/s")
 	b.ReportMetric(gwRate, "gateway-req/s")
 	b.ReportMetric(gwRate/plainRate, "ratio-vs-proxy")
+	// Go allocations of the whole process (client, proxy or gateway with
+	// its store client, upstream) per request of each side: the
+	// difference is the gateway's own, its store client's included.
+	b.ReportMetric(float64(plainAllocs)/float64(rounds*per), "proxy-allocs/req")
+	b.ReportMetric(float64(gwAllocs)/float64(rounds*per), "gateway-allocs/req")
+	// CPU per request of each side: this process's (Go), and for the
+	// gateway also its store's PostgreSQL backends' (where /proc shows
+	// them).
+	b.ReportMetric(float64(plainGo.Microseconds())/float64(rounds*per), "proxy-go-us/req")
+	b.ReportMetric(float64(gwGo.Microseconds())/float64(rounds*per), "gateway-go-us/req")
+	b.ReportMetric(float64(gwPG.Microseconds())/float64(rounds*per), "gateway-pg-us/req")
 }
 
 // BenchmarkGatewayFirstRun: every request a new key (claim, upstream call,
@@ -148,6 +173,13 @@ func BenchmarkGatewayFirstRunDBUpstream(b *testing.B) { benchGateway(b, false, t
 // BenchmarkGatewayReplay: every request a retry of a finished key (one
 // store read, no upstream call) against the plain proxy.
 func BenchmarkGatewayReplay(b *testing.B) { benchGateway(b, true, false) }
+
+// mallocs is the process's count of heap allocations so far.
+func mallocs() uint64 {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.Mallocs
+}
 
 // gatewayTransport is the transport gateway.NewProxy builds when given nil.
 func gatewayTransport() *http.Transport {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -23,6 +24,7 @@ import (
 	"github.com/idemcoord/idemcoord/demo/payments"
 	"github.com/idemcoord/idemcoord/gateway"
 	"github.com/idemcoord/idemcoord/internal/pgtest"
+	"github.com/idemcoord/idemcoord/internal/testutil"
 	"github.com/idemcoord/idemcoord/sqlstore"
 	"github.com/idemcoord/idemcoord/store"
 )
@@ -227,15 +229,12 @@ func (e *cancelEnv) record(subject, op string) store.Record {
 // satisfies ok (a background worker writes it); no timing is asserted.
 func (e *cancelEnv) waitRecord(subject, op string, ok func(store.Record) bool) store.Record {
 	e.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		rec := e.record(subject, op)
-		if ok(rec) {
-			return rec
+	var rec store.Record
+	testutil.Eventually(e.t, 20*time.Second, func() error {
+		if rec = e.record(subject, op); !ok(rec) {
+			return fmt.Errorf("record %s stayed %s at stage %q", op, rec.State, rec.LastStage)
 		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("record %s stayed %s at stage %q", op, rec.State, rec.LastStage)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
+	return rec
 }

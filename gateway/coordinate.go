@@ -69,7 +69,7 @@ func (g *Gateway) coordinateCall(c *call) {
 		req.Token = r.Token
 		sctx, done := r.store(ctx)
 		c.claimedAt = g.clock.Now()
-		claim, err := g.traceClaim(sctx, req)
+		claim, err := g.store.Begin(sctx, req)
 		done()
 		switch {
 		case errors.Is(err, fencing.ErrStaleEpoch):

@@ -23,4 +23,13 @@
 //   - proxy: execute.go's Proxy, the Executor in gateway mode.
 //
 // The cancel path (cancel.go, cancelround.go) runs on the same round driver.
+//
+// Tracing is a decoration, not a step of the pipeline (tracing.go): the
+// request span wraps the handler, and the pipeline calls the store and the
+// executor through Gateway.store and Gateway.next, which New wraps so that
+// the claim (Begin), the upstream call (Execute) and the result's finish
+// (Finish) each run in their span, and a passthrough (Pass) carries the
+// request span upstream (with tracing off, the no-op provider, they are
+// the bare store and executor). The pipeline's code reads as
+// plain store and executor calls.
 package gateway

@@ -123,13 +123,18 @@ var hopHeaders = []string{"Connection", "Keep-Alive", "Proxy-Authenticate", "Pro
 func (p *Proxy) Execute(ctx context.Context, in Invocation) Answer {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), in.Endpoint.UpstreamTimeout)
 	defer cancel()
+	// The URL is built, not printed and parsed again: the joined path is
+	// escaped anew on the wire (no RawPath), and the host loses an empty
+	// port, as http.NewRequest would.
 	u := *p.upstream
-	u.Path = strings.TrimSuffix(u.Path, "/") + in.Request.URL.Path
+	u.Path, u.RawPath = strings.TrimSuffix(u.Path, "/")+in.Request.URL.Path, ""
 	u.RawQuery = in.Request.URL.RawQuery
-	req, err := http.NewRequestWithContext(ctx, in.Request.Method, u.String(), nil)
+	u.Host = strings.TrimSuffix(u.Host, ":")
+	req, err := http.NewRequestWithContext(ctx, in.Request.Method, "", nil)
 	if err != nil {
 		return Answer{Err: err}
 	}
+	req.URL, req.Host = &u, u.Host
 	// A body without GetBody, never http.NoBody: http.Transport treats a
 	// request carrying Idempotency-Key as safe to send again on a new
 	// connection when a reused one dies before the answer (after the

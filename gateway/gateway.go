@@ -114,9 +114,14 @@ type Gateway struct {
 	routes   *routing
 	metrics  *metrics
 	tracer   trace.Tracer
-	log      *slog.Logger
-	mux      *http.ServeMux
-	clock    clock.Clock
+	// store and next are Config's Store and Next as the request pipeline
+	// calls them: the claim, the upstream call, the finish and the
+	// passthrough decorated with their spans (tracing.go).
+	store store.Store
+	next  Executor
+	log   *slog.Logger
+	mux   *http.ServeMux
+	clock clock.Clock
 	// durations estimates each endpoint's execution time (Retry-After).
 	durations map[string]*durationEstimate
 	closeMu   sync.Mutex
@@ -184,6 +189,7 @@ func New(cfg Config) (*Gateway, error) {
 	g := &Gateway{cfg: cfg, router: router, policies: map[string]idempotency.Policy{}, metrics: m,
 		log: cfg.Logger, fences: newFenceCache(cfg.Store, cfg.Shards, cfg.Region), routes: routes, clock: cfg.Clock,
 		durations: map[string]*durationEstimate{}, tracer: cfg.TracerProvider.Tracer(tracerName), shadowed: shadowed}
+	g.store, g.next = decorate(cfg.TracerProvider, g.tracer, cfg.Store, cfg.Next)
 	g.limits = newLimiter(g.clock, cfg.Endpoints)
 	g.waits = newWaits(cfg.Store, g.clock, g.log, cfg.Endpoints)
 	if g.secrets, err = newSealers(cfg.Endpoints); err != nil {
@@ -340,8 +346,7 @@ func (g *Gateway) passthrough(w http.ResponseWriter, r *http.Request, actor, end
 	if actor != "" {
 		r.Header.Set(HeaderActor, actor)
 	}
-	injectTrace(r) // the upstream continues the request span
-	g.cfg.Next.Pass(w, r)
+	g.next.Pass(w, r)
 }
 
 // Wrap returns a Gateway that coordinates next's endpoints in-process (the

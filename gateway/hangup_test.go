@@ -43,8 +43,11 @@ func TestClientHangUpStillRecordsTheAnswer(t *testing.T) {
 	}
 	defer g.Close()
 	served := make(chan struct{}, 8)
+	noticed := make(chan struct{}, 8) // the server saw a request's client hang up
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		stop := context.AfterFunc(r.Context(), func() { noticed <- struct{}{} })
 		g.ServeHTTP(w, r)
+		stop()
 		served <- struct{}{}
 	}))
 	defer srv.Close()
@@ -58,9 +61,9 @@ func TestClientHangUpStillRecordsTheAnswer(t *testing.T) {
 		}
 	}()
 	<-started
-	cancel()                           // the client gives up
-	time.Sleep(200 * time.Millisecond) // the server notices the closed connection
-	close(release)                     // the upstream answers 201: the intent ran
+	cancel()       // the client gives up
+	<-noticed      // the server notices the closed connection
+	close(release) // the upstream answers 201: the intent ran
 	<-served
 
 	if st := waitState(t, s, reviewScope(t, "alice", "hangup-1"), idempotency.Completed, time.Second); st != idempotency.Completed {

@@ -14,6 +14,7 @@ import (
 	"github.com/idemcoord/idemcoord/config"
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/idempotency"
+	"github.com/idemcoord/idemcoord/internal/testutil"
 	"github.com/idemcoord/idemcoord/sqlstore"
 	"github.com/idemcoord/idemcoord/store"
 )
@@ -52,20 +53,21 @@ func do(t testing.TB, req *http.Request) (int, http.Header, string) {
 // returns the last state seen.
 func waitState(t testing.TB, s *sqlstore.Store, sc store.Scope, want idempotency.State, d time.Duration) idempotency.State {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
+	var last idempotency.State
+	testutil.Poll(d, func() error {
 		rec, err := s.Read(context.Background(), sc)
-		if err == nil && rec.State == want {
-			return rec.State
+		switch {
+		case err != nil:
+			last = idempotency.State("read error: " + err.Error())
+			return err
+		case rec.State != want:
+			last = rec.State
+			return errors.New("not yet")
 		}
-		if time.Now().After(deadline) {
-			if err != nil {
-				return idempotency.State("read error: " + err.Error())
-			}
-			return rec.State
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		last = rec.State
+		return nil
+	})
+	return last
 }
 
 // failFinish is the real store, except that its first n Finish calls fail

@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/gateway"
 	"github.com/idemcoord/idemcoord/idempotency"
+	"github.com/idemcoord/idemcoord/internal/testutil"
 	"github.com/idemcoord/idemcoord/sqlstore"
 )
 
@@ -210,20 +212,17 @@ func TestANewOwnerSettlesAMovedShardsInFlightIntentWithoutARetry(t *testing.T) {
 		t.Fatalf("record before the sweep: %+v, %v; want IN_PROGRESS", rec.State, err)
 	}
 
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		clk.Advance(gateway.DefaultMoveSweepInterval)
-		if rec, err := s.Read(context.Background(), sc); err == nil && rec.State == idempotency.Completed {
-			if !strings.Contains(string(rec.Snapshot.Body), op) || rec.Snapshot.Status != http.StatusCreated {
-				t.Errorf("recorded %d %s; want the bank's 201 for %s", rec.Snapshot.Status, rec.Snapshot.Body, op)
-			}
-			break
+	testutil.Eventually(t, 10*time.Second, func() error {
+		clk.Advance(gateway.DefaultMoveSweepInterval) // one more sweep
+		rec, err := s.Read(context.Background(), sc)
+		if err != nil || rec.State != idempotency.Completed {
+			return fmt.Errorf("the new owner did not settle the moved shard's in-flight intent: %s, %v", rec.State, err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the new owner did not settle the moved shard's in-flight intent")
+		if !strings.Contains(string(rec.Snapshot.Body), op) || rec.Snapshot.Status != http.StatusCreated {
+			t.Errorf("recorded %d %s; want the bank's 201 for %s", rec.Snapshot.Status, rec.Snapshot.Body, op)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	st, hd, b := do(t, post(t, west.url+"/v1/things", token(t, "alice"), "settled-by-sweep", body))
 	if st != http.StatusCreated || hd.Get("Idempotent-Replayed") != "true" || hd.Get(gateway.HeaderOperationID) != op {
 		t.Errorf("retry after the sweep: %s; want the replayed 201 of %s", describe(st, hd, b), op)

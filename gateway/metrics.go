@@ -40,10 +40,35 @@ type metrics struct {
 	requests metric.Int64Counter
 	upstream metric.Int64Counter
 	latency  metric.Float64Histogram
+	// sets are the attribute sets of the labels known when the gateway
+	// starts (each endpoint with each request result, cancel outcome and
+	// upstream state), built once: a request's metrics cost no attribute
+	// set of their own. Read-only after newMetrics.
+	sets map[labels]metric.MeasurementOption
+}
+
+// labels are one measurement's attributes: the endpoint and the value of
+// the instrument's other label (result, outcome or state).
+type labels struct{ endpoint, key, value string }
+
+// attrs returns the measurement option of the labels, built once for the
+// known ones.
+func (m *metrics) attrs(endpoint, key, value string) metric.MeasurementOption {
+	if o, ok := m.sets[labels{endpoint, key, value}]; ok {
+		return o
+	}
+	return metric.WithAttributes(attribute.String("endpoint", endpoint), attribute.String(key, value))
+}
+
+// known builds the measurement option of the labels once, for attrs.
+func (m *metrics) known(endpoint, key, value string) metric.MeasurementOption {
+	o := metric.WithAttributeSet(attribute.NewSet(attribute.String("endpoint", endpoint), attribute.String(key, value)))
+	m.sets[labels{endpoint, key, value}] = o
+	return o
 }
 
 func newMetrics(m metric.Meter, endpoints []string) (*metrics, error) {
-	var mt metrics
+	mt := metrics{sets: map[labels]metric.MeasurementOption{}}
 	var err error
 	if mt.requests, err = m.Int64Counter("idemcoord.http.requests",
 		metric.WithDescription("Requests by endpoint and result: the claim decision (first_run, replay, fingerprint_conflict, in_progress, takeover, outcome_unknown), or passthrough (endpoint (unmatched) when no endpoint matched), async_accepted, forwarded, redirected, or the refusal (store_unavailable, unauthorized, ...).")); err != nil {
@@ -65,16 +90,16 @@ func newMetrics(m metric.Meter, endpoints []string) (*metrics, error) {
 	ctx := context.Background()
 	for _, ep := range endpoints {
 		for _, r := range requestResults {
-			mt.requests.Add(ctx, 0, metric.WithAttributes(attribute.String("endpoint", ep), attribute.String("result", r)))
+			mt.requests.Add(ctx, 0, mt.known(ep, "result", r))
 		}
 		for _, o := range cancelOutcomes {
-			mt.cancels.Add(ctx, 0, metric.WithAttributes(attribute.String("endpoint", ep), attribute.String("outcome", o)))
+			mt.cancels.Add(ctx, 0, mt.known(ep, "outcome", o))
 		}
 		for _, s := range upstreamStates {
-			mt.upstream.Add(ctx, 0, metric.WithAttributes(attribute.String("endpoint", ep), attribute.String("state", string(s))))
+			mt.upstream.Add(ctx, 0, mt.known(ep, "state", string(s)))
 		}
 	}
-	mt.requests.Add(ctx, 0, metric.WithAttributes(attribute.String("endpoint", unmatchedEndpoint), attribute.String("result", "passthrough")))
+	mt.requests.Add(ctx, 0, mt.known(unmatchedEndpoint, "result", "passthrough"))
 	return &mt, nil
 }
 
@@ -84,8 +109,10 @@ func (m *metrics) request(ctx context.Context, endpoint, result string, start ti
 	if endpoint == "" {
 		endpoint = unmatchedEndpoint
 	}
-	trace.SpanFromContext(ctx).SetAttributes(attribute.String(AttrEndpoint, endpoint), attribute.String(AttrResult, result))
-	attrs := metric.WithAttributes(attribute.String("endpoint", endpoint), attribute.String("result", result))
+	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		span.SetAttributes(attribute.String(AttrEndpoint, endpoint), attribute.String(AttrResult, result))
+	}
+	attrs := m.attrs(endpoint, "result", result)
 	m.requests.Add(ctx, 1, attrs)
 	m.latency.Record(ctx, time.Since(start).Seconds(), attrs)
 }
@@ -96,9 +123,9 @@ var cancelOutcomes = []string{"cancelled", "already_cancelled", "irreversible", 
 
 // cancel counts one cancel decision.
 func (m *metrics) cancel(ctx context.Context, endpoint, outcome string) {
-	m.cancels.Add(ctx, 1, metric.WithAttributes(attribute.String("endpoint", endpoint), attribute.String("outcome", outcome)))
+	m.cancels.Add(ctx, 1, m.attrs(endpoint, "outcome", outcome))
 }
 
 func (m *metrics) upstreamResult(ctx context.Context, endpoint, state string) {
-	m.upstream.Add(ctx, 1, metric.WithAttributes(attribute.String("endpoint", endpoint), attribute.String("state", state)))
+	m.upstream.Add(ctx, 1, m.attrs(endpoint, "state", state))
 }

@@ -165,7 +165,7 @@ func (g *Gateway) recordAgain(ctx context.Context, rb recording, c *call, lease 
 func (g *Gateway) finish(ctx context.Context, rb recording, c *call, lease *store.Lease, res store.Result) error {
 	sctx, done := rb.share.Call(ctx, max(min(storeCallTimeout, rb.until.Sub(g.clock.Now())), time.Millisecond))
 	defer done()
-	err := g.traceFinish(sctx, lease, res)
+	err := g.store.Finish(sctx, lease, res)
 	if !errors.Is(err, store.ErrLostOwnership) || res.State == idempotency.OutcomeUnknown {
 		// An unknown outcome is no answer: nothing to settle another
 		// record with.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/gateway"
+	"github.com/idemcoord/idemcoord/internal/testutil"
 )
 
 // hangingExecutor is the executor of an instance that dies while running
@@ -42,8 +44,8 @@ func (h hangingExecutor) Pass(w http.ResponseWriter, r *http.Request) { http.Not
 // state seen.
 func operationState(t testing.TB, base, auth, id, want string, d time.Duration) string {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
+	var last string
+	testutil.Poll(d, func() error {
 		req, _ := http.NewRequest(http.MethodGet, base+"/v1/operations/"+id, nil)
 		req.Header.Set("Authorization", auth)
 		code, _, body := do(t, req)
@@ -51,14 +53,12 @@ func operationState(t testing.TB, base, auth, id, want string, d time.Duration) 
 			State string `json:"state"`
 		}
 		json.Unmarshal([]byte(body), &v)
-		if code == http.StatusOK && v.State == want {
-			return v.State
+		if last = v.State; code != http.StatusOK || v.State != want {
+			return fmt.Errorf("operation %s: %d %s", id, code, v.State)
 		}
-		if time.Now().After(deadline) {
-			return v.State
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
+	return last
 }
 
 // countingUpstream answers the async endpoint with 201 and its resolve

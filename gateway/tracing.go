@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/idemcoord/idemcoord/store"
 )
@@ -50,6 +51,12 @@ func (g *Gateway) traceRequests(next http.Handler) http.Handler {
 	})
 }
 
+// Pass is the executor's Pass; the upstream continues the request span.
+func (e tracedExecutor) Pass(w http.ResponseWriter, r *http.Request) {
+	injectTrace(r)
+	e.Executor.Pass(w, r)
+}
+
 // injectTrace sets r's traceparent to the span in r's context, when that
 // span is recorded; otherwise the client's own header goes on unchanged.
 func injectTrace(r *http.Request) {
@@ -58,29 +65,81 @@ func injectTrace(r *http.Request) {
 	}
 }
 
-// traceClaim is Store.Begin in a claim span; the decision and operation
+// The pipeline's store and executor calls are decorated, not detoured
+// through: New wraps the store and the executor the pipeline calls
+// (Gateway.store, Gateway.next) in tracedStore and tracedExecutor (see
+// decorate: not with the no-op provider), and the pipeline code
+// (coordinate.go, run.go, record.go, the passthrough) calls them as it
+// would call the bare ones. Only the calls that make a request's span tree
+// are decorated: the claim (Begin), the upstream call (Execute), the
+// result's finish (Finish) and the passthrough (Pass, which carries the
+// request span on); other calls go to Config.Store and Config.Next as they
+// are.
+
+// decorate returns the store and executor the pipeline calls: st and next
+// with the pipeline's spans, or as they are when tp is the no-op provider
+// (idemd with tracing off), whose spans would record nothing and only
+// carry the client's trace context on, which the bare executor sends
+// upstream with the client's other headers anyway.
+func decorate(tp trace.TracerProvider, tracer trace.Tracer, st store.Store, next Executor) (store.Store, Executor) {
+	if _, off := tp.(noop.TracerProvider); off {
+		return st, next
+	}
+	return tracedStore{st, tracer}, tracedExecutor{next, tracer}
+}
+
+// tracedStore is a store whose Begin and Finish run in the claim and
+// finish spans. Everything else is the store's own.
+type tracedStore struct {
+	store.Store
+	tracer trace.Tracer
+}
+
+// Begin is the store's Begin in a claim span; the decision and operation
 // id go on it and on the request span.
-func (g *Gateway) traceClaim(ctx context.Context, req store.ClaimRequest) (store.Claim, error) {
+func (s tracedStore) Begin(ctx context.Context, req store.ClaimRequest) (store.Claim, error) {
 	parent := trace.SpanFromContext(ctx)
-	ctx, span := g.tracer.Start(ctx, SpanClaim, trace.WithAttributes(attribute.String(AttrEndpoint, req.Scope.Endpoint)))
+	ctx, span := s.tracer.Start(ctx, SpanClaim, trace.WithAttributes(attribute.String(AttrEndpoint, req.Scope.Endpoint)))
 	defer span.End()
-	claim, err := g.cfg.Store.Begin(ctx, req)
+	claim, err := s.Store.Begin(ctx, req)
 	if err != nil {
 		span.RecordError(err)
 		span.SetStatus(codes.Error, "claim failed")
 		return claim, err
 	}
-	attrs := []attribute.KeyValue{attribute.String(AttrDecision, claim.Outcome.String()),
-		attribute.String(AttrOperationID, claim.Record.OperationID.String())}
-	span.SetAttributes(attrs...)
-	parent.SetAttributes(attrs...)
+	if span.IsRecording() || parent.IsRecording() {
+		attrs := []attribute.KeyValue{attribute.String(AttrDecision, claim.Outcome.String()),
+			attribute.String(AttrOperationID, claim.Record.OperationID.String())}
+		span.SetAttributes(attrs...)
+		parent.SetAttributes(attrs...)
+	}
 	return claim, nil
 }
 
-// traceExecute is Next.Execute in a client span whose context goes to the
-// upstream as its traceparent.
-func (g *Gateway) traceExecute(ctx context.Context, in Invocation) Answer {
-	ctx, span := g.tracer.Start(ctx, SpanUpstream, trace.WithSpanKind(trace.SpanKindClient),
+// Finish is the store's Finish in a finish span.
+func (s tracedStore) Finish(ctx context.Context, l *store.Lease, res store.Result) error {
+	ctx, span := s.tracer.Start(ctx, SpanFinish, trace.WithAttributes(
+		attribute.String(AttrOperationID, l.OperationID.String()), attribute.String(AttrState, string(res.State))))
+	defer span.End()
+	err := s.Store.Finish(ctx, l, res)
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, "finish failed")
+	}
+	return err
+}
+
+// tracedExecutor is an executor whose Execute runs in a client span, and
+// whose context goes to the upstream as its traceparent; Pass sends the
+// request span's. Resolve is the executor's own.
+type tracedExecutor struct {
+	Executor
+	tracer trace.Tracer
+}
+
+// Execute is the executor's Execute in an upstream span.
+func (e tracedExecutor) Execute(ctx context.Context, in Invocation) Answer {
+	ctx, span := e.tracer.Start(ctx, SpanUpstream, trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithAttributes(attribute.String(AttrEndpoint, in.Endpoint.Name),
 			attribute.String(AttrOperationID, in.OperationID.String())))
 	defer span.End()
@@ -90,7 +149,7 @@ func (g *Gateway) traceExecute(ctx context.Context, in Invocation) Answer {
 		propagator.Inject(ctx, propagation.HeaderCarrier(r.Header))
 		in.Request = &r
 	}
-	a := g.cfg.Next.Execute(ctx, in)
+	a := e.Executor.Execute(ctx, in)
 	if a.Err != nil {
 		span.RecordError(redact(a.Err))
 		span.SetStatus(codes.Error, "upstream call failed")
@@ -98,19 +157,6 @@ func (g *Gateway) traceExecute(ctx context.Context, in Invocation) Answer {
 		span.SetAttributes(attribute.Int("http.response.status_code", a.Status))
 	}
 	return a
-}
-
-// traceFinish is Store.Finish in a finish span.
-func (g *Gateway) traceFinish(ctx context.Context, l *store.Lease, res store.Result) error {
-	ctx, span := g.tracer.Start(ctx, SpanFinish, trace.WithAttributes(
-		attribute.String(AttrOperationID, l.OperationID.String()), attribute.String(AttrState, string(res.State))))
-	defer span.End()
-	err := g.cfg.Store.Finish(ctx, l, res)
-	if err != nil {
-		span.RecordError(err)
-		span.SetStatus(codes.Error, "finish failed")
-	}
-	return err
 }
 
 // statusWriter remembers the status written; Unwrap keeps

@@ -11,6 +11,7 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/idemcoord/idemcoord/gateway"
 )
@@ -111,7 +112,17 @@ func TestSpanTreeOfFirstRunAndReplay(t *testing.T) {
 					if got := attr(s, gateway.AttrOperationID); got != opID {
 						t.Errorf("span %s operation id %q, want %q", s.Name, got, opID)
 					}
+				case gateway.SpanFinish:
+					if got := attr(s, gateway.AttrOperationID); got != opID {
+						t.Errorf("finish span operation id %q, want %q", got, opID)
+					}
+					if got := attr(s, gateway.AttrState); got != "COMPLETED" {
+						t.Errorf("finish span state %q, want COMPLETED", got)
+					}
 				case gateway.SpanUpstream:
+					if got := attr(s, gateway.AttrOperationID); got != opID {
+						t.Errorf("upstream span operation id %q, want %q", got, opID)
+					}
 					// The upstream's traceparent names this span as parent.
 					want := "00-" + s.SpanContext.TraceID().String() + "-" + s.SpanContext.SpanID().String() + "-01"
 					if upstreamTraceparent != want {
@@ -159,5 +170,43 @@ func TestPassthroughContinuesTheRequestSpan(t *testing.T) {
 	}
 	if want := "00-" + s.SpanContext.TraceID().String() + "-" + s.SpanContext.SpanID().String() + "-01"; got != want {
 		t.Errorf("upstream traceparent %q, want %q", got, want)
+	}
+}
+
+// TestTracingOffStillCarriesTheClientsTraceUpstream: with tracing off (the
+// no-op provider idemd passes), the pipeline's store and executor are not
+// decorated, and the upstream still gets the client's trace context, on a
+// first run and on a passthrough alike.
+func TestTracingOffStillCarriesTheClientsTraceUpstream(t *testing.T) {
+	const traceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+	const baggage = "tenant=t1"
+	var got []string
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		got = append(got, r.Header.Get("traceparent")+" "+r.Header.Get("baggage"))
+		w.WriteHeader(http.StatusCreated)
+	}))
+	defer upstream.Close()
+	u, _ := url.Parse(upstream.URL)
+	g, err := gateway.New(gateway.Config{Region: "test", Worker: "w", Store: openStore(t, 2), Auth: verifier(t),
+		Endpoints: endpoints(t, ""), Next: gateway.NewProxy(u, nil), TracerProvider: noop.NewTracerProvider()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	srv := httptest.NewServer(g)
+	defer srv.Close()
+	first := post(t, srv.URL+"/v1/things", token(t, "alice"), "traced-off-1", `{}`)
+	pass, _ := http.NewRequest(http.MethodGet, srv.URL+"/v1/elsewhere", nil)
+	for _, req := range []*http.Request{first, pass} {
+		req.Header.Set("traceparent", traceparent)
+		req.Header.Set("baggage", baggage)
+		if code, h, b := do(t, req); code != http.StatusCreated {
+			t.Fatalf("%s %s: %s", req.Method, req.URL.Path, describe(code, h, b))
+		}
+	}
+	want := []string{traceparent + " " + baggage, traceparent + " " + baggage}
+	if !slices.Equal(got, want) {
+		t.Errorf("upstream got trace context %q, want the client's %q", got, want)
 	}
 }

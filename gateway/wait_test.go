@@ -13,6 +13,7 @@ import (
 
 	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/gateway"
+	"github.com/idemcoord/idemcoord/internal/testutil"
 	"github.com/idemcoord/idemcoord/store"
 )
 
@@ -65,13 +66,12 @@ func serveClocked(t testing.TB, s store.Store, fake *clock.Fake, extra string, h
 // untilWaiting returns once g holds n requests waiting for runs in flight.
 func untilWaiting(t testing.TB, g *gateway.Gateway, n int) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for gateway.Waiting(g) != n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d requests waiting, want %d", gateway.Waiting(g), n)
+	testutil.Eventually(t, 20*time.Second, func() error {
+		if got := gateway.Waiting(g); got != n {
+			return fmt.Errorf("%d requests waiting, want %d", got, n)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 type answer struct {
