@@ -187,3 +187,27 @@ func gatewayTransport() *http.Transport {
 	t.MaxIdleConnsPerHost = 256
 	return t
 }
+
+// TestGatewayBenchmarksRun runs the gateway's benchmarks once each, small,
+// so the side-by-side harness and every metric it reports keep working
+// (the figures themselves are read from the full runs, docs/capacity.md).
+func TestGatewayBenchmarksRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the benchmarks")
+	}
+	for name, bench := range map[string]func(*testing.B){
+		"FirstRun": BenchmarkGatewayFirstRun, "FirstRunDBUpstream": BenchmarkGatewayFirstRunDBUpstream,
+		"Replay": BenchmarkGatewayReplay,
+	} {
+		r := testing.Benchmark(bench)
+		if r.N == 0 {
+			t.Fatalf("%s did not run (see its log)", name)
+		}
+		for _, m := range []string{"ratio-vs-proxy", "proxy-req/s", "gateway-req/s", "gateway-allocs/req", "gateway-go-us/req"} {
+			if r.Extra[m] <= 0 {
+				t.Errorf("%s reports %s = %v", name, m, r.Extra[m])
+			}
+		}
+		t.Logf("%s: %s", name, r)
+	}
+}
