@@ -168,7 +168,6 @@ explained; must not fail over: a failover in its window is a false one):
 			if kind == drillProcess && binary == "" {
 				fmt.Fprintln(cmd.ErrOrStderr(), "building idemd with -tags drill (about 2 minutes on a cold build cache; --idemd BIN reuses a build)...")
 			}
-			defer cluster.RemoveDrillBuilds()
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			// With --output json the progress and the text summary go to
