@@ -104,33 +104,49 @@ func runRefused(t *testing.T, bin string, env ...string) string {
 	return stderr.String()
 }
 
-// TestNormalBuildRefusesTheDrillEnvironment: an idemd built without
-// -tags drill refuses to start when either drill variable is set, saying
-// so, instead of running without the faults a drill expects.
-func TestNormalBuildRefusesTheDrillEnvironment(t *testing.T) {
-	bin := idemdBinary(t)
-	for _, env := range []string{"IDEMCOORD_DRILL_CONTROL=127.0.0.1:0", "IDEMCOORD_DRILL_UNSAFE=" + cluster.UnsafeRegionLocalClaims} {
-		name, _, _ := strings.Cut(env, "=")
-		want := name + " is set but this idemd was built without -tags drill"
-		if stderr := runRefused(t, bin, env); !strings.Contains(stderr, want) {
-			t.Errorf("with %s: stderr %q; want %q", env, stderr, want)
-		}
+// TestDrillEnvironmentRefusals: an idemd refuses to start with a drill
+// environment it cannot honour, saying why, instead of running without
+// the faults (or the safety) a drill expects. Each subtest keeps the name
+// of the test it was:
+//
+//   - TestNormalBuildRefusesTheDrillEnvironment: a build without -tags
+//     drill refuses either drill variable;
+//   - TestDrillBuildRefusesAnUnknownUnsafeMode: the drill build refuses an
+//     unsafe mode it does not know, naming the known ones, and a control
+//     address off loopback (the API has no auth).
+func TestDrillEnvironmentRefusals(t *testing.T) {
+	type refusal struct {
+		env  string
+		want []string // in stderr
 	}
-}
-
-// TestDrillBuildRefusesAnUnknownUnsafeMode: the drill build refuses to
-// start in an unsafe mode it does not know, naming the known ones, and
-// refuses a control address off loopback (the API has no auth).
-func TestDrillBuildRefusesAnUnknownUnsafeMode(t *testing.T) {
-	bin := idemdDrillBinary(t)
-	stderr := runRefused(t, bin, "IDEMCOORD_DRILL_UNSAFE=region-local-claim")
-	for _, want := range append([]string{"IDEMCOORD_DRILL_UNSAFE", `"region-local-claim"`}, cluster.UnsafeModes()...) {
-		if !strings.Contains(stderr, want) {
-			t.Errorf("unknown unsafe mode: stderr %q lacks %q", stderr, want)
-		}
+	tests := []struct {
+		name     string
+		binary   func(*testing.T) string
+		refusals []refusal
+	}{
+		{"TestNormalBuildRefusesTheDrillEnvironment", idemdBinary, []refusal{
+			{"IDEMCOORD_DRILL_CONTROL=127.0.0.1:0", []string{"IDEMCOORD_DRILL_CONTROL is set but this idemd was built without -tags drill"}},
+			{"IDEMCOORD_DRILL_UNSAFE=" + cluster.UnsafeRegionLocalClaims,
+				[]string{"IDEMCOORD_DRILL_UNSAFE is set but this idemd was built without -tags drill"}},
+		}},
+		{"TestDrillBuildRefusesAnUnknownUnsafeMode", idemdDrillBinary, []refusal{
+			{"IDEMCOORD_DRILL_UNSAFE=region-local-claim",
+				append([]string{"IDEMCOORD_DRILL_UNSAFE", `"region-local-claim"`}, cluster.UnsafeModes()...)},
+			{"IDEMCOORD_DRILL_CONTROL=0.0.0.0:0", []string{"loopback"}},
+		}},
 	}
-	if stderr := runRefused(t, bin, "IDEMCOORD_DRILL_CONTROL=0.0.0.0:0"); !strings.Contains(stderr, "loopback") {
-		t.Errorf("control off loopback: stderr %q; want a refusal naming loopback", stderr)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			bin := tt.binary(t)
+			for _, r := range tt.refusals {
+				stderr := runRefused(t, bin, r.env)
+				for _, want := range r.want {
+					if !strings.Contains(stderr, want) {
+						t.Errorf("with %s: stderr %q lacks %q", r.env, stderr, want)
+					}
+				}
+			}
+		})
 	}
 }
 
@@ -139,7 +155,7 @@ func TestDrillBuildRefusesAnUnknownUnsafeMode(t *testing.T) {
 // its region's own space, so the same key sent to a safe instance of the
 // same region is a first run again: two operations for one intent, the
 // duplicate the drills' checker must catch. (A normal build refuses the
-// variable: TestNormalBuildRefusesTheDrillEnvironment.)
+// variable: TestDrillEnvironmentRefusals.)
 func TestDrillBuildUnsafeModeBreaksTheCoordinatorOnPurpose(t *testing.T) {
 	c := sharedCluster(t)
 	proc, _ := startDrillIdemd(t, "e2e-drill-unsafe", procOptions{

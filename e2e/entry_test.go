@@ -177,11 +177,10 @@ func waitUp(t *testing.T, ctx context.Context, e *haproxy.Entry, want map[string
 	t.Helper()
 	var got map[string]bool
 	var err error
-	for i := 0; i < 200; i++ {
-		if got, err = e.Up(ctx); err == nil && fmt.Sprint(got) == fmt.Sprint(want) {
-			return
-		}
-		time.Sleep(25 * time.Millisecond)
+	if testutil.PollEvery(5*time.Second, 25*time.Millisecond, testutil.Cond(func() bool {
+		got, err = e.Up(ctx)
+		return err == nil && fmt.Sprint(got) == fmt.Sprint(want)
+	})) != nil {
+		t.Fatalf("entry server states %v (%v); want %v", got, err, want)
 	}
-	t.Fatalf("entry server states %v (%v); want %v", got, err, want)
 }

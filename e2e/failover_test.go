@@ -126,20 +126,17 @@ func TestRegionKilledFailsOverTransferEndpointsServe(t *testing.T) {
 
 		// New intents through eu-west until one succeeds there.
 		var served reply
-		for n := 0; ; n++ {
-			if time.Since(killed) > failoverDeadline {
-				t.Fatalf("run %d: no success in the new owner %v after the kill", run, failoverDeadline)
-			}
+		testutil.EventuallyEvery(t, time.Until(killed.Add(failoverDeadline)), 100*time.Millisecond, func() error {
 			r := mustPost(t, eu.URL, tok, uniqueName("fo-new"), paymentBody("1.00", "new"))
 			if r.Status == http.StatusCreated {
 				served = r
-				break
+				return nil
 			}
 			if r.Status != http.StatusServiceUnavailable || r.retryAfter() == 0 {
 				t.Fatalf("run %d: while failing over: %v; want 503 with Retry-After", run, r)
 			}
-			time.Sleep(100 * time.Millisecond)
-		}
+			return fmt.Errorf("run %d: no success in the new owner after the kill: %v", run, r)
+		})
 		took := time.Since(killed)
 		times = append(times, took)
 		if got := served.Header.Get("X-Idempotency-Region"); got != "eu-west" {
@@ -176,7 +173,6 @@ func TestRegionKilledFailsOverTransferEndpointsServe(t *testing.T) {
 func failBack(t *testing.T, c *devcluster.Cluster, region string) {
 	t.Helper()
 	d := c.Region("eu-west").Daemon
-	deadline := time.Now().Add(failoverDeadline)
 	testutil.Eventually(t, failoverDeadline, func() error {
 		if st := d.Failover().Tracker().State(region); st != failover.Healthy {
 			return fmt.Errorf("%s not healthy again: %s", region, st)
@@ -190,16 +186,13 @@ func failBack(t *testing.T, c *devcluster.Cluster, region string) {
 	// A failover of the region may still be moving its shards (a clean
 	// stop hands it over at once): a shard it moves under the failback is
 	// a conflict, and the next pass reads it again.
-	for {
+	testutil.EventuallyEvery(t, failoverDeadline, 100*time.Millisecond, func() error {
 		_, err := r.Failback(ctx, region, "e2e", "region back")
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) || !errors.Is(err, fencing.ErrMoveConflict) {
+		if err != nil && !errors.Is(err, fencing.ErrMoveConflict) {
 			t.Fatalf("failback %s: %v", region, err)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return err
+	})
 }
 
 // TestRegionKilledRejectEndpointsRefuseUntilAccepted: the same failure on
@@ -222,22 +215,19 @@ func TestRegionKilledRejectEndpointsRefuseUntilAccepted(t *testing.T) {
 	before := readRecord(t, c, opID)
 
 	refusals := 0
-	for {
-		if time.Since(killed) > failoverDeadline {
-			t.Fatalf("no region-failover refusal within %v of the kill", failoverDeadline)
-		}
+	testutil.EventuallyEvery(t, time.Until(killed.Add(failoverDeadline)), 100*time.Millisecond, func() error {
 		r := mustPost(t, eu.URL, tok, uniqueName("fo-new"), paymentBody("1.00", "new"))
 		if r.Status != http.StatusServiceUnavailable || r.retryAfter() == 0 {
 			t.Fatalf("reject endpoint after the kill: %v; want 503 with Retry-After", r)
 		}
 		if strings.Contains(r.problem(t).Type, "region-failover") && strings.Contains(string(r.Body), "FAILED_OVER") {
 			refusals++
-			if refusals == 3 {
-				break
-			}
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		if refusals < 3 {
+			return fmt.Errorf("%d region-failover refusals after the kill, want 3; last %v", refusals, r)
+		}
+		return nil
+	})
 	// Past the dead worker's lease too (by the database's clock): still
 	// refused, still untouched.
 	expireLease(t, c, opID)
@@ -262,17 +252,12 @@ func TestRegionKilledRejectEndpointsRefuseUntilAccepted(t *testing.T) {
 	if _, err := r.Accept(ctx, failover.ShardSelection(shard), "e2e", "reconciled the in-flight payment"); err != nil {
 		t.Fatalf("accept: %v", err)
 	}
-	deadline := time.Now().Add(failoverDeadline)
-	for {
-		r := mustPost(t, eu.URL, tok, uniqueName("fo-after"), paymentBody("1.00", "after"))
-		if r.Status == http.StatusCreated {
-			break
+	testutil.EventuallyEvery(t, failoverDeadline, 100*time.Millisecond, func() error {
+		if r := mustPost(t, eu.URL, tok, uniqueName("fo-after"), paymentBody("1.00", "after")); r.Status != http.StatusCreated {
+			return fmt.Errorf("not served after accept: %v", r)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not served after accept: %v", r)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 	final, _ := takeoverRetries(t, eu.URL, tok, key, body, opID, time.Now())
 	if final.Status != http.StatusCreated || final.opID() != opID {
 		t.Errorf("in-flight intent after accept: %v; want 201 of operation %s", final, opID)
@@ -329,16 +314,13 @@ func TestZombieRegionResumedAfterFailoverWritesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The failover and the takeover happen while the zombie sleeps.
-	for {
-		if time.Since(paused) > failoverDeadline {
-			t.Fatalf("no failover within %v of the pause", failoverDeadline)
-		}
+	testutil.EventuallyEvery(t, time.Until(paused.Add(failoverDeadline)), 100*time.Millisecond, func() error {
 		r := mustPost(t, eu.URL, tok, key, body)
 		if r.Status == http.StatusCreated {
 			if r.opID() != opID {
 				t.Fatalf("taken over answer names operation %s; want %s", r.opID(), opID)
 			}
-			break
+			return nil
 		}
 		// 504: forwarded to the paused owner before the failover, the
 		// answer never came (the zombie reads it when it resumes, and its
@@ -348,18 +330,17 @@ func TestZombieRegionResumedAfterFailoverWritesNothing(t *testing.T) {
 		default:
 			t.Fatalf("while the owner is paused: %v; want 503, 409 or 504", r)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return fmt.Errorf("no failover and takeover since the pause: %v", r)
+	})
 	t.Logf("operation %s taken over by eu-west %v after the pause", opID, time.Since(paused).Round(time.Millisecond))
 	p.signal(syscall.SIGCONT)
 	orig.wait(t, 15*time.Second) // the zombie answers its client with what it knows
-	deadline := time.Now().Add(failoverDeadline)
-	for scrape(t, p.URL).sum("idemcoord_fenced_writes_rejected_total") < 1 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the zombie's late write was not refused by the fence within %v", failoverDeadline)
+	testutil.EventuallyEvery(t, failoverDeadline, 100*time.Millisecond, func() error {
+		if scrape(t, p.URL).sum("idemcoord_fenced_writes_rejected_total") < 1 {
+			return errors.New("the zombie's late write was not refused by the fence")
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 	l.exactlyOnce("after the zombie resumed", opID)
 	if rec := readRecord(t, c, opID); rec.State != "COMPLETED" || strings.HasPrefix(rec.LeaseOwner, p.worker+"/") {
 		t.Errorf("record %+v; want COMPLETED by eu-west's takeover, not the zombie", rec)

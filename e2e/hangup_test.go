@@ -3,12 +3,14 @@ package e2e
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
 
 	"github.com/idemcoord/idemcoord/demo/bank"
 	"github.com/idemcoord/idemcoord/devcluster"
+	"github.com/idemcoord/idemcoord/internal/testutil"
 )
 
 // TestClientHangUpStillRecordsOutcome has the client give up on a request
@@ -40,15 +42,23 @@ func TestClientHangUpStillRecordsOutcome(t *testing.T) {
 	if err := c.Bank.SetFaults(bank.Faults{}); err != nil {
 		t.Fatal(err)
 	}
-	// The payment finishes about a second after it started.
-	time.Sleep(1500 * time.Millisecond)
-
-	r := mustPost(t, region.URL, tok, key, body)
-	if r.Status != http.StatusCreated || !r.replayed() {
+	// The payment finishes about a second after it started: the retry
+	// is a 409 until then, and a 201 replay once it is recorded, well
+	// before the 30 s lease could have been waited out.
+	var r reply
+	testutil.EventuallyEvery(t, 10*time.Second, 100*time.Millisecond, func() error {
+		r = mustPost(t, region.URL, tok, key, body)
+		switch {
+		case r.Status == http.StatusCreated && r.replayed():
+			return nil
+		case r.Status == http.StatusConflict:
+			return fmt.Errorf("retry after the hang-up: %v, the operation still in progress", r)
+		}
 		rec, op := getOperation(t, region.URL, tok, r.opID())
-		t.Errorf("retry after the hang-up: %v (Retry-After %q); want a 201 replay — the operation is %s (%v)",
+		t.Fatalf("retry after the hang-up: %v (Retry-After %q); want a 201 replay — the operation is %s (%v)",
 			r, r.Header.Get("Retry-After"), op.State, rec.Status)
-	}
+		return nil
+	})
 	opID := r.opID()
 	if opID == "" {
 		t.Fatal("no operation id")

@@ -10,6 +10,7 @@ import (
 
 	"github.com/idemcoord/idemcoord/devcluster"
 	"github.com/idemcoord/idemcoord/failover"
+	"github.com/idemcoord/idemcoord/internal/testutil"
 )
 
 // TestAKilledRegionsInFlightPaymentIsAnsweredRightAfterTheFailover: the
@@ -53,11 +54,7 @@ func TestAKilledRegionsInFlightPaymentIsAnsweredRightAfterTheFailover(t *testing
 
 	var failedOver, answered time.Duration
 	var final reply
-	for answered == 0 || failedOver == 0 {
-		if time.Since(killed) > failoverDeadline {
-			t.Fatalf("within %v of the kill: failover after %v, in-flight intent answered after %v (0: not yet)",
-				failoverDeadline, failedOver, answered)
-		}
+	if testutil.PollEvery(time.Until(killed.Add(failoverDeadline)), 100*time.Millisecond, func() error {
 		if failedOver == 0 {
 			r := mustPost(t, eu.URL, tok, uniqueName("fo-new"), paymentBody("1.00", "new"))
 			switch {
@@ -67,23 +64,26 @@ func TestAKilledRegionsInFlightPaymentIsAnsweredRightAfterTheFailover(t *testing
 				t.Fatalf("a new intent while failing over: %v; want 503 with Retry-After", r)
 			}
 		}
-		if answered != 0 {
-			time.Sleep(100 * time.Millisecond)
-			continue
+		if answered == 0 {
+			r := mustPost(t, eu.URL, tok, key, body)
+			switch r.Status {
+			case http.StatusCreated:
+				answered, final = time.Since(killed), r
+			case http.StatusServiceUnavailable, http.StatusConflict, http.StatusGatewayTimeout:
+				// Before the move: the owner is gone (503); a takeover by
+				// eu-west's sweep in progress (409); a forward to the dead
+				// owner that never came back (504).
+			default:
+				t.Fatalf("retry of the in-flight intent: %v; want 503, 409 or 504 until it is answered", r)
+			}
 		}
-		r := mustPost(t, eu.URL, tok, key, body)
-		switch r.Status {
-		case http.StatusCreated:
-			answered, final = time.Since(killed), r
-			continue
-		case http.StatusServiceUnavailable, http.StatusConflict, http.StatusGatewayTimeout:
-			// Before the move: the owner is gone (503); a takeover by
-			// eu-west's sweep in progress (409); a forward to the dead
-			// owner that never came back (504).
-		default:
-			t.Fatalf("retry of the in-flight intent: %v; want 503, 409 or 504 until it is answered", r)
+		if answered == 0 || failedOver == 0 {
+			return fmt.Errorf("failover after %v, in-flight intent answered after %v (0: not yet)", failedOver, answered)
 		}
-		time.Sleep(100 * time.Millisecond)
+		return nil
+	}) != nil {
+		t.Fatalf("within %v of the kill: failover after %v, in-flight intent answered after %v (0: not yet)",
+			failoverDeadline, failedOver, answered)
 	}
 	if final.opID() != opID {
 		t.Errorf("in-flight intent answered as operation %s; want %s", final.opID(), opID)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/idemcoord/idemcoord/demo/payments"
 	"github.com/idemcoord/idemcoord/devcluster"
+	"github.com/idemcoord/idemcoord/internal/testutil"
 )
 
 // ledger reads what actually happened downstream: payments rows and bank
@@ -24,14 +25,9 @@ func (l ledger) read(what string, fn func(ctx context.Context) error) {
 	l.t.Helper()
 	ctx, cancel := context.WithTimeout(l.t.Context(), 10*time.Second)
 	defer cancel()
-	var err error
-	for attempt := 0; attempt < 5; attempt++ {
-		if err = fn(ctx); err == nil {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
+	if err := testutil.PollEvery(5*time.Second, 100*time.Millisecond, func() error { return fn(ctx) }); err != nil {
+		l.t.Fatalf("%s: %v", what, err)
 	}
-	l.t.Fatalf("%s: %v", what, err)
 }
 
 // charges is the bank's charge count for one operation id.

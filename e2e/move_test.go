@@ -232,15 +232,15 @@ func TestDrainAndFailbackUnderLoadRunEveryIntentOnce(t *testing.T) {
 	defer cancel()
 
 	results := underLoad(t, ctx, c, actors, func() error {
-		time.Sleep(200 * time.Millisecond) // traffic first
+		time.Sleep(200 * time.Millisecond) // deliberate: traffic first (the load, not a wait for a condition)
 		if _, err := repair.Drain(ctx, "us-east", "e2e", "drain under load"); err != nil {
 			return fmt.Errorf("drain: %w", err)
 		}
-		time.Sleep(200 * time.Millisecond)
+		time.Sleep(200 * time.Millisecond) // traffic while drained
 		if _, err := repair.Failback(ctx, "us-east", "e2e", "failback under load"); err != nil {
 			return fmt.Errorf("failback: %w", err)
 		}
-		time.Sleep(200 * time.Millisecond)
+		time.Sleep(200 * time.Millisecond) // traffic after the failback
 		return nil
 	})
 	checkOnce(t, c, results, "through a drain and a failback")

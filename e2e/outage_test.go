@@ -2,12 +2,14 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/idemcoord/idemcoord/devcluster"
+	"github.com/idemcoord/idemcoord/internal/testutil"
 )
 
 // TestStoreOutage stops PostgreSQL under a serving cluster. While it is
@@ -57,7 +59,7 @@ func TestStoreOutage(t *testing.T) {
 	keys := make([]string, 9)
 	for i := range keys {
 		if i > 0 {
-			time.Sleep(200 * time.Millisecond)
+			time.Sleep(200 * time.Millisecond) // deliberate: the keys spread over the downtime
 		}
 		keys[i] = uniqueName("outage-key")
 		region := c.Regions[i%len(c.Regions)]
@@ -104,16 +106,16 @@ func TestStoreOutage(t *testing.T) {
 	for i, key := range keys {
 		region := c.Regions[i%len(c.Regions)]
 		var r reply
-		for attempt := 0; attempt < 40 && time.Now().Before(deadline); attempt++ {
+		_ = testutil.PollEvery(time.Until(deadline), 250*time.Millisecond, func() error {
 			if r = mustPost(t, region.URL, tok, key, body); r.Status == http.StatusCreated {
-				break
+				return nil
 			}
 			recovery[r.Status]++
 			if r.Status != http.StatusServiceUnavailable && r.Status != http.StatusConflict {
 				t.Errorf("%s: retry after the outage: %v; want 503/409 while recovering, then 201", region.Name, r)
 			}
-			time.Sleep(250 * time.Millisecond)
-		}
+			return fmt.Errorf("%s: %v", region.Name, r)
+		})
 		if r.Status != http.StatusCreated {
 			t.Errorf("key %d (%s): no 201 after the store came back; last %v", i, region.Name, r)
 			continue

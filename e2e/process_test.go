@@ -219,17 +219,16 @@ func startIdemdWith(t *testing.T, c *devcluster.Cluster, worker string, po procO
 			}
 		}
 	}
-	for i := 0; ; i++ {
+	if err := testutil.PollEvery(time.Until(deadline), 50*time.Millisecond, func() error {
 		rctx, rcancel := context.WithTimeout(t.Context(), 2*time.Second)
 		r, err := send(rctx, http.MethodGet, p.URL+"/readyz", "", nil, nil)
 		rcancel()
-		if err == nil && r.Status == http.StatusOK {
-			break
+		if err == nil && r.Status != http.StatusOK {
+			err = fmt.Errorf("/readyz: %v", r)
 		}
-		if i >= 100 || time.Now().After(deadline) {
-			t.Fatalf("idemd at %s not ready: %v %v\n%s", p.URL, r, err, p.logTail(40))
-		}
-		time.Sleep(50 * time.Millisecond)
+		return err
+	}); err != nil {
+		t.Fatalf("idemd at %s not ready: %v\n%s", p.URL, err, p.logTail(40))
 	}
 	t.Logf("idemd %s (pid %d) ready at %s in %v", worker, p.cmd.Process.Pid, p.URL, time.Since(start).Round(time.Millisecond))
 	return p
@@ -273,13 +272,12 @@ func (p *idemdProc) procState() string {
 func (p *idemdProc) waitProcState(want string) {
 	p.t.Helper()
 	var got string
-	for i := 0; i < 100; i++ {
-		if got = p.procState(); got == want {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
+	if testutil.PollEvery(time.Second, 10*time.Millisecond, testutil.Cond(func() bool {
+		got = p.procState()
+		return got == want
+	})) != nil {
+		p.t.Fatalf("idemd pid %d in state %q; want %q", p.cmd.Process.Pid, got, want)
 	}
-	p.t.Fatalf("idemd pid %d in state %q; want %q", p.cmd.Process.Pid, got, want)
 }
 
 // asyncPost is a request whose answer arrives on a channel.
@@ -318,23 +316,19 @@ func (a *asyncPost) wait(t *testing.T, d time.Duration) (reply, error) {
 // 10 ms: the drills act on it within a one-second window.
 func waitOperationOf(t *testing.T, c *devcluster.Cluster, what, query, actor string, within time.Duration) string {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for i := 0; ; i++ {
+	var op string
+	if testutil.PollEvery(within, 10*time.Millisecond, func() error {
 		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
-		var op string
+		defer cancel()
 		err := c.Pool.QueryRow(ctx, query, actor).Scan(&op)
-		cancel()
-		if err == nil {
-			return op
-		}
-		if !errors.Is(err, pgx.ErrNoRows) {
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			t.Logf("polling for %s: %v", what, err)
 		}
-		if i >= int(within/(10*time.Millisecond)) || time.Now().After(deadline) {
-			t.Fatalf("no %s for %s within %v", what, actor, within)
-		}
-		time.Sleep(10 * time.Millisecond)
+		return err
+	}) != nil {
+		t.Fatalf("no %s for %s within %v", what, actor, within)
 	}
+	return op
 }
 
 // storedRecord is the idempotency record as the store holds it.
@@ -389,7 +383,9 @@ func expireLease(t *testing.T, c *devcluster.Cluster, opID string) {
 func takeoverRetries(t *testing.T, base, tok, key string, body []byte, opID string, leaseEnd time.Time) (final reply, conflicts int) {
 	t.Helper()
 	deadline := leaseEnd.Add(10 * time.Second)
-	for i := 0; i < 75 && time.Now().Before(deadline); i++ {
+	i := 0
+	err := testutil.PollEvery(time.Until(deadline), 200*time.Millisecond, func() error {
+		defer func() { i++ }()
 		sent := time.Now()
 		r := mustPost(t, base, tok, key, body)
 		switch r.Status {
@@ -403,7 +399,7 @@ func takeoverRetries(t *testing.T, base, tok, key string, body []byte, opID stri
 				t.Errorf("retry %d: 409 Retry-After %q; want whole seconds >= 1", i, r.Header.Get("Retry-After"))
 			}
 			conflicts++
-			time.Sleep(200 * time.Millisecond)
+			return fmt.Errorf("retry %d: 409, still in progress", i)
 		case http.StatusCreated:
 			// Lease expiry was read from the database a few milliseconds
 			// after the holder stopped: allow that much.
@@ -412,13 +408,16 @@ func takeoverRetries(t *testing.T, base, tok, key string, body []byte, opID stri
 			}
 			t.Logf("retry %d: 201 after %d x 409, %v after the lease expired", i, conflicts,
 				time.Since(leaseEnd).Round(time.Millisecond))
-			return r, conflicts
-		default:
-			t.Fatalf("retry %d: %v; want 409 while the lease is held, then 201", i, r)
+			final = r
+			return nil
 		}
+		t.Fatalf("retry %d: %v; want 409 while the lease is held, then 201", i, r)
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("no 201 within 10 s of the lease's expiry (%d x 409)", conflicts)
 	}
-	t.Fatalf("no 201 within 10 s of the lease's expiry (%d x 409)", conflicts)
-	return reply{}, conflicts
+	return final, conflicts
 }
 
 // TestGatewayProcessKilledMidRequest kills (SIGKILL) a real idemd process
@@ -579,6 +578,8 @@ func TestGatewayProcessPausedPastItsLease(t *testing.T) {
 		t.Fatalf("idemd state %q during the takeover; want T (stopped)", s)
 	}
 	// Hold it well past its lease (and past its own upstream timeout).
+	// Deliberate: the drill is a real process stopped past its lease; a
+	// stopped process's lease cannot be moved by a clock, it must pass.
 	time.Sleep(time.Until(stoppedAt.Add(procLease + time.Second)))
 	if s := proc.procState(); s != "T" {
 		t.Fatalf("idemd state %q before SIGCONT; want T (stopped)", s)

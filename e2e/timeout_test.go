@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/idemcoord/idemcoord/demo/bank"
 	"github.com/idemcoord/idemcoord/devcluster"
+	"github.com/idemcoord/idemcoord/internal/testutil"
 )
 
 // TestUpstreamTimeoutResolvedWithoutSecondCharge makes the bank record the
@@ -56,11 +58,11 @@ func TestUpstreamTimeoutResolvedWithoutSecondCharge(t *testing.T) {
 	}
 	// The bank records, then sleeps: the charge is there, or about to be
 	// on a loaded machine.
-	n := l.charges(opID)
-	for i := 0; n == 0 && i < 20; i++ {
-		time.Sleep(100 * time.Millisecond)
+	var n int
+	_ = testutil.PollEvery(2*time.Second, 100*time.Millisecond, testutil.Cond(func() bool {
 		n = l.charges(opID)
-	}
+		return n != 0
+	}))
 	if n != 1 {
 		t.Errorf("bank has %d charges after the 504; the fault records before answering late, want 1", n)
 	}
@@ -80,19 +82,22 @@ func TestUpstreamTimeoutResolvedWithoutSecondCharge(t *testing.T) {
 	if err := c.Bank.SetFaults(bank.Faults{}); err != nil {
 		t.Fatal(err)
 	}
-	final := retry
-	deadline := time.Now().Add(15 * time.Second)
-	for i := 0; final.Status != http.StatusCreated && i < 30 && time.Now().Before(deadline); i++ {
-		if final.Status != http.StatusConflict {
-			t.Fatalf("retry %d: %v; want 409 until resolved, then 201", i, final)
+	final, i := retry, 0
+	if testutil.PollEvery(15*time.Second, 200*time.Millisecond, func() error {
+		if i > 0 {
+			final = mustPost(t, c.Regions[(i-1)%3].URL, tok, key, body)
 		}
-		if final.retryAfter() < 1 {
+		i++
+		switch {
+		case final.Status == http.StatusCreated:
+			return nil
+		case final.Status != http.StatusConflict:
+			t.Fatalf("retry %d: %v; want 409 until resolved, then 201", i, final)
+		case final.retryAfter() < 1:
 			t.Errorf("409 Retry-After %q; want whole seconds >= 1", final.Header.Get("Retry-After"))
 		}
-		time.Sleep(200 * time.Millisecond)
-		final = mustPost(t, c.Regions[i%3].URL, tok, key, body)
-	}
-	if final.Status != http.StatusCreated {
+		return fmt.Errorf("not resolved: last answer %v", final)
+	}) != nil {
 		t.Fatalf("not resolved within the bound: last answer %v", final)
 	}
 	if !final.replayed() {
@@ -107,6 +112,8 @@ func TestUpstreamTimeoutResolvedWithoutSecondCharge(t *testing.T) {
 	}
 
 	// Let the late original finish on the payments side, then count again.
+	// Deliberate: a late original that does nothing wrong leaves no mark
+	// to wait for; the count must come after it had its chance.
 	time.Sleep(time.Until(start.Add(2500 * time.Millisecond)))
 	l.exactlyOnce("after the resolve and the late original", opID)
 	if rows, charges := l.byActor(scope(actor)); rows != 1 || charges != 1 {

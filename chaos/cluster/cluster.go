@@ -46,61 +46,25 @@ type Cluster interface {
 // Starter starts a cluster for a drill.
 type Starter func(ctx context.Context, opts Options) (Cluster, error)
 
-// Processes kills, pauses and restarts a region's idemd.
-type Processes interface {
-	// Kill sends SIGKILL to region's idemd; Restart starts it again on the
-	// same address.
-	Kill(ctx context.Context, region string) error
-	Restart(ctx context.Context, region string) error
-	// Pause sends SIGSTOP; Resume sends SIGCONT.
-	Pause(ctx context.Context, region string) error
-	Resume(ctx context.Context, region string) error
-}
-
-// PeerLinks cuts one region's link to one other region alone (cut_peer).
-type PeerLinks interface {
-	// CutTo blackholes region's link of that kind to target alone;
-	// RestoreTo undoes it.
-	CutTo(ctx context.Context, region string, link failpoint.Link, target string) error
-	RestoreTo(ctx context.Context, region string, link failpoint.Link, target string) error
-}
+// The fault capabilities a cluster kind implements as far as it can;
+// each fault kind's row in chaos/failpoint's registry names the one it
+// needs (see failpoint's targets.go for their methods).
+type (
+	// Processes kills, pauses and restarts a region's idemd.
+	Processes = failpoint.ProcessTarget
+	// PeerLinks cuts one region's link to one other region alone.
+	PeerLinks = failpoint.PeerLinkTarget
+	// Links acts on one of a region's links through its toxiproxy.
+	Links = failpoint.LinkTarget
+	// Etcd kills and restarts etcd members.
+	Etcd = failpoint.EtcdTarget
+	// CrashPoints arms the coordinator's drill-only crash points.
+	CrashPoints = failpoint.CrashPointTarget
+	// Clocks skews a region's injected clock.
+	Clocks = failpoint.ClockTarget
+)
 
 var _ PeerLinks = (*Process)(nil)
-
-// Links acts on one of a region's links through its toxiproxy.
-type Links interface {
-	// Cut blackholes the link (toxiproxy timeout 0); Restore removes every
-	// toxic from it.
-	Cut(ctx context.Context, region string, link failpoint.Link) error
-	Restore(ctx context.Context, region string, link failpoint.Link) error
-	// Slow adds latency with jitter; Reset resets its connections
-	// (reset_peer) until Restore.
-	Slow(ctx context.Context, region string, link failpoint.Link, latency, jitter time.Duration) error
-	Reset(ctx context.Context, region string, link failpoint.Link) error
-}
-
-// Etcd kills and restarts etcd members.
-type Etcd interface {
-	// Leader names the member that leads now.
-	Leader(ctx context.Context) (string, error)
-	// KillMember hard-stops a member; RestartMember brings it back.
-	KillMember(ctx context.Context, member string) error
-	RestartMember(ctx context.Context, member string) error
-}
-
-// CrashPoints arms the coordinator's drill-only crash points.
-type CrashPoints interface {
-	// Arm makes region's idemd die when it reaches point; Disarm undoes it
-	// (and restarts the region if it died).
-	Arm(ctx context.Context, region, point string) error
-	Disarm(ctx context.Context, region, point string) error
-}
-
-// Clocks skews a region's injected clock.
-type Clocks interface {
-	// Skew moves region's clock by d (negative is back); Skew by 0 undoes it.
-	Skew(ctx context.Context, region string, d time.Duration) error
-}
 
 // Directory reads the etcd ownership directory as plain data, for the
 // checker's etcd-SQL agreement check (I4).

@@ -21,9 +21,9 @@
 // # The process-level cluster
 //
 // Process (StartProcesses, ProcessStarter) implements every interface:
-// per region an `idemd run` process built with -tags drill (DrillIdemd,
-// once per test binary or drill run, from the module source FindSource
-// finds) with its own control API (CrashPoints, Clocks), so SIGKILL,
+// per region an `idemd run` process built with -tags drill (DrillIdemd:
+// internal/tagbuild's cached drill build of the module source FindSource
+// finds, checked once per process) with its own control API (CrashPoints, Clocks), so SIGKILL,
 // SIGSTOP and SIGCONT hit one region only; a 3-member etcd, one member per
 // region, each separately killable (in the drill's process); one
 // PostgreSQL; the bank and a demo payments server per region (in the

@@ -167,18 +167,12 @@ func drillBinary(ctx context.Context, pc ProcessConfig) (string, error) {
 	if pc.Binary != "" {
 		return pc.Binary, nil
 	}
-	src := pc.Source
-	if src != "" && modulePath(filepath.Join(src, "go.mod")) != ModulePath {
-		return "", fmt.Errorf("%w: %s is not its directory", ErrNoSource, src)
+	src, err := workingSource()
+	if pc.Source != "" {
+		src, err = sourceDir(pc.Source)
 	}
-	if src == "" {
-		wd, err := os.Getwd()
-		if err != nil {
-			return "", err
-		}
-		if src, err = FindSource(wd); err != nil {
-			return "", err
-		}
+	if err != nil {
+		return "", err
 	}
 	return drillIdemd(ctx, src, pc.Progress)
 }

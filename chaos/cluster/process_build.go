@@ -1,84 +1,52 @@
 package cluster
 
 import (
-	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/idemcoord/idemcoord/clock"
+	"github.com/idemcoord/idemcoord/internal/tagbuild"
 )
 
 // ModulePath is the module whose cmd/idemd the process cluster builds.
-const ModulePath = "github.com/idemcoord/idemcoord"
+const ModulePath = tagbuild.ModulePath
 
 // drillBuildTimeout bounds `go build -tags drill ./cmd/idemd` on a cold
 // build cache (etcd, pgx and otel take about a minute here).
 const drillBuildTimeout = 5 * time.Minute
 
-// ErrNoSource is returned when the process cluster must build the drill
-// idemd and finds no idemcoord module source to build it from.
-var ErrNoSource = errors.New("cluster: the process cluster builds idemd with -tags drill from the idemcoord module source, " +
-	"which was not found (run from inside a checkout of " + ModulePath + ", or pass its directory, or a drill-built idemd)")
+// ErrNoSource is returned (wrapped) when the process cluster must build
+// the drill idemd and finds no idemcoord module source to build it from.
+var ErrNoSource = tagbuild.ErrNoSource
 
-// builds holds the drill idemd binaries this process built, one per
-// module source, in one temporary directory: each is built once per test
-// binary or drill run, and RemoveDrillBuilds deletes them.
-var builds struct {
+// drillBuild is the drill idemd as internal/tagbuild builds it: into the
+// user's cache directory, one build per source checkout, relinked only
+// when the source changed, shared with the e2e tests' drill build
+// (testutil.Idemd) and the tagged commands.
+var drillBuild = tagbuild.Command{Pkg: "./cmd/idemd", Tag: "drill", What: "the drill build of idemd"}
+
+// built remembers the drill idemd this process already built or found up
+// to date, per module source, so a test binary that starts many clusters
+// checks the build once.
+var built struct {
 	mu    sync.Mutex
-	dir   string
 	paths map[string]string // module dir -> binary
 }
 
 // FindSource returns the directory of the idemcoord module that contains
 // dir (dir itself or one of its parents), or ErrNoSource.
-func FindSource(dir string) (string, error) {
-	dir, err := filepath.Abs(dir)
-	if err != nil {
-		return "", err
-	}
-	for {
-		if modulePath(filepath.Join(dir, "go.mod")) == ModulePath {
-			if _, err := os.Stat(filepath.Join(dir, "cmd", "idemd")); err == nil {
-				return dir, nil
-			}
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", ErrNoSource
-		}
-		dir = parent
-	}
-}
-
-// modulePath returns the module path a go.mod declares, "" if none.
-func modulePath(gomod string) string {
-	f, err := os.Open(gomod)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "module "); ok {
-			return strings.Trim(strings.TrimSpace(rest), `"`)
-		}
-	}
-	return ""
-}
+func FindSource(dir string) (string, error) { return tagbuild.FindSource(dir) }
 
 // DrillIdemd returns the path of an idemd built with -tags drill (crash
 // points, the control API, the unsafe modes) from the module at source,
-// building it on first use in this process. The binary is built without
-// -race, whatever the caller was built with: the drill's processes stay
-// cheap on a small machine.
+// building it (internal/tagbuild) on first use in this process. The
+// binary is built without -race, whatever the caller was built with: the
+// drill's processes stay cheap on a small machine.
 func DrillIdemd(ctx context.Context, source string) (string, error) {
 	return drillIdemd(ctx, source, nil)
 }
@@ -86,40 +54,48 @@ func DrillIdemd(ctx context.Context, source string) (string, error) {
 // drillIdemd is DrillIdemd telling progress, when it builds, every
 // buildProgressEvery (buildProgress); a nil progress tells nothing.
 func drillIdemd(ctx context.Context, source string, progress io.Writer) (string, error) {
-	builds.mu.Lock()
-	defer builds.mu.Unlock()
-	if p, ok := builds.paths[source]; ok {
+	built.mu.Lock()
+	defer built.mu.Unlock()
+	if p, ok := built.paths[source]; ok {
 		return p, nil
 	}
-	if builds.dir == "" {
-		dir, err := os.MkdirTemp("", "idemcoord-drill-bin")
-		if err != nil {
-			return "", err
-		}
-		builds.dir, builds.paths = dir, map[string]string{}
-	}
-	path := filepath.Join(builds.dir, fmt.Sprintf("idemd-%d", len(builds.paths)))
 	ctx, cancel := context.WithTimeout(ctx, drillBuildTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", "build", "-tags", "drill", "-o", path, "./cmd/idemd")
-	cmd.Dir = source
 	done := buildProgress(progress, clock.Real())
-	out, err := cmd.CombinedOutput()
+	path, err := drillBuild.BuildFrom(ctx, source)
 	done(err == nil)
 	if err != nil {
-		return "", fmt.Errorf("cluster: go build -tags drill ./cmd/idemd in %s: %w\n%s", source, err, out)
+		return "", fmt.Errorf("cluster: %w", err)
 	}
-	builds.paths[source] = path
+	if built.paths == nil {
+		built.paths = map[string]string{}
+	}
+	built.paths[source] = path
 	return path, nil
 }
 
-// RemoveDrillBuilds deletes the binaries DrillIdemd built. A test
-// binary's TestMain and `idemctl drill run` call it once they are done.
-func RemoveDrillBuilds() {
-	builds.mu.Lock()
-	defer builds.mu.Unlock()
-	if builds.dir != "" {
-		os.RemoveAll(builds.dir)
+// sourceDir checks that dir is the root of an idemcoord module.
+func sourceDir(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
 	}
-	builds.dir, builds.paths = "", nil
+	if found, err := FindSource(abs); err != nil || found != abs {
+		return "", fmt.Errorf("%w: %s is not its directory", ErrNoSource, dir)
+	}
+	return abs, nil
+}
+
+// workingSource is the module at or above the working directory.
+func workingSource() (string, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	src, err := FindSource(wd)
+	if err != nil {
+		return "", fmt.Errorf("cluster: the process cluster builds idemd with -tags drill from the idemcoord module source "+
+			"(run from inside a checkout of %s, or pass its directory, or a drill-built idemd): %w", ModulePath, err)
+	}
+	return src, nil
 }

@@ -7,56 +7,6 @@ import (
 	"github.com/idemcoord/idemcoord/internal/drillpoint"
 )
 
-// Kind is a kind of fault.
-type Kind string
-
-// Fault kinds.
-const (
-	// KillRegion sends SIGKILL to a region's idemd; healing restarts it.
-	KillRegion Kind = "kill_region"
-	// PauseRegion sends SIGSTOP to a region's idemd for longer than its
-	// lease (the zombie), then SIGCONT.
-	PauseRegion Kind = "pause_region"
-	// CutEtcd cuts a region's links to etcd (toxiproxy timeout 0).
-	CutEtcd Kind = "cut_etcd"
-	// CutSQL cuts a region's link to the SQL store.
-	CutSQL Kind = "cut_sql"
-	// CutBoth cuts a region from etcd and from SQL.
-	CutBoth Kind = "cut_both"
-	// Latency adds latency and jitter to one of a region's links.
-	Latency Kind = "latency"
-	// ResetPeer resets the connections of one of a region's links, which
-	// includes connections in the middle of a COMMIT.
-	ResetPeer Kind = "reset_peer"
-	// KillEtcdLeader kills the etcd member that leads; healing restarts it.
-	KillEtcdLeader Kind = "kill_etcd_leader"
-	// CrashPoint arms a named crash point inside a region's protocol
-	// (compiled in only for drills): the region dies when it reaches it.
-	CrashPoint Kind = "crash_point"
-	// ClockSkew moves a region's injected clock by Skew.
-	ClockSkew Kind = "clock_skew"
-	// CutPeer cuts the links between a region and one other region
-	// (Peer), both ways: the region still reaches etcd, SQL and the third
-	// region. Not a reason to fail it over.
-	CutPeer Kind = "cut_peer"
-	// ShortPause sends SIGSTOP to a region's idemd for less than its
-	// liveness budget (the liveness TTL less one keepalive interval:
-	// 1.67 s at the default 2 s), then SIGCONT: a stall its liveness key
-	// outlives (a GC pause, a noisy neighbour), not a reason to fail it
-	// over.
-	ShortPause Kind = "short_pause"
-)
-
-// Kinds lists every fault kind.
-var Kinds = []Kind{KillRegion, PauseRegion, CutEtcd, CutSQL, CutBoth, Latency, ResetPeer, KillEtcdLeader, CrashPoint, ClockSkew,
-	CutPeer, ShortPause}
-
-// ShortPauseMax is the longest a ShortPause lasts (Plan cuts a longer
-// draw to it): under the liveness
-// budget at the default timings (ownership.DefaultLivenessTTL 2 s, less a
-// keepalive interval of TTL/6), with room for scheduling delays.
-const ShortPauseMax = 1500 * time.Millisecond
-
 // Link names a region's network link, each through its own toxiproxy.
 type Link string
 
@@ -96,7 +46,8 @@ func crashPoints() []string {
 type Fault struct {
 	// Kind says what is done.
 	Kind Kind `json:"kind"`
-	// Region is the target region; empty for KillEtcdLeader.
+	// Region is the target region; empty for a cluster-wide kind
+	// (Def.ClusterWide: KillEtcdLeader).
 	Region string `json:"region,omitempty"`
 	// At is when the fault starts, from the start of the run.
 	At time.Duration `json:"at"`
@@ -124,17 +75,8 @@ func (f Fault) String() string {
 	if f.Region != "" {
 		s += " " + f.Region
 	}
-	switch f.Kind {
-	case Latency:
-		s += fmt.Sprintf(" %s +%v±%v", f.Link, f.Latency, f.Jitter)
-	case ResetPeer:
-		s += " " + string(f.Link)
-	case CrashPoint:
-		s += " at " + f.Point
-	case ClockSkew:
-		s += fmt.Sprintf(" by %v", f.Skew)
-	case CutPeer:
-		s += " from " + f.Peer
+	if d, ok := Lookup(f.Kind); ok && d.Describe != nil {
+		s += d.Describe(f)
 	}
 	return s + fmt.Sprintf(" for %v", f.For)
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -14,26 +16,33 @@ var ErrInvalidSpec = errors.New("failpoint: invalid spec")
 // a Schedule.
 type Spec struct {
 	// Kinds are the kinds to draw from, uniformly. Empty means no faults.
-	Kinds []Kind
+	Kinds []Kind `yaml:"kinds"`
 	// Count is how many faults the schedule holds, one after another.
-	Count int
+	Count int `yaml:"count"`
 	// Regions are the regions a fault may target.
-	Regions []string
-	// Window is the part of the run faults fall into: [Warmup, Duration-Cooldown].
-	Duration, Warmup, Cooldown time.Duration
-	// MinFor and MaxFor bound each fault's length.
-	MinFor, MaxFor time.Duration
-	// Lease is the coordinator's lease: a PauseRegion lasts at least
-	// Lease plus a quarter, so the paused region comes back a zombie.
-	Lease time.Duration
+	Regions []string `yaml:"regions"`
+	// Duration, Warmup and Cooldown set the part of the run faults fall
+	// into: [Warmup, Duration-Cooldown]. A scenario sets Duration.
+	Duration time.Duration `yaml:"-"`
+	Warmup   time.Duration `yaml:"warmup"`
+	Cooldown time.Duration `yaml:"cooldown"`
+	// MinFor and MaxFor bound each fault's length (a kind's row may
+	// lengthen or cap it: Def.AtLeast, Def.AtMost).
+	MinFor time.Duration `yaml:"min_for"`
+	MaxFor time.Duration `yaml:"max_for"`
+	// Lease is the coordinator's lease (a scenario sets it): a PauseRegion
+	// lasts at least Lease plus a quarter, so the paused region comes back
+	// a zombie.
+	Lease time.Duration `yaml:"-"`
 	// Links are the links Latency and ResetPeer may act on. Default Links.
-	Links []Link
+	Links []Link `yaml:"links"`
 	// MaxLatency and MaxJitter bound Latency's delay. Defaults 200 ms, 50 ms.
-	MaxLatency, MaxJitter time.Duration
+	MaxLatency time.Duration `yaml:"max_latency"`
+	MaxJitter  time.Duration `yaml:"max_jitter"`
 	// Points are the crash points CrashPoint may arm. Default CrashPoints.
-	Points []string
+	Points []string `yaml:"points"`
 	// MaxSkew bounds ClockSkew's offset either way. Default 2 s.
-	MaxSkew time.Duration
+	MaxSkew time.Duration `yaml:"max_skew"`
 }
 
 // Validate reports every unusable field, each as "field: reason".
@@ -43,8 +52,23 @@ func (s Spec) Validate() error {
 		errs = append(errs, fmt.Errorf("%w: %s: %s", ErrInvalidSpec, field, fmt.Sprintf(format, args...)))
 	}
 	for i, k := range s.Kinds {
-		if !known(k) {
-			bad(fmt.Sprintf("kinds[%d]", i), "unknown fault kind %q", k)
+		if _, ok := Lookup(k); !ok {
+			bad(fmt.Sprintf("kinds[%d]", i), "unknown fault kind %q (known: %s)", k, kindNames())
+		}
+	}
+	for _, k := range s.Kinds {
+		if d, _ := Lookup(k); d.Check != nil {
+			d.Check(s, bad)
+		}
+	}
+	for i, p := range s.Points {
+		if !slices.Contains(CrashPoints, p) {
+			bad(fmt.Sprintf("points[%d]", i), "unknown crash point %q (known: %s)", p, strings.Join(CrashPoints, ", "))
+		}
+	}
+	for i, l := range s.Links {
+		if !slices.Contains(Links, l) {
+			bad(fmt.Sprintf("links[%d]", i), "unknown link %q", l)
 		}
 	}
 	if s.Count < 0 {
@@ -56,40 +80,28 @@ func (s Spec) Validate() error {
 	if s.Count > 0 && len(s.Regions) == 0 {
 		bad("regions", "required when count > 0")
 	}
-	if hasKind(s.Kinds, CutPeer) && len(s.Regions) < 2 {
-		bad("regions", "cut_peer needs at least two regions")
-	}
 	window := s.Duration - s.Warmup - s.Cooldown
 	switch {
 	case s.MinFor <= 0 && s.Count > 0:
 		bad("min_for", "must be positive")
 	case s.MaxFor < s.MinFor:
 		bad("max_for", "%v is below min_for %v", s.MaxFor, s.MinFor)
-	case s.Count > 0 && window < time.Duration(s.Count)*s.forCap():
-		bad("duration", "%v leaves %v after warmup and cooldown, too short for %d faults of up to %v", s.Duration, window, s.Count, s.forCap())
+	case s.Count > 0 && window < time.Duration(s.Count)*s.Longest():
+		bad("duration", "%v leaves %v after warmup and cooldown, too short for %d faults of up to %v", s.Duration, window, s.Count, s.Longest())
 	}
 	return errors.Join(errs...)
 }
 
-// forCap is the longest a fault may last, a pause's lease included.
-func (s Spec) forCap() time.Duration { return max(s.MaxFor, s.pauseFor()) }
-
-func (s Spec) pauseFor() time.Duration {
-	if hasKind(s.Kinds, PauseRegion) {
-		return s.Lease + s.Lease/4
-	}
-	return 0
-}
-
-func known(k Kind) bool { return hasKind(Kinds, k) }
-
-func hasKind(ks []Kind, k Kind) bool {
-	for _, x := range ks {
-		if x == k {
-			return true
+// Longest is the longest a fault may last: MaxFor, or more where a
+// kind's row lengthens it (a pause outlasts the lease).
+func (s Spec) Longest() time.Duration {
+	longest := s.MaxFor
+	for _, k := range s.Kinds {
+		if d, ok := Lookup(k); ok && d.AtLeast != nil {
+			longest = max(longest, d.AtLeast(s))
 		}
 	}
-	return false
+	return longest
 }
 
 // Schedule is a planned sequence of faults, sorted by start, none
@@ -119,32 +131,18 @@ func Plan(spec Spec, seed uint64) (Schedule, error) {
 	for i := range spec.Count {
 		f := Fault{Kind: spec.Kinds[rng.IntN(len(spec.Kinds))]}
 		f.For = spec.MinFor + between(rng, spec.MaxFor-spec.MinFor)
-		if f.Kind != KillEtcdLeader {
+		d, _ := Lookup(f.Kind) // Validate checked every kind
+		if !d.ClusterWide {
 			f.Region = spec.Regions[rng.IntN(len(spec.Regions))]
 		}
-		switch f.Kind {
-		case PauseRegion:
-			f.For = max(f.For, spec.pauseFor())
-		case Latency:
-			f.Link = spec.Links[rng.IntN(len(spec.Links))]
-			f.Latency = time.Millisecond + between(rng, spec.MaxLatency)
-			f.Jitter = between(rng, spec.MaxJitter)
-		case ResetPeer:
-			f.Link = spec.Links[rng.IntN(len(spec.Links))]
-		case CrashPoint:
-			f.Point = spec.Points[rng.IntN(len(spec.Points))]
-		case ClockSkew:
-			f.Skew = between(rng, 2*spec.MaxSkew) - spec.MaxSkew
-		case ShortPause:
-			f.For = min(f.For, ShortPauseMax)
-		case CutPeer:
-			others := make([]string, 0, len(spec.Regions))
-			for _, r := range spec.Regions {
-				if r != f.Region {
-					others = append(others, r)
-				}
-			}
-			f.Peer = others[rng.IntN(len(others))]
+		if d.AtLeast != nil {
+			f.For = max(f.For, d.AtLeast(spec))
+		}
+		if d.AtMost > 0 {
+			f.For = min(f.For, d.AtMost)
+		}
+		if d.Draw != nil {
+			d.Draw(&f, spec, rng)
 		}
 		f.For = min(f.For, slot)
 		f.At = spec.Warmup + time.Duration(i)*slot + between(rng, slot-f.For)

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/idemcoord/idemcoord/chaos/failpoint"
 	"github.com/idemcoord/idemcoord/chaos/history"
 	"github.com/idemcoord/idemcoord/chaos/validate"
 )
@@ -67,9 +68,19 @@ type Window struct {
 func (w Window) Length() float64 { return w.To - w.From }
 
 // RegionLoss lists the fault kinds that take a region out of service, the
-// ones failover times are measured for.
-var RegionLoss = map[string]bool{"kill_region": true, "pause_region": true, "cut_etcd": true, "cut_sql": true,
-	"cut_both": true, "crash_point": true}
+// ones failover times are measured for: the rows of failpoint's registry
+// of class failpoint.ClassRegionLoss.
+var RegionLoss = regionLoss()
+
+func regionLoss() map[string]bool {
+	out := map[string]bool{}
+	for _, d := range failpoint.Defs() {
+		if d.Class == failpoint.ClassRegionLoss {
+			out[string(d.Kind)] = true
+		}
+	}
+	return out
+}
 
 // Percentiles of a set of durations.
 type Percentiles struct {

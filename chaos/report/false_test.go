@@ -5,6 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/idemcoord/idemcoord/chaos/failpoint"
 	"github.com/idemcoord/idemcoord/chaos/history"
 	"github.com/idemcoord/idemcoord/chaos/validate"
 )
@@ -41,5 +44,23 @@ func TestAFailoverOfARegionNoFaultTookOutCountsAsFalse(t *testing.T) {
 	r.WriteText(&text)
 	if w := "region failovers: 3, false (a region no fault took out): 2; eu-west at 35.0s (342 shards); ap-south at 50.0s (341 shards)"; !strings.Contains(text.String(), w) {
 		t.Errorf("text summary lacks %q:\n%s", w, text.String())
+	}
+}
+
+// TestRegionLossKindsAreTheRegistrysAndExplainAFailover: the kinds the
+// report measures failover for and accepts as the cause of a region
+// failover are those failpoint's registry classes as a region loss, the
+// same as when the report kept its own list; a stall that must not fail
+// a region over is never among them.
+func TestRegionLossKindsAreTheRegistrysAndExplainAFailover(t *testing.T) {
+	want := map[string]bool{"kill_region": true, "pause_region": true, "cut_etcd": true, "cut_sql": true,
+		"cut_both": true, "crash_point": true}
+	if diff := cmp.Diff(want, RegionLoss); diff != "" {
+		t.Errorf("RegionLoss (-want +got):\n%s", diff)
+	}
+	for _, d := range failpoint.Defs() {
+		if d.Class == failpoint.ClassNoFailover && RegionLoss[string(d.Kind)] {
+			t.Errorf("%s must not fail a region over, yet explains a failover", d.Kind)
+		}
 	}
 }

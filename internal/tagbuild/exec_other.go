@@ -3,6 +3,7 @@
 package tagbuild
 
 import (
+	"context"
 	"errors"
 	"fmt"
 )
@@ -15,3 +16,8 @@ func (c Command) Exec() error { return c.notBuilt(errNoExec) }
 
 // Build fails on this system.
 func (c Command) Build() (string, error) { return "", fmt.Errorf("%s: %w", c.Pkg, errNoExec) }
+
+// BuildFrom fails on this system.
+func (c Command) BuildFrom(context.Context, string) (string, error) {
+	return "", fmt.Errorf("%s: %w", c.Pkg, errNoExec)
+}

@@ -3,7 +3,10 @@
 package tagbuild
 
 import (
+	"bytes"
+	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -37,18 +40,41 @@ func (c Command) Build() (string, error) {
 	return path, nil
 }
 
+// BuildFrom builds c from the idemcoord module at src (a checkout the
+// caller chose: `idemctl drill run --source DIR`) into that source's
+// build directory, relinked only when the source changed, and returns the
+// binary's path: the same file Build and Exec use for that source, so a
+// drill, the e2e tests and the tagged commands share one build. It
+// announces nothing; the compiler's output is in the error.
+func (c Command) BuildFrom(ctx context.Context, src string) (string, error) {
+	var out bytes.Buffer
+	path, unlock, err := c.buildIn(ctx, src, &out, false)
+	if err != nil {
+		return "", fmt.Errorf("%w\n%s", err, out.Bytes())
+	}
+	unlock()
+	return path, nil
+}
+
 // slowBuild is how long a build runs before it says so: an up-to-date
 // build only checks, a cold one compiles etcd, pgx and otel.
 const slowBuild = 2 * time.Second
 
-// build runs go build under an exclusive lock on the build directory,
-// so that two starts at once do not write one file together, and returns
-// the binary's path and the lock's release.
+// build builds c from Source, announcing a slow build and showing the
+// compiler's output on stderr.
 func (c Command) build() (path string, unlock func(), err error) {
 	src, err := Source()
 	if err != nil {
 		return "", nil, err
 	}
+	return c.buildIn(context.Background(), src, os.Stderr, true)
+}
+
+// buildIn runs go build in src under an exclusive lock on the build
+// directory, so that two starts at once do not write one file together,
+// and returns the binary's path and the lock's release. The compiler's
+// output goes to out; announce says on stderr when the build is slow.
+func (c Command) buildIn(ctx context.Context, src string, out io.Writer, announce bool) (path string, unlock func(), err error) {
 	dir, err := binDir(src)
 	if err != nil {
 		return "", nil, err
@@ -62,11 +88,13 @@ func (c Command) build() (path string, unlock func(), err error) {
 		lock.Close()
 		return "", nil, err
 	}
-	cmd := exec.Command("go", "build", "-tags", c.Tag, "-o", path, c.Pkg) // -tags "": none
+	cmd := exec.CommandContext(ctx, "go", "build", "-tags", c.Tag, "-o", path, c.Pkg) // -tags "": none
 	cmd.Dir = src
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr // compiler errors, for whoever changed the source
+	cmd.Stdout, cmd.Stderr = out, out // compiler errors, for whoever changed the source
 	slow := time.AfterFunc(slowBuild, func() {
-		fmt.Fprintf(os.Stderr, "building %s (go build -tags %q; about a minute on a cold build cache)...\n", c.Pkg, c.Tag)
+		if announce {
+			fmt.Fprintf(os.Stderr, "building %s (go build -tags %q; about a minute on a cold build cache)...\n", c.Pkg, c.Tag)
+		}
 	})
 	err = cmd.Run()
 	slow.Stop()

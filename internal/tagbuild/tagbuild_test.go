@@ -1,7 +1,10 @@
 package tagbuild
 
 import (
+	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -23,5 +26,24 @@ func TestOutsideACheckoutSaysWhatToRun(t *testing.T) {
 	}
 	if src, err := FindSource("."); err != nil || modulePath(src+"/go.mod") != ModulePath {
 		t.Errorf("FindSource(inside the checkout) = %q, %v", src, err)
+	}
+}
+
+// TestBuildFromAFailingBuildReturnsTheCompilersOutput: a drill run
+// building from a checkout (`--source DIR`) shows nothing while it
+// builds, so a failed build's error carries what go build said.
+func TestBuildFromAFailingBuildReturnsTheCompilersOutput(t *testing.T) {
+	src, err := FindSource(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := Command{Pkg: "./cmd/no-such-command", Tag: "drill"}
+	if dir, err := binDir(src); err == nil {
+		t.Cleanup(func() { os.Remove(filepath.Join(dir, c.binName()+".lock")) })
+	}
+	_, err = c.BuildFrom(context.Background(), src)
+	if err == nil || !strings.Contains(err.Error(), "go build -tags drill ./cmd/no-such-command") ||
+		!strings.Contains(err.Error(), "no-such-command") || strings.Count(err.Error(), "\n") == 0 {
+		t.Errorf("BuildFrom(a missing package) = %v, want the command and the compiler's output", err)
 	}
 }

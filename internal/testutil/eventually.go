@@ -16,7 +16,14 @@ const pollEvery = 20 * time.Millisecond
 // injected clock or the database's time instead.
 func Eventually(t testing.TB, timeout time.Duration, cond func() error) {
 	t.Helper()
-	if err := Poll(timeout, cond); err != nil {
+	EventuallyEvery(t, timeout, pollEvery, cond)
+}
+
+// EventuallyEvery is Eventually checking cond every interval, for a check
+// that costs something (a request that creates a payment, a scrape).
+func EventuallyEvery(t testing.TB, timeout, every time.Duration, cond func() error) {
+	t.Helper()
+	if err := PollEvery(timeout, every, cond); err != nil {
 		t.Fatalf("not within %v: %v", timeout, err)
 	}
 }
@@ -36,7 +43,10 @@ func Cond(ok func() bool) func() error {
 
 // Poll is Eventually without a test: cond's last error, or nil once it
 // held. Use it where the caller decides what a timeout means.
-func Poll(timeout time.Duration, cond func() error) error {
+func Poll(timeout time.Duration, cond func() error) error { return PollEvery(timeout, pollEvery, cond) }
+
+// PollEvery is Poll checking cond every interval.
+func PollEvery(timeout, every time.Duration, cond func() error) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		err := cond()
@@ -46,6 +56,6 @@ func Poll(timeout time.Duration, cond func() error) error {
 		if time.Now().After(deadline) {
 			return err
 		}
-		time.Sleep(pollEvery)
+		time.Sleep(every)
 	}
 }

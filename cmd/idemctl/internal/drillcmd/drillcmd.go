@@ -19,6 +19,7 @@ import (
 
 	"github.com/idemcoord/idemcoord/chaos"
 	"github.com/idemcoord/idemcoord/chaos/cluster"
+	"github.com/idemcoord/idemcoord/chaos/failpoint"
 	"github.com/idemcoord/idemcoord/chaos/report"
 	"github.com/idemcoord/idemcoord/chaos/scenario"
 )
@@ -134,7 +135,12 @@ The same --seed replays the same faults and workload. The exit status is
 non-zero when an invariant broke (the summary prints the seed, each broken
 invariant and its shortest excerpt) or when coverage is incomplete.
 
-Scenarios: ` + strings.Join(scenario.Names(), ", ") + `.`,
+Scenarios: ` + strings.Join(scenario.Names(), ", ") + `.
+
+Fault kinds a scenario draws from (its faults.kinds), with how the report
+classes each (a region loss: failover measured, a failover of its region
+explained; must not fail over: a failover in its window is a false one):
+` + failpoint.Usage(),
 		Example: `  idemctl drill run --scenario region-loss-transfer --seed 7 --duration 30s
   idemctl drill run --scenario mixed --seed 42 --duration 10m --report drill.html`,
 		Args: cobra.NoArgs,
@@ -162,7 +168,6 @@ Scenarios: ` + strings.Join(scenario.Names(), ", ") + `.`,
 			if kind == drillProcess && binary == "" {
 				fmt.Fprintln(cmd.ErrOrStderr(), "building idemd with -tags drill (about 2 minutes on a cold build cache; --idemd BIN reuses a build)...")
 			}
-			defer cluster.RemoveDrillBuilds()
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			// With --output json the progress and the text summary go to

@@ -14,6 +14,7 @@ import (
 
 	"github.com/idemcoord/idemcoord/chaos"
 	"github.com/idemcoord/idemcoord/chaos/cluster"
+	"github.com/idemcoord/idemcoord/chaos/failpoint"
 )
 
 // TestDrillRunExitsNonZeroOnViolations runs `idemctl drill run` briefly
@@ -116,4 +117,21 @@ func rootCmd(t *testing.T) *cobra.Command {
 		Render: func(w io.Writer, _ string, v any) error { return json.NewEncoder(w).Encode(v) },
 	}))
 	return root
+}
+
+// TestDrillRunHelpListsEveryFaultKind: `idemctl drill run --help` lists
+// each kind of failpoint's registry with its class and description.
+func TestDrillRunHelpListsEveryFaultKind(t *testing.T) {
+	var out bytes.Buffer
+	cmd := rootCmd(t)
+	cmd.SetOut(&out)
+	cmd.SetArgs([]string{"drill", "run", "--help"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range failpoint.Defs() {
+		if line := fmt.Sprintf("%s (%s): %s", d.Kind, d.Class, d.Doc); !strings.Contains(out.String(), line) {
+			t.Errorf("help does not list %q:\n%s", line, out.String())
+		}
+	}
 }
