@@ -95,8 +95,7 @@ func (d *Daemon) startFailover(cfg *config.Config, meter metric.Meter, log *slog
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	d.ctl, d.stopCtl = ctl, cancel
-	go ctl.Run(ctx)
-	return nil
+	return ctl.Start(ctx)
 }
 
 // ready reports why the instance cannot serve multi-region traffic: its

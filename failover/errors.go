@@ -29,7 +29,4 @@ var (
 	// ErrConflict is returned when a shard changed between the read a
 	// repair decided on and its write: nothing was written; read again.
 	ErrConflict = errors.New("failover: shard changed concurrently")
-	// ErrClosed is returned by Err after Run ended because its context
-	// was cancelled.
-	ErrClosed = errors.New("failover: controller stopped")
 )
