@@ -52,6 +52,7 @@ type Runner struct {
 	mu       sync.Mutex
 	started  bool
 	stopping bool  // Stop or Close was called, ctx ended, or a goroutine returned
+	ended    bool  // done is closed
 	cause    error // why it stops, kept from the first Stop; nil for Close
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
@@ -99,7 +100,7 @@ func (r *Runner) Start(ctx context.Context, setup func(ctx context.Context) erro
 		stopOnCtx()
 		cancel()
 		r.mu.Lock()
-		r.stopping = true
+		r.stopping, r.ended = true, true
 		r.err = r.cause
 		r.mu.Unlock()
 		close(done)
@@ -151,8 +152,9 @@ func (r *Runner) Close() error {
 	r.mu.Lock()
 	done := r.doneLocked()
 	if !r.started {
-		if !r.stopping {
-			r.stopping = true
+		r.stopping = true
+		if !r.ended {
+			r.ended = true
 			close(done)
 		}
 		r.mu.Unlock()
@@ -186,4 +188,20 @@ func (r *Runner) Err() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.err
+}
+
+// StartBounded starts c to run for lifetime, but gives up the start when
+// ctx ends before it completed: it closes c and returns ctx's cause. It
+// is for an owner that starts a component within a start deadline of its
+// own, and stops it itself later (the daemon).
+func StartBounded(ctx, lifetime context.Context, c Component) error {
+	stop := context.AfterFunc(ctx, func() { c.Close() })
+	err := c.Start(lifetime)
+	if !stop() {
+		<-c.Done()
+		if err == nil {
+			err = context.Cause(ctx)
+		}
+	}
+	return err
 }

@@ -95,3 +95,30 @@ func TestRunnerCloseBeforeStartNeverStarts(t *testing.T) {
 		t.Fatalf("Start after Close = %v, want ErrClosed", err)
 	}
 }
+
+func TestRunnerStopBeforeStartThenCloseClosesDone(t *testing.T) {
+	var r lifecycle.Runner
+	r.Stop(nil)
+	if err := r.Close(); err != nil || !isClosed(r.Done()) {
+		t.Fatalf("Stop then Close before Start: %v, done %v", err, isClosed(r.Done()))
+	}
+}
+
+// slowStart is a component whose setup waits for its context.
+type slowStart struct{ lifecycle.Runner }
+
+func (s *slowStart) Start(ctx context.Context) error {
+	return s.Runner.Start(ctx, func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }, waitRun)
+}
+
+func TestStartBoundedGivesUpWhenTheStartDeadlineEnds(t *testing.T) {
+	c := &slowStart{}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := lifecycle.StartBounded(ctx, t.Context(), c); !errors.Is(err, context.Canceled) {
+		t.Fatalf("StartBounded = %v, want context.Canceled", err)
+	}
+	if !isClosed(c.Done()) {
+		t.Fatal("the component still runs after its start was given up")
+	}
+}
