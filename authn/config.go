@@ -51,6 +51,12 @@ type Config struct {
 	Clock clock.Clock
 }
 
+// DefaultConfig returns a Config with every default set; Issuer,
+// Audience and a key source are left to set.
+func DefaultConfig() Config {
+	return Config{Leeway: DefaultLeeway, Clock: clock.Real()}
+}
+
 // Validate reports every invalid field, naming it and saying why. It does no
 // I/O: whether the key files exist and parse is checked by NewVerifier.
 func (c Config) Validate() error {

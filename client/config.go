@@ -110,9 +110,10 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// DefaultConfig returns a Config for baseURL with every default filled in.
-func DefaultConfig(baseURL string) Config {
-	return Config{BaseURL: baseURL}.withDefaults()
+// DefaultConfig returns a Config with every default filled in; BaseURL
+// (or Regions) and the token are left to set.
+func DefaultConfig() Config {
+	return Config{}.withDefaults()
 }
 
 // withDefaults returns c with its zero fields set to their defaults.

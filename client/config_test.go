@@ -85,7 +85,8 @@ func TestParseRegionsReadsTheListIdemdDevPrints(t *testing.T) {
 }
 
 func TestDefaultConfig(t *testing.T) {
-	cfg := client.DefaultConfig("https://api.example")
+	cfg := client.DefaultConfig()
+	cfg.BaseURL = "https://api.example"
 	if cfg.MaxAttempts != client.DefaultMaxAttempts || cfg.BaseDelay != client.DefaultBaseDelay ||
 		cfg.MaxDelay != client.DefaultMaxDelay || cfg.Clock == nil || cfg.Logger == nil ||
 		cfg.HTTPClient == nil || cfg.HTTPClient.Timeout != client.DefaultTimeout {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/config"
+	"github.com/idemcoord/idemcoord/internal/lifecycle"
 	"github.com/idemcoord/idemcoord/ownership"
 	"github.com/idemcoord/idemcoord/store"
 )
@@ -40,25 +41,43 @@ const (
 var shardStates = []string{string(ownership.Active), string(ownership.Fencing), string(ownership.FailedOver)}
 
 // background runs the daemon's periodic work: the cleanup loop and the
-// gauge recount. Its owner is the Daemon, which stops it in Close.
+// gauge recount. Its owner is the Daemon, which stops it in Shutdown.
 type background struct {
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	mu     sync.Mutex
-	stats  store.Stats
-	have   bool
+	run   lifecycle.Runner
+	count func(context.Context)         // the gauges' recount, run once before Start returns
+	loops []func(context.Context) error // the periodic loops
+	mu    sync.Mutex
+	stats store.Stats
+	have  bool
 }
 
-// startBackground registers the gauges and starts the loops.
-func (d *Daemon) startBackground(cfg *config.Config, meter metric.Meter, clk clock.Clock, log *slog.Logger) error {
-	ctx, cancel := context.WithCancel(context.Background())
-	b := &background{cancel: cancel}
+var _ lifecycle.Component = (*background)(nil)
+
+// Start counts once (the gauges are on the first scrape) and starts the
+// loops, until ctx ends or Close.
+func (b *background) Start(ctx context.Context) error {
+	return b.run.Start(ctx, func(ctx context.Context) error { b.count(ctx); return nil }, b.loops...)
+}
+
+// Close stops the loops and waits for them.
+func (b *background) Close() error { return b.run.Close() }
+
+// Done is closed once the loops stopped.
+func (b *background) Done() <-chan struct{} { return b.run.Done() }
+
+// Err is why the loops stopped (nil after Close).
+func (b *background) Err() error { return b.run.Err() }
+
+// startBackground registers the gauges, counts once (within ctx) and
+// starts the loops for the daemon's lifetime.
+func (d *Daemon) startBackground(ctx context.Context, cfg *config.Config, meter metric.Meter, clk clock.Clock, log *slog.Logger) error {
+	b := &background{}
 	d.bg = b
 	if err := d.registerGauges(meter); err != nil {
 		return err
 	}
-	// The first count runs before the daemon serves, so the gauges are on
-	// the first scrape.
+	// The first count runs before the daemon serves (in Start), so the
+	// gauges are on the first scrape.
 	count := func(ctx context.Context) {
 		st, err := d.store.Stats(ctx, store.DefaultStatsLimit, stuckAfter)
 		if err != nil {
@@ -69,10 +88,9 @@ func (d *Daemon) startBackground(cfg *config.Config, meter metric.Meter, clk clo
 		b.stats, b.have = st, true
 		b.mu.Unlock()
 	}
-	count(ctx)
-	b.loop(ctx, clk, statsInterval, count)
+	loops := []func(context.Context) error{every(clk, statsInterval, count)}
 	if !cfg.Cleanup.Disabled {
-		b.loop(ctx, clk, cfg.Cleanup.Interval, func(ctx context.Context) {
+		loops = append(loops, every(clk, cfg.Cleanup.Interval, func(ctx context.Context) {
 			start := clk.Now()
 			for clk.Now().Sub(start) < cfg.Cleanup.Interval/cleanupPassShare {
 				n, err := d.store.Cleanup(ctx, cfg.Cleanup.BatchSize)
@@ -84,26 +102,21 @@ func (d *Daemon) startBackground(cfg *config.Config, meter metric.Meter, clk clo
 					return
 				}
 			}
-		})
+		}))
 	}
-	return nil
+	b.count, b.loops = count, loops
+	return lifecycle.StartBounded(ctx, d.lifetime, b)
 }
 
-// loop runs fn every interval until ctx ends.
-func (b *background) loop(ctx context.Context, clk clock.Clock, interval time.Duration, fn func(context.Context)) {
-	b.wg.Add(1)
-	go func() {
-		defer b.wg.Done()
+// every returns a loop that runs fn every interval until its context
+// ends.
+func every(clk clock.Clock, interval time.Duration, fn func(context.Context)) func(context.Context) error {
+	return func(ctx context.Context) error {
 		for clock.Sleep(ctx, clk, interval) == nil {
 			fn(ctx)
 		}
-	}()
-}
-
-// stop cancels the loops and waits for them.
-func (b *background) stop() {
-	b.cancel()
-	b.wg.Wait()
+		return nil
+	}
 }
 
 // registerGauges exports idemcoord_operations{state},

@@ -21,7 +21,7 @@ func TestStartBootstrapsFencesAndRefusesAnotherShardCount(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d.Close(ctx)
+	d.Shutdown(ctx)
 	s, err := sqlstore.Open(ctx, sqlstore.Config{Migrate: true, DSN: cfg.Store.DSN, MaxConns: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -46,7 +46,7 @@ func TestStartBootstrapsFencesAndRefusesAnotherShardCount(t *testing.T) {
 	var mm *store.ShardCountMismatchError
 	if !errors.As(err, &mm) || mm.Store != cfg.Shards || mm.Configured != 16 {
 		if d2 != nil && err == nil {
-			d2.Close(ctx)
+			d2.Shutdown(ctx)
 		}
 		t.Fatalf("start with 16 shards on a %d-shard store: %v, want ShardCountMismatchError", cfg.Shards, err)
 	}

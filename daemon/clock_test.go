@@ -33,7 +33,7 @@ func TestOptionsClockIsTheFailoverClock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer d.Close(context.Background())
+	defer d.Shutdown(context.Background())
 	// The tracker sees the instance's own liveness key through its watch:
 	// poll (bounded) until it has, then read the state's time.
 	var st []failover.RegionStatus

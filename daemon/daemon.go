@@ -23,6 +23,7 @@ import (
 	"github.com/idemcoord/idemcoord/config"
 	"github.com/idemcoord/idemcoord/failover"
 	"github.com/idemcoord/idemcoord/gateway"
+	"github.com/idemcoord/idemcoord/internal/lifecycle"
 	"github.com/idemcoord/idemcoord/ownership"
 	"github.com/idemcoord/idemcoord/region"
 	"github.com/idemcoord/idemcoord/store"
@@ -32,11 +33,6 @@ import (
 // LivenessPrefix + region + "/" + worker, attached to a session lease
 // (ownership.LivenessKey under ownership.DefaultPrefix).
 const LivenessPrefix = ownership.DefaultPrefix + "liveness/"
-
-// etcdCloseGrace is how long Close lets the etcd watches end by
-// themselves before it closes the etcd client under them (which an etcd
-// that does not answer requires).
-const etcdCloseGrace = 2 * time.Second
 
 // Options are what a configuration file does not say.
 type Options struct {
@@ -81,7 +77,20 @@ type Options struct {
 	UnsafeDrillStore func(store.Store) store.Store
 }
 
-// Daemon is one running region instance.
+// Daemon is one region instance. It follows the lifecycle of every
+// long-lived component (internal/lifecycle): Start, Close, Done, Err; and
+// Shutdown, Close with the drain deadline of the caller's choosing.
+//
+// Start starts its parts in this order, each only once the one before is
+// ready: telemetry; the store (migrated with Options.Migrate); the JWT
+// verifier and the topology; in multi-region mode the etcd client, the
+// directory's bootstrap, the ownership cache, the liveness key and the
+// failover controller; the gateway (whose async recovery and move sweep
+// start with it); the cleanup and gauge loops; the HTTP server. Shutdown
+// stops them the other way round: the server drains, the gateway finishes
+// its background work, the controller and the loops stop, the liveness key
+// leaves, the cache stops, the etcd client closes, then the store and the
+// telemetry.
 type Daemon struct {
 	cfg   *config.Config
 	store store.Backend
@@ -94,39 +103,81 @@ type Daemon struct {
 	cache *ownership.Cache
 	topo  *region.Topology
 	ctl   *failover.Controller
-	// stopCtl ends the failover controller's Run.
-	stopCtl context.CancelFunc
-	opts    Options
-	tel     *telemetry
-	bg      *background
-	log     *slog.Logger
-	// done is closed when the server stops serving; err says why (nil
-	// after Close).
-	done      chan struct{}
-	err       error
-	closing   chan struct{}
-	closeOnce sync.Once
+	opts  Options
+	tel   *telemetry
+	bg    *background
+	log   *slog.Logger
+
+	run lifecycle.Runner
+	// lifetime is what the parts run for: they are stopped in order by
+	// Shutdown, never by their context ending under them.
+	lifetime context.Context
+	// served is closed when the HTTP server has stopped serving.
+	served       chan struct{}
+	shutdownOnce sync.Once
+	shutdownErr  error
 }
 
-// Start opens the store, connects to etcd (if configured), and serves on
-// cfg.Listen until Close.
-func Start(ctx context.Context, cfg *config.Config, opts Options) (d *Daemon, err error) {
+var _ lifecycle.Component = (*Daemon)(nil)
+
+// New validates cfg and returns a region instance that is not started:
+// Start starts it.
+func New(cfg *config.Config, opts Options) (*Daemon, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	log := opts.Logger.With("region", cfg.Region)
-	started := &Daemon{cfg: cfg, opts: opts, log: log, done: make(chan struct{}), closing: make(chan struct{})}
-	d = started
-	defer func() {
-		if err != nil {
-			started.Close(context.Background()) // whatever was opened so far
-		}
-	}()
-	if d.tel, err = newTelemetry(ctx, cfg, opts); err != nil {
+	return &Daemon{cfg: cfg, opts: opts, log: opts.Logger.With("region", cfg.Region), served: make(chan struct{})}, nil
+}
+
+// Start is New, then Daemon.Start for as long as Close or Shutdown is not
+// called: ctx bounds the start only (cmd/idemd, the dev cluster).
+func Start(ctx context.Context, cfg *config.Config, opts Options) (*Daemon, error) {
+	d, err := New(cfg, opts)
+	if err != nil {
 		return nil, err
+	}
+	if err := d.start(ctx, context.WithoutCancel(ctx)); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// Start opens the store, connects to etcd (if configured), and returns
+// once it serves on cfg.Listen (an error, and everything opened so far
+// closed again, when it cannot). It serves until ctx ends, then drains
+// for the configuration's drain_timeout and stops as Shutdown does, or
+// until Close or Shutdown.
+func (d *Daemon) Start(ctx context.Context) error { return d.start(ctx, ctx) }
+
+// start starts the daemon within ctx, to run until lifetime ends.
+func (d *Daemon) start(ctx, lifetime context.Context) error {
+	return d.run.Start(lifetime, func(context.Context) error {
+		d.lifetime = context.WithoutCancel(lifetime)
+		if err := d.open(ctx); err != nil {
+			d.shutdown(context.Background()) // whatever was opened so far
+			return err
+		}
+		return nil
+	}, d.serve, func(lctx context.Context) error {
+		<-lctx.Done()
+		if lifetime.Err() != nil {
+			// The lifetime ended, not Close: drain and stop in order.
+			sctx, cancel := context.WithTimeout(context.Background(), d.cfg.DrainTimeout)
+			defer cancel()
+			d.shutdown(sctx)
+		}
+		return nil
+	})
+}
+
+// open starts the parts, in the order the Daemon's doc gives.
+func (d *Daemon) open(ctx context.Context) (err error) {
+	cfg, opts, log := d.cfg, d.opts, d.log
+	if d.tel, err = newTelemetry(ctx, cfg, opts); err != nil {
+		return err
 	}
 	meter := d.tel.mp.Meter("github.com/idemcoord/idemcoord")
 	endpoints := make([]string, len(cfg.Endpoints))
@@ -139,27 +190,27 @@ func Start(ctx context.Context, cfg *config.Config, opts Options) (d *Daemon, er
 	}
 	if d.store, err = open(ctx, StoreConfig{Store: cfg.Store, Migrate: opts.Migrate, Endpoints: endpoints,
 		Meter: meter, Logger: log}); err != nil {
-		return nil, err
+		return err
 	}
 	authCfg, err := cfg.AuthConfig()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	verifier, err := authn.NewVerifier(authCfg)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	upstream, err := url.Parse(cfg.Upstream)
 	if err != nil {
-		return nil, fmt.Errorf("upstream: %w", err)
+		return fmt.Errorf("upstream: %w", err)
 	}
 	if d.topo, err = region.FromConfig(cfg); err != nil {
-		return nil, err
+		return err
 	}
 	transport := opts.Transport
 	if transport == nil {
 		if transport, err = upstreamTransport(cfg.UpstreamTLS); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	var gwStore store.Store = d.store
@@ -176,7 +227,7 @@ func Start(ctx context.Context, cfg *config.Config, opts Options) (d *Daemon, er
 		// Multi-region: ownership comes from the etcd directory, and
 		// requests for actors of other regions go to their owner.
 		if err := d.joinEtcd(ctx, cfg, meter, log); err != nil {
-			return nil, err
+			return err
 		}
 		gcfg.Owners, gcfg.Topology, gcfg.Routing = d.cache, d.topo, cfg.Routing
 		gcfg.ForwardTransport = opts.ForwardTransport
@@ -186,154 +237,73 @@ func Start(ctx context.Context, cfg *config.Config, opts Options) (d *Daemon, er
 		// Single-region mode: every shard is the local region's, before
 		// anything is served; a store bootstrapped with another shard
 		// count refuses to start.
-		return nil, err
+		return err
 	}
 	if d.gw, err = gateway.New(gcfg); err != nil {
-		return nil, err
+		return err
 	}
-	if err := d.startBackground(cfg, meter, clock.Or(opts.Clock), log); err != nil {
-		return nil, err
+	if err := d.startBackground(ctx, cfg, meter, clock.Or(opts.Clock), log); err != nil {
+		return err
 	}
 	if opts.Listener != nil {
 		d.ln = opts.Listener
 	} else if d.ln, err = net.Listen("tcp", cfg.Listen); err != nil {
-		return nil, err
+		return err
 	}
 	srv := &http.Server{Handler: d.gw, ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	if cfg.TLS.Enabled() {
 		if srv.TLSConfig, err = listenerTLS(cfg.TLS); err != nil {
 			d.ln.Close()
-			return nil, err
+			return err
 		}
 	}
-	d.srv = srv // Close waits for serve from here on
-	go d.serve()
+	d.srv = srv // Shutdown waits for serve from here on
 	log.InfoContext(ctx, "region serving", "addr", d.ln.Addr().String(), "upstream", upstream.Redacted(),
 		"tls", cfg.TLS.Enabled())
-	return d, nil
+	return nil
 }
 
-// serve runs the HTTP server until it fails or Close stops it, and then
-// closes Done. A server that stops without Close (the listener failed) is
-// an error: Err reports it and idemd run exits non-zero.
-func (d *Daemon) serve() {
+// serve runs the HTTP server until it fails or Shutdown stops it. A
+// server that stops without Shutdown (the listener failed) is an error:
+// it stops the daemon, Err reports it and idemd run exits non-zero.
+func (d *Daemon) serve(ctx context.Context) error {
+	defer close(d.served)
 	var err error
 	if d.srv.TLSConfig != nil {
 		err = d.srv.ServeTLS(d.ln, "", "")
 	} else {
 		err = d.srv.Serve(d.ln)
 	}
-	select {
-	case <-d.closing:
-		err = nil // Close stopped it
-	default:
-		if err == nil || errors.Is(err, http.ErrServerClosed) {
-			err = ErrStopped
-		}
-		err = fmt.Errorf("daemon: listener %s: %w", d.ln.Addr(), err)
-		d.log.Error("gateway stopped serving", "err", err)
+	if ctx.Err() != nil {
+		return nil // Shutdown stopped it
 	}
-	d.err = err
-	close(d.done)
+	if err == nil || errors.Is(err, http.ErrServerClosed) {
+		err = ErrStopped
+	}
+	err = fmt.Errorf("daemon: listener %s: %w", d.ln.Addr(), err)
+	d.log.Error("gateway stopped serving", "err", err)
+	return err
 }
 
 // ErrStopped is Err's cause when the server stopped without Close and
 // without an error of its own.
 var ErrStopped = errors.New("daemon: server stopped unexpectedly")
 
-// Done is closed when the daemon stops serving: after Close, or when its
-// listener fails.
-func (d *Daemon) Done() <-chan struct{} { return d.done }
+// Done is closed when the daemon stops serving: after Close or Shutdown
+// drained it, after Start's context ended and the daemon stopped, or
+// when its listener fails (then call Close or Shutdown to release the
+// rest).
+func (d *Daemon) Done() <-chan struct{} { return d.run.Done() }
 
 // Err returns why the daemon stopped serving once Done is closed: nil
-// after Close, the listener's error otherwise. Before Done it returns nil.
-func (d *Daemon) Err() error {
-	select {
-	case <-d.done:
-		return d.err
-	default:
-		return nil
-	}
-}
+// after Close or Shutdown, the cause of Start's context when that ended,
+// the listener's error when it failed, the start's error when Start
+// failed. Before Done it returns nil.
+func (d *Daemon) Err() error { return d.run.Err() }
 
 // Addr returns the address the daemon listens on.
 func (d *Daemon) Addr() string { return d.ln.Addr().String() }
 
 // Store returns the daemon's store (for tests and tools).
 func (d *Daemon) Store() store.Backend { return d.store }
-
-// Close drains and stops the daemon: it stops accepting connections (a
-// new request is refused at connect), lets in-flight requests finish and
-// record their results until ctx ends (the drain timeout; requests still
-// running then have their connections closed, and their leases lapse to
-// a takeover), waits for background executions, stops the cleanup and
-// gauge loops, marks the instance as left and revokes its liveness lease
-// (the region's last instance leaving fails the region over at once) and
-// closes the store.
-func (d *Daemon) Close(ctx context.Context) error {
-	var errs []error
-	d.closeOnce.Do(func() { close(d.closing) })
-	if d.srv != nil {
-		if err := d.srv.Shutdown(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("daemon: drain: %w", err))
-			d.srv.Close()
-		}
-		<-d.done
-	}
-	if d.gw != nil {
-		d.gw.Close()
-	}
-	if d.stopCtl != nil {
-		d.stopCtl()
-	}
-	if d.bg != nil {
-		d.bg.stop()
-	}
-	if d.live != nil {
-		// A clean shutdown hands over at once: the left marker tells the
-		// other regions' trackers that this instance is gone on purpose,
-		// so when it was its region's last one they fail the region
-		// without waiting the confirmation delay (and nobody waits a
-		// liveness TTL: the lease is revoked). Both steps are bounded by
-		// the register timeout.
-		d.live.Leave()
-	}
-	// The controller's and the cache's watches end when their contexts
-	// do, except against an etcd that does not answer: there the etcd
-	// client holds them until it is closed. So wait a little, close the
-	// client, then wait for them to end.
-	var watchers []<-chan struct{}
-	if d.ctl != nil {
-		watchers = append(watchers, d.ctl.Done())
-	}
-	if d.cache != nil {
-		done := make(chan struct{})
-		go func() { defer close(done); d.cache.Close() }()
-		watchers = append(watchers, done)
-	}
-	grace := time.After(etcdCloseGrace)
-	for _, w := range watchers {
-		select {
-		case <-w:
-		case <-grace:
-		}
-	}
-	if d.etcd != nil {
-		d.etcd.Close()
-	}
-	for _, w := range watchers {
-		<-w
-	}
-	if d.store != nil {
-		d.store.Close()
-	}
-	if d.tel != nil {
-		// Flushing the last spans gets a moment of its own after a drain
-		// that used all of ctx.
-		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		errs = append(errs, d.tel.shutdown(fctx))
-		cancel()
-	}
-	return errors.Join(errs...)
-}

@@ -15,6 +15,7 @@ import (
 	"github.com/idemcoord/idemcoord/config"
 	"github.com/idemcoord/idemcoord/failover"
 	"github.com/idemcoord/idemcoord/gateway"
+	"github.com/idemcoord/idemcoord/internal/lifecycle"
 	"github.com/idemcoord/idemcoord/internal/reach"
 	"github.com/idemcoord/idemcoord/ownership"
 )
@@ -61,22 +62,31 @@ func (d *Daemon) joinEtcd(ctx context.Context, cfg *config.Config, meter metric.
 	if err := d.dir.Bootstrap(bctx, d.topo, cfg.Shards); err != nil {
 		return fmt.Errorf("ownership directory: %w", err)
 	}
-	if d.cache, err = ownership.OpenCache(bctx, d.etcd, ownership.WithLogger(log), ownership.WithClock(clk)); err != nil {
+	cc := ownership.DefaultCacheConfig()
+	cc.Client, cc.Logger, cc.Clock = d.etcd, log, clk
+	if d.cache, err = ownership.NewCache(cc); err != nil {
 		return fmt.Errorf("ownership cache: %w", err)
 	}
-	d.live, err = ownership.StartLiveness(ctx, ownership.LivenessConfig{Client: d.etcd, Region: cfg.Region,
-		Instance: cfg.WorkerName(), RegisterTimeout: cfg.Etcd.DialTimeout, TTL: cfg.Etcd.LivenessTTL, Logger: log, Clock: clk})
-	if err != nil {
+	if err := lifecycle.StartBounded(bctx, d.lifetime, d.cache); err != nil {
+		return fmt.Errorf("ownership cache: %w", err)
+	}
+	lc := ownership.DefaultLivenessConfig()
+	lc.Client, lc.Region, lc.Instance = d.etcd, cfg.Region, cfg.WorkerName()
+	lc.RegisterTimeout, lc.TTL, lc.Logger, lc.Clock = cfg.Etcd.DialTimeout, cfg.Etcd.LivenessTTL, log, clk
+	if d.live, err = ownership.NewLiveness(lc); err != nil {
 		return fmt.Errorf("etcd liveness: %w", err)
 	}
-	return d.startFailover(cfg, meter, log)
+	if err := lifecycle.StartBounded(ctx, d.lifetime, d.live); err != nil {
+		return fmt.Errorf("etcd liveness: %w", err)
+	}
+	return d.startFailover(ctx, cfg, meter, log)
 }
 
 // startFailover runs this instance's failover controller: every instance
 // tracks the regions' liveness (the gateway's failover policies decide by
 // it) and campaigns; the elected one moves the shards of a failed region,
 // every write guarded by its election key.
-func (d *Daemon) startFailover(cfg *config.Config, meter metric.Meter, log *slog.Logger) error {
+func (d *Daemon) startFailover(ctx context.Context, cfg *config.Config, meter metric.Meter, log *slog.Logger) error {
 	fc := d.opts.Failover
 	if fc.ElectionTTL == 0 {
 		fc.ElectionTTL = cfg.Etcd.ElectionTTL
@@ -93,10 +103,8 @@ func (d *Daemon) startFailover(cfg *config.Config, meter metric.Meter, log *slog
 	if err != nil {
 		return fmt.Errorf("failover controller: %w", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	d.ctl, d.stopCtl = ctl, cancel
-	go ctl.Run(ctx)
-	return nil
+	d.ctl = ctl
+	return lifecycle.StartBounded(ctx, d.lifetime, ctl)
 }
 
 // ready reports why the instance cannot serve multi-region traffic: its

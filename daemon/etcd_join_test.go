@@ -68,7 +68,7 @@ func TestStartGivesUpOnUnreachableEtcd(t *testing.T) {
 	go func() {
 		d, err := daemon.Start(ctx, cfg, daemon.Options{Logger: quiet(), Migrate: true})
 		if err == nil {
-			d.Close(context.Background())
+			d.Shutdown(context.Background())
 		}
 		done <- err
 	}()
@@ -98,7 +98,7 @@ func TestLivenessKeyRestoredAfterLeaseLoss(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer d.Close(context.Background())
+	defer d.Shutdown(context.Background())
 	cli, err := clientv3.New(clientv3.Config{Endpoints: ec.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		t.Fatal(err)

@@ -32,7 +32,7 @@ func TestACleanShutdownFailsItsRegionOverAtOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer d.Close(context.Background())
+	defer d.Shutdown(context.Background())
 	cli, err := clientv3.New(clientv3.Config{Endpoints: ec.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		t.Fatal(err)
@@ -50,7 +50,7 @@ func TestACleanShutdownFailsItsRegionOverAtOnce(t *testing.T) {
 	if states, err := tr.Refresh(ctx); err != nil || states["us-east"] != failover.Healthy {
 		t.Fatalf("us-east while its instance runs: %v, %v; want healthy", states["us-east"], err)
 	}
-	if err := d.Close(ctx); err != nil {
+	if err := d.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
 	states, err := tr.Refresh(ctx)

@@ -92,7 +92,7 @@ func TestDaemonReportsAFailedListener(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer d.Close(context.Background())
+	defer d.Shutdown(context.Background())
 	if err := d.Err(); err != nil {
 		t.Fatalf("Err while serving = %v, want nil", err)
 	}
@@ -109,7 +109,7 @@ func TestDaemonDoneWithoutErrorAfterClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := d.Close(context.Background()); err != nil {
+	if err := d.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	<-d.Done()
@@ -138,7 +138,7 @@ func TestReadyzNamesTheUnusablePart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer d.Close(context.Background())
+	defer d.Shutdown(context.Background())
 	readyz := func() (int, string) {
 		resp, err := http.Get("http://" + d.Addr() + "/readyz")
 		if err != nil {
@@ -169,7 +169,7 @@ func TestCleanupLoopDeletesOnlyExpiredFinishedRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer d.Close(context.Background())
+	defer d.Shutdown(context.Background())
 	for i := range 5 {
 		insertRecord(t, sqlOf(t, d), fmt.Sprint("done-", i), "COMPLETED", true)
 	}
@@ -213,7 +213,7 @@ func TestCleanupPassKeepsUpBeyondTwentyBatches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer d.Close(context.Background())
+	defer d.Shutdown(context.Background())
 	for i := range 45 { // 23 batches of 2
 		insertRecord(t, sqlOf(t, d), fmt.Sprint("done-", i), "COMPLETED", true)
 	}
@@ -238,7 +238,7 @@ func TestGaugesCountRecordsAndShards(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer d.Close(context.Background())
+	defer d.Shutdown(context.Background())
 	insertRecord(t, sqlOf(t, d), "a", "COMPLETED", true)
 	insertRecord(t, sqlOf(t, d), "b", "COMPLETED", false)
 	insertRecord(t, sqlOf(t, d), "c", "IN_PROGRESS", false) // lease ran out an hour ago: stuck

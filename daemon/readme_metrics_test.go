@@ -128,7 +128,7 @@ func TestREADMEMetricsTableMatchesScrape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer d.Close(context.Background())
+	defer d.Shutdown(context.Background())
 	tok, err := authn.Issue([]byte(strings.Repeat("k", 32)), "dev", "idemcoord", authn.Principal{Tenant: "t", Subject: "u"}, time.Hour, time.Now())
 	if err != nil {
 		t.Fatal(err)

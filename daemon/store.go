@@ -46,8 +46,12 @@ func OpenSQLStore(ctx context.Context, cfg StoreConfig) (store.Backend, error) {
 	if err := reach.Store(ctx, cfg.Store.DSN, cfg.Store.ConnectTimeout); err != nil {
 		return nil, fmt.Errorf("%w (store.connect_timeout %s)", err, cfg.Store.ConnectTimeout)
 	}
-	s, err := sqlstore.Open(ctx, sqlstore.Config{DSN: cfg.Store.DSN, MaxConns: int32(cfg.Store.MaxConns),
-		Meter: cfg.Meter, Logger: cfg.Logger, Migrate: cfg.Migrate})
+	sc := sqlstore.DefaultConfig()
+	sc.DSN, sc.Meter, sc.Logger, sc.Migrate = cfg.Store.DSN, cfg.Meter, cfg.Logger, cfg.Migrate
+	if cfg.Store.MaxConns != 0 {
+		sc.MaxConns = int32(cfg.Store.MaxConns)
+	}
+	s, err := sqlstore.Open(ctx, sc)
 	if err != nil {
 		return nil, &reach.Error{Part: "store", Addrs: addrs, Err: err}
 	}

@@ -52,7 +52,7 @@ func TestDaemonRunsOnTheStoreItsOpenerReturns(t *testing.T) {
 	if d.Store() != store.Backend(opened) {
 		t.Errorf("daemon store is %T, want the opener's", d.Store())
 	}
-	if err := d.Close(context.Background()); err != nil {
+	if err := d.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if n := opened.closed.Load(); n != 1 {

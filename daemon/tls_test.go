@@ -47,7 +47,7 @@ func TestTLSListenerUpstreamAndEtcdClientCert(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Start with etcd client certificate: %v", err)
 	}
-	defer d.Close(context.Background())
+	defer d.Shutdown(context.Background())
 
 	roots := x509.NewCertPool()
 	roots.AddCert(p.CA)
@@ -78,7 +78,7 @@ func TestTLSListenerUpstreamAndEtcdClientCert(t *testing.T) {
 	sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer scancel()
 	if d2, err := daemon.Start(sctx, noCert, daemon.Options{Logger: quiet(), Migrate: true}); err == nil {
-		d2.Close(context.Background())
+		d2.Shutdown(context.Background())
 		t.Error("Start without a client certificate joined an etcd that requires one")
 	}
 }

@@ -103,7 +103,7 @@ func scrapeAfterTraffic(t *testing.T) map[string]bool {
 	if err != nil {
 		t.Fatalf("daemon.Start: %v", err)
 	}
-	defer d.Close(context.Background())
+	defer d.Shutdown(context.Background())
 	base := "http://" + d.Addr()
 
 	secret, err := os.ReadFile(cfg.Auth.HS256SecretFile)

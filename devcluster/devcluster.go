@@ -403,7 +403,7 @@ func (c *Cluster) Close(ctx context.Context) error {
 	}
 	for _, r := range c.Regions {
 		if r.Daemon != nil {
-			errs = append(errs, r.Daemon.Close(ctx))
+			errs = append(errs, r.Daemon.Shutdown(ctx))
 		}
 	}
 	for _, s := range c.servers {

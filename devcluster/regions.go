@@ -32,7 +32,7 @@ func (c *Cluster) StopRegion(ctx context.Context, name string) error {
 	if r.Daemon == nil {
 		return nil
 	}
-	err := r.Daemon.Close(ctx)
+	err := r.Daemon.Shutdown(ctx)
 	r.Daemon = nil
 	return err
 }

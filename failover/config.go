@@ -136,6 +136,16 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// DefaultConfig returns a Config with every default set (the Default
+// constants, the system clock, slog.Default()); Client, Directory,
+// Topology, Audit and Name are left to set, and Prefix empty (it follows
+// Directory).
+func DefaultConfig() Config {
+	c := Config{}.withDefaults()
+	c.Prefix = "" // Directory.Prefix() once Directory is set
+	return c
+}
+
 // withDefaults returns c with every zero field defaulted.
 func (c Config) withDefaults() Config {
 	def := func(d *time.Duration, v time.Duration) {
@@ -166,7 +176,8 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Validate returns an error naming every field that cannot work.
+// Validate returns an error naming every field that cannot work and why
+// (wrapping ErrBadConfig).
 func (c Config) Validate() error {
 	var bad []string
 	add := func(f string, a ...any) { bad = append(bad, fmt.Sprintf(f, a...)) }

@@ -11,6 +11,7 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 
 	"github.com/idemcoord/idemcoord/clock"
+	"github.com/idemcoord/idemcoord/internal/lifecycle"
 	"github.com/idemcoord/idemcoord/ownership"
 )
 
@@ -40,11 +41,12 @@ type Controller struct {
 	stuck stuckTransfers // FENCING entries seen by this leader, and since when
 	last  published      // the view last published (view.go)
 
-	done chan struct{}
-	err  error
+	run lifecycle.Runner
 }
 
-// NewController validates cfg and returns a controller; Run starts it.
+var _ lifecycle.Component = (*Controller)(nil)
+
+// NewController validates cfg and returns a controller; Start starts it.
 func NewController(cfg Config) (*Controller, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -54,7 +56,7 @@ func NewController(cfg Config) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Controller{cfg: cfg, tracker: t, done: make(chan struct{})}
+	c := &Controller{cfg: cfg, tracker: t}
 	c.metrics = newMetrics(cfg.Meter, t)
 	return c, nil
 }
@@ -77,41 +79,35 @@ func (c *Controller) Leading() bool {
 	return c.leading
 }
 
-// Done is closed when Run has returned.
-func (c *Controller) Done() <-chan struct{} { return c.done }
-
-// Err returns nil while Run runs, then why it stopped (ErrClosed after its
-// context was cancelled).
-func (c *Controller) Err() error {
-	select {
-	case <-c.done:
-		return c.err
-	default:
-		return nil
-	}
+// Start starts the controller's tracker and its campaign loop, and
+// returns at once: it tracks the regions and campaigns, leading whenever
+// elected, until ctx ends or Close. It can be called once.
+func (c *Controller) Start(ctx context.Context) error {
+	return c.run.Start(ctx, c.tracker.Start, c.campaign)
 }
 
-// Run tracks the regions and campaigns, leading whenever elected, until
-// ctx ends. It blocks; call it once.
-func (c *Controller) Run(ctx context.Context) error {
-	defer close(c.done)
-	var wg sync.WaitGroup
-	tctx, stop := context.WithCancel(ctx)
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		c.tracker.Run(tctx)
-	}()
-	defer wg.Wait()
-	defer stop()
+// Close stops the controller (resigning if it leads) and its tracker, and
+// waits for them. It is idempotent and returns Err.
+func (c *Controller) Close() error { return c.run.Close() }
+
+// Done is closed once the controller has stopped.
+func (c *Controller) Done() <-chan struct{} { return c.run.Done() }
+
+// Err returns nil while the controller runs and after Close, then why it
+// stopped: the cause of the context given to Start when that ended.
+func (c *Controller) Err() error { return c.run.Err() }
+
+// campaign campaigns and leads whenever elected, one term after another,
+// until ctx ends; then it stops the tracker.
+func (c *Controller) campaign(ctx context.Context) error {
+	defer c.tracker.Close()
 	for ctx.Err() == nil {
 		if err := c.term1(ctx); err != nil && ctx.Err() == nil {
 			c.cfg.Logger.Warn("failover controller term ended", "name", c.cfg.Name, "err", err)
 			clock.Sleep(ctx, c.cfg.Clock, DefaultRetryBackoff)
 		}
 	}
-	c.err = fmt.Errorf("%w: %w", ErrClosed, context.Cause(ctx))
-	return c.err
+	return ctx.Err()
 }
 
 // term1 runs one session: campaign, then lead until the session or the

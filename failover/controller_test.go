@@ -27,7 +27,9 @@ func start(t *testing.T, e env, name string, fake *clock.Fake, tune ...func(*fai
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	go c.Run(ctx)
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { cancel(); <-c.Done() })
 	return c
 }

@@ -1,6 +1,10 @@
 package failover
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/idemcoord/idemcoord/store"
+)
 
 var (
 	// ErrBadPolicy is returned for an unknown failover policy (one that is
@@ -10,8 +14,10 @@ var (
 	// field.
 	ErrBadConfig = errors.New("failover: invalid config")
 	// ErrNoOperator is returned for a repair without an operator or a
-	// reason: every repair is audited with both.
-	ErrNoOperator = errors.New("failover: operator and reason are required")
+	// reason: every repair is audited with both. It is store.ErrNoOperator,
+	// the one error for an unaudited repair, so errors.Is matches either
+	// name whichever layer refused.
+	ErrNoOperator = store.ErrNoOperator
 	// ErrUnknownRegion is returned for a region the topology lacks.
 	ErrUnknownRegion = errors.New("failover: unknown region")
 	// ErrNoTarget is returned when a shard has no region to move to (every
@@ -23,7 +29,4 @@ var (
 	// ErrConflict is returned when a shard changed between the read a
 	// repair decided on and its write: nothing was written; read again.
 	ErrConflict = errors.New("failover: shard changed concurrently")
-	// ErrClosed is returned by Err after Run ended because its context
-	// was cancelled.
-	ErrClosed = errors.New("failover: controller stopped")
 )

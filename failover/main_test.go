@@ -99,8 +99,11 @@ type member struct {
 // keepalives run on a clock of its own that never moves.
 func instance(t *testing.T, cli *clientv3.Client, pfx, reg, name string) *member {
 	t.Helper()
-	l, err := ownership.StartLiveness(context.Background(), ownership.LivenessConfig{Client: cli, Prefix: pfx,
+	l, err := ownership.NewLiveness(ownership.LivenessConfig{Client: cli, Prefix: pfx,
 		Region: reg, Instance: name, TTL: time.Minute, Clock: clock.NewFake(epoch0()), Logger: quiet()})
+	if err == nil {
+		err = l.Start(context.Background())
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

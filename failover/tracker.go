@@ -12,6 +12,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/idemcoord/idemcoord/clock"
+	"github.com/idemcoord/idemcoord/internal/lifecycle"
 	"github.com/idemcoord/idemcoord/ownership"
 )
 
@@ -34,7 +35,11 @@ type Tracker struct {
 	changed chan struct{}
 	loaded  bool
 	lastRev int64 // revision of the newest read applied
+
+	run lifecycle.Runner
 }
+
+var _ lifecycle.Component = (*Tracker)(nil)
 
 // NewTracker returns a tracker of cfg.Topology's regions. Only Client and
 // Topology are required of cfg; the timing fields default as documented
@@ -157,10 +162,26 @@ func (t *Tracker) Changed() <-chan struct{} {
 	return t.changed
 }
 
-// Run refreshes on every change of a liveness key (the watch is only a
-// hint to read again) and every poll interval, until ctx ends; it returns
-// ctx's error. Read errors are logged and retried at the next poll.
-func (t *Tracker) Run(ctx context.Context) error {
+// Start starts the tracker's loop and returns at once: it refreshes on
+// every change of a liveness key (the watch is only a hint to read again)
+// and every poll interval, until ctx ends or Close. Read errors are
+// logged and retried at the next poll. A tracker that is not started
+// still answers Refresh. It can be started once.
+func (t *Tracker) Start(ctx context.Context) error { return t.run.Start(ctx, nil, t.follow) }
+
+// Close stops the tracker's loop and waits for it; idempotent. The
+// tracker keeps the states it last read.
+func (t *Tracker) Close() error { return t.run.Close() }
+
+// Done is closed once the tracker's loop has stopped.
+func (t *Tracker) Done() <-chan struct{} { return t.run.Done() }
+
+// Err returns nil while the loop runs and after Close, then why it
+// stopped (the cause of Start's context when that ended).
+func (t *Tracker) Err() error { return t.run.Err() }
+
+// follow is the tracker's loop (Start).
+func (t *Tracker) follow(ctx context.Context) error {
 	tick := t.clk.NewTicker(t.poll)
 	defer tick.Stop()
 	wctx, cancel := context.WithCancel(ctx)

@@ -153,7 +153,9 @@ func TestATrackerSeesAFailureWhenItsConfirmationFallsDueNotAPollLater(t *testing
 	}
 	rctx, stop := context.WithCancel(ctx)
 	defer stop()
-	go tr.Run(rctx)
+	if err := tr.Start(rctx); err != nil {
+		t.Fatal(err)
+	}
 	waitState := func(want failover.RegionState) {
 		t.Helper()
 		for {

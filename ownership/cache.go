@@ -12,6 +12,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/idemcoord/idemcoord/clock"
+	"github.com/idemcoord/idemcoord/internal/lifecycle"
 )
 
 // Cache backoff between failed full re-reads: short enough that a member
@@ -44,24 +45,31 @@ type Cache struct {
 	changed  chan struct{} // closed and replaced whenever rev or watching changes
 
 	reloads atomic.Int64
-	cancel  context.CancelFunc
-	done    chan struct{}
+	run     lifecycle.Runner
 }
 
-// OpenCache reads the whole shard map (failing if etcd does not answer
-// within ctx) and starts watching it. Close stops the watch.
-func OpenCache(ctx context.Context, cli *clientv3.Client, opts ...Option) (*Cache, error) {
-	o := applyOptions(opts)
-	c := &Cache{cli: cli, prefix: o.prefix, log: o.log, clock: clock.Or(o.clock),
-		changed: make(chan struct{}), done: make(chan struct{})}
-	if err := c.load(ctx); err != nil {
+var _ lifecycle.Component = (*Cache)(nil)
+
+// NewCache validates cfg and returns an empty cache; Start fills it.
+func NewCache(cfg CacheConfig) (*Cache, error) {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	c.reloads.Store(0)
-	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	c.cancel = cancel
-	go c.run(wctx)
-	return c, nil
+	cfg = cfg.withDefaults()
+	return &Cache{cli: cfg.Client, prefix: cfg.Prefix, log: cfg.Logger, clock: cfg.Clock, changed: make(chan struct{})}, nil
+}
+
+// Start reads the whole shard map (failing if etcd does not answer before
+// ctx ends) and then watches it until ctx ends or Close. It can be called
+// once.
+func (c *Cache) Start(ctx context.Context) error {
+	return c.run.Start(ctx, func(ctx context.Context) error {
+		if err := c.load(ctx); err != nil {
+			return err
+		}
+		c.reloads.Store(0)
+		return nil
+	}, c.follow)
 }
 
 // Lookup returns the cached entry of a shard. It does no I/O.
@@ -140,11 +148,17 @@ func (c *Cache) WaitReady(ctx context.Context) error {
 	}
 }
 
-// Close stops the watch and waits for it.
-func (c *Cache) Close() {
-	c.cancel()
-	<-c.done
-}
+// Close stops the watch and waits for it; idempotent. Lookups keep
+// answering from what the cache last had.
+func (c *Cache) Close() error { return c.run.Close() }
+
+// Done is closed once the watch has stopped.
+func (c *Cache) Done() <-chan struct{} { return c.run.Done() }
+
+// Err returns nil while the cache watches and after Close, then why it
+// stopped (the cause of Start's context when that ended, or the first
+// read's error when Start failed).
+func (c *Cache) Err() error { return c.run.Err() }
 
 // notify wakes WaitRevision callers; c.mu is held.
 func (c *Cache) notify() {
@@ -170,13 +184,13 @@ func (c *Cache) load(ctx context.Context) error {
 	return nil
 }
 
-// run watches until ctx ends, re-reading everything after each failure.
-func (c *Cache) run(ctx context.Context) {
-	defer close(c.done)
+// follow watches until ctx ends, re-reading everything after each
+// failure.
+func (c *Cache) follow(ctx context.Context) error {
 	for {
 		err := c.watch(ctx)
 		if ctx.Err() != nil {
-			return
+			return nil
 		}
 		c.setWatching(false, err)
 		c.log.WarnContext(ctx, "ownership cache watch failed; re-reading the shard map", "err", err)
@@ -187,7 +201,7 @@ func (c *Cache) run(ctx context.Context) {
 			}
 			c.setWatching(false, err)
 			if clock.Sleep(ctx, c.clock, wait) != nil {
-				return
+				return nil
 			}
 		}
 	}

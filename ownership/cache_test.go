@@ -36,8 +36,8 @@ func TestCacheLookupsMakeNoEtcdCalls(t *testing.T) {
 	const shards = 64
 	d, _, _ := setup(t, shards)
 	var calls ownership.CallCounter
-	c, err := ownership.OpenCache(ctx, client(t, cluster(t).Endpoints(), calls.DialOptions()...),
-		ownership.WithPrefix(prefix(t)), ownership.WithLogger(quiet()))
+	c, err := openCache(ctx, ownership.CacheConfig{Client: client(t, cluster(t).Endpoints(), calls.DialOptions()...),
+		Prefix: prefix(t), Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,8 +80,8 @@ func TestCacheRebuildsAfterItsWatchResumesPastACompaction(t *testing.T) {
 	d, _, _ := setup(t, shards)
 	ep := strings.TrimPrefix(cluster(t).Endpoints()[0], "http://")
 	proxy := toxitest.Proxy(t, "etcd-cache", ep)
-	c, err := ownership.OpenCache(ctx, client(t, []string{"http://" + proxy.Listen}),
-		ownership.WithPrefix(prefix(t)), ownership.WithLogger(quiet()))
+	c, err := openCache(ctx, ownership.CacheConfig{Client: client(t, []string{"http://" + proxy.Listen}),
+		Prefix: prefix(t), Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func TestCacheServesAndFollowsWhileAnEtcdMemberIsKilled(t *testing.T) {
 	if err := d.Bootstrap(ctx, topology(t), shards); err != nil {
 		t.Fatal(err)
 	}
-	c, err := ownership.OpenCache(ctx, client(t, ec.Endpoints()), ownership.WithPrefix("/kill/"), ownership.WithLogger(quiet()))
+	c, err := openCache(ctx, ownership.CacheConfig{Client: client(t, ec.Endpoints()), Prefix: "/kill/", Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}

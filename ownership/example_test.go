@@ -27,8 +27,13 @@ func Example() {
 	if err := dir.Bootstrap(ctx, topo, shard.DefaultCount); err != nil {
 		log.Fatal(err) // *ownership.ShardCountError: the configured count is wrong
 	}
-	cache, err := ownership.OpenCache(ctx, cli)
+	cfg := ownership.DefaultCacheConfig()
+	cfg.Client = cli
+	cache, err := ownership.NewCache(cfg)
 	if err != nil {
+		log.Fatal(err)
+	}
+	if err := cache.Start(ctx); err != nil { // reads the whole map, then watches it until Close
 		log.Fatal(err)
 	}
 	defer cache.Close()

@@ -30,11 +30,11 @@ const LeftMarkerTTL = 30 * time.Second
 // revoke that would not be answered either).
 func (l *Liveness) Leave() {
 	l.mu.Lock()
-	s, rev := l.session, l.createRev
+	s, rev, lctx := l.session, l.createRev, l.ctx
 	l.mu.Unlock()
 	revoke := true
 	if s != nil && rev != 0 {
-		ctx, cancel := context.WithTimeout(l.ctx, l.cfg.RegisterTimeout)
+		ctx, cancel := context.WithTimeout(lctx, l.cfg.RegisterTimeout)
 		if err := l.markLeft(ctx, rev); err != nil {
 			l.cfg.Logger.Warn("liveness: left marker not written; the region fails over after the confirmation delay",
 				"key", l.key, "err", err)

@@ -11,6 +11,8 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
+
+	"github.com/idemcoord/idemcoord/internal/lifecycle"
 )
 
 // Liveness keeps one instance's liveness key in etcd under a
@@ -37,32 +39,40 @@ type Liveness struct {
 	validUntil time.Time
 	changed    chan struct{}
 
-	ctx    context.Context // the loop's lifetime
-	cancel context.CancelFunc
+	ctx context.Context // the lifetime, set by Start before the first registration
 	// closing is set by Close before it revokes the lease, so the loop
 	// does not take its own revoke for a loss (and warn about it).
 	closing atomic.Bool
-	done    chan struct{}
-	err     error // why the loop ended; set before done closes
+	run     lifecycle.Runner
 }
 
-// StartLiveness registers the instance's key (failing within
-// RegisterTimeout, or when ctx ends, if etcd does not answer) and keeps it
-// registered until Close. ctx bounds the start only.
-func StartLiveness(ctx context.Context, cfg LivenessConfig) (*Liveness, error) {
+var _ lifecycle.Component = (*Liveness)(nil)
+
+// NewLiveness validates cfg and returns an instance's liveness key, not
+// yet registered: Start registers it.
+func NewLiveness(cfg LivenessConfig) (*Liveness, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	l := &Liveness{cfg: cfg, key: LivenessKey(cfg.Prefix, cfg.Region, cfg.Instance),
-		changed: make(chan struct{}), done: make(chan struct{})}
-	l.ctx, l.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	if err := l.register(ctx); err != nil {
-		l.cancel()
-		return nil, fmt.Errorf("ownership: liveness %s: %w", l.key, err)
-	}
-	go l.run()
-	return l, nil
+	return &Liveness{cfg: cfg, key: LivenessKey(cfg.Prefix, cfg.Region, cfg.Instance), changed: make(chan struct{})}, nil
+}
+
+// Start registers the instance's key (failing within RegisterTimeout, or
+// when ctx ends, if etcd does not answer) and keeps it registered, again
+// after every lost lease, until ctx ends or Close or Leave. When ctx ends
+// the keepalives stop and the key expires with its lease, as after a
+// crash; Close and Leave revoke it at once. It can be called once.
+func (l *Liveness) Start(ctx context.Context) error {
+	return l.run.Start(ctx, func(ctx context.Context) error {
+		l.mu.Lock()
+		l.ctx = ctx
+		l.mu.Unlock()
+		if err := l.register(ctx); err != nil {
+			return fmt.Errorf("ownership: liveness %s: %w", l.key, err)
+		}
+		return nil
+	}, l.loop)
 }
 
 // Key returns the liveness key.
@@ -76,7 +86,7 @@ func (l *Liveness) Live() error {
 	s, until := l.session, l.validUntil
 	l.mu.Unlock()
 	select {
-	case <-l.done:
+	case <-l.run.Done():
 		return ErrClosed
 	default:
 	}
@@ -144,43 +154,41 @@ func (l *Liveness) Ready(ctx context.Context) error {
 	return err
 }
 
-// Done is closed when the liveness stops (Close). A lost lease does not
-// close it: the key is registered again.
-func (l *Liveness) Done() <-chan struct{} { return l.done }
+// Done is closed when the liveness stops (Close, Leave, or the end of
+// Start's context). A lost lease does not close it: the key is registered
+// again.
+func (l *Liveness) Done() <-chan struct{} { return l.run.Done() }
 
-// Err returns nil while running, then ErrClosed.
-func (l *Liveness) Err() error {
-	select {
-	case <-l.done:
-		return l.err
-	default:
-		return nil
-	}
-}
+// Err returns nil while running and after Close or Leave; the cause of
+// Start's context when that ended; the registration's error when Start
+// failed.
+func (l *Liveness) Err() error { return l.run.Err() }
 
-// Close revokes the lease (the key disappears at once) and stops.
-func (l *Liveness) Close() { l.stop(true) }
+// Close revokes the lease (the key disappears at once) and stops; it
+// waits for the loop and is idempotent.
+func (l *Liveness) Close() error { return l.stop(true) }
 
 // stop ends the loop, revoking the lease first when revoke is set.
-func (l *Liveness) stop(revoke bool) {
+func (l *Liveness) stop(revoke bool) error {
 	l.closing.Store(true)
 	l.mu.Lock()
-	s := l.session
+	s, lctx := l.session, l.ctx
 	l.session, l.createRev = nil, 0
 	l.mu.Unlock()
 	if s != nil && !revoke {
 		s.Orphan()
 	}
 	if s != nil && revoke {
-		// Revoke while the loop's context is alive, bounded: an etcd that
-		// does not answer lets the lease expire by itself instead.
+		// Revoke bounded: an etcd that does not answer lets the lease
+		// expire by itself instead. Not on the lifetime's context: the
+		// loop returns as soon as the orphaned session is done, which
+		// ends the lifetime under the revoke.
 		s.Orphan()
-		ctx, cancel := context.WithTimeout(l.ctx, l.cfg.RegisterTimeout)
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(lctx), l.cfg.RegisterTimeout)
 		l.cfg.Client.Revoke(ctx, s.Lease())
 		cancel()
 	}
-	l.cancel()
-	<-l.done
+	return l.run.Close()
 }
 
 // set records a registration state; s nil means unregistered.

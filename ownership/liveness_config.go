@@ -40,7 +40,7 @@ const (
 	DefaultRegisterTimeout = 5 * time.Second
 )
 
-// LivenessConfig configures StartLiveness.
+// LivenessConfig configures NewLiveness.
 type LivenessConfig struct {
 	// Client is the etcd client. Required.
 	Client *clientv3.Client
@@ -64,6 +64,13 @@ type LivenessConfig struct {
 	Clock clock.Clock
 	// Logger is the logger. Default slog.Default().
 	Logger *slog.Logger
+}
+
+// DefaultLivenessConfig returns a LivenessConfig with every default set;
+// Client, Region and Instance are left to set.
+func DefaultLivenessConfig() LivenessConfig {
+	return LivenessConfig{Prefix: DefaultPrefix, TTL: DefaultLivenessTTL, PauseBudget: DefaultPauseBudget,
+		Drift: DefaultClockDrift, RegisterTimeout: DefaultRegisterTimeout, Clock: clock.Real(), Logger: slog.Default()}
 }
 
 // withDefaults returns c with every zero field defaulted.

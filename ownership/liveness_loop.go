@@ -49,18 +49,16 @@ func (l *Liveness) register(ctx context.Context) error {
 	return nil
 }
 
-// run keeps the lease alive and registers again after each loss, until
-// the loop's context ends.
-func (l *Liveness) run() {
-	defer close(l.done)
-	defer func() { l.err = ErrClosed }()
+// loop keeps the lease alive and registers again after each loss, until
+// the lifetime (ctx, which is l.ctx) ends.
+func (l *Liveness) loop(ctx context.Context) error {
 	for {
 		s := l.Session()
 		if s != nil {
 			l.keepAlive(s)
 		}
-		if l.ctx.Err() != nil || l.closing.Load() {
-			return
+		if ctx.Err() != nil || l.closing.Load() {
+			return nil
 		}
 		l.set(nil, 0, time.Time{})
 		l.cfg.Logger.Warn("liveness lease lost; registering again", "key", l.key)
@@ -76,8 +74,8 @@ func (l *Liveness) run() {
 			if err == nil {
 				break
 			}
-			if clock.Sleep(l.ctx, l.cfg.Clock, wait) != nil {
-				return
+			if clock.Sleep(ctx, l.cfg.Clock, wait) != nil {
+				return nil
 			}
 		}
 		l.cfg.Logger.Info("liveness key registered again", "key", l.key, "create_revision", l.CreateRevision())

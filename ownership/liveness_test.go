@@ -48,7 +48,7 @@ func TestLivenessIsNotLiveOnceItsValidityPassedEvenIfCampaignAndSessionSayOtherw
 	cli, pause, resume := pausable(t)
 	fake := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	start := fake.Now()
-	l, err := ownership.StartLiveness(ctx, ownership.LivenessConfig{Client: cli, Prefix: prefix(t),
+	l, err := startLiveness(ctx, ownership.LivenessConfig{Client: cli, Prefix: prefix(t),
 		Region: "us-east", Instance: "i1", TTL: time.Minute, PauseBudget: time.Second, Drift: 500 * time.Millisecond,
 		Clock: fake, Logger: quiet()})
 	if err != nil {
@@ -94,7 +94,7 @@ func TestLivenessIsNotLiveOnceItsValidityPassedEvenIfCampaignAndSessionSayOtherw
 func TestLivenessOutlivedByItsLeaseRegistersAgainWithANewCreateRevision(t *testing.T) {
 	ctx := ctxT(t)
 	cli, pause, resume := pausable(t)
-	l, err := ownership.StartLiveness(ctx, ownership.LivenessConfig{Client: cli, Prefix: prefix(t),
+	l, err := startLiveness(ctx, ownership.LivenessConfig{Client: cli, Prefix: prefix(t),
 		Region: "us-east", Instance: "i2", TTL: 2 * time.Second, PauseBudget: 200 * time.Millisecond,
 		Drift: 100 * time.Millisecond, Logger: quiet()})
 	if err != nil {
@@ -166,7 +166,7 @@ func TestLivenessKeepsAliveSixTimesPerTTLAtTheDefaults(t *testing.T) {
 	if every := cfg.KeepAliveInterval(); every != ownership.DefaultLivenessTTL/6 {
 		t.Fatalf("keepalive interval %s, want TTL/6 = %s", every, ownership.DefaultLivenessTTL/6)
 	}
-	l, err := ownership.StartLiveness(ctx, cfg)
+	l, err := startLiveness(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

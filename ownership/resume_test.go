@@ -34,7 +34,7 @@ func TestAMoverKilledBetweenStepsIsRolledForwardByTheNext(t *testing.T) {
 			ctx := ctxT(t)
 			const shards, shard = 6, 3 // home us-east
 			d, s, _ := setup(t, shards)
-			cache, err := ownership.OpenCache(ctx, client(t, cluster(t).Endpoints()), ownership.WithPrefix(prefix(t)), ownership.WithLogger(quiet()))
+			cache, err := openCache(ctx, ownership.CacheConfig{Client: client(t, cluster(t).Endpoints()), Prefix: prefix(t), Logger: quiet()})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -75,7 +75,14 @@ type Config struct {
 	Tracer pgx.QueryTracer
 }
 
-// Validate reports every invalid field.
+// DefaultConfig returns a Config with every default set; DSN is left to
+// set.
+func DefaultConfig() Config {
+	return Config{MaxConns: DefaultMaxConns, MaxAttempts: DefaultMaxAttempts, RetryBase: DefaultRetryBase,
+		BackoffClock: clock.Real(), Logger: slog.Default()}
+}
+
+// Validate reports every invalid field, naming it and saying why.
 func (c Config) Validate() error {
 	var errs []error
 	if strings.TrimSpace(c.DSN) == "" {

@@ -111,8 +111,11 @@ func TestFailoverAcceptFailbackAndAuditFromTheCommandLine(t *testing.T) {
 	}
 	// Only eu-west has a live instance: the failover's health filter
 	// (one read of the liveness keys) lets it be the only target.
-	live, err := ownership.StartLiveness(ctx, ownership.LivenessConfig{Client: cli, Region: "eu-west",
+	live, err := ownership.NewLiveness(ownership.LivenessConfig{Client: cli, Region: "eu-west",
 		Instance: "i1", TTL: time.Minute})
+	if err == nil {
+		err = live.Start(ctx)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,8 +134,11 @@ func TestFailoverAcceptFailbackAndAuditFromTheCommandLine(t *testing.T) {
 	}
 	// us-east is back (a live instance; no controller runs here, so one
 	// read of the liveness keys decides): failback may go ahead.
-	back, err := ownership.StartLiveness(ctx, ownership.LivenessConfig{Client: cli, Region: "us-east",
+	back, err := ownership.NewLiveness(ownership.LivenessConfig{Client: cli, Region: "us-east",
 		Instance: "i1", TTL: time.Minute})
+	if err == nil {
+		err = back.Start(ctx)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -59,13 +59,13 @@ start instead, for a first deployment.`,
 				// non-zero, so the orchestrator restarts the instance.
 				sctx, cancel := context.WithTimeout(context.Background(), cfg.DrainTimeout)
 				defer cancel()
-				return errors.Join(d.Err(), d.Close(sctx))
+				return errors.Join(d.Err(), d.Shutdown(sctx))
 			}
 			stop() // a second signal kills the process at once
 			log.Info("draining", "drain_timeout", cfg.DrainTimeout.String())
 			sctx, cancel := context.WithTimeout(context.Background(), cfg.DrainTimeout)
 			defer cancel()
-			if err := d.Close(sctx); err != nil {
+			if err := d.Shutdown(sctx); err != nil {
 				return err
 			}
 			log.Info("drained and stopped")

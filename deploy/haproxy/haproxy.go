@@ -86,6 +86,12 @@ var tmpl = template.Must(template.New("haproxy.cfg").Funcs(template.FuncMap{
 
 var nameRE = regexp.MustCompile(`^[a-z0-9-]{1,32}$`)
 
+// DefaultConfig returns a Config with every default set; Listen and
+// Regions are left to set.
+func DefaultConfig() Config {
+	return Config{}.withDefaults()
+}
+
 // withDefaults fills c's zero fields.
 func (c Config) withDefaults() Config {
 	if c.ConnectTimeout == 0 {
