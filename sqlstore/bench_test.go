@@ -120,22 +120,37 @@ func measure(b testing.TB, total int, op func() error) (float64, []time.Duration
 	return float64(total) / time.Since(start).Seconds(), lat
 }
 
-// sideBySide alternates raw and coordinator halves and reports the ratio.
+// sideBySide alternates raw and coordinator halves and reports the ratio
+// and the CPU per operation of each side, Go / PostgreSQL.
 func sideBySide(b *testing.B, e *benchEnv, raw, coord func() error) {
 	n := max(b.N, 2*benchWorkers)
 	var rawRate, coordRate float64
+	var rawCPU, coordCPU cpuMark
 	b.ResetTimer()
-	for half := range 2 {
+	for range 2 {
+		c0 := cpuNow(b, e)
 		r, _ := measure(b, n/2, raw)
+		c1 := cpuNow(b, e)
 		c, _ := measure(b, n/2, coord)
+		c2 := cpuNow(b, e)
 		rawRate += r / 2
 		coordRate += c / 2
-		_ = half
+		rawCPU.goCPU += c1.goCPU - c0.goCPU
+		rawCPU.pgCPU += c1.pgCPU - c0.pgCPU
+		coordCPU.goCPU += c2.goCPU - c1.goCPU
+		coordCPU.pgCPU += c2.pgCPU - c1.pgCPU
 	}
 	b.StopTimer()
 	b.ReportMetric(rawRate, "raw-ops/s")
 	b.ReportMetric(coordRate, "coord-ops/s")
 	b.ReportMetric(coordRate/rawRate, "ratio-vs-raw")
+	// CPU per operation (see cpuNow): steadier than the rates on a
+	// shared machine.
+	ops := float64(n / 2 * 2)
+	b.ReportMetric(float64(rawCPU.goCPU.Microseconds())/ops, "raw-go-µs/op")
+	b.ReportMetric(float64(rawCPU.pgCPU.Microseconds())/ops, "raw-pg-µs/op")
+	b.ReportMetric(float64(coordCPU.goCPU.Microseconds())/ops, "coord-go-µs/op")
+	b.ReportMetric(float64(coordCPU.pgCPU.Microseconds())/ops, "coord-pg-µs/op")
 	b.ReportMetric(float64(retries(b, e.rd))/float64(n), "coord-retries/op")
 }
 
