@@ -2,12 +2,10 @@ package sqlstore
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/idemcoord/idemcoord/fencing"
@@ -111,9 +109,6 @@ func (s *Store) claimRow(ctx context.Context, q querier, req ClaimRequest, owner
 		err = rows.Err()
 	}
 	if err != nil {
-		if errors.Is(err, pgx.ErrNoRows) {
-			return false, nil
-		}
 		return false, err
 	}
 	if inserted {
