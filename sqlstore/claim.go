@@ -21,62 +21,6 @@ import (
 const readSQL = `SELECT COALESCE($1::TIMESTAMPTZ, now()), ` + recordCols + ` FROM idempotency_records
 	WHERE shard = $5 AND actor_scope = $2 AND endpoint = $3 AND key_hash = $4`
 
-// claimSQL is the claim: one portable statement (a data-modifying CTE),
-// one round trip, one serializable transaction, on PostgreSQL and on
-// CockroachDB (whose PL/pgSQL lacks FOUND and, before v25.2, set-returning
-// RETURN QUERY, so no function is used). It returns the record this
-// statement inserted, or the record found, or no row (the fence refused
-// and there is no record, or a racer's insert is not visible to this
-// snapshot).
-//
-//   - claimed inserts only when the shard's fence row, locked FOR SHARE,
-//     holds the caller's epoch and is owned by the caller's region. An
-//     unowned shard (an empty owner) admits nobody. The lock makes a
-//     concurrent epoch bump (MoveFence) wait for this claim, or this claim
-//     fail with a serialization error.
-//   - ON CONFLICT DO NOTHING names no target, so it matches the primary key
-//     on both layouts: (actor_scope, endpoint, key_hash) on PostgreSQL,
-//     (shard, actor_scope, endpoint, key_hash) on CockroachDB, equivalent
-//     because shard is a function of actor_scope. On PostgreSQL
-//     SERIALIZABLE a conflict with a row committed after the snapshot
-//     raises 40001 instead of returning nothing: exec1 retries, and the
-//     retry finds the row.
-//   - Only when nothing was inserted (a one-time filter) is the existing
-//     record read.
-//
-// Insert first, not read first: on PostgreSQL a read under SERIALIZABLE
-// takes a predicate lock on the primary key's leaf page, and concurrent
-// first runs of one actor insert into that same page, so read-first claims
-// of a busy actor abort each other with 40001 (measured: 10-14 % of the
-// first runs of one actor with 16 clients; none with insert-first). The
-// arbiter check of ON CONFLICT takes no predicate lock. The price is paid
-// by a retry that arrives while first runs dominate: it takes the fence
-// lock too. While retries dominate, Begin reads first (retryrate.go).
-//
-// expires_at starts at lease + TTL from now, so the finish of a run that
-// ends within its lease leaves it unchanged (GREATEST in finishSet) and
-// touches no indexed column: PostgreSQL makes it a HOT update, without new
-// entries in the three indexes (fillfactor 80 leaves the room).
-//
-// The caller recognises its own insert by lease_owner, unique per claim
-// attempt: that is also how an ambiguous commit is resolved.
-const claimSQL = `WITH claimed AS (
-	INSERT INTO idempotency_records (actor_scope, endpoint, key_hash, operation_id, fingerprint,
-		fingerprint_version, state, version, lease_owner, lease_expires_at, attempts, last_stage, shard,
-		epoch, created_at, updated_at, expires_at, first_sent, marker_ttl_ms)
-	SELECT $2, $3, $4, $7, $8, $9, $10, 1, $11, f.t + $12::INT8 * INTERVAL '1 millisecond', 1, '', $5, $6,
-		f.t, f.t, f.t + ($12::INT8 + $13::INT8) * INTERVAL '1 millisecond', $15::TIMESTAMPTZ, $16::INT8
-	FROM (SELECT COALESCE($1::TIMESTAMPTZ, now()) AS t, epoch, owner_region FROM shard_fences
-		WHERE shard = $5 FOR SHARE) AS f
-	WHERE f.epoch = $6 AND f.owner_region = $14 AND f.owner_region <> ''
-	ON CONFLICT DO NOTHING
-	RETURNING ` + recordCols + `
-)
-SELECT COALESCE($1::TIMESTAMPTZ, now()), ` + recordCols + ` FROM claimed
-UNION ALL
-SELECT COALESCE($1::TIMESTAMPTZ, now()), ` + recordCols + ` FROM idempotency_records
-WHERE shard = $5 AND actor_scope = $2 AND endpoint = $3 AND key_hash = $4 AND NOT EXISTS (SELECT 1 FROM claimed)`
-
 // Begin claims a key, or reports why the caller may not run it: one
 // statement that reads the key's record and, only if there is none, locks
 // the shard's fence and inserts the claim. It never selects and then
@@ -185,6 +129,7 @@ func (s *Store) claimOnce(ctx context.Context, req ClaimRequest, owner string, o
 // querier is a pool or a transaction.
 type querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }
 
 // readRow reads the key's record with a plain point select.
@@ -192,21 +137,6 @@ func (s *Store) readRow(ctx context.Context, req ClaimRequest, rec *Record, now 
 	keyHash := req.Scope.Key.Hash()
 	err := scanRecord(s.pool.QueryRow(ctx, readSQL, s.now(), req.Scope.Actor, req.Scope.Endpoint, keyHash[:],
 		req.Token.Shard), rec, now)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return false, nil
-	}
-	rec.Scope.Key = req.Scope.Key
-	return err == nil, err
-}
-
-// claimRow runs the claim on q (the pool, or the caller's transaction).
-func (s *Store) claimRow(ctx context.Context, q querier, req ClaimRequest, owner string, opID uuid.UUID,
-	state idempotency.State, rec *Record, now *time.Time) (bool, error) {
-	keyHash := req.Scope.Key.Hash()
-	err := scanRecord(q.QueryRow(ctx, claimSQL, s.now(), req.Scope.Actor, req.Scope.Endpoint, keyHash[:],
-		req.Token.Shard, req.Token.Epoch, opID, req.Fingerprint.Sum[:], req.Fingerprint.Version, string(state),
-		owner, req.Lease.Milliseconds(), snapshotTTL(req).Milliseconds(), req.Token.Region, firstSentArg(req.FirstSent),
-		markerTTL(req).Milliseconds()), rec, now)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
 	}

@@ -2,7 +2,6 @@ package sqlstore
 
 import (
 	"context"
-	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -10,10 +9,11 @@ import (
 // Statements exported for the benchmarks' raw baselines, so the raw side
 // runs exactly the SQL the store runs.
 var (
-	ClaimSQL  = claimSQL
-	FinishSQL = strings.ReplaceAll(strings.NewReplacer("{set}", finishSet,
-		"{cond}", `state IN ('PENDING', 'IN_PROGRESS')`).Replace(updateSQL), "{now}", "COALESCE($1::TIMESTAMPTZ, now())")
+	ClaimSQL   = claimSQL
+	FinishSQL  = finishSQL
 	RecordCols = recordCols
+	// RecordColCount is the number of columns in RecordCols.
+	RecordColCount = recordColCount
 )
 
 // PinClaimFirst keeps every endpoint on the claim-first path, so a

@@ -38,7 +38,8 @@ func firstRunCostVariants(b testing.TB, e *benchEnv) []costVariant {
 	// The claim's INSERT alone, without the CTE and the fallback read of
 	// an existing record: what the statement's shape costs.
 	insertOnly := sqlstore.ClaimSQL[strings.Index(sqlstore.ClaimSQL, "INSERT"):strings.Index(sqlstore.ClaimSQL, "\n)\nSELECT")]
-	insertOnly = strings.Replace(insertOnly, "RETURNING ", "RETURNING COALESCE($1::TIMESTAMPTZ, now()), ", 1)
+	insertOnly = strings.Replace(insertOnly, "RETURNING 1", "RETURNING COALESCE($1::TIMESTAMPTZ, now()), true"+
+		strings.Repeat(", NULL", sqlstore.RecordColCount), 1)
 	return []costVariant{
 		{"peer upsert+update, read committed", p.raw},
 		{"peer upsert+update, serializable", peerFirstRun(e, e.s.Pool())},

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/idemcoord/idemcoord/idempotency"
 )
@@ -30,14 +31,16 @@ func scanRecord(row pgx.Row, r *Record, extra ...any) error {
 		shard      int32
 		firstSent  *time.Time
 		markerMS   int64
+		opID       pgtype.UUID // binary: uuid.UUID would go through its text form
 	)
-	dest := append(extra, &r.Scope.Actor, &r.Scope.Endpoint, &keyHash, &r.OperationID, &fp, &r.Fingerprint.Version,
+	dest := append(extra, &r.Scope.Actor, &r.Scope.Endpoint, &keyHash, &opID, &fp, &r.Fingerprint.Version,
 		&state, &r.Version, &r.LeaseOwner, &leaseExp, &attempts, &r.LastStage, &shard, &r.Token.Epoch,
 		&status, &headers, &r.Snapshot.Body, &r.Snapshot.BodyOmitted, &resourceID, &errSummary,
 		&r.Purged, &r.CreatedAt, &r.UpdatedAt, &r.ExpiresAt, &firstSent, &markerMS, &r.Compacted)
 	if err := row.Scan(dest...); err != nil {
 		return err
 	}
+	r.OperationID = opID.Bytes
 	r.MarkerTTL = time.Duration(markerMS) * time.Millisecond
 	r.ExpiresAt = keyExpiresAt(r.ExpiresAt, r.MarkerTTL, r.Compacted)
 	if firstSent != nil {

@@ -18,12 +18,15 @@ import (
 // updateSQL is the shape of every write after the claim: lock the shard's
 // fence, and update the record only if its version is the one the writer
 // holds, its lease owner is the writer, and the fence's epoch and owner
-// region are the writer's (an unowned shard admits nobody). {set} and {cond} are filled per operation; {now} is the
-// statement's time. Parameters $1..$9 are fixed; operations add $10 on.
+// region are the writer's (an unowned shard admits nobody). The fence's
+// conditions filter its locked scan, so the join is with one row or none.
+// {set} and {cond} are filled per operation; {now} is the statement's time.
+// Parameters $1..$9 are fixed; operations add $10 on.
 const updateSQL = `UPDATE idempotency_records SET version = version + 1, updated_at = {now}, epoch = $3, {set}
-FROM (SELECT epoch AS fence_epoch, owner_region AS fence_owner FROM shard_fences WHERE shard = $2 FOR SHARE) AS f
+FROM (SELECT 1 FROM shard_fences WHERE shard = $2 AND epoch = $3 AND owner_region = $9 AND owner_region <> ''
+	FOR SHARE) AS f
 WHERE shard = $2 AND actor_scope = $4 AND endpoint = $5 AND key_hash = $6 AND version = $7 AND lease_owner = $8
-	AND f.fence_epoch = $3 AND f.fence_owner = $9 AND f.fence_owner <> '' AND {cond}
+	AND {cond}
 RETURNING version, lease_expires_at, expires_at + CASE WHEN compacted THEN 0 ELSE marker_ttl_ms END * INTERVAL '1 millisecond'`
 
 // argVersion is the index in fencedUpdate.args of the version the update
@@ -45,7 +48,11 @@ type fencedUpdate struct {
 }
 
 func (s *Store) prepareUpdate(l *Lease, owner, op, set, cond string, extra ...any) fencedUpdate {
-	q := updateText(set, cond)
+	return s.prepareText(l, owner, op, updateText(set, cond), extra...)
+}
+
+// prepareText is prepareUpdate with updateSQL already filled in (q).
+func (s *Store) prepareText(l *Lease, owner, op, q string, extra ...any) fencedUpdate {
 	args := append([]any{s.now(), l.Token.Shard, l.Token.Epoch, l.Scope.Actor, l.Scope.Endpoint, l.KeyHash[:],
 		l.Version, l.Owner, l.Token.Region}, extra...)
 	return fencedUpdate{l: l, owner: owner, op: op, sql: q, args: args}
@@ -68,10 +75,23 @@ func updateText(set, cond string) string {
 	return q
 }
 
-// prepareOwn prepares one of the lease holder's own writes; see
-// fencedUpdate.self.
-func (s *Store) prepareOwn(l *Lease, op, set string, extra ...any) fencedUpdate {
-	u := s.prepareUpdate(l, l.Owner, op, set, `state IN ('PENDING', 'IN_PROGRESS')`, extra...)
+// ownCond is the condition of the lease holder's own writes: the record
+// still running.
+const ownCond = `state IN ('PENDING', 'IN_PROGRESS')`
+
+// The lease holder's own writes, filled in once: a first run's finish
+// looked its text up in updateTexts by the whole set and condition (a
+// hash and a compare of some 700 bytes, and an allocation) on every call.
+var (
+	heartbeatSQL = updateText(heartbeatSet, ownCond)
+	stageSQL     = updateText(stageSet, ownCond)
+	finishSQL    = updateText(finishSet, ownCond)
+)
+
+// prepareOwn prepares one of the lease holder's own writes (q is one of
+// heartbeatSQL, stageSQL, finishSQL); see fencedUpdate.self.
+func (s *Store) prepareOwn(l *Lease, op, q string, extra ...any) fencedUpdate {
+	u := s.prepareText(l, l.Owner, op, q, extra...)
 	u.self = true
 	return u
 }
@@ -235,11 +255,17 @@ func (s *Store) owned(ctx context.Context, l *Lease, op string, ok bool, err err
 	return err
 }
 
+// heartbeatSet extends the lease by $10 milliseconds from now.
+const heartbeatSet = `lease_expires_at = {now} + $10::INT8 * INTERVAL '1 millisecond'`
+
+// stageSet records the stage $10 (and moves a PENDING record to
+// IN_PROGRESS).
+const stageSet = `last_stage = $10, state = 'IN_PROGRESS'`
+
 // Heartbeat extends the lease by its full length from now. It returns
 // ErrLostOwnership if the operation was taken over.
 func (s *Store) Heartbeat(ctx context.Context, l *Lease) error {
-	ok, err := s.runUpdate(ctx, s.prepareOwn(l, "heartbeat",
-		`lease_expires_at = {now} + $10::INT8 * INTERVAL '1 millisecond'`, l.Length.Milliseconds()))
+	ok, err := s.runUpdate(ctx, s.prepareOwn(l, "heartbeat", heartbeatSQL, l.Length.Milliseconds()))
 	return s.owned(ctx, l, "heartbeat", ok, err)
 }
 
@@ -248,7 +274,7 @@ func (s *Store) Heartbeat(ctx context.Context, l *Lease) error {
 // done. Record a stage before an external call whose effect a takeover must
 // look for ("charge_sent"), and after the call's answer.
 func (s *Store) RecordStage(ctx context.Context, l *Lease, stage string) error {
-	ok, err := s.runUpdate(ctx, s.prepareOwn(l, "stage", `last_stage = $10, state = 'IN_PROGRESS'`, stage))
+	ok, err := s.runUpdate(ctx, s.prepareOwn(l, "stage", stageSQL, stage))
 	if err == nil && ok {
 		l.LastStage = stage
 	}
@@ -284,7 +310,7 @@ func (s *Store) Finish(ctx context.Context, l *Lease, res Result) error {
 		return err
 	}
 	drillpoint.Hit(drillpoint.BeforeFinish)
-	ok, err := s.runUpdate(ctx, s.prepareOwn(l, "finish", finishSet,
+	ok, err := s.runUpdate(ctx, s.prepareOwn(l, "finish", finishSQL,
 		string(res.State), status, headers, body, res.Snapshot.BodyOmitted, resourceID, errSummary, l.TTL.Milliseconds()))
 	if err == nil && ok {
 		// The finish committed and its reply is here: a drill may die now,

@@ -1,0 +1,107 @@
+package sqlstore_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/idemcoord/idemcoord/sqlstore"
+)
+
+// schemaVariant is the records table changed one way (the change is a
+// measurement: the store's migrations make none of them).
+type schemaVariant struct{ name, ddl string }
+
+// dropChecks drops the records table's two check constraints (the states
+// and the lease rule).
+const dropChecks = `ALTER TABLE idempotency_records DROP CONSTRAINT idempotency_records_states,
+	DROP CONSTRAINT idempotency_records_lease`
+
+// schemaVariants are the schema's candidate costs for a first run: its
+// check constraints, which PostgreSQL reads back from the catalog's text
+// form and plans again on every insert and update; the same rules as one
+// constraint over array constants; and each secondary index.
+var schemaVariants = []schemaVariant{
+	{"as migrated", ""},
+	{"without the two check constraints", dropChecks},
+	{"the same rules as one check over array constants", dropChecks + `;
+		ALTER TABLE idempotency_records ADD CONSTRAINT rules CHECK (
+			state = ANY ('{COMPLETED,RETRYABLE_FAILURE,TERMINAL_FAILURE,OUTCOME_UNKNOWN,CANCELLED}'::TEXT[])
+			OR (state = ANY ('{PENDING,IN_PROGRESS}'::TEXT[]) AND lease_expires_at IS NOT NULL))`},
+	{"without the operation-id index", `DROP INDEX idempotency_records_operation_id`},
+	{"without the expiry index", `DROP INDEX idempotency_records_expiry`},
+}
+
+// schemaVariantOps returns, per schema variant, the store's own claim and
+// finish statements sent raw (rawFirstRun) on a store changed that way;
+// the peer's first run comes first.
+func schemaVariantOps(b testing.TB, filler int) (*benchEnv, []costVariant) {
+	ctx := context.Background()
+	var first *benchEnv
+	var vs []costVariant
+	for _, v := range schemaVariants {
+		e := newBenchEnv(b, filler)
+		if first == nil {
+			first = e
+			vs = append(vs, costVariant{"peer upsert+update, read committed", peerPair(b, e).raw})
+		}
+		if v.ddl != "" {
+			if _, err := e.s.Pool().Exec(ctx, v.ddl); err != nil {
+				b.Fatalf("%s: %v", v.name, err)
+			}
+		}
+		vs = append(vs, costVariant{v.name, rawFirstRun(b, e, e.s.Pool(), sqlstore.ClaimSQL, sqlstore.FinishSQL, uuid.New)})
+	}
+	return first, vs
+}
+
+// BenchmarkFirstRunSchemaSplit measures what the records table's shape
+// costs a first run: the store's two statements raw on each variant of
+// schemaVariants, in interleaved rounds against the peer's first run, 16
+// clients, with throughput relative to the peer's and CPU per first run
+// split Go / PostgreSQL (every backend of the server; the other stores'
+// pools sit idle meanwhile).
+//
+//	go test ./sqlstore -run '^$' -bench FirstRunSchemaSplit -benchtime 8000x
+func BenchmarkFirstRunSchemaSplit(b *testing.B) {
+	e, vs := schemaVariantOps(b, benchFiller)
+	n := max(b.N, 2*benchWorkers)
+	const rounds = 4
+	rate := make([]float64, len(vs))
+	cpu := make([]cpuMark, len(vs))
+	b.ResetTimer()
+	for range rounds {
+		for i, v := range vs {
+			c0 := cpuNow(b, e)
+			r, _ := measure(b, n/rounds, v.op)
+			c1 := cpuNow(b, e)
+			rate[i] += r / rounds
+			cpu[i].goCPU += c1.goCPU - c0.goCPU
+			cpu[i].pgCPU += c1.pgCPU - c0.pgCPU
+		}
+	}
+	b.StopTimer()
+	ops := float64(n / rounds * rounds)
+	fmt.Fprintf(os.Stdout, "%-50s %9s %8s %10s %10s\n", "variant", "ops/s", "vs peer", "Go µs/op", "PG µs/op")
+	for i, v := range vs {
+		fmt.Fprintf(os.Stdout, "%-50s %9.0f %8.2f %10.0f %10.0f\n", v.name, rate[i], rate[i]/rate[0],
+			float64(cpu[i].goCPU.Microseconds())/ops, float64(cpu[i].pgCPU.Microseconds())/ops)
+	}
+}
+
+// TestFirstRunSchemaVariantsRun runs every schema variant a few times, so
+// a changed statement or migration breaks the tests, not the next
+// benchmark run.
+func TestFirstRunSchemaVariantsRun(t *testing.T) {
+	_, vs := schemaVariantOps(t, 100)
+	for _, v := range vs {
+		for range 3 {
+			if err := v.op(); err != nil {
+				t.Fatalf("%s: %v", v.name, err)
+			}
+		}
+	}
+}
