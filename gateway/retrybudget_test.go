@@ -18,6 +18,7 @@ import (
 	"github.com/idemcoord/idemcoord/internal/pgtest"
 	"github.com/idemcoord/idemcoord/internal/retry"
 	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // finishCounter counts the finish statements (the UPDATE that stores a
@@ -40,7 +41,7 @@ type finishErrors struct {
 	errs []error
 }
 
-func (f *finishErrors) Finish(ctx context.Context, l *sqlstore.Lease, res sqlstore.Result) error {
+func (f *finishErrors) Finish(ctx context.Context, l *store.Lease, res store.Result) error {
 	err := f.Store.Finish(ctx, l, res)
 	f.mu.Lock()
 	f.errs = append(f.errs, err)
@@ -100,8 +101,8 @@ func TestOneResultSpendsOneRetryBudgetAgainstEndlessConflicts(t *testing.T) {
 	if budget := int64(retry.Default.Record.Attempts); n > budget {
 		t.Errorf("%d finish statements for one result, want at most the named budget %d", n, budget)
 	}
-	var exhausted *sqlstore.RetriesExhaustedError
-	if !errors.As(last, &exhausted) || !errors.Is(last, sqlstore.ErrContention) {
+	var exhausted *store.RetriesExhaustedError
+	if !errors.As(last, &exhausted) || !errors.Is(last, store.ErrContention) {
 		t.Errorf("last Finish = %v (%T), want *sqlstore.RetriesExhaustedError", last, last)
 	}
 }

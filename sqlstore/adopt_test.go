@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/idemcoord/idemcoord/idempotency"
-	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // isReRead matches the store's re-read of one record by its key.
@@ -24,7 +24,7 @@ func TestAmbiguousHeartbeatKeepsItsOwnLease(t *testing.T) {
 	ctx := context.Background()
 	direct, via, p, logs := proxied(t, newClock())
 	req := request(t, "tenant/alice", "ambiguous-heartbeat", `{}`)
-	c := mustBegin(t, via, req, sqlstore.FirstRun)
+	c := mustBegin(t, via, req, store.FirstRun)
 
 	hb, removeHB := p.cut(t, "heartbeat", loseAnswer, true, statement("now()) + $10::INT8"))
 	rr, removeRR := p.cut(t, "reread", loseRequest, true, isReRead)
@@ -34,7 +34,7 @@ func TestAmbiguousHeartbeatKeepsItsOwnLease(t *testing.T) {
 	if !hb.Fired() || !rr.Fired() {
 		t.Fatalf("tripwires fired: heartbeat %v, re-read %v; want both", hb.Fired(), rr.Fired())
 	}
-	var amb *sqlstore.AmbiguousCommitError
+	var amb *store.AmbiguousCommitError
 	if !errors.As(err, &amb) {
 		t.Fatalf("Heartbeat = %v, want *AmbiguousCommitError: neither its answer nor the re-read came back", err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/internal/pgtest"
 	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // proxied opens one database twice: directly, and through a toxiproxy whose
@@ -48,7 +49,7 @@ func isCommit(sql string) bool { return strings.EqualFold(strings.TrimSpace(sql)
 // cutCommitFrom returns a LocalFunc that pays and, on its first run, installs
 // a tripwire on the COMMIT that follows it.
 func cutCommitFrom(t *testing.T, p *pgProxy, mode cutMode, calls *atomic.Int64, w **tripwire) sqlstore.LocalFunc {
-	return func(ctx context.Context, tx pgx.Tx, opID uuid.UUID) (sqlstore.Snapshot, error) {
+	return func(ctx context.Context, tx pgx.Tx, opID uuid.UUID) (store.Snapshot, error) {
 		snap, err := pay("6.00", nil)(ctx, tx, opID)
 		if calls.Add(1) == 1 {
 			*w, _ = p.cut(t, "commit", mode, true, isCommit)
@@ -87,7 +88,7 @@ func TestAmbiguousLocalCommit(t *testing.T) {
 				}
 				t.Logf("the caller's retry: %v", c.Outcome)
 			} else {
-				if c.Outcome != sqlstore.FirstRun {
+				if c.Outcome != store.FirstRun {
 					t.Errorf("outcome = %v, want first_run: the store must recognise its own commit", c.Outcome)
 				}
 				if got := logs.find("local commit ambiguous"); len(got) != 1 {
@@ -105,7 +106,7 @@ func TestAmbiguousLocalCommit(t *testing.T) {
 			if diff := cmp.Diff(paymentSnapshot(id), c.Record.Snapshot); diff != "" {
 				t.Errorf("snapshot (-want +got):\n%s", diff)
 			}
-			replay := mustBegin(t, direct, req, sqlstore.Replayed)
+			replay := mustBegin(t, direct, req, store.Replayed)
 			if diff := cmp.Diff(paymentSnapshot(id), replay.Record.Snapshot); diff != "" {
 				t.Errorf("stored snapshot (-want +got):\n%s", diff)
 			}
@@ -121,7 +122,7 @@ func TestAmbiguousLocalCommitOnTakeover(t *testing.T) {
 	direct, via, p, logs := proxied(t, clock)
 	createPayments(t, direct)
 	req := request(t, "tenant/alice", "ambiguous-takeover", `{"amount":"6.00"}`)
-	mustBegin(t, direct, req, sqlstore.FirstRun) // a worker that then died
+	mustBegin(t, direct, req, store.FirstRun) // a worker that then died
 	clock.Advance(31 * time.Second)
 
 	var calls atomic.Int64
@@ -136,7 +137,7 @@ func TestAmbiguousLocalCommitOnTakeover(t *testing.T) {
 			t.Fatalf("the caller's retry: %v", err)
 		}
 		t.Logf("the caller's retry: %v", c.Outcome)
-	} else if c.Outcome != sqlstore.TakenOver {
+	} else if c.Outcome != store.TakenOver {
 		t.Errorf("outcome = %v, want takeover", c.Outcome)
 	}
 	id, _ := onePayment(t, direct)
@@ -154,7 +155,7 @@ func TestAmbiguousFinishStillInFlight(t *testing.T) {
 	ctx := context.Background()
 	direct, via, p, logs := proxied(t, newClock())
 	req := request(t, "tenant/alice", "in-flight-finish", `{}`)
-	c := mustBegin(t, via, req, sqlstore.FirstRun)
+	c := mustBegin(t, via, req, store.FirstRun)
 
 	blocker, err := direct.Pool().Begin(ctx)
 	if err != nil {
@@ -201,7 +202,7 @@ func TestUnreachableStoreIsNotAmbiguous(t *testing.T) {
 	ctx := context.Background()
 	direct, via, p, _ := proxied(t, newClock())
 	req := request(t, "tenant/alice", "unreachable", `{}`)
-	c := mustBegin(t, via, req, sqlstore.FirstRun)
+	c := mustBegin(t, via, req, store.FirstRun)
 	p.proxy.Stop()
 	via.Pool().Reset() // drop the pooled connections: every statement needs a new one
 
@@ -225,7 +226,7 @@ func TestUnreachableStoreIsNotAmbiguous(t *testing.T) {
 			if !errors.As(err, &connErr) {
 				t.Errorf("err = %v, want the *pgconn.ConnectError", err)
 			}
-			var amb *sqlstore.AmbiguousCommitError
+			var amb *store.AmbiguousCommitError
 			if errors.As(err, &amb) {
 				t.Errorf("err = %v: a connection that was never made is reported as an ambiguous commit", err)
 			}

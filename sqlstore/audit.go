@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/idemcoord/idemcoord/store"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -33,7 +34,7 @@ const auditWhere = `WHERE ($1::TIMESTAMPTZ IS NULL OR at >= $1)
 		  AND ($5::TEXT IS NULL OR action = $5)`
 
 // auditArgs returns the arguments of auditWhere.
-func auditArgs(f AuditFilter) []any {
+func auditArgs(f store.AuditFilter) []any {
 	var since *time.Time
 	if !f.Since.IsZero() {
 		since = &f.Since
@@ -55,7 +56,7 @@ func auditArgs(f AuditFilter) []any {
 
 // CountAudit returns how many audit rows f selects (Limit and Offset
 // aside): what a page of QueryAudit is "N of".
-func (s *Store) CountAudit(ctx context.Context, f AuditFilter) (int, error) {
+func (s *Store) CountAudit(ctx context.Context, f store.AuditFilter) (int, error) {
 	var n int64
 	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM repair_audit `+auditWhere, auditArgs(f)...).Scan(&n); err != nil {
 		return 0, fmt.Errorf("sqlstore: count audit: %w", err)
@@ -64,7 +65,7 @@ func (s *Store) CountAudit(ctx context.Context, f AuditFilter) (int, error) {
 }
 
 // QueryAudit returns the audit rows f selects, newest first.
-func (s *Store) QueryAudit(ctx context.Context, f AuditFilter) ([]AuditRow, error) {
+func (s *Store) QueryAudit(ctx context.Context, f store.AuditFilter) ([]store.AuditRow, error) {
 	if f.Limit <= 0 {
 		f.Limit = 100
 	}
@@ -74,8 +75,8 @@ func (s *Store) QueryAudit(ctx context.Context, f AuditFilter) ([]AuditRow, erro
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: read audit: %w", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (AuditRow, error) {
-		var a AuditRow
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.AuditRow, error) {
+		var a store.AuditRow
 		err := r.Scan(&a.ID, &a.At, &a.Operator, &a.Action, &a.Reason, &a.OperationID, &a.ActorScope, &a.Detail)
 		return a, err
 	})

@@ -20,6 +20,7 @@ import (
 
 	"github.com/idemcoord/idemcoord/internal/pgtest"
 	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // Benchmarks run the coordinator and the raw SQL it replaces side by side in
@@ -37,7 +38,7 @@ type benchEnv struct {
 	s    *sqlstore.Store
 	dsn  string
 	seq  atomic.Int64
-	base sqlstore.ClaimRequest
+	base store.ClaimRequest
 	rd   *sdkmetric.ManualReader
 	// actor, when set, is the one actor of every request (one busy
 	// tenant: one shard, one fence row, one stretch of the primary key).
@@ -80,7 +81,7 @@ func newBenchEnv(b testing.TB, filler int) *benchEnv {
 
 // req returns a claim request for a fresh key, spread over actors (and so
 // over shards).
-func (e *benchEnv) req(b testing.TB) sqlstore.ClaimRequest {
+func (e *benchEnv) req(b testing.TB) store.ClaimRequest {
 	n := e.seq.Add(1)
 	r := e.base
 	actor := fmt.Sprintf("tenant/a%d", n%997)
@@ -199,7 +200,7 @@ func firstRunPair(b testing.TB, e *benchEnv) pair {
 		if err != nil {
 			return err
 		}
-		if c.Outcome != sqlstore.FirstRun {
+		if c.Outcome != store.FirstRun {
 			return fmt.Errorf("outcome %v", c.Outcome)
 		}
 		return e.s.Finish(ctx, c.Lease, completed(string(body)))
@@ -268,7 +269,7 @@ func benchReplay(b *testing.B, claimFirst bool) {
 func replayPair(b testing.TB, e *benchEnv) pair {
 	ctx := context.Background()
 	const keys = 512
-	reqs := make([]sqlstore.ClaimRequest, keys)
+	reqs := make([]store.ClaimRequest, keys)
 	for i := range reqs {
 		reqs[i] = e.req(b)
 		c, err := e.s.Begin(ctx, reqs[i])
@@ -283,7 +284,7 @@ func replayPair(b testing.TB, e *benchEnv) pair {
 	raw := func() error {
 		r := reqs[i.Add(1)%keys]
 		h := r.Scope.Key.Hash()
-		var rec sqlstore.Record
+		var rec store.Record
 		var st string
 		return e.s.Pool().QueryRow(ctx, `SELECT `+sqlstore.RecordCols+` FROM idempotency_records
 			WHERE actor_scope = $1 AND endpoint = $2 AND key_hash = $3`,
@@ -295,7 +296,7 @@ func replayPair(b testing.TB, e *benchEnv) pair {
 	}
 	coord := func() error {
 		c, err := e.s.Begin(ctx, reqs[i.Add(1)%keys])
-		if err == nil && c.Outcome != sqlstore.Replayed {
+		if err == nil && c.Outcome != store.Replayed {
 			err = fmt.Errorf("outcome %v", c.Outcome)
 		}
 		return err
@@ -318,10 +319,10 @@ func localPair(b testing.TB, e *benchEnv) pair {
 		return err
 	}
 	coord := func() error {
-		_, err := e.s.RunLocal(ctx, e.req(b), func(ctx context.Context, tx pgx.Tx, op uuid.UUID) (sqlstore.Snapshot, error) {
+		_, err := e.s.RunLocal(ctx, e.req(b), func(ctx context.Context, tx pgx.Tx, op uuid.UUID) (store.Snapshot, error) {
 			id := uuid.New()
 			_, err := tx.Exec(ctx, `INSERT INTO payments (id, operation_id, amount) VALUES ($1, $2, '12.50')`, id, op)
-			return sqlstore.Snapshot{Status: 201, ResourceID: id.String(), Body: []byte(`{}`)}, err
+			return store.Snapshot{Status: 201, ResourceID: id.String(), Body: []byte(`{}`)}, err
 		})
 		return err
 	}
@@ -345,15 +346,15 @@ func BenchmarkRacers(b *testing.B) {
 		for range 50 {
 			wg.Go(func() {
 				t := time.Now()
-				c, err := e.s.RunLocal(ctx, req, func(ctx context.Context, tx pgx.Tx, op uuid.UUID) (sqlstore.Snapshot, error) {
+				c, err := e.s.RunLocal(ctx, req, func(ctx context.Context, tx pgx.Tx, op uuid.UUID) (store.Snapshot, error) {
 					_, err := tx.Exec(ctx, `INSERT INTO payments (id, operation_id, amount) VALUES ($1, $2, '1')`, uuid.New(), op)
-					return sqlstore.Snapshot{Status: 201}, err
+					return store.Snapshot{Status: 201}, err
 				})
 				if err != nil {
 					b.Error(err)
 					return
 				}
-				if c.Outcome == sqlstore.FirstRun {
+				if c.Outcome == store.FirstRun {
 					wins.Add(1)
 				}
 				mu.Lock()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/idemcoord/idemcoord/internal/pgtest"
 	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // recordWrites counts the statements that write idempotency_records (a
@@ -60,7 +61,7 @@ func TestOneStoreCallSpendsOneAttemptBudget(t *testing.T) {
 	t.Cleanup(s.Close)
 	bootstrap(t, s)
 	req := request(t, "tenant/alice", "endless", `{}`)
-	c := mustBegin(t, s, req, sqlstore.FirstRun)
+	c := mustBegin(t, s, req, store.FirstRun)
 	conflictingUpdates(t, s)
 
 	for _, tt := range []struct {
@@ -79,8 +80,8 @@ func TestOneStoreCallSpendsOneAttemptBudget(t *testing.T) {
 			err := tt.call()
 			n := writes.n.Load() - before
 			t.Logf("%s: %d record writes; %v", tt.name, n, err)
-			var exhausted *sqlstore.RetriesExhaustedError
-			if !errors.As(err, &exhausted) || !errors.Is(err, sqlstore.ErrContention) {
+			var exhausted *store.RetriesExhaustedError
+			if !errors.As(err, &exhausted) || !errors.Is(err, store.ErrContention) {
 				t.Fatalf("%s = %v (%T), want *RetriesExhaustedError", tt.name, err, err)
 			}
 			if n > attempts || exhausted.Attempts > attempts {

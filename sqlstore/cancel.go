@@ -38,9 +38,9 @@ const cancelCond = `state IN ('PENDING', 'IN_PROGRESS', 'RETRYABLE_FAILURE', 'OU
 // again and decide again), *fencing.StaleEpochError when tok is stale,
 // and *AmbiguousCommitError when the commit's outcome was lost (read
 // again: the record is CANCELLED or as it was).
-func (s *Store) Cancel(ctx context.Context, rec Record, tok fencing.Token, res Result) error {
+func (s *Store) Cancel(ctx context.Context, rec store.Record, tok fencing.Token, res store.Result) error {
 	if ok, _ := store.Cancellable(rec); !ok {
-		return ErrNotCancellable
+		return store.ErrNotCancellable
 	}
 	if res.State != idempotency.Cancelled {
 		return fmt.Errorf("sqlstore: cancel: state must be %s, got %s", idempotency.Cancelled, res.State)

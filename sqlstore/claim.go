@@ -13,6 +13,7 @@ import (
 
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/idempotency"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // readSQL reads a key's record and the decision time: the read-first path.
@@ -29,7 +30,7 @@ const readSQL = `SELECT COALESCE($1::TIMESTAMPTZ, now()), ` + recordCols + ` FRO
 // Begin returns *fencing.StaleEpochError when the token's epoch is not the
 // shard's. A connection lost during the claim is resolved inside Begin by
 // re-running the claim and recognising its own insert.
-func (s *Store) Begin(ctx context.Context, req ClaimRequest) (Claim, error) {
+func (s *Store) Begin(ctx context.Context, req store.ClaimRequest) (store.Claim, error) {
 	c, err := s.begin(ctx, req)
 	if err == nil {
 		s.metrics.outcome(ctx, req.Scope.Endpoint, c.Outcome.String())
@@ -39,7 +40,7 @@ func (s *Store) Begin(ctx context.Context, req ClaimRequest) (Claim, error) {
 	return c, err
 }
 
-func (s *Store) begin(ctx context.Context, req ClaimRequest) (Claim, error) {
+func (s *Store) begin(ctx context.Context, req store.ClaimRequest) (store.Claim, error) {
 	ctx, done := s.call(ctx)
 	defer done()
 	owner := req.Worker + "/" + nonce()
@@ -48,7 +49,7 @@ func (s *Store) begin(ctx context.Context, req ClaimRequest) (Claim, error) {
 	if req.Pending {
 		state = idempotency.Pending
 	}
-	var c Claim
+	var c store.Claim
 	first := true
 	err := s.do(ctx, "claim", claimAgain, func(ctx context.Context) (err error) {
 		// While most requests on this endpoint are retries, a plain point
@@ -59,7 +60,7 @@ func (s *Store) begin(ctx context.Context, req ClaimRequest) (Claim, error) {
 		c, err = s.claimOnce(ctx, req, owner, opID, state, readFirst)
 		return err
 	})
-	var exhausted *RetriesExhaustedError
+	var exhausted *store.RetriesExhaustedError
 	if errors.As(err, &exhausted) && errors.Is(exhausted.Err, errMovedOn) {
 		exhausted.Err = nil // no failure: the record kept changing under the claim
 	}
@@ -75,15 +76,15 @@ var errMovedOn = errors.New("sqlstore: the record moved on under the claim")
 // a record that moved on, or an ambiguous commit, which the re-run settles
 // by recognising its own insert by its owner.
 func claimAgain(err error) bool {
-	return retryable(err) || errors.Is(err, errMovedOn) || errors.As(err, new(*AmbiguousCommitError))
+	return retryable(err) || errors.Is(err, errMovedOn) || errors.As(err, new(*store.AmbiguousCommitError))
 }
 
 // claimOnce is one round of Begin: read (when readFirst), claim, and
 // decide on a record found.
-func (s *Store) claimOnce(ctx context.Context, req ClaimRequest, owner string, opID uuid.UUID,
-	state idempotency.State, readFirst bool) (Claim, error) {
+func (s *Store) claimOnce(ctx context.Context, req store.ClaimRequest, owner string, opID uuid.UUID,
+	state idempotency.State, readFirst bool) (store.Claim, error) {
 	var (
-		rec   Record
+		rec   store.Record
 		now   time.Time
 		found bool
 		err   error
@@ -91,7 +92,7 @@ func (s *Store) claimOnce(ctx context.Context, req ClaimRequest, owner string, o
 	if readFirst {
 		found, err = s.readRow(ctx, req, &rec, &now)
 		if err = stmtOutcome(err); err != nil {
-			return Claim{}, fmt.Errorf("sqlstore: read: %w", err)
+			return store.Claim{}, fmt.Errorf("sqlstore: read: %w", err)
 		}
 	}
 	if !found {
@@ -101,15 +102,15 @@ func (s *Store) claimOnce(ctx context.Context, req ClaimRequest, owner string, o
 		err = stmtOutcome(err)
 	}
 	switch {
-	case errors.As(err, new(*AmbiguousCommitError)):
+	case errors.As(err, new(*store.AmbiguousCommitError)):
 		s.log.WarnContext(ctx, "claim outcome ambiguous, re-running the claim", "err", err)
-		return Claim{}, err // the re-run recognises our own insert by its owner
+		return store.Claim{}, err // the re-run recognises our own insert by its owner
 	case err != nil:
-		return Claim{}, fmt.Errorf("sqlstore: claim: %w", err)
+		return store.Claim{}, fmt.Errorf("sqlstore: claim: %w", err)
 	case found && rec.LeaseOwner == owner && rec.Version == 1:
 		// Our insert (or our earlier one, whose answer was lost).
 		s.retries.observe(req.Scope.Endpoint, false)
-		return Claim{Outcome: FirstRun, Record: rec, Lease: newLease(rec, req)}, nil
+		return store.Claim{Outcome: store.FirstRun, Record: rec, Lease: newLease(rec, req)}, nil
 	case found:
 		s.retries.observe(req.Scope.Endpoint, true)
 		c, again, err := s.decide(ctx, req, rec, now)
@@ -121,9 +122,9 @@ func (s *Store) claimOnce(ctx context.Context, req ClaimRequest, owner string, o
 	// Neither found nor inserted: the fence refused, or a racer's insert
 	// committed in between (read it on the next round).
 	if err := s.checkFence(ctx, s.pool, req.Token); err != nil {
-		return Claim{}, err
+		return store.Claim{}, err
 	}
-	return Claim{}, errMovedOn
+	return store.Claim{}, errMovedOn
 }
 
 // querier is a pool or a transaction.
@@ -133,7 +134,7 @@ type querier interface {
 }
 
 // readRow reads the key's record with a plain point select.
-func (s *Store) readRow(ctx context.Context, req ClaimRequest, rec *Record, now *time.Time) (bool, error) {
+func (s *Store) readRow(ctx context.Context, req store.ClaimRequest, rec *store.Record, now *time.Time) (bool, error) {
 	keyHash := req.Scope.Key.Hash()
 	err := scanRecord(s.pool.QueryRow(ctx, readSQL, s.now(), req.Scope.Actor, req.Scope.Endpoint, keyHash[:],
 		req.Token.Shard), rec, now)
@@ -147,33 +148,33 @@ func (s *Store) readRow(ctx context.Context, req ClaimRequest, rec *Record, now 
 // classify answers a claim that found an existing record, without
 // writing. takeover means the caller may take the operation over (an
 // expired lease or a retryable failure), conditioned on rec's version.
-func classify(req ClaimRequest, rec Record, now time.Time) (c Claim, takeover bool, err error) {
+func classify(req store.ClaimRequest, rec store.Record, now time.Time) (c store.Claim, takeover bool, err error) {
 	c.Record = rec
 	want := req.Fingerprint
 	if rec.Fingerprint.Version != want.Version {
 		if req.Refingerprint == nil {
-			return c, false, fmt.Errorf("%w: version %d", ErrFingerprintVersion, rec.Fingerprint.Version)
+			return c, false, fmt.Errorf("%w: version %d", store.ErrFingerprintVersion, rec.Fingerprint.Version)
 		}
 		if want, err = req.Refingerprint(rec.Fingerprint.Version); err != nil {
-			return c, false, fmt.Errorf("%w: version %d: %v", ErrFingerprintVersion, rec.Fingerprint.Version, err)
+			return c, false, fmt.Errorf("%w: version %d: %v", store.ErrFingerprintVersion, rec.Fingerprint.Version, err)
 		}
 	}
 	if !rec.Fingerprint.Equal(want) || !sameFirstSent(rec.FirstSent, req.FirstSent) {
-		c.Outcome = Mismatch
+		c.Outcome = store.Mismatch
 		return c, false, nil
 	}
 	switch rec.State {
 	case idempotency.Completed, idempotency.TerminalFailure, idempotency.Cancelled:
-		c.Outcome = Replayed
+		c.Outcome = store.Replayed
 		return c, false, nil
 	case idempotency.OutcomeUnknown:
-		c.Outcome = Unresolved
+		c.Outcome = store.Unresolved
 		return c, false, nil
 	case idempotency.Pending, idempotency.InProgress:
 		if rec.LeaseExpiresAt.After(now) && fencedOut(req, rec) {
 			c.Fenced = true
 		} else if rec.LeaseExpiresAt.After(now) {
-			c.Outcome = InFlight
+			c.Outcome = store.InFlight
 			c.RetryAfter = rec.LeaseExpiresAt.Sub(now)
 			return c, false, nil
 		}
@@ -198,7 +199,7 @@ func classify(req ClaimRequest, rec Record, now time.Time) (c Claim, takeover bo
 // A retryable failure compacted while it waited (compact.go) is whole
 // again once taken over: the new attempt's result gets its full-answer
 // tier, and the marker tier is at least the caller's (uncompactedExpiry).
-func (s *Store) takeover(req ClaimRequest, rec Record, newOwner string) (*Lease, fencedUpdate) {
+func (s *Store) takeover(req store.ClaimRequest, rec store.Record, newOwner string) (*store.Lease, fencedUpdate) {
 	lease := newLease(rec, req)
 	if rec.State == idempotency.RetryableFailure && !req.KeepStages {
 		lease.LastStage = ""
@@ -216,7 +217,7 @@ func (s *Store) takeover(req ClaimRequest, rec Record, newOwner string) (*Lease,
 
 // decide classifies an existing record and, where allowed, takes it over.
 // retry means the record changed under us and the claim should run again.
-func (s *Store) decide(ctx context.Context, req ClaimRequest, rec Record, now time.Time) (c Claim, retry bool, err error) {
+func (s *Store) decide(ctx context.Context, req store.ClaimRequest, rec store.Record, now time.Time) (c store.Claim, retry bool, err error) {
 	c, take, err := classify(req, rec, now)
 	if err != nil || !take {
 		return c, false, err
@@ -227,7 +228,7 @@ func (s *Store) decide(ctx context.Context, req ClaimRequest, rec Record, now ti
 		return c, !ok && err == nil, err
 	}
 	lease.Attempts++
-	c.Outcome = TakenOver
+	c.Outcome = store.TakenOver
 	c.Lease = lease
 	if c.Fenced {
 		s.metrics.outcome(ctx, req.Scope.Endpoint, eventFencedTakeover)
@@ -235,8 +236,8 @@ func (s *Store) decide(ctx context.Context, req ClaimRequest, rec Record, now ti
 	return c, false, nil
 }
 
-func newLease(rec Record, req ClaimRequest) *Lease {
-	return &Lease{
+func newLease(rec store.Record, req store.ClaimRequest) *store.Lease {
+	return &store.Lease{
 		Scope:           req.Scope,
 		KeyHash:         rec.KeyHash,
 		OperationID:     rec.OperationID,

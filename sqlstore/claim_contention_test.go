@@ -11,11 +11,12 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // claimTx runs the store's claim statement for req in its own serializable
 // transaction, as Begin does, and commits it.
-func claimTx(ctx context.Context, s *sqlstore.Store, req sqlstore.ClaimRequest) error {
+func claimTx(ctx context.Context, s *sqlstore.Store, req store.ClaimRequest) error {
 	tx, err := s.Pool().BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.Serializable})
 	if err != nil {
 		return err
@@ -53,7 +54,7 @@ func TestConcurrentFirstRunsOfOneActorBothCommit(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openStore(t, nil)
 	for i := range 20 { // the actor's keys already fill part of a leaf page
-		mustBegin(t, s, request(t, "tenant/busy", fmt.Sprintf("earlier-%d", i), `{}`), sqlstore.FirstRun)
+		mustBegin(t, s, request(t, "tenant/busy", fmt.Sprintf("earlier-%d", i), `{}`), store.FirstRun)
 	}
 	a := request(t, "tenant/busy", "first-a", `{}`)
 	b := request(t, "tenant/busy", "first-b", `{}`)
@@ -67,7 +68,7 @@ func TestConcurrentFirstRunsOfOneActorBothCommit(t *testing.T) {
 	}
 	errs := make([]error, 2)
 	var wg sync.WaitGroup
-	for i, req := range []sqlstore.ClaimRequest{a, b} {
+	for i, req := range []store.ClaimRequest{a, b} {
 		wg.Go(func() { errs[i] = claimTx(ctx, s, req) })
 	}
 	if err := waitForLockWaiters(ctx, s, 2); err != nil {
@@ -91,7 +92,7 @@ func TestFinishWithinTheLeaseLeavesTheExpiryAlone(t *testing.T) {
 	clock := newClock()
 	s, _ := openStore(t, clock)
 	req := request(t, "tenant/alice", "expiry", `{}`)
-	c := mustBegin(t, s, req, sqlstore.FirstRun)
+	c := mustBegin(t, s, req, store.FirstRun)
 	claimed, err := s.Read(ctx, req.Scope)
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/idempotency"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // claimSQL is the claim: one portable statement (a data-modifying CTE),
@@ -82,8 +83,8 @@ var recordColCount = strings.Count(recordCols, ",") + 1
 // claimRow runs the claim on q (the pool, or the caller's transaction). It
 // reports found when rec holds a record: the claim this call inserted
 // (built by claimedRecord) or the one found.
-func (s *Store) claimRow(ctx context.Context, q querier, req ClaimRequest, owner string, opID uuid.UUID,
-	state idempotency.State, rec *Record, now *time.Time) (bool, error) {
+func (s *Store) claimRow(ctx context.Context, q querier, req store.ClaimRequest, owner string, opID uuid.UUID,
+	state idempotency.State, rec *store.Record, now *time.Time) (bool, error) {
 	keyHash := req.Scope.Key.Hash()
 	rows, err := q.Query(ctx, claimSQL, s.now(), req.Scope.Actor, req.Scope.Endpoint, keyHash[:],
 		req.Token.Shard, req.Token.Epoch, pgtype.UUID{Bytes: opID, Valid: true}, req.Fingerprint.Sum[:],
@@ -120,11 +121,11 @@ func (s *Store) claimRow(ctx context.Context, q querier, req ClaimRequest, owner
 
 // claimedRecord is the record claimSQL inserts for req at now: the
 // columns it wrote, with the times computed as the statement does.
-func claimedRecord(req ClaimRequest, owner string, opID uuid.UUID, state idempotency.State, now time.Time) Record {
+func claimedRecord(req store.ClaimRequest, owner string, opID uuid.UUID, state idempotency.State, now time.Time) store.Record {
 	lease := time.Duration(req.Lease.Milliseconds()) * time.Millisecond
 	ttl := time.Duration(snapshotTTL(req).Milliseconds()) * time.Millisecond
 	marker := time.Duration(markerTTL(req).Milliseconds()) * time.Millisecond
-	rec := Record{
+	rec := store.Record{
 		Scope:          req.Scope,
 		KeyHash:        req.Scope.Key.Hash(),
 		OperationID:    opID,

@@ -9,7 +9,7 @@ import (
 
 	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/idempotency"
-	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // TestFirstRunClaimRecordIsTheStoredRecord: a first run's claim returns
@@ -24,12 +24,12 @@ func TestFirstRunClaimRecordIsTheStoredRecord(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		clock clock.Clock
-		edit  func(*sqlstore.ClaimRequest)
+		edit  func(*store.ClaimRequest)
 	}{
-		{"database clock, one tier, first-sent time", nil, func(r *sqlstore.ClaimRequest) {
+		{"database clock, one tier, first-sent time", nil, func(r *store.ClaimRequest) {
 			r.FirstSent = time.Now().Add(-time.Minute) // nanoseconds the database rounds away
 		}},
-		{"injected clock, two tiers, pending", injected, func(r *sqlstore.ClaimRequest) {
+		{"injected clock, two tiers, pending", injected, func(r *store.ClaimRequest) {
 			r.ReplayTTL, r.Pending, r.Lease = 2*time.Hour, true, 1500*time.Millisecond
 		}},
 	} {
@@ -38,7 +38,7 @@ func TestFirstRunClaimRecordIsTheStoredRecord(t *testing.T) {
 			req := request(t, "tenant/alice", "first-run-key", `{"amount":1}`)
 			tc.edit(&req)
 			c, err := s.Begin(ctx, req)
-			if err != nil || c.Outcome != sqlstore.FirstRun {
+			if err != nil || c.Outcome != store.FirstRun {
 				t.Fatalf("begin: %v %v", c.Outcome, err)
 			}
 			stored, err := s.Read(ctx, req.Scope)

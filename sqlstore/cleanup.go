@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/idemcoord/idemcoord/shard"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // DefaultCleanupBatch bounds one cleanup statement: small enough that its
@@ -30,7 +31,7 @@ func (s *Store) Cleanup(ctx context.Context, batch int) (int, error) {
 	if batch <= 0 {
 		batch = DefaultCleanupBatch
 	}
-	var amb *AmbiguousCommitError
+	var amb *store.AmbiguousCommitError
 	c, err := s.compact(ctx, batch)
 	if errors.As(err, &amb) && ctx.Err() == nil {
 		c, err = 0, nil // left to the next pass, like a delete
@@ -140,20 +141,20 @@ func (s *Store) audit(ctx context.Context, tx pgx.Tx, operator, action, reason s
 
 func checkOperator(operator, reason string) error {
 	if strings.TrimSpace(operator) == "" || strings.TrimSpace(reason) == "" {
-		return ErrNoOperator
+		return store.ErrNoOperator
 	}
 	return nil
 }
 
 // AuditLog returns the newest audit entries, newest first.
-func (s *Store) AuditLog(ctx context.Context, limit int) ([]AuditEntry, error) {
+func (s *Store) AuditLog(ctx context.Context, limit int) ([]store.AuditEntry, error) {
 	rows, err := s.pool.Query(ctx, `SELECT id, operator, action, reason, operation_id, COALESCE(actor_scope, ''), detail
 		FROM repair_audit ORDER BY at DESC, id LIMIT $1`, limit)
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (AuditEntry, error) {
-		var e AuditEntry
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.AuditEntry, error) {
+		var e store.AuditEntry
 		err := r.Scan(&e.ID, &e.Operator, &e.Action, &e.Reason, &e.OperationID, &e.ActorScope, &e.Detail)
 		return e, err
 	})

@@ -9,6 +9,7 @@ import (
 
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 func TestPurgeKeepsDedupMarker(t *testing.T) {
@@ -39,7 +40,7 @@ func TestPurgeKeepsDedupMarker(t *testing.T) {
 	if n != 3 {
 		t.Errorf("purged %d records, want 3 (the in-progress one too: it stays purged when it finishes)", n)
 	}
-	for _, sc := range []sqlstore.Scope{aliceDone.Scope, aliceFailed.Scope, aliceBusy.Scope} {
+	for _, sc := range []store.Scope{aliceDone.Scope, aliceFailed.Scope, aliceBusy.Scope} {
 		rec, err := s.Read(ctx, sc)
 		if err != nil {
 			t.Fatal(err)
@@ -54,23 +55,23 @@ func TestPurgeKeepsDedupMarker(t *testing.T) {
 	}
 
 	// The marker still dedups: a late retry is replayed, never run again.
-	r := mustBegin(t, s, aliceDone, sqlstore.Replayed)
+	r := mustBegin(t, s, aliceDone, store.Replayed)
 	if !r.Record.Purged || r.Record.OperationID != doneRec.OperationID || r.Record.Fingerprint != doneRec.Fingerprint {
 		t.Errorf("replay of a purged key: purged %v op %v fp %v, want the original marker", r.Record.Purged, r.Record.OperationID, r.Record.Fingerprint)
 	}
 	var calls atomic.Int64
 	c, err := s.RunLocal(ctx, aliceDone, pay("1", &calls))
-	if err != nil || c.Outcome != sqlstore.Replayed || calls.Load() != 0 {
+	if err != nil || c.Outcome != store.Replayed || calls.Load() != 0 {
 		t.Errorf("RunLocal retry of a purged key = %v, %v, LocalFunc ran %d times; want replay, not run", c.Outcome, err, calls.Load())
 	}
 	other := request(t, "tenant/alice", "purge-completed", `{"amount":"999"}`)
-	mustBegin(t, s, other, sqlstore.Mismatch)
+	mustBegin(t, s, other, store.Mismatch)
 
 	log, err := s.AuditLog(ctx, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []sqlstore.AuditEntry{{Operator: "oncall@example.com", Action: "purge", Reason: "erasure request 42",
+	want := []store.AuditEntry{{Operator: "oncall@example.com", Action: "purge", Reason: "erasure request 42",
 		ActorScope: "tenant/alice", Detail: "records=3"}}
 	ignoreID := cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == ".ID" }, cmp.Ignore())
 	if diff := cmp.Diff(want, log, ignoreID); diff != "" {

@@ -3,6 +3,8 @@ package sqlstore
 import (
 	"context"
 	"time"
+
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // Two-tier retention. A claim with ClaimRequest.ReplayTTL shorter than its
@@ -71,7 +73,7 @@ func (s *Store) compact(ctx context.Context, batch int) (int, error) {
 // snapshotTTL is how long after its last change a record claimed by req
 // keeps its full answer: ReplayTTL when it is set and shorter than TTL,
 // else TTL (one tier).
-func snapshotTTL(req ClaimRequest) time.Duration {
+func snapshotTTL(req store.ClaimRequest) time.Duration {
 	if req.ReplayTTL > 0 && req.ReplayTTL < req.TTL {
 		return req.ReplayTTL
 	}
@@ -80,7 +82,7 @@ func snapshotTTL(req ClaimRequest) time.Duration {
 
 // markerTTL is how long a record claimed by req is kept as a marker after
 // its full answer: TTL - snapshotTTL, zero for one tier.
-func markerTTL(req ClaimRequest) time.Duration { return req.TTL - snapshotTTL(req) }
+func markerTTL(req store.ClaimRequest) time.Duration { return req.TTL - snapshotTTL(req) }
 
 // keyExpiresAt is until when a record's key is honoured, from its
 // expires_at column: the marker tier is still ahead of a record not yet
@@ -96,7 +98,7 @@ func keyExpiresAt(expiresAt time.Time, marker time.Duration, compacted bool) tim
 // as its times tell (lease + ReplayTTL, or lease + TTL for one tier): a
 // result recorded later through a lease built from rec keeps its full
 // answer that long.
-func recordSnapshotTTL(rec Record) time.Duration {
+func recordSnapshotTTL(rec store.Record) time.Duration {
 	ttl := rec.ExpiresAt.Sub(rec.CreatedAt)
 	if !rec.Compacted {
 		ttl -= rec.MarkerTTL

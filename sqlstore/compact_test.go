@@ -8,11 +8,11 @@ import (
 	"time"
 
 	"github.com/idemcoord/idemcoord/idempotency"
-	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // twoTier is req with a full answer kept 1h and the key kept 48h.
-func twoTier(req sqlstore.ClaimRequest) sqlstore.ClaimRequest {
+func twoTier(req store.ClaimRequest) store.ClaimRequest {
 	req.TTL, req.ReplayTTL = 48*time.Hour, time.Hour
 	return req
 }
@@ -23,7 +23,7 @@ func TestARetryAfterReplayTTLFindsTheMarkerAndNeverRunsAgain(t *testing.T) {
 	s, _ := openStore(t, clock)
 	req := twoTier(request(t, "tenant/alice", "two-tier", `{"amount":1}`))
 	claimedAt := clock.Now()
-	c := mustBegin(t, s, req, sqlstore.FirstRun)
+	c := mustBegin(t, s, req, store.FirstRun)
 	if want := claimedAt.Add(req.Lease + req.TTL); !c.Lease.RecordExpiresAt.Equal(want) {
 		t.Fatalf("first run: key honoured until %v, want claim + lease + ttl %v", c.Lease.RecordExpiresAt, want)
 	}
@@ -41,7 +41,7 @@ func TestARetryAfterReplayTTLFindsTheMarkerAndNeverRunsAgain(t *testing.T) {
 	if n := cleanup(t, s, 0); n != 0 {
 		t.Fatalf("before replay_ttl: cleanup touched %d records, want 0", n)
 	}
-	if c := mustBegin(t, s, req, sqlstore.Replayed); c.Record.Compacted || string(c.Record.Snapshot.Body) != `{"id":"pay_1"}` {
+	if c := mustBegin(t, s, req, store.Replayed); c.Record.Compacted || string(c.Record.Snapshot.Body) != `{"id":"pay_1"}` {
 		t.Fatalf("before replay_ttl: replay compacted=%v body %q, want the full answer", c.Record.Compacted, c.Record.Snapshot.Body)
 	}
 
@@ -50,7 +50,7 @@ func TestARetryAfterReplayTTLFindsTheMarkerAndNeverRunsAgain(t *testing.T) {
 	if n := cleanup(t, s, 0); n != 1 {
 		t.Fatalf("at replay_ttl: cleanup touched %d records, want 1 compacted", n)
 	}
-	m := mustBegin(t, s, req, sqlstore.Replayed)
+	m := mustBegin(t, s, req, store.Replayed)
 	rec := m.Record
 	switch {
 	case !rec.Compacted, rec.Snapshot.Body != nil, rec.Snapshot.Header != nil, rec.ErrorSummary != "":
@@ -63,19 +63,19 @@ func TestARetryAfterReplayTTLFindsTheMarkerAndNeverRunsAgain(t *testing.T) {
 	case !rec.ExpiresAt.Equal(full.ExpiresAt):
 		t.Fatalf("marker honoured until %v, the full record promised %v", rec.ExpiresAt, full.ExpiresAt)
 	}
-	mustBegin(t, s, twoTier(request(t, "tenant/alice", "two-tier", `{"amount":2}`)), sqlstore.Mismatch)
+	mustBegin(t, s, twoTier(request(t, "tenant/alice", "two-tier", `{"amount":2}`)), store.Mismatch)
 
 	// The marker lives until ttl, and nothing runs again before.
 	clock.Set(full.ExpiresAt.Add(-time.Microsecond))
 	if n := cleanup(t, s, 0); n != 0 {
 		t.Fatalf("before ttl: cleanup touched %d records, want 0", n)
 	}
-	mustBegin(t, s, req, sqlstore.Replayed)
+	mustBegin(t, s, req, store.Replayed)
 	clock.Set(full.ExpiresAt)
 	if n := cleanup(t, s, 0); n != 1 {
 		t.Fatalf("at ttl: cleanup touched %d records, want the marker deleted", n)
 	}
-	if _, err := s.Read(ctx, req.Scope); !errors.Is(err, sqlstore.ErrNotFound) {
+	if _, err := s.Read(ctx, req.Scope); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("after ttl: read = %v, want ErrNotFound", err)
 	}
 }
@@ -84,7 +84,7 @@ func TestCompactionNeverTouchesUnfinishedRecords(t *testing.T) {
 	ctx := context.Background()
 	clock := newClock()
 	s, _ := openStore(t, clock)
-	var reqs []sqlstore.ClaimRequest
+	var reqs []store.ClaimRequest
 	for _, st := range []idempotency.State{idempotency.Pending, idempotency.InProgress, idempotency.OutcomeUnknown} {
 		req := twoTier(request(t, "tenant/alice", "unfinished-"+string(st), `{}`))
 		withState(t, s, req, st)
@@ -126,7 +126,7 @@ func TestALateResultKeepsItsFullAnswerForReplayTTL(t *testing.T) {
 	clock := newClock()
 	s, _ := openStore(t, clock)
 	req := twoTier(request(t, "tenant/alice", "late", `{}`))
-	c := mustBegin(t, s, req, sqlstore.FirstRun)
+	c := mustBegin(t, s, req, store.FirstRun)
 	if err := s.Heartbeat(ctx, c.Lease); err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +160,7 @@ func TestARetryableFailureCompactedThenRetriedKeepsItsNewAnswer(t *testing.T) {
 	if n := cleanup(t, s, 0); n != 1 {
 		t.Fatalf("cleanup touched %d, want the retryable failure compacted", n)
 	}
-	c := mustBegin(t, s, req, sqlstore.TakenOver)
+	c := mustBegin(t, s, req, store.TakenOver)
 	if err := s.Finish(ctx, c.Lease, completed(`{"second":true}`)); err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +168,7 @@ func TestARetryableFailureCompactedThenRetriedKeepsItsNewAnswer(t *testing.T) {
 	if n := cleanup(t, s, 0); n != 0 {
 		t.Fatalf("within replay_ttl of the new result: cleanup touched %d, want 0", n)
 	}
-	r := mustBegin(t, s, req, sqlstore.Replayed)
+	r := mustBegin(t, s, req, store.Replayed)
 	if r.Record.Compacted || string(r.Record.Snapshot.Body) != `{"second":true}` {
 		t.Fatalf("replay of the new result: compacted=%v body %q", r.Record.Compacted, r.Record.Snapshot.Body)
 	}
@@ -190,18 +190,18 @@ func TestCompactionKeepsARetryableFailuresRecoveryPoint(t *testing.T) {
 	s, _ := openStore(t, clock)
 	req := twoTier(request(t, "tenant/alice", "resume", `{}`))
 	req.KeepStages = true
-	c := mustBegin(t, s, req, sqlstore.FirstRun)
+	c := mustBegin(t, s, req, store.FirstRun)
 	if err := s.RecordStage(ctx, c.Lease, "reserved"); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Finish(ctx, c.Lease, sqlstore.Result{State: idempotency.RetryableFailure, ErrorSummary: "upstream 503"}); err != nil {
+	if err := s.Finish(ctx, c.Lease, store.Result{State: idempotency.RetryableFailure, ErrorSummary: "upstream 503"}); err != nil {
 		t.Fatal(err)
 	}
 	clock.Advance(2 * time.Hour)
 	if n := cleanup(t, s, 0); n != 1 {
 		t.Fatalf("cleanup touched %d, want the retryable failure compacted", n)
 	}
-	if r := mustBegin(t, s, req, sqlstore.TakenOver); r.Lease.LastStage != "reserved" {
+	if r := mustBegin(t, s, req, store.TakenOver); r.Lease.LastStage != "reserved" {
 		t.Fatalf("retry after compaction resumes from %q, want the recovery point %q", r.Lease.LastStage, "reserved")
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // crashPoint is where a charge worker dies.
@@ -36,8 +37,8 @@ var errCrashed = errors.New("worker crashed")
 // charge must be visible, not refused.
 const ledgerDDL = `CREATE TABLE ledger (id UUID PRIMARY KEY, operation_id UUID NOT NULL, amount TEXT)`
 
-func chargeSnapshot(id uuid.UUID) sqlstore.Snapshot {
-	return sqlstore.Snapshot{Status: 201, Header: http.Header{"Content-Type": {"application/json"}},
+func chargeSnapshot(id uuid.UUID) store.Snapshot {
+	return store.Snapshot{Status: 201, Header: http.Header{"Content-Type": {"application/json"}},
 		Body: fmt.Appendf(nil, `{"charge_id":%q}`, id), ResourceID: id.String()}
 }
 
@@ -52,8 +53,8 @@ type chargeWorker struct {
 
 // answer is what a caller gets back.
 type answer struct {
-	outcome    sqlstore.Outcome
-	snapshot   sqlstore.Snapshot
+	outcome    store.Outcome
+	snapshot   store.Snapshot
 	retryAfter time.Duration
 }
 
@@ -65,7 +66,7 @@ func (w *chargeWorker) crash(at crashPoint) error {
 	return fmt.Errorf("%w %s", errCrashed, at)
 }
 
-func (w *chargeWorker) run(ctx context.Context, req sqlstore.ClaimRequest, amount string) (answer, error) {
+func (w *chargeWorker) run(ctx context.Context, req store.ClaimRequest, amount string) (answer, error) {
 	if err := w.crash(crashBeforeClaim); err != nil {
 		return answer{}, err
 	}
@@ -74,11 +75,11 @@ func (w *chargeWorker) run(ctx context.Context, req sqlstore.ClaimRequest, amoun
 		return answer{}, err
 	}
 	switch c.Outcome {
-	case sqlstore.Replayed:
+	case store.Replayed:
 		return answer{outcome: c.Outcome, snapshot: c.Record.Snapshot}, nil
-	case sqlstore.InFlight:
+	case store.InFlight:
 		return answer{outcome: c.Outcome, retryAfter: c.RetryAfter}, nil
-	case sqlstore.FirstRun, sqlstore.TakenOver:
+	case store.FirstRun, store.TakenOver:
 	default:
 		return answer{}, fmt.Errorf("claim outcome %v", c.Outcome)
 	}
@@ -88,7 +89,7 @@ func (w *chargeWorker) run(ctx context.Context, req sqlstore.ClaimRequest, amoun
 	}
 	finish := func(id uuid.UUID) (answer, error) {
 		snap := chargeSnapshot(id)
-		if err := w.store.Finish(ctx, l, sqlstore.Result{State: idempotency.Completed, Snapshot: snap}); err != nil {
+		if err := w.store.Finish(ctx, l, store.Result{State: idempotency.Completed, Snapshot: snap}); err != nil {
 			return answer{}, err
 		}
 		if err := w.crash(crashAfterFinish); err != nil {
@@ -96,7 +97,7 @@ func (w *chargeWorker) run(ctx context.Context, req sqlstore.ClaimRequest, amoun
 		}
 		return answer{outcome: c.Outcome, snapshot: snap}, nil
 	}
-	if c.Outcome == sqlstore.TakenOver && (l.LastStage == "charge_sent" || l.LastStage == "charge_done") {
+	if c.Outcome == store.TakenOver && (l.LastStage == "charge_sent" || l.LastStage == "charge_done") {
 		// Was it charged? Ask the downstream by operation id.
 		var id uuid.UUID
 		err := w.store.Pool().QueryRow(ctx, `SELECT id FROM ledger WHERE operation_id = $1`, l.OperationID).Scan(&id)
@@ -133,7 +134,7 @@ func (w *chargeWorker) run(ctx context.Context, req sqlstore.ClaimRequest, amoun
 // recover retries like a client until it gets an answer, moving the clock
 // past a live lease instead of sleeping. It returns the answer and how many
 // times it was told to wait.
-func recoverAnswer(t *testing.T, w *chargeWorker, clock *clock.Fake, req sqlstore.ClaimRequest) (answer, int) {
+func recoverAnswer(t *testing.T, w *chargeWorker, clock *clock.Fake, req store.ClaimRequest) (answer, int) {
 	t.Helper()
 	waits := 0
 	for range 5 {
@@ -141,7 +142,7 @@ func recoverAnswer(t *testing.T, w *chargeWorker, clock *clock.Fake, req sqlstor
 		if err != nil {
 			t.Fatalf("recovery: %v", err)
 		}
-		if a.outcome != sqlstore.InFlight {
+		if a.outcome != store.InFlight {
 			return a, waits
 		}
 		waits++
@@ -156,14 +157,14 @@ func TestCrashRecovery(t *testing.T) {
 		at crashPoint
 		// waits says whether the retry must wait out the crashed worker's lease.
 		waits     bool
-		recovered sqlstore.Outcome
+		recovered store.Outcome
 	}{
-		{crashBeforeClaim, false, sqlstore.FirstRun},
-		{crashAfterClaim, true, sqlstore.TakenOver},
-		{crashAfterChargeSent, true, sqlstore.TakenOver},
-		{crashAfterCharge, true, sqlstore.TakenOver},
-		{crashAfterChargeDone, true, sqlstore.TakenOver},
-		{crashAfterFinish, false, sqlstore.Replayed},
+		{crashBeforeClaim, false, store.FirstRun},
+		{crashAfterClaim, true, store.TakenOver},
+		{crashAfterChargeSent, true, store.TakenOver},
+		{crashAfterCharge, true, store.TakenOver},
+		{crashAfterChargeDone, true, store.TakenOver},
+		{crashAfterFinish, false, store.Replayed},
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.at), func(t *testing.T) {
@@ -223,7 +224,7 @@ func TestCrashRecovery(t *testing.T) {
 				t.Errorf("stored snapshot (-want +got):\n%s", diff)
 			}
 			// Every later retry is the same answer.
-			if again, _ := recoverAnswer(t, &chargeWorker{store: s}, clock, req); again.outcome != sqlstore.Replayed ||
+			if again, _ := recoverAnswer(t, &chargeWorker{store: s}, clock, req); again.outcome != store.Replayed ||
 				!cmp.Equal(want, again.snapshot) {
 				t.Errorf("later retry = %v %+v, want replay of the answer", again.outcome, again.snapshot)
 			}
@@ -246,13 +247,13 @@ func TestRunLocalCrashBeforeResponse(t *testing.T) {
 	}
 	t.Cleanup(doomed.Close)
 	lost, err := doomed.RunLocal(ctx, req, pay("8.00", nil))
-	if err != nil || lost.Outcome != sqlstore.FirstRun {
+	if err != nil || lost.Outcome != store.FirstRun {
 		t.Fatalf("doomed RunLocal = %v, %v", lost.Outcome, err)
 	}
 	doomed.Close() // the answer never left the process
 
 	c, err := s.RunLocal(ctx, req, pay("8.00", nil))
-	if err != nil || c.Outcome != sqlstore.Replayed {
+	if err != nil || c.Outcome != store.Replayed {
 		t.Fatalf("retry = %v, %v; want replay", c.Outcome, err)
 	}
 	id, opID := onePayment(t, s)
@@ -272,12 +273,12 @@ func TestRunLocalCrashInsideTransaction(t *testing.T) {
 	s, _ := openStore(t, newClock())
 	createPayments(t, s)
 	req := request(t, "tenant/alice", "local-crash-mid", `{"amount":"8.00"}`)
-	_, err := s.RunLocal(ctx, req, func(ctx context.Context, tx pgx.Tx, opID uuid.UUID) (sqlstore.Snapshot, error) {
+	_, err := s.RunLocal(ctx, req, func(ctx context.Context, tx pgx.Tx, opID uuid.UUID) (store.Snapshot, error) {
 		if _, err := pay("8.00", nil)(ctx, tx, opID); err != nil {
-			return sqlstore.Snapshot{}, err
+			return store.Snapshot{}, err
 		}
 		_, err := tx.Exec(ctx, `SELECT pg_terminate_backend(pg_backend_pid())`)
-		return sqlstore.Snapshot{}, err
+		return store.Snapshot{}, err
 	})
 	if err == nil {
 		t.Fatal("RunLocal survived its backend's death")
@@ -286,7 +287,7 @@ func TestRunLocalCrashInsideTransaction(t *testing.T) {
 		t.Fatalf("%d rows survived a transaction that never committed", got)
 	}
 	c, err := s.RunLocal(ctx, req, pay("8.00", nil))
-	if err != nil || c.Outcome != sqlstore.FirstRun {
+	if err != nil || c.Outcome != store.FirstRun {
 		t.Fatalf("retry = %v, %v; want first_run", c.Outcome, err)
 	}
 	onePayment(t, s)

@@ -23,12 +23,14 @@
 // re-running the idempotent claim and an update by reading the record.
 //
 // Giving up is typed, so callers tell a busy key from a dead store:
-// *RetriesExhaustedError (errors.Is ErrContention) when the call's budget
-// ran out, *UnavailableError (ErrUnavailable) when
-// the store could not be reached, and *AmbiguousCommitError (which also
-// matches ErrUnavailable) when a commit's outcome stayed unknown.
+// *store.RetriesExhaustedError (errors.Is store.ErrContention) when the
+// call's budget ran out, *store.UnavailableError (store.ErrUnavailable)
+// when the store could not be reached, and *store.AmbiguousCommitError
+// (which also matches store.ErrUnavailable) when a commit's outcome stayed
+// unknown.
 //
-// Store implements store.Backend, the contract of package store (whose
-// types and errors this package names through aliases); TestStore runs
-// the contract's conformance suite, store/storetest, on PostgreSQL.
+// Store implements store.Backend, the contract of package store, in that
+// package's types and errors (this package defines none of its own);
+// TestStore runs the contract's conformance suite, store/storetest, on
+// PostgreSQL.
 package sqlstore

@@ -12,6 +12,7 @@ import (
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/shard"
 	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // Example_runLocal claims a key, writes the business row and records the
@@ -33,25 +34,25 @@ func Example_runLocal() {
 	fp, _ := idempotency.ComputeFingerprint(idempotency.Request{Method: "POST", Path: "/v1/payments",
 		ContentType: "application/json", Body: []byte(`{"amount":"12.50"}`)}, idempotency.FingerprintOptions{})
 	actor := "acme/alice"
-	req := sqlstore.ClaimRequest{
-		Scope:       sqlstore.Scope{Actor: actor, Endpoint: "create-payment", Key: key},
+	req := store.ClaimRequest{
+		Scope:       store.Scope{Actor: actor, Endpoint: "create-payment", Key: key},
 		Fingerprint: fp,
 		Token:       fencing.Token{Shard: shard.Of(actor, shard.DefaultCount), Epoch: 1, Region: "us-east"},
 		Worker:      "example",
 		Lease:       30 * time.Second,
 		TTL:         24 * time.Hour,
 	}
-	c, err := s.RunLocal(ctx, req, func(ctx context.Context, tx pgx.Tx, op uuid.UUID) (sqlstore.Snapshot, error) {
+	c, err := s.RunLocal(ctx, req, func(ctx context.Context, tx pgx.Tx, op uuid.UUID) (store.Snapshot, error) {
 		_, err := tx.Exec(ctx, `INSERT INTO payments (id, operation_id, amount) VALUES ($1, $2, '12.50')`, uuid.New(), op)
-		return sqlstore.Snapshot{Status: 201, Body: []byte(`{"status":"succeeded"}`)}, err
+		return store.Snapshot{Status: 201, Body: []byte(`{"status":"succeeded"}`)}, err
 	})
 	if err != nil {
 		log.Fatal(err)
 	}
 	switch c.Outcome {
-	case sqlstore.FirstRun, sqlstore.Replayed:
+	case store.FirstRun, store.Replayed:
 		log.Printf("answer %d %s", c.Record.Snapshot.Status, c.Record.Snapshot.Body)
-	case sqlstore.Mismatch:
+	case store.Mismatch:
 		log.Print("422: the key was used for another request")
 	default:
 		log.Printf("409: retry after %s", c.RetryAfter)

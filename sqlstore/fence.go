@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/idemcoord/idemcoord/fencing"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // ShardCount returns the shard count recorded by BootstrapFences, or
@@ -17,7 +18,7 @@ func (s *Store) ShardCount(ctx context.Context) (int, error) {
 	var n int
 	err := s.pool.QueryRow(ctx, `SELECT shards FROM shard_config WHERE id = 1`).Scan(&n)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, fmt.Errorf("sqlstore: no shard fences: %w", ErrNotBootstrapped)
+		return 0, fmt.Errorf("sqlstore: no shard fences: %w", store.ErrNotBootstrapped)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("sqlstore: read shard count: %w", err)
@@ -29,15 +30,15 @@ func (s *Store) ShardCount(ctx context.Context) (int, error) {
 // shard: what etcd's directory and the Go hash must agree with. It returns
 // no rows when the store is not bootstrapped. (Migration 0001 leaves
 // unowned rows for shards 0..1023; those past the count are not returned.)
-func (s *Store) Fences(ctx context.Context) ([]FenceRow, error) {
+func (s *Store) Fences(ctx context.Context) ([]store.FenceRow, error) {
 	rows, err := s.pool.Query(ctx, `SELECT f.shard, f.epoch, f.owner_region
 		FROM shard_fences AS f, shard_config AS c
 		WHERE c.id = 1 AND f.shard < c.shards ORDER BY f.shard`)
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: read fences: %w", err)
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (FenceRow, error) {
-		var f FenceRow
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.FenceRow, error) {
+		var f store.FenceRow
 		err := r.Scan(&f.Shard, &f.Epoch, &f.Owner)
 		return f, err
 	})
@@ -76,7 +77,7 @@ func (s *Store) BootstrapFences(ctx context.Context, shards int, home func(shard
 				return err
 			}
 			if stored != shards {
-				return &ShardCountMismatchError{Store: stored, Configured: shards}
+				return &store.ShardCountMismatchError{Store: stored, Configured: shards}
 			}
 			_, err := tx.Exec(ctx, `INSERT INTO shard_fences (shard, epoch, owner_region)
 				SELECT u.s, 1, u.o FROM unnest($1::INT4[], $2::TEXT[]) AS u(s, o)
@@ -94,7 +95,9 @@ func (s *Store) BootstrapFences(ctx context.Context, shards int, home func(shard
 // rerunnable is what runs an idempotent transaction again: a serialization
 // failure, or an ambiguous commit, which the re-run settles (it sees its
 // own write, or applies it).
-func rerunnable(err error) bool { return retryable(err) || errors.As(err, new(*AmbiguousCommitError)) }
+func rerunnable(err error) bool {
+	return retryable(err) || errors.As(err, new(*store.AmbiguousCommitError))
+}
 
 // MoveFence applies one ownership move to the shard's fence: a
 // compare-and-swap that sets epoch m.From+1 and owner m.To only where the

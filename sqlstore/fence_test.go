@@ -11,6 +11,7 @@ import (
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/internal/pgtest"
 	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // threeRegions is a home map like region.Topology.Home: shard mod regions.
@@ -37,14 +38,14 @@ func TestMoveFenceWaitsForAClaimHoldingTheFence(t *testing.T) {
 	inside, release := make(chan struct{}), make(chan struct{})
 	claimed := make(chan error, 1)
 	go func() {
-		_, err := s.RunLocal(ctx, req, func(ctx context.Context, tx pgx.Tx, _ uuid.UUID) (sqlstore.Snapshot, error) {
+		_, err := s.RunLocal(ctx, req, func(ctx context.Context, tx pgx.Tx, _ uuid.UUID) (store.Snapshot, error) {
 			select {
 			case <-inside:
 			default:
 				close(inside)
 			}
 			<-release
-			return sqlstore.Snapshot{Status: 201}, nil
+			return store.Snapshot{Status: 201}, nil
 		})
 		claimed <- err
 	}()

@@ -3,6 +3,8 @@ package sqlstore
 import (
 	"context"
 	"fmt"
+
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // A running record's epoch column is its lease holder's epoch: the claim
@@ -33,7 +35,7 @@ const fencedCond = `($13::BOOL AND epoch < $3)`
 // its lease ends: rec's holder wrote last under an older epoch than req's
 // token, and req allows it (ClaimRequest.TakeOverFenced). A stale token
 // makes the takeover's fence refuse it; this only decides whether to try.
-func fencedOut(req ClaimRequest, rec Record) bool {
+func fencedOut(req store.ClaimRequest, rec store.Record) bool {
 	return req.TakeOverFenced && running(rec.State) && rec.Token.Epoch < req.Token.Epoch
 }
 
@@ -52,7 +54,7 @@ func fencedOut(req ClaimRequest, rec Record) bool {
 // the records' primary key starts with shard, so it reads the given
 // shards' ranges; on PostgreSQL it scans the table. scan.After pages as
 // for Stranded.
-func (s *Store) Fenced(ctx context.Context, scan StrandedScan) ([]Queued, error) {
+func (s *Store) Fenced(ctx context.Context, scan store.StrandedScan) ([]store.Queued, error) {
 	if scan.Limit <= 0 {
 		return nil, fmt.Errorf("sqlstore: fenced: Limit must be positive, got %d", scan.Limit)
 	}

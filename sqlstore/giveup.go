@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 
+	"github.com/idemcoord/idemcoord/store"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
@@ -36,15 +37,15 @@ func unreachable(err error) bool {
 // not be used), unless it already is one.
 func giveUp(err error) error {
 	var (
-		amb   *AmbiguousCommitError
-		unav  *UnavailableError
-		exhau *RetriesExhaustedError
+		amb   *store.AmbiguousCommitError
+		unav  *store.UnavailableError
+		exhau *store.RetriesExhaustedError
 	)
 	if err == nil || errors.As(err, &amb) || errors.As(err, &unav) || errors.As(err, &exhau) {
 		return err
 	}
 	if unreachable(err) {
-		return &UnavailableError{Err: err}
+		return &store.UnavailableError{Err: err}
 	}
 	return err
 }

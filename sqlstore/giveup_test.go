@@ -11,6 +11,7 @@ import (
 	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/internal/pgtest"
 	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // alwaysConflicting makes every insert into the records fail with a real
@@ -60,12 +61,12 @@ func TestContentionGivesUpAsRetriesExhausted(t *testing.T) {
 		backoff.Advance(time.Minute) // past any jittered wait
 	}
 	err = <-done
-	var exhausted *sqlstore.RetriesExhaustedError
+	var exhausted *store.RetriesExhaustedError
 	if !errors.As(err, &exhausted) || exhausted.Attempts != attempts {
 		t.Fatalf("Begin = %v (%T), want *RetriesExhaustedError after %d attempts", err, err, attempts)
 	}
 	var pgErr *pgconn.PgError
-	if !errors.Is(err, sqlstore.ErrContention) || errors.Is(err, sqlstore.ErrUnavailable) || !errors.As(err, &pgErr) || pgErr.Code != "40001" {
+	if !errors.Is(err, store.ErrContention) || errors.Is(err, store.ErrUnavailable) || !errors.As(err, &pgErr) || pgErr.Code != "40001" {
 		t.Errorf("Begin = %v: want ErrContention, not ErrUnavailable, wrapping the 40001", err)
 	}
 }
@@ -80,8 +81,8 @@ func TestUnreachableStoreIsUnavailable(t *testing.T) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	_, err := via.Begin(ctx, request(t, "tenant/alice", "down", `{}`))
-	var unavailable *sqlstore.UnavailableError
-	if !errors.As(err, &unavailable) || !errors.Is(err, sqlstore.ErrUnavailable) || errors.Is(err, sqlstore.ErrContention) {
+	var unavailable *store.UnavailableError
+	if !errors.As(err, &unavailable) || !errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrContention) {
 		t.Fatalf("Begin on a dead store = %v (%T), want *UnavailableError matching ErrUnavailable only", err, err)
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/idemcoord/idemcoord/internal/pgtest"
 	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // growthBase is the size of the "empty" table the other sizes are compared
@@ -33,7 +34,7 @@ var growthPaths = [...]string{"first run", "replay", "replay, last hour", "409 i
 type growthEnv struct {
 	size int
 	s    *sqlstore.Store
-	req  sqlstore.ClaimRequest
+	req  store.ClaimRequest
 	lat  [len(growthPaths)][]time.Duration
 }
 
@@ -159,7 +160,7 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // of a random preloaded key in flight under a live lease (409).
 func (e *growthEnv) op(tb testing.TB, p int) func() error {
 	ctx := context.Background()
-	pick := func(want func(i int) bool) sqlstore.ClaimRequest {
+	pick := func(want func(i int) bool) store.ClaimRequest {
 		return e.pickFrom(tb, func() int { return rand.IntN(e.size) }, want)
 	}
 	switch p {
@@ -174,7 +175,7 @@ func (e *growthEnv) op(tb testing.TB, p int) func() error {
 			if err != nil {
 				return err
 			}
-			if c.Outcome != sqlstore.FirstRun {
+			if c.Outcome != store.FirstRun {
 				return fmt.Errorf("first run: outcome %v", c.Outcome)
 			}
 			return e.s.Finish(ctx, c.Lease, completed(`{"payment_id":"pay_1"}`))
@@ -186,7 +187,7 @@ func (e *growthEnv) op(tb testing.TB, p int) func() error {
 		}
 		return func() error {
 			c, err := e.s.Begin(ctx, e.pickFrom(tb, index, func(i int) bool { return growthState(i) == "COMPLETED" }))
-			if err == nil && c.Outcome != sqlstore.Replayed {
+			if err == nil && c.Outcome != store.Replayed {
 				err = fmt.Errorf("replay: outcome %v", c.Outcome)
 			}
 			return err
@@ -194,7 +195,7 @@ func (e *growthEnv) op(tb testing.TB, p int) func() error {
 	default:
 		return func() error {
 			c, err := e.s.Begin(ctx, pick(func(i int) bool { return growthState(i) == "IN_PROGRESS" }))
-			if err == nil && c.Outcome != sqlstore.InFlight {
+			if err == nil && c.Outcome != store.InFlight {
 				err = fmt.Errorf("409: outcome %v", c.Outcome)
 			}
 			return err
@@ -204,7 +205,7 @@ func (e *growthEnv) op(tb testing.TB, p int) func() error {
 
 // pickFrom draws preloaded record indexes from index until want accepts
 // one, and returns the claim request of that record.
-func (e *growthEnv) pickFrom(tb testing.TB, index func() int, want func(i int) bool) sqlstore.ClaimRequest {
+func (e *growthEnv) pickFrom(tb testing.TB, index func() int, want func(i int) bool) store.ClaimRequest {
 	for {
 		i := index()
 		if i < e.size && want(i) {

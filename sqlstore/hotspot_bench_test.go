@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // Hot spots: one actor at the highest rate one shard takes, and many
@@ -125,18 +125,18 @@ func racersRun(tb testing.TB, e *benchEnv, rounds int) racersResult {
 						return
 					}
 					switch c.Outcome {
-					case sqlstore.FirstRun:
+					case store.FirstRun:
 						wins.Add(1)
 						if err := e.s.Finish(ctx, c.Lease, completed(`{}`)); err != nil {
 							tb.Error(err)
 						}
 						return
-					case sqlstore.InFlight:
+					case store.InFlight:
 						inFlight.Add(1)
 						waited = true
 						time.Sleep(2 * time.Millisecond) // a client's retry interval, not a test wait
 						continue
-					case sqlstore.Replayed:
+					case store.Replayed:
 						if waited {
 							mu.Lock()
 							waits = append(waits, time.Since(t0))

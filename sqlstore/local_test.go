@@ -17,6 +17,7 @@ import (
 
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // createPayments creates the business table RunLocal writes into. The
@@ -30,22 +31,22 @@ func createPayments(t testing.TB, s *sqlstore.Store) {
 }
 
 // paymentSnapshot is the response a payment answers with.
-func paymentSnapshot(id uuid.UUID) sqlstore.Snapshot {
-	return sqlstore.Snapshot{Status: 201, Header: http.Header{"Content-Type": {"application/json"}},
+func paymentSnapshot(id uuid.UUID) store.Snapshot {
+	return store.Snapshot{Status: 201, Header: http.Header{"Content-Type": {"application/json"}},
 		Body: fmt.Appendf(nil, `{"payment_id":%q}`, id), ResourceID: id.String()}
 }
 
 // pay returns a LocalFunc that inserts one payment for the operation and
 // counts its calls in calls (if not nil).
 func pay(amount string, calls *atomic.Int64) sqlstore.LocalFunc {
-	return func(ctx context.Context, tx pgx.Tx, opID uuid.UUID) (sqlstore.Snapshot, error) {
+	return func(ctx context.Context, tx pgx.Tx, opID uuid.UUID) (store.Snapshot, error) {
 		if calls != nil {
 			calls.Add(1)
 		}
 		id := uuid.New()
 		if _, err := tx.Exec(ctx, `INSERT INTO payments (id, operation_id, amount) VALUES ($1, $2, $3)`,
 			id, opID, amount); err != nil {
-			return sqlstore.Snapshot{}, err
+			return store.Snapshot{}, err
 		}
 		return paymentSnapshot(id), nil
 	}
@@ -75,7 +76,7 @@ func TestRunLocalConcurrentOneEffect(t *testing.T) {
 	createPayments(t, s)
 	req := request(t, "tenant/alice", "local-race", `{"amount":"10.00"}`)
 	const n = 64
-	claims := make([]sqlstore.Claim, n)
+	claims := make([]store.Claim, n)
 	var calls atomic.Int64
 	var wg sync.WaitGroup
 	start := make(chan struct{})
@@ -94,11 +95,11 @@ func TestRunLocalConcurrentOneEffect(t *testing.T) {
 	if t.Failed() {
 		t.FailNow()
 	}
-	outcomes := make([]sqlstore.Outcome, n)
-	var winner *sqlstore.Claim
+	outcomes := make([]store.Outcome, n)
+	var winner *store.Claim
 	for i := range claims {
 		outcomes[i] = claims[i].Outcome
-		if claims[i].Outcome == sqlstore.FirstRun {
+		if claims[i].Outcome == store.FirstRun {
 			winner = &claims[i]
 		}
 	}
@@ -114,7 +115,7 @@ func TestRunLocalConcurrentOneEffect(t *testing.T) {
 		t.Errorf("winner's snapshot (-want +got):\n%s", diff)
 	}
 	for i, c := range claims {
-		if c.Outcome != sqlstore.Replayed {
+		if c.Outcome != store.Replayed {
 			continue
 		}
 		if c.Record.OperationID != winner.Record.OperationID {
@@ -152,7 +153,7 @@ func TestRunLocalFailureLeavesNothing(t *testing.T) {
 		check func(t *testing.T, err error)
 	}{{
 		name: "saving the result fails",
-		fn: func(ctx context.Context, tx pgx.Tx, opID uuid.UUID) (sqlstore.Snapshot, error) {
+		fn: func(ctx context.Context, tx pgx.Tx, opID uuid.UUID) (store.Snapshot, error) {
 			snap, err := pay("5.00", nil)(ctx, tx, opID)
 			snap.Status = 599
 			return snap, err
@@ -165,11 +166,11 @@ func TestRunLocalFailureLeavesNothing(t *testing.T) {
 		},
 	}, {
 		name: "LocalFunc fails after its insert",
-		fn: func(ctx context.Context, tx pgx.Tx, opID uuid.UUID) (sqlstore.Snapshot, error) {
+		fn: func(ctx context.Context, tx pgx.Tx, opID uuid.UUID) (store.Snapshot, error) {
 			if _, err := pay("5.00", nil)(ctx, tx, opID); err != nil {
-				return sqlstore.Snapshot{}, err
+				return store.Snapshot{}, err
 			}
-			return sqlstore.Snapshot{}, errDeclined
+			return store.Snapshot{}, errDeclined
 		},
 		check: func(t *testing.T, err error) {
 			if !errors.Is(err, errDeclined) {
@@ -200,7 +201,7 @@ func TestRunLocalFailureLeavesNothing(t *testing.T) {
 			}
 			// The key is free: a retry runs the intent, once.
 			c, err = s.RunLocal(ctx, req, pay("5.00", nil))
-			if err != nil || c.Outcome != sqlstore.FirstRun {
+			if err != nil || c.Outcome != store.FirstRun {
 				t.Fatalf("retry = %v, %v; want first_run", c.Outcome, err)
 			}
 			onePayment(t, s)
@@ -218,13 +219,13 @@ func TestRunLocalTakeoverFailureReleasesKey(t *testing.T) {
 	s, _ := openStore(t, clock)
 	createPayments(t, s)
 	req := request(t, "tenant/alice", "takeover-fails", `{"amount":"4.00"}`)
-	if c, err := s.Begin(ctx, req); err != nil || c.Outcome != sqlstore.FirstRun {
+	if c, err := s.Begin(ctx, req); err != nil || c.Outcome != store.FirstRun {
 		t.Fatalf("begin = %v, %v", c.Outcome, err)
 	}
 	clock.Advance(31 * time.Second)
 	errTransient := errors.New("transient")
-	_, err := s.RunLocal(ctx, req, func(context.Context, pgx.Tx, uuid.UUID) (sqlstore.Snapshot, error) {
-		return sqlstore.Snapshot{}, errTransient
+	_, err := s.RunLocal(ctx, req, func(context.Context, pgx.Tx, uuid.UUID) (store.Snapshot, error) {
+		return store.Snapshot{}, errTransient
 	})
 	if !errors.Is(err, errTransient) {
 		t.Fatalf("err = %v, want the LocalFunc's error", err)
@@ -235,7 +236,7 @@ func TestRunLocalTakeoverFailureReleasesKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Outcome != sqlstore.TakenOver {
+	if c.Outcome != store.TakenOver {
 		t.Errorf("retry after a failed takeover run = %v (retry after %v), want takeover: the failed run's takeover was committed on its own and not rolled back",
 			c.Outcome, c.RetryAfter)
 	}

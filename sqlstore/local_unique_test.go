@@ -9,10 +9,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/uuid"
+	"github.com/idemcoord/idemcoord/store"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-
-	"github.com/idemcoord/idemcoord/sqlstore"
 )
 
 // TestRunLocalBusinessUniqueViolation: a 23505 raised by the business insert
@@ -30,7 +29,7 @@ func TestRunLocalBusinessUniqueViolation(t *testing.T) {
 		t.Fatal(err)
 	}
 	var calls atomic.Int64
-	fn := func(ctx context.Context, tx pgx.Tx, opID uuid.UUID) (sqlstore.Snapshot, error) {
+	fn := func(ctx context.Context, tx pgx.Tx, opID uuid.UUID) (store.Snapshot, error) {
 		calls.Add(1)
 		_, err := tx.Exec(ctx, `INSERT INTO payments VALUES ($1, $2, '1.00')`, taken, opID)
 		return paymentSnapshot(taken), err
@@ -64,7 +63,7 @@ func TestRunLocalTakeoverWithExistingBusinessRow(t *testing.T) {
 	createPayments(t, s)
 	req := request(t, "tenant/alice", "takeover-dup", `{"amount":"3.00"}`)
 	crashed, err := s.Begin(ctx, req)
-	if err != nil || crashed.Outcome != sqlstore.FirstRun {
+	if err != nil || crashed.Outcome != store.FirstRun {
 		t.Fatalf("begin = %v, %v", crashed.Outcome, err)
 	}
 	opID := crashed.Record.OperationID
@@ -88,10 +87,10 @@ func TestRunLocalTakeoverWithExistingBusinessRow(t *testing.T) {
 
 	// The pattern that converges: treat a row already carrying the
 	// operation id as this operation's own effect.
-	idempotent := func(ctx context.Context, tx pgx.Tx, opID uuid.UUID) (sqlstore.Snapshot, error) {
+	idempotent := func(ctx context.Context, tx pgx.Tx, opID uuid.UUID) (store.Snapshot, error) {
 		if _, err := tx.Exec(ctx, `INSERT INTO payments VALUES ($1, $2, '3.00') ON CONFLICT (operation_id) DO NOTHING`,
 			uuid.New(), opID); err != nil {
-			return sqlstore.Snapshot{}, err
+			return store.Snapshot{}, err
 		}
 		var id uuid.UUID
 		err := tx.QueryRow(ctx, `SELECT id FROM payments WHERE operation_id = $1`, opID).Scan(&id)
@@ -99,7 +98,7 @@ func TestRunLocalTakeoverWithExistingBusinessRow(t *testing.T) {
 	}
 	clock.Advance(31 * time.Second) // past any lease the failed run may have left
 	c, err := s.RunLocal(ctx, req, idempotent)
-	if err != nil || c.Outcome != sqlstore.TakenOver {
+	if err != nil || c.Outcome != store.TakenOver {
 		t.Fatalf("idempotent takeover = %v, %v; want takeover", c.Outcome, err)
 	}
 	if id, _ := onePayment(t, s); id != prior {

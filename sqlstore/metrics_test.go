@@ -11,6 +11,7 @@ import (
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/internal/pgtest"
 	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // TestDecisionsSumToClaimsEventsApart records an unknown outcome and its
@@ -34,7 +35,7 @@ func TestDecisionsSumToClaimsEventsApart(t *testing.T) {
 	}
 
 	claims := 0
-	begin := func(key string) sqlstore.Claim {
+	begin := func(key string) store.Claim {
 		claims++
 		c, err := s.Begin(ctx, request(t, "tenant/alice", key, `{"amount":"1"}`))
 		if err != nil {
@@ -43,7 +44,7 @@ func TestDecisionsSumToClaimsEventsApart(t *testing.T) {
 		return c
 	}
 	c := begin("k1")
-	if err := s.Finish(ctx, c.Lease, sqlstore.Result{State: idempotency.OutcomeUnknown, ErrorSummary: "timeout"}); err != nil {
+	if err := s.Finish(ctx, c.Lease, store.Result{State: idempotency.OutcomeUnknown, ErrorSummary: "timeout"}); err != nil {
 		t.Fatal(err)
 	}
 	begin("k1") // outcome_unknown

@@ -5,9 +5,10 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"github.com/idemcoord/idemcoord/internal/retry"
 	"io/fs"
 	"sort"
+
+	"github.com/idemcoord/idemcoord/internal/retry"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"

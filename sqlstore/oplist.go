@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/idemcoord/idemcoord/store"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -16,9 +17,9 @@ import (
 // same transaction (a list shows actor scopes). It is a scan of the
 // selected shards' records: run it narrowed to a region or a shard and to
 // the states left in flight, as idemctl op list does.
-func (s *Store) ListOperations(ctx context.Context, operator, reason string, f OperationFilter) (OperationPage, error) {
+func (s *Store) ListOperations(ctx context.Context, operator, reason string, f store.OperationFilter) (store.OperationPage, error) {
 	if len(f.Shards) == 0 || len(f.States) == 0 || f.Limit <= 0 || f.Limit > 1000 {
-		return OperationPage{}, errors.New("sqlstore: list operations: shards, states and a limit of 1 to 1000 are required")
+		return store.OperationPage{}, errors.New("sqlstore: list operations: shards, states and a limit of 1 to 1000 are required")
 	}
 	afterAt, afterID := time.Time{}, uuid.Nil
 	if f.After != "" {
@@ -26,7 +27,7 @@ func (s *Store) ListOperations(ctx context.Context, operator, reason string, f O
 		t, terr := time.Parse(time.RFC3339Nano, at)
 		u, uerr := uuid.Parse(id)
 		if !ok || terr != nil || uerr != nil {
-			return OperationPage{}, fmt.Errorf("sqlstore: list operations: cursor %q is not one this command printed", f.After)
+			return store.OperationPage{}, fmt.Errorf("sqlstore: list operations: cursor %q is not one this command printed", f.After)
 		}
 		afterAt, afterID = t, u
 	}
@@ -34,9 +35,9 @@ func (s *Store) ListOperations(ctx context.Context, operator, reason string, f O
 	for i, sh := range f.Shards {
 		shards[i] = int32(sh)
 	}
-	var page OperationPage
+	var page store.OperationPage
 	err := s.RunTx(ctx, func(tx pgx.Tx) error {
-		page = OperationPage{}
+		page = store.OperationPage{}
 		rows, err := tx.Query(ctx, `SELECT `+recordCols+` FROM idempotency_records
 			WHERE shard = ANY($1) AND state = ANY($2) AND ($3 = '' OR endpoint = $3)
 			  AND ($4::INT8 = 0 OR updated_at < now() - $4::INT8 * INTERVAL '1 microsecond')
@@ -47,7 +48,7 @@ func (s *Store) ListOperations(ctx context.Context, operator, reason string, f O
 			return err
 		}
 		for rows.Next() {
-			var r Record
+			var r store.Record
 			if err := scanRecord(rows, &r); err != nil {
 				rows.Close()
 				return err

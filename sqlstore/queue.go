@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/idemcoord/idemcoord/idempotency"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // SaveRequest stores what is needed to run l's operation without its
@@ -15,7 +16,7 @@ import (
 // take the operation over when the lease expires. A second save for the
 // same operation keeps the first (the request of one intent does not
 // change). The request may hold personal data: Purge deletes it.
-func (s *Store) SaveRequest(ctx context.Context, l *Lease, request []byte) error {
+func (s *Store) SaveRequest(ctx context.Context, l *store.Lease, request []byte) error {
 	save := func(ctx context.Context) error {
 		_, err := s.pool.Exec(ctx, `INSERT INTO async_requests (operation_id, actor_scope, request, created_at)
 			VALUES ($1, $2, $3, COALESCE($4::TIMESTAMPTZ, now())) ON CONFLICT (operation_id) DO NOTHING`,
@@ -54,19 +55,19 @@ func (s *Store) DropRequest(ctx context.Context, opID uuid.UUID) error {
 //
 // It returns *fencing.StaleEpochError when the token's epoch is not the
 // shard's.
-func (s *Store) TakeOver(ctx context.Context, rec Record, req ClaimRequest) (Claim, error) {
+func (s *Store) TakeOver(ctx context.Context, rec store.Record, req store.ClaimRequest) (store.Claim, error) {
 	if !running(rec.State) && rec.State != idempotency.RetryableFailure {
-		return Claim{Record: rec}, fmt.Errorf("%w: operation %s is %s", ErrLostOwnership, rec.OperationID, rec.State)
+		return store.Claim{Record: rec}, fmt.Errorf("%w: operation %s is %s", store.ErrLostOwnership, rec.OperationID, rec.State)
 	}
 	req.Scope = rec.Scope
 	lease, u := s.takeover(req, rec, req.Worker+"/"+nonce())
 	ok, err := s.runUpdate(ctx, u)
 	if err = s.owned(ctx, lease, "takeover", ok, err); err != nil {
-		return Claim{Record: rec}, err
+		return store.Claim{Record: rec}, err
 	}
 	lease.Attempts++
 	s.metrics.outcome(ctx, rec.Scope.Endpoint, eventRecoveryTakeover) // not a client request
-	c := Claim{Outcome: TakenOver, Record: rec, Lease: lease, Fenced: fencedOut(req, rec)}
+	c := store.Claim{Outcome: store.TakenOver, Record: rec, Lease: lease, Fenced: fencedOut(req, rec)}
 	if c.Fenced {
 		s.metrics.outcome(ctx, rec.Scope.Endpoint, eventFencedTakeover)
 	}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // TestReadFirstPathStillArbitrates drives an endpoint into read-first mode
@@ -22,7 +22,7 @@ func TestReadFirstPathStillArbitrates(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 300 {
-		if r, err := s.Begin(ctx, done); err != nil || r.Outcome != sqlstore.Replayed {
+		if r, err := s.Begin(ctx, done); err != nil || r.Outcome != store.Replayed {
 			t.Fatalf("replay: %v %v", r.Outcome, err)
 		}
 	}
@@ -30,18 +30,18 @@ func TestReadFirstPathStillArbitrates(t *testing.T) {
 		t.Fatal("300 retries did not move the endpoint to read-first")
 	}
 	fresh := request(t, "tenant/a", "fresh", `{"n":2}`)
-	if r, err := s.Begin(ctx, fresh); err != nil || r.Outcome != sqlstore.FirstRun {
+	if r, err := s.Begin(ctx, fresh); err != nil || r.Outcome != store.FirstRun {
 		t.Fatalf("new key in read-first mode: %v %v, want first_run", r.Outcome, err)
 	}
-	if r, err := s.Begin(ctx, fresh); err != nil || r.Outcome != sqlstore.InFlight {
+	if r, err := s.Begin(ctx, fresh); err != nil || r.Outcome != store.InFlight {
 		t.Fatalf("second claim: %v %v, want in_progress", r.Outcome, err)
 	}
 	other := request(t, "tenant/a", "done", `{"n":99}`)
-	if r, err := s.Begin(ctx, other); err != nil || r.Outcome != sqlstore.Mismatch {
+	if r, err := s.Begin(ctx, other); err != nil || r.Outcome != store.Mismatch {
 		t.Fatalf("different body: %v %v, want fingerprint_conflict", r.Outcome, err)
 	}
 	race := request(t, "tenant/a", "race", `{}`)
-	outcomes := make([]sqlstore.Outcome, 32)
+	outcomes := make([]store.Outcome, 32)
 	errs := make(chan error, 32)
 	for i := range outcomes {
 		go func() {

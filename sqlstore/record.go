@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/idemcoord/idemcoord/idempotency"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // recordCols is the column list every read returns, in scanRecord's order.
@@ -17,7 +18,7 @@ const recordCols = `actor_scope, endpoint, key_hash, operation_id, fingerprint, 
 	marker_ttl_ms, compacted`
 
 // scanRecord scans recordCols, preceded by any extra destinations.
-func scanRecord(row pgx.Row, r *Record, extra ...any) error {
+func scanRecord(row pgx.Row, r *store.Record, extra ...any) error {
 	var (
 		fp         []byte
 		keyHash    []byte
@@ -76,7 +77,7 @@ func scanRecord(row pgx.Row, r *Record, extra ...any) error {
 func stored(st idempotency.State) bool { return st.Terminal() }
 
 // snapshotArgs returns the values stored for a result's snapshot.
-func snapshotArgs(res Result) (status *int32, headers []byte, body []byte, resourceID, errSummary *string, err error) {
+func snapshotArgs(res store.Result) (status *int32, headers []byte, body []byte, resourceID, errSummary *string, err error) {
 	if stored(res.State) {
 		st := int32(res.Snapshot.Status)
 		status = &st

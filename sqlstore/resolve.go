@@ -10,12 +10,13 @@ import (
 
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/idempotency"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // leaseOf builds a lease handle on a record as read, to condition an update
 // on exactly that version.
-func leaseOf(rec Record, tok fencing.Token) *Lease {
-	return &Lease{Scope: rec.Scope, KeyHash: rec.KeyHash, OperationID: rec.OperationID, Owner: rec.LeaseOwner,
+func leaseOf(rec store.Record, tok fencing.Token) *store.Lease {
+	return &store.Lease{Scope: rec.Scope, KeyHash: rec.KeyHash, OperationID: rec.OperationID, Owner: rec.LeaseOwner,
 		Version: rec.Version, Token: tok, LastStage: rec.LastStage, Attempts: rec.Attempts,
 		TTL: recordSnapshotTTL(rec)}
 }
@@ -26,7 +27,7 @@ func leaseOf(rec Record, tok fencing.Token) *Lease {
 // rec is the record as read; the update is conditioned on its version, so
 // two resolvers cannot both win. It returns ErrLostOwnership when the record
 // moved on, ErrNotUnknown when it is not OUTCOME_UNKNOWN.
-func (s *Store) Resolve(ctx context.Context, rec Record, tok fencing.Token, res Result) error {
+func (s *Store) Resolve(ctx context.Context, rec store.Record, tok fencing.Token, res store.Result) error {
 	u, err := s.prepareResolve(rec, tok, res)
 	if err != nil {
 		return err
@@ -39,9 +40,9 @@ func (s *Store) Resolve(ctx context.Context, rec Record, tok fencing.Token, res 
 	return nil
 }
 
-func (s *Store) prepareResolve(rec Record, tok fencing.Token, res Result) (fencedUpdate, error) {
+func (s *Store) prepareResolve(rec store.Record, tok fencing.Token, res store.Result) (fencedUpdate, error) {
 	if rec.State != idempotency.OutcomeUnknown {
-		return fencedUpdate{}, ErrNotUnknown
+		return fencedUpdate{}, store.ErrNotUnknown
 	}
 	if err := idempotency.Transition(idempotency.OutcomeUnknown, res.State); err != nil || res.State == idempotency.InProgress {
 		return fencedUpdate{}, fmt.Errorf("sqlstore: resolve: %w", errors.Join(err, errors.New("state must be a result")))
@@ -57,24 +58,24 @@ func (s *Store) prepareResolve(rec Record, tok fencing.Token, res Result) (fence
 
 // Lookup returns the operation with id opID if it belongs to actor. Another
 // actor's operation is ErrNotFound: its existence is not revealed.
-func (s *Store) Lookup(ctx context.Context, actor string, opID uuid.UUID) (Record, error) {
-	var rec Record
+func (s *Store) Lookup(ctx context.Context, actor string, opID uuid.UUID) (store.Record, error) {
+	var rec store.Record
 	err := scanRecord(s.pool.QueryRow(ctx, `SELECT `+recordCols+` FROM idempotency_records
 		WHERE operation_id = $1 AND actor_scope = $2`, opID, actor), &rec)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Record{}, ErrNotFound
+		return store.Record{}, store.ErrNotFound
 	}
 	return rec, err
 }
 
 // AdminLookup returns any operation by id, for an operator, and writes the
 // access to the repair audit in the same transaction.
-func (s *Store) AdminLookup(ctx context.Context, operator, reason string, opID uuid.UUID) (Record, error) {
-	var rec Record
+func (s *Store) AdminLookup(ctx context.Context, operator, reason string, opID uuid.UUID) (store.Record, error) {
+	var rec store.Record
 	err := s.RunTx(ctx, func(tx pgx.Tx) error {
 		err := scanRecord(tx.QueryRow(ctx, `SELECT `+recordCols+` FROM idempotency_records WHERE operation_id = $1`, opID), &rec)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return ErrNotFound
+			return store.ErrNotFound
 		}
 		if err != nil {
 			return err
@@ -87,15 +88,15 @@ func (s *Store) AdminLookup(ctx context.Context, operator, reason string, opID u
 // ReconcileUnknown is the operator's resolution of an OUTCOME_UNKNOWN
 // operation, found by id after checking the downstream by hand. The change
 // and its audit row commit in one transaction: no repair goes unrecorded.
-func (s *Store) ReconcileUnknown(ctx context.Context, operator, reason string, opID uuid.UUID, res Result) error {
+func (s *Store) ReconcileUnknown(ctx context.Context, operator, reason string, opID uuid.UUID, res store.Result) error {
 	if err := checkOperator(operator, reason); err != nil {
 		return err
 	}
 	return s.RunTx(ctx, func(tx pgx.Tx) error {
-		var rec Record
+		var rec store.Record
 		err := scanRecord(tx.QueryRow(ctx, `SELECT `+recordCols+` FROM idempotency_records WHERE operation_id = $1`, opID), &rec)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return ErrNotFound
+			return store.ErrNotFound
 		}
 		if err != nil {
 			return err

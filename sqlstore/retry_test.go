@@ -16,6 +16,7 @@ import (
 
 	"github.com/idemcoord/idemcoord/internal/pgtest"
 	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // counter sums an Int64 counter's data points by the value of one attribute.
@@ -90,17 +91,17 @@ func TestRacersRetrySerializationFailures(t *testing.T) {
 	req := request(t, "tenant/alice", "retry-race", `{"amount":"50"}`)
 	var calls atomic.Int64
 	held := atomic.Bool{}
-	fn := func(ctx context.Context, tx pgx.Tx, opID uuid.UUID) (sqlstore.Snapshot, error) {
+	fn := func(ctx context.Context, tx pgx.Tx, opID uuid.UUID) (store.Snapshot, error) {
 		calls.Add(1)
 		if held.CompareAndSwap(false, true) {
 			if err := waitForLockWaiters(ctx, s, 1); err != nil {
-				return sqlstore.Snapshot{}, err
+				return store.Snapshot{}, err
 			}
 		}
 		return pay("50", nil)(ctx, tx, opID)
 	}
 	const n = 50
-	outcomes := make([]sqlstore.Outcome, n)
+	outcomes := make([]store.Outcome, n)
 	var wg sync.WaitGroup
 	start := make(chan struct{})
 	for i := range n {

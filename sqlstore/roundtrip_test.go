@@ -11,6 +11,7 @@ import (
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/internal/pgtest"
 	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // queryCounter is a pgx tracer that records every query the pool sends.
@@ -54,16 +55,16 @@ func TestStoreRoundTripsPerRequestPath(t *testing.T) {
 	t.Cleanup(s.Close)
 	bootstrap(t, s)
 
-	firstRun := func(req sqlstore.ClaimRequest) {
+	firstRun := func(req store.ClaimRequest) {
 		c, err := s.Begin(ctx, req)
-		if err != nil || c.Outcome != sqlstore.FirstRun {
+		if err != nil || c.Outcome != store.FirstRun {
 			t.Fatalf("first run: %v %v", c.Outcome, err)
 		}
 		if err := s.Finish(ctx, c.Lease, completed(`{}`)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	begin := func(req sqlstore.ClaimRequest, want sqlstore.Outcome) {
+	begin := func(req store.ClaimRequest, want store.Outcome) {
 		if c, err := s.Begin(ctx, req); err != nil || c.Outcome != want {
 			t.Fatalf("begin: %v %v, want %v", c.Outcome, err, want)
 		}
@@ -71,9 +72,9 @@ func TestStoreRoundTripsPerRequestPath(t *testing.T) {
 	claimFirst := request(t, "tenant/alice", "warm", `{}`)
 	s.PinClaimFirst()
 	firstRun(claimFirst) // prepares the claim and finish statements on the one connection
-	begin(claimFirst, sqlstore.Replayed)
+	begin(claimFirst, store.Replayed)
 	held := request(t, "tenant/alice", "held", `{}`)
-	begin(held, sqlstore.FirstRun)
+	begin(held, store.FirstRun)
 
 	tests := []struct {
 		name string
@@ -81,9 +82,9 @@ func TestStoreRoundTripsPerRequestPath(t *testing.T) {
 		want int
 	}{
 		{"first run: claim, finish", func() { firstRun(request(t, "tenant/alice", "new", `{}`)) }, 2},
-		{"replay: claim", func() { begin(claimFirst, sqlstore.Replayed) }, 1},
-		{"in-progress hit: claim", func() { begin(held, sqlstore.InFlight) }, 1},
-		{"fingerprint conflict: claim", func() { begin(request(t, "tenant/alice", "warm", `{"other":1}`), sqlstore.Mismatch) }, 1},
+		{"replay: claim", func() { begin(claimFirst, store.Replayed) }, 1},
+		{"in-progress hit: claim", func() { begin(held, store.InFlight) }, 1},
+		{"fingerprint conflict: claim", func() { begin(request(t, "tenant/alice", "warm", `{"other":1}`), store.Mismatch) }, 1},
 		{"ownership move: begin, compare-and-swap, audit, commit", func() {
 			if err := s.MoveFence(ctx, fencing.Move{Shard: 5, From: 1, To: "eu-west", Operator: "t", Reason: "count"}); err != nil {
 				t.Fatal(err)
@@ -128,7 +129,7 @@ func TestStoreRoundTripsOnTheReadFirstPath(t *testing.T) {
 		}
 	}
 	if got := tracer.during(t, func() {
-		if c, err := s.Begin(ctx, req); err != nil || c.Outcome != sqlstore.Replayed {
+		if c, err := s.Begin(ctx, req); err != nil || c.Outcome != store.Replayed {
 			t.Fatalf("replay: %v %v", c.Outcome, err)
 		}
 	}); len(got) != 1 || !strings.HasPrefix(got[0], "SELECT") || strings.Contains(got[0], "INSERT") {
@@ -136,7 +137,7 @@ func TestStoreRoundTripsOnTheReadFirstPath(t *testing.T) {
 	}
 	if got := tracer.during(t, func() {
 		c, err := s.Begin(ctx, request(t, "tenant/bob", "fresh", `{}`))
-		if err != nil || c.Outcome != sqlstore.FirstRun {
+		if err != nil || c.Outcome != store.FirstRun {
 			t.Fatalf("first run: %v %v", c.Outcome, err)
 		}
 		if err := s.Finish(ctx, c.Lease, completed(`{}`)); err != nil {

@@ -4,16 +4,18 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // Stats counts records by state, stuck running records, and the cleanup
 // backlog, each scan bounded by limit rows (limit <= 0 means
 // DefaultStatsLimit). It is a read: it never changes a record.
-func (s *Store) Stats(ctx context.Context, limit int, stuckAfter time.Duration) (Stats, error) {
+func (s *Store) Stats(ctx context.Context, limit int, stuckAfter time.Duration) (store.Stats, error) {
 	if limit <= 0 {
-		limit = DefaultStatsLimit
+		limit = store.DefaultStatsLimit
 	}
-	st := Stats{ByState: map[string]int64{}}
+	st := store.Stats{ByState: map[string]int64{}}
 	for _, name := range []string{"PENDING", "IN_PROGRESS", "COMPLETED", "RETRYABLE_FAILURE", "TERMINAL_FAILURE", "OUTCOME_UNKNOWN", "CANCELLED"} {
 		st.ByState[name] = 0
 	}

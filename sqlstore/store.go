@@ -17,6 +17,7 @@ import (
 
 	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/internal/retry"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // Defaults for Config.
@@ -96,6 +97,10 @@ func (c Config) Validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// Store implements every capability of the store contract (checked at
+// compile time: a missing capability does not build).
+var _ store.Backend = (*Store)(nil)
 
 // Store is the SQL store. It is safe for concurrent use.
 type Store struct {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/idemcoord/idemcoord/store"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -12,7 +13,7 @@ import (
 // expired and whose request is stored, among scan.Runnable, the longest
 // expired first. It only reads: a caller takes each over with TakeOver,
 // which lets only one instance win.
-func (s *Store) Stranded(ctx context.Context, scan StrandedScan) ([]Queued, error) {
+func (s *Store) Stranded(ctx context.Context, scan store.StrandedScan) ([]store.Queued, error) {
 	if scan.Limit <= 0 {
 		return nil, fmt.Errorf("sqlstore: stranded: Limit must be positive, got %d", scan.Limit)
 	}
@@ -34,7 +35,7 @@ func (s *Store) Stranded(ctx context.Context, scan StrandedScan) ([]Queued, erro
 // scanWhere returns the scan's conditions on r (the records): the Runnable
 // shares, parenthesised and OR-ed ("" when none matches anything), and
 // the cursor's (" AND ..." or ""), appending their parameters to args.
-func scanWhere(scan StrandedScan, args *[]any) (shares, after string) {
+func scanWhere(scan store.StrandedScan, args *[]any) (shares, after string) {
 	arg := func(v any) string {
 		*args = append(*args, v)
 		return fmt.Sprintf("$%d", len(*args))
@@ -57,7 +58,7 @@ func scanWhere(scan StrandedScan, args *[]any) (shares, after string) {
 	if len(ors) == 0 {
 		return "", ""
 	}
-	if scan.After != (Cursor{}) {
+	if scan.After != (store.Cursor{}) {
 		after = " AND (r.lease_expires_at, r.operation_id) > (" + arg(scan.After.LeaseExpiresAt) + "::TIMESTAMPTZ, " +
 			arg(scan.After.OperationID) + "::UUID)"
 	}
@@ -66,14 +67,14 @@ func scanWhere(scan StrandedScan, args *[]any) (shares, after string) {
 
 // scanQueued reads a scan's rows: the stored request (NULL when none),
 // then recordCols.
-func scanQueued(rows pgx.Rows, err error, op string) ([]Queued, error) {
+func scanQueued(rows pgx.Rows, err error, op string) ([]store.Queued, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: %s: %w", op, giveUp(err))
 	}
 	defer rows.Close()
-	var out []Queued
+	var out []store.Queued
 	for rows.Next() {
-		var q Queued
+		var q store.Queued
 		if err := scanRecord(rows, &q.Record, &q.Request); err != nil {
 			return nil, fmt.Errorf("sqlstore: %s: %w", op, err)
 		}

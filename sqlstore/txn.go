@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"github.com/idemcoord/idemcoord/internal/retry"
+	"github.com/idemcoord/idemcoord/store"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -76,14 +77,14 @@ func (s *Store) do(ctx context.Context, op string, again func(error) bool, attem
 	err := s.loop.Do(ctx, op, func(err error) bool { return !gaveUp(err) && again(err) }, attempt)
 	var (
 		ex  *retry.ExhaustedError
-		amb *AmbiguousCommitError
+		amb *store.AmbiguousCommitError
 	)
 	switch {
 	case errors.As(err, &ex) && errors.As(ex.Err, &amb):
 		// The store kept losing the answer: that is an outage, not contention.
 		return &stillAmbiguous{op: op, attempts: ex.Attempts, err: ex.Err}
 	case errors.As(err, &ex):
-		return &RetriesExhaustedError{Op: op, Attempts: ex.Attempts, Err: ex.Err}
+		return &store.RetriesExhaustedError{Op: op, Attempts: ex.Attempts, Err: ex.Err}
 	}
 	return giveUp(err)
 }
@@ -104,7 +105,7 @@ func (e *stillAmbiguous) Unwrap() error { return e.err }
 
 // gaveUp reports an error of a loop that spent the call's budget.
 func gaveUp(err error) bool {
-	return errors.As(err, new(*RetriesExhaustedError)) || errors.As(err, new(*stillAmbiguous))
+	return errors.As(err, new(*store.RetriesExhaustedError)) || errors.As(err, new(*stillAmbiguous))
 }
 
 // call returns ctx for one store call: it carries the call's budget, the
@@ -153,7 +154,7 @@ func commitOutcome(err error) error {
 	if errors.As(err, &pgErr) && pgErr.Code != "40003" || errors.Is(err, pgx.ErrTxCommitRollback) {
 		return err
 	}
-	return &AmbiguousCommitError{Err: err}
+	return &store.AmbiguousCommitError{Err: err}
 }
 
 // exec1 runs one statement as its own serializable transaction (the pool's
@@ -167,11 +168,11 @@ func (s *Store) exec1(ctx context.Context, op string, fn func(ctx context.Contex
 // ambiguous (*AmbiguousCommitError).
 func stmtOutcome(err error) error {
 	if ambiguous(err) {
-		return &AmbiguousCommitError{Err: err}
+		return &store.AmbiguousCommitError{Err: err}
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "40003" {
-		return &AmbiguousCommitError{Err: err}
+		return &store.AmbiguousCommitError{Err: err}
 	}
 	return err
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/internal/drillpoint"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // updateSQL is the shape of every write after the claim: lock the shard's
@@ -35,7 +36,7 @@ const argVersion = 6
 
 // fencedUpdate is one prepared fenced update.
 type fencedUpdate struct {
-	l     *Lease
+	l     *store.Lease
 	owner string // lease owner after the update
 	op    string
 	sql   string
@@ -47,12 +48,12 @@ type fencedUpdate struct {
 	self bool
 }
 
-func (s *Store) prepareUpdate(l *Lease, owner, op, set, cond string, extra ...any) fencedUpdate {
+func (s *Store) prepareUpdate(l *store.Lease, owner, op, set, cond string, extra ...any) fencedUpdate {
 	return s.prepareText(l, owner, op, updateText(set, cond), extra...)
 }
 
 // prepareText is prepareUpdate with updateSQL already filled in (q).
-func (s *Store) prepareText(l *Lease, owner, op, q string, extra ...any) fencedUpdate {
+func (s *Store) prepareText(l *store.Lease, owner, op, q string, extra ...any) fencedUpdate {
 	args := append([]any{s.now(), l.Token.Shard, l.Token.Epoch, l.Scope.Actor, l.Scope.Endpoint, l.KeyHash[:],
 		l.Version, l.Owner, l.Token.Region}, extra...)
 	return fencedUpdate{l: l, owner: owner, op: op, sql: q, args: args}
@@ -90,7 +91,7 @@ var (
 
 // prepareOwn prepares one of the lease holder's own writes (q is one of
 // heartbeatSQL, stageSQL, finishSQL); see fencedUpdate.self.
-func (s *Store) prepareOwn(l *Lease, op, q string, extra ...any) fencedUpdate {
+func (s *Store) prepareOwn(l *store.Lease, op, q string, extra ...any) fencedUpdate {
 	u := s.prepareText(l, l.Owner, op, q, extra...)
 	u.self = true
 	return u
@@ -132,7 +133,7 @@ func (u fencedUpdate) run(ctx context.Context, s *Store, q querier) (ok bool, er
 //
 // It returns *fencing.StaleEpochError when the shard's epoch is not l's,
 // and *AmbiguousCommitError when the outcome stayed unknown.
-func (s *Store) update(ctx context.Context, l *Lease, owner, op, set, cond string, extra ...any) (bool, error) {
+func (s *Store) update(ctx context.Context, l *store.Lease, owner, op, set, cond string, extra ...any) (bool, error) {
 	return s.runUpdate(ctx, s.prepareUpdate(l, owner, op, set, cond, extra...))
 }
 
@@ -158,7 +159,7 @@ func (s *Store) runUpdate(ctx context.Context, u fencedUpdate) (bool, error) {
 		var err error
 		ok, err = u.run(ctx, s, s.pool)
 		err = stmtOutcome(err)
-		isAmb := errors.As(err, new(*AmbiguousCommitError))
+		isAmb := errors.As(err, new(*store.AmbiguousCommitError))
 		switch {
 		case err != nil && !isAmb:
 			return fmt.Errorf("sqlstore: %s: %w", op, err)
@@ -174,7 +175,7 @@ func (s *Store) runUpdate(ctx context.Context, u fencedUpdate) (bool, error) {
 		ok, err = s.settle(ctx, &u, unsure, err)
 		return err
 	})
-	var exhausted *RetriesExhaustedError
+	var exhausted *store.RetriesExhaustedError
 	switch {
 	case errors.As(err, &exhausted) && errors.Is(exhausted.Err, errAdopted) && lastAmb != nil:
 		return false, &stillAmbiguous{op: op, attempts: exhausted.Attempts, err: lastAmb}
@@ -197,7 +198,7 @@ func updateAgain(err error) bool {
 	if errors.As(err, new(final)) {
 		return false
 	}
-	return retryable(err) || errors.Is(err, errAdopted) || errors.As(err, new(*AmbiguousCommitError))
+	return retryable(err) || errors.Is(err, errAdopted) || errors.As(err, new(*store.AmbiguousCommitError))
 }
 
 // settle is the one answer to an update whose outcome was not seen (amb is
@@ -211,7 +212,7 @@ func updateAgain(err error) bool {
 func (s *Store) settle(ctx context.Context, u *fencedUpdate, unsure bool, amb error) (applied bool, err error) {
 	l, owner, op := u.l, u.owner, u.op
 	rec, rerr := s.readShard(ctx, l.Token.Shard, l.Scope.Actor, l.Scope.Endpoint, l.KeyHash)
-	if errors.Is(rerr, ErrNotFound) && amb == nil {
+	if errors.Is(rerr, store.ErrNotFound) && amb == nil {
 		return false, nil // finished and cleaned up long ago: not ours
 	}
 	if rerr != nil {
@@ -247,10 +248,10 @@ func (e final) Error() string { return e.err.Error() }
 func (e final) Unwrap() error { return e.err }
 
 // owned turns update's ok=false into ErrLostOwnership.
-func (s *Store) owned(ctx context.Context, l *Lease, op string, ok bool, err error) error {
+func (s *Store) owned(ctx context.Context, l *store.Lease, op string, ok bool, err error) error {
 	if err == nil && !ok {
 		s.metrics.lostOwnership(ctx, op)
-		return fmt.Errorf("%w: operation %s at version %d", ErrLostOwnership, l.OperationID, l.Version)
+		return fmt.Errorf("%w: operation %s at version %d", store.ErrLostOwnership, l.OperationID, l.Version)
 	}
 	return err
 }
@@ -264,7 +265,7 @@ const stageSet = `last_stage = $10, state = 'IN_PROGRESS'`
 
 // Heartbeat extends the lease by its full length from now. It returns
 // ErrLostOwnership if the operation was taken over.
-func (s *Store) Heartbeat(ctx context.Context, l *Lease) error {
+func (s *Store) Heartbeat(ctx context.Context, l *store.Lease) error {
 	ok, err := s.runUpdate(ctx, s.prepareOwn(l, "heartbeat", heartbeatSQL, l.Length.Milliseconds()))
 	return s.owned(ctx, l, "heartbeat", ok, err)
 }
@@ -273,7 +274,7 @@ func (s *Store) Heartbeat(ctx context.Context, l *Lease) error {
 // Lease.LastStage and resumes from there instead of repeating what is
 // done. Record a stage before an external call whose effect a takeover must
 // look for ("charge_sent"), and after the call's answer.
-func (s *Store) RecordStage(ctx context.Context, l *Lease, stage string) error {
+func (s *Store) RecordStage(ctx context.Context, l *store.Lease, stage string) error {
 	ok, err := s.runUpdate(ctx, s.prepareOwn(l, "stage", stageSQL, stage))
 	if err == nil && ok {
 		l.LastStage = stage
@@ -301,7 +302,7 @@ const finishSet = `state = $10, lease_expires_at = NULL,
 // next retry runs it again), or OUTCOME_UNKNOWN (held until resolved). It
 // returns ErrLostOwnership when the operation was taken over: the caller's
 // result is then not the operation's answer.
-func (s *Store) Finish(ctx context.Context, l *Lease, res Result) error {
+func (s *Store) Finish(ctx context.Context, l *store.Lease, res store.Result) error {
 	if err := idempotency.Transition(idempotency.InProgress, res.State); err != nil || res.State == idempotency.InProgress {
 		return fmt.Errorf("sqlstore: finish: %w", errors.Join(err, errors.New("state must be a result")))
 	}
@@ -327,7 +328,7 @@ func (s *Store) Finish(ctx context.Context, l *Lease, res Result) error {
 }
 
 // Read returns the record of a scope, for the actor of the scope only.
-func (s *Store) Read(ctx context.Context, sc Scope) (Record, error) {
+func (s *Store) Read(ctx context.Context, sc store.Scope) (store.Record, error) {
 	rec, err := s.readHash(ctx, sc.Actor, sc.Endpoint, sc.Key.Hash())
 	rec.Scope.Key = sc.Key
 	return rec, err
@@ -335,24 +336,24 @@ func (s *Store) Read(ctx context.Context, sc Scope) (Record, error) {
 
 // readShard reads a record by its full CockroachDB primary key (shard
 // first): the re-read after an ambiguous update.
-func (s *Store) readShard(ctx context.Context, shard int, actor, endpoint string, keyHash [32]byte) (Record, error) {
-	var rec Record
+func (s *Store) readShard(ctx context.Context, shard int, actor, endpoint string, keyHash [32]byte) (store.Record, error) {
+	var rec store.Record
 	err := scanRecord(s.pool.QueryRow(ctx, `SELECT `+recordCols+` FROM idempotency_records
 		WHERE shard = $1 AND actor_scope = $2 AND endpoint = $3 AND key_hash = $4`, shard, actor, endpoint, keyHash[:]), &rec)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return rec, ErrNotFound
+		return rec, store.ErrNotFound
 	}
 	return rec, err
 }
 
 // readHash reads a record without its shard (the store does not know the
 // shard count): for Read, an operator and test path, never a request's.
-func (s *Store) readHash(ctx context.Context, actor, endpoint string, keyHash [32]byte) (Record, error) {
-	var rec Record
+func (s *Store) readHash(ctx context.Context, actor, endpoint string, keyHash [32]byte) (store.Record, error) {
+	var rec store.Record
 	err := scanRecord(s.pool.QueryRow(ctx, `SELECT `+recordCols+` FROM idempotency_records
 		WHERE actor_scope = $1 AND endpoint = $2 AND key_hash = $3`, actor, endpoint, keyHash[:]), &rec)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return rec, ErrNotFound
+		return rec, store.ErrNotFound
 	}
 	return rec, err
 }
