@@ -67,6 +67,15 @@ func firstRunCostVariants(b testing.TB, e *benchEnv) []costVariant {
 func BenchmarkFirstRunCostSplit(b *testing.B) {
 	e := newBenchEnv(b, benchFiller)
 	vs := firstRunCostVariants(b, e)
+	rate := runVariants(b, e, vs)
+	b.ReportMetric(rate[len(vs)-1]/rate[0], "ratio-vs-peer")
+}
+
+// runVariants measures every variant of vs in interleaved rounds, 16
+// clients, prints each one's throughput relative to the first (the peer)
+// and its CPU per operation split Go / PostgreSQL, and returns the
+// throughputs.
+func runVariants(b *testing.B, e *benchEnv, vs []costVariant) []float64 {
 	n := max(b.N, 2*benchWorkers)
 	const rounds = 4
 	rate := make([]float64, len(vs))
@@ -89,7 +98,7 @@ func BenchmarkFirstRunCostSplit(b *testing.B) {
 		fmt.Fprintf(os.Stdout, "%-50s %9.0f %8.2f %10.0f %10.0f\n", v.name, rate[i], rate[i]/rate[0],
 			float64(cpu[i].goCPU.Microseconds())/ops, float64(cpu[i].pgCPU.Microseconds())/ops)
 	}
-	b.ReportMetric(rate[len(vs)-1]/rate[0], "ratio-vs-peer")
+	return rate
 }
 
 // TestFirstRunCostVariantsRun runs every variant a few times, so a changed

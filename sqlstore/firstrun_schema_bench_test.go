@@ -2,8 +2,6 @@ package sqlstore_test
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"testing"
 
 	"github.com/google/uuid"
@@ -68,28 +66,7 @@ func schemaVariantOps(b testing.TB, filler int) (*benchEnv, []costVariant) {
 //	go test ./sqlstore -run '^$' -bench FirstRunSchemaSplit -benchtime 8000x
 func BenchmarkFirstRunSchemaSplit(b *testing.B) {
 	e, vs := schemaVariantOps(b, benchFiller)
-	n := max(b.N, 2*benchWorkers)
-	const rounds = 4
-	rate := make([]float64, len(vs))
-	cpu := make([]cpuMark, len(vs))
-	b.ResetTimer()
-	for range rounds {
-		for i, v := range vs {
-			c0 := cpuNow(b, e)
-			r, _ := measure(b, n/rounds, v.op)
-			c1 := cpuNow(b, e)
-			rate[i] += r / rounds
-			cpu[i].goCPU += c1.goCPU - c0.goCPU
-			cpu[i].pgCPU += c1.pgCPU - c0.pgCPU
-		}
-	}
-	b.StopTimer()
-	ops := float64(n / rounds * rounds)
-	fmt.Fprintf(os.Stdout, "%-50s %9s %8s %10s %10s\n", "variant", "ops/s", "vs peer", "Go µs/op", "PG µs/op")
-	for i, v := range vs {
-		fmt.Fprintf(os.Stdout, "%-50s %9.0f %8.2f %10.0f %10.0f\n", v.name, rate[i], rate[i]/rate[0],
-			float64(cpu[i].goCPU.Microseconds())/ops, float64(cpu[i].pgCPU.Microseconds())/ops)
-	}
+	runVariants(b, e, vs)
 }
 
 // TestFirstRunSchemaVariantsRun runs every schema variant a few times, so

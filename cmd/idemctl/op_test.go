@@ -35,9 +35,19 @@ func idemctl(t *testing.T, args ...string) (string, error) {
 // of actor, and the record.
 func storeWithRecord(t *testing.T, actor string) (string, *sqlstore.Store, store.Record) {
 	t.Helper()
+	return recordStore(t, actor, "order-1", nil, func(*store.ClaimRequest) {},
+		store.Snapshot{Status: 201, Body: []byte(`{"id":"p1"}`)})
+}
+
+// recordStore returns a fresh database whose time is db (nil: the
+// database's own) holding one record of actor under key, claimed with the
+// request edit changes and finished COMPLETED with snap, and the record.
+func recordStore(t *testing.T, actor, key string, db clock.Clock, edit func(*store.ClaimRequest),
+	snap store.Snapshot) (string, *sqlstore.Store, store.Record) {
+	t.Helper()
 	ctx := context.Background()
 	dsn := pgtest.NewDatabase(t)
-	s, err := sqlstore.Open(ctx, sqlstore.Config{Migrate: true, DSN: dsn, MaxConns: 4})
+	s, err := sqlstore.Open(ctx, sqlstore.Config{Migrate: true, DSN: dsn, MaxConns: 4, DBClock: db})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +55,7 @@ func storeWithRecord(t *testing.T, actor string) (string, *sqlstore.Store, store
 	if err := s.BootstrapFences(ctx, shard.DefaultCount, func(int) string { return "us-east" }); err != nil {
 		t.Fatal(err)
 	}
-	key, err := idempotency.ParseKeyHeader("order-1")
+	k, err := idempotency.ParseKeyHeader(key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,17 +64,18 @@ func storeWithRecord(t *testing.T, actor string) (string, *sqlstore.Store, store
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := s.Begin(ctx, store.ClaimRequest{
-		Scope:       store.Scope{Actor: actor, Endpoint: "create-payment", Key: key},
+	req := store.ClaimRequest{
+		Scope:       store.Scope{Actor: actor, Endpoint: "create-payment", Key: k},
 		Fingerprint: fp,
 		Token:       fencing.Token{Shard: shard.Of(actor, shard.DefaultCount), Epoch: 1, Region: "us-east"},
 		Worker:      "test", Lease: 30 * time.Second, TTL: time.Hour,
-	})
+	}
+	edit(&req)
+	c, err := s.Begin(ctx, req)
 	if err != nil || c.Lease == nil {
 		t.Fatalf("begin: %v (%v)", err, c.Outcome)
 	}
-	if err := s.Finish(ctx, c.Lease, store.Result{State: idempotency.Completed,
-		Snapshot: store.Snapshot{Status: 201, Body: []byte(`{"id":"p1"}`)}}); err != nil {
+	if err := s.Finish(ctx, c.Lease, store.Result{State: idempotency.Completed, Snapshot: snap}); err != nil {
 		t.Fatal(err)
 	}
 	rec, err := s.Read(ctx, c.Record.Scope)
@@ -196,39 +207,11 @@ func TestPurgeRefusesABareSubject(t *testing.T) {
 // its state and status, and the resource id.
 func TestOpFindShowsACompactedRecordAsAMarker(t *testing.T) {
 	ctx := context.Background()
-	dsn := pgtest.NewDatabase(t)
 	db := clock.NewFake(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
-	s, err := sqlstore.Open(ctx, sqlstore.Config{Migrate: true, DSN: dsn, MaxConns: 4, DBClock: db})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	if err := s.BootstrapFences(ctx, shard.DefaultCount, func(int) string { return "us-east" }); err != nil {
-		t.Fatal(err)
-	}
-	key, err := idempotency.ParseKeyHeader("order-9")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fp, err := idempotency.ComputeFingerprint(idempotency.Request{Method: "POST", Path: "/v1/payments",
-		ContentType: "application/json", Body: []byte(`{"amount":"1"}`)}, idempotency.FingerprintOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	const actor = "demo/demo"
-	c, err := s.Begin(ctx, store.ClaimRequest{
-		Scope:       store.Scope{Actor: actor, Endpoint: "create-payment", Key: key},
-		Fingerprint: fp,
-		Token:       fencing.Token{Shard: shard.Of(actor, shard.DefaultCount), Epoch: 1, Region: "us-east"},
-		Worker:      "test", Lease: 30 * time.Second, TTL: 30 * 24 * time.Hour, ReplayTTL: time.Hour,
-	})
-	if err != nil || c.Lease == nil {
-		t.Fatalf("begin: %v (%v)", err, c.Outcome)
-	}
-	if err := s.Finish(ctx, c.Lease, store.Result{State: idempotency.Completed,
-		Snapshot: store.Snapshot{Status: 201, ResourceID: "pay_9", Body: []byte(`{"id":"pay_9"}`)}}); err != nil {
-		t.Fatal(err)
-	}
+	dsn, s, rec := recordStore(t, actor, "order-9", db, func(r *store.ClaimRequest) {
+		r.TTL, r.ReplayTTL = 30*24*time.Hour, time.Hour
+	}, store.Snapshot{Status: 201, ResourceID: "pay_9", Body: []byte(`{"id":"pay_9"}`)})
 	find := func() map[string]any {
 		t.Helper()
 		out, err := idemctl(t, "op", "find", "--actor", actor, "--endpoint", "create-payment", "--key", "order-9",
@@ -251,7 +234,7 @@ func TestOpFindShowsACompactedRecordAsAMarker(t *testing.T) {
 	}
 	got := find()
 	if got["tier"] != "marker" || got["resource_id"] != "pay_9" || got["state"] != "COMPLETED" ||
-		got["status"] != float64(201) || got["operation_id"] != c.Record.OperationID.String() {
+		got["status"] != float64(201) || got["operation_id"] != rec.OperationID.String() {
 		t.Fatalf("after compaction: %v, want tier marker with the operation, COMPLETED, 201 and pay_9", got)
 	}
 	out, err := idemctl(t, "op", "find", "--actor", actor, "--endpoint", "create-payment", "--key", "order-9", "--dsn", dsn)
