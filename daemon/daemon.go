@@ -242,6 +242,9 @@ func (d *Daemon) open(ctx context.Context) (err error) {
 	if d.gw, err = gateway.New(gcfg); err != nil {
 		return err
 	}
+	if err := lifecycle.StartBounded(ctx, d.lifetime, d.gw); err != nil {
+		return err
+	}
 	if err := d.startBackground(ctx, cfg, meter, clock.Or(opts.Clock), log); err != nil {
 		return err
 	}

@@ -4,15 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/idemcoord/idemcoord/authn"
 	"github.com/idemcoord/idemcoord/config"
 	"github.com/idemcoord/idemcoord/daemon"
 	"github.com/idemcoord/idemcoord/failover"
+	"github.com/idemcoord/idemcoord/gateway"
 	"github.com/idemcoord/idemcoord/internal/etcdlocal"
 	"github.com/idemcoord/idemcoord/internal/lifecycle"
 	"github.com/idemcoord/idemcoord/internal/pgtest"
@@ -106,6 +109,26 @@ func TestEveryLongLivedComponentFollowsTheLifecycle(t *testing.T) {
 				t.Fatal(err)
 			}
 			return l
+		}},
+		{"gateway.Gateway", func(t *testing.T) lifecycle.Component {
+			cfg := review2Config(t, nil)
+			ep := cfg.Endpoints[0]
+			ep.Async = true // its recovery loop runs too
+			authCfg, err := cfg.AuthConfig()
+			if err != nil {
+				t.Fatal(err)
+			}
+			v, err := authn.NewVerifier(authCfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			up, _ := url.Parse(cfg.Upstream)
+			g, err := gateway.New(gateway.Config{Region: "us-east", Worker: "w", Store: p.store, Auth: v,
+				Endpoints: []config.Endpoint{ep}, Next: gateway.NewProxy(up, nil)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return g
 		}},
 		{"daemon.Daemon", func(t *testing.T) lifecycle.Component {
 			// A region instance bootstraps the directory under the

@@ -49,6 +49,7 @@ func TestAsyncTakeoverAsksTheResolvePathBeforeRunning(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	startGateway(t, g)
 	defer g.Close()
 	srv := httptest.NewServer(g)
 	defer srv.Close()
@@ -93,6 +94,7 @@ func TestAsyncResultIsRecordedThroughClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	startGateway(t, g)
 	srv := httptest.NewServer(g)
 	defer srv.Close()
 	alice := token(t, "alice")
@@ -147,6 +149,7 @@ func TestAsyncOutcomeUnknownIsResolvedOnRetry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	startGateway(t, g)
 	defer g.Close()
 	srv := httptest.NewServer(g)
 	defer srv.Close()

@@ -33,6 +33,7 @@ func TestAsyncSameKeySameTask(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	startGateway(t, g)
 	srv := httptest.NewServer(g)
 	defer srv.Close()
 	defer g.Close()

@@ -63,6 +63,7 @@ func TestRetryAfterUnsentTakeoverOfRetryableFailureRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	startGateway(t, g)
 	defer g.Close()
 	srv := httptest.NewServer(g)
 	defer srv.Close()

@@ -73,9 +73,10 @@ func benchSetup(b *testing.B, dbUpstream bool) (gatewayURL, proxyURL string, st 
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(g.Close)
+	startGateway(b, g)
+	b.Cleanup(func() { g.Close() })
 	gw := httptest.NewServer(g)
-	b.Cleanup(gw.Close)
+	b.Cleanup(func() { gw.Close() })
 	return gw.URL, plain.URL, st
 }
 

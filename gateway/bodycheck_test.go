@@ -31,7 +31,8 @@ func serveWithBudget(t testing.TB, b *gateway.FingerprintBudget, extra string, h
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(g.Close)
+	startGateway(t, g)
+	t.Cleanup(func() { g.Close() })
 	srv := httptest.NewServer(g)
 	t.Cleanup(srv.Close)
 	return srv

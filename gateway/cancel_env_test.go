@@ -136,7 +136,8 @@ endpoints:` + cancelEndpoint))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(e.g.Close)
+	startGateway(t, e.g)
+	t.Cleanup(func() { e.g.Close() })
 	e.srv = httptest.NewServer(e.g)
 	t.Cleanup(e.srv.Close)
 	return e

@@ -67,9 +67,10 @@ func TestCancelWithoutAVerdictChangesNothing(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			startGateway(t, g)
 			srv := httptest.NewServer(g)
 			t.Cleanup(srv.Close)
-			t.Cleanup(g.Close)
+			t.Cleanup(func() { g.Close() })
 			alice := token(t, "alice")
 			code, h, b := do(t, post(t, srv.URL+"/v1/things", alice, "k1", `{}`))
 			if code != http.StatusAccepted {

@@ -45,6 +45,9 @@ func Example_middleware() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	if err := g.Start(ctx); err != nil { // its background loops: async recovery, the move sweep
+		log.Fatal(err)
+	}
 	defer g.Close()
 	log.Fatal(http.ListenAndServe(cfg.Listen, g))
 }

@@ -35,6 +35,7 @@ func TestFenceOwnedByAnotherRegionIsNeverAdopted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	startGateway(t, g)
 	defer g.Close()
 	srv := httptest.NewServer(g)
 	defer srv.Close()

@@ -17,6 +17,7 @@ import (
 	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/config"
 	"github.com/idemcoord/idemcoord/idempotency"
+	"github.com/idemcoord/idemcoord/internal/lifecycle"
 	"github.com/idemcoord/idemcoord/region"
 	"github.com/idemcoord/idemcoord/shard"
 	"github.com/idemcoord/idemcoord/store"
@@ -127,8 +128,8 @@ type Gateway struct {
 	closeMu   sync.Mutex
 	closing   bool
 	bg        sync.WaitGroup
-	recovery  *recovery
-	moves     *moveSweep
+	lc        lifecycle.Runner // the background loops (Start)
+	tickers   []clock.Ticker   // theirs, started by Start
 	// internal are the static prefixes of the endpoints' resolve and
 	// cancel paths:
 	// the upstream answers them for the gateway only, so they are never
@@ -145,7 +146,9 @@ type Gateway struct {
 	waits *waits
 }
 
-// New builds a Gateway.
+// New builds a Gateway. It serves requests at once; Start runs its
+// background loops (async recovery, the move sweep) and Close stops them
+// (lifecycle.Component).
 func New(cfg Config) (*Gateway, error) {
 	if cfg.Store == nil || cfg.Auth == nil || cfg.Next == nil {
 		return nil, errors.New("gateway: Store, Auth and Next are required")
@@ -213,10 +216,39 @@ func New(cfg Config) (*Gateway, error) {
 		g.mux.Handle("GET /metrics", cfg.Metrics)
 	}
 	g.mux.Handle("/", g.traceRequests(http.HandlerFunc(g.serve)))
-	g.recovery = g.startRecovery()
-	g.moves = g.startMoveSweep()
 	return g, nil
 }
+
+// Start starts the gateway's background loops, the async recovery loop
+// and the move sweep (each only when an endpoint needs it), and returns;
+// they run until ctx ends or Close. The gateway serves requests without
+// them (before Start, or after ctx ended), but nothing then takes over
+// queued or fenced operations. Start is lifecycle.Component's, as Close,
+// Done and Err are.
+func (g *Gateway) Start(ctx context.Context) error {
+	runs := []func(context.Context) error{func(ctx context.Context) error { <-ctx.Done(); return nil }}
+	if r := g.recoveryLoop(); r != nil {
+		runs = append(runs, r)
+	}
+	if m := g.moveSweepLoop(); m != nil {
+		runs = append(runs, m)
+	}
+	err := g.lc.Start(ctx, nil, runs...)
+	if err != nil { // the runs never started: their tickers stop here
+		for _, t := range g.tickers {
+			t.Stop()
+		}
+	}
+	return err
+}
+
+// Done is closed once the gateway's loops stopped (Close, or the context
+// given to Start ended).
+func (g *Gateway) Done() <-chan struct{} { return g.lc.Done() }
+
+// Err says why the loops stopped: nil while they run and after Close, the
+// context's cause when the context given to Start ended.
+func (g *Gateway) Err() error { return g.lc.Err() }
 
 // ServeHTTP implements http.Handler.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) { g.mux.ServeHTTP(w, r) }
@@ -228,14 +260,14 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) { g.mux.Serv
 // recordBudget), and for the reads of runs that retries wait on (they
 // end with their last waiter). Call it after the HTTP server has shut
 // down.
-func (g *Gateway) Close() {
+func (g *Gateway) Close() error {
 	g.closeMu.Lock()
 	g.closing = true
 	g.closeMu.Unlock()
-	g.recovery.stop()
-	g.moves.stop()
+	err := g.lc.Close()
 	g.bg.Wait()
 	g.waits.close()
+	return err
 }
 
 func (g *Gateway) readyz(w http.ResponseWriter, r *http.Request) {
@@ -352,7 +384,8 @@ func (g *Gateway) passthrough(w http.ResponseWriter, r *http.Request, actor, end
 // Wrap returns a Gateway that coordinates next's endpoints in-process (the
 // middleware mode): next runs each intent at most once per key, and sees
 // X-Idempotency-Operation-Id and X-Idempotency-Actor on the request.
-// cfg.Next is ignored.
+// cfg.Next is ignored. As with New, call Start to run the background
+// loops and Close on shutdown.
 func Wrap(cfg Config, next http.Handler) (*Gateway, error) {
 	cfg.Next = HandlerExecutor(next)
 	return New(cfg)

@@ -41,6 +41,7 @@ func TestClientHangUpStillRecordsTheAnswer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	startGateway(t, g)
 	defer g.Close()
 	served := make(chan struct{}, 8)
 	noticed := make(chan struct{}, 8) // the server saw a request's client hang up

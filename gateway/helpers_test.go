@@ -13,6 +13,7 @@ import (
 
 	"github.com/idemcoord/idemcoord/config"
 	"github.com/idemcoord/idemcoord/fencing"
+	"github.com/idemcoord/idemcoord/gateway"
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/internal/testutil"
 	"github.com/idemcoord/idemcoord/sqlstore"
@@ -101,4 +102,14 @@ func resolutionBody(status int, body string) string {
 
 func describe(status int, h http.Header, body string) string {
 	return fmt.Sprintf("%d replayed=%q %s", status, h.Get("Idempotent-Replayed"), body)
+}
+
+// startGateway starts g's background loops (async recovery, move sweep) until
+// g.Close, and returns g.
+func startGateway(tb testing.TB, g *gateway.Gateway) *gateway.Gateway {
+	tb.Helper()
+	if err := g.Start(context.Background()); err != nil {
+		tb.Fatal(err)
+	}
+	return g
 }

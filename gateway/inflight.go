@@ -49,17 +49,12 @@ import (
 // about this long after the move is visible here.
 const DefaultMoveSweepInterval = 500 * time.Millisecond
 
-// moveSweep is the running sweep; its owner (the Gateway) stops it in
-// Close.
-type moveSweep struct {
-	cancel context.CancelFunc
-	done   chan struct{}
-}
-
-// startMoveSweep starts the sweep in multi-region mode when an endpoint
-// takes over fenced operations, unless recovery is disabled or the store
-// cannot scan for them. It returns nil then.
-func (g *Gateway) startMoveSweep() *moveSweep {
+// moveSweepLoop returns the move sweep for Start: every
+// MoveSweepInterval it takes over the fenced operations of the shards this
+// region received, unless recovery is disabled or the store cannot scan
+// for them; nil then. What the region owns when it is called was not just
+// received.
+func (g *Gateway) moveSweepLoop() func(context.Context) error {
 	fs := g.cfg.Store
 	groups := g.fencedEndpoints()
 	if g.cfg.Recovery.Disabled || g.routes == nil || len(groups) == 0 {
@@ -73,35 +68,23 @@ func (g *Gateway) startMoveSweep() *moveSweep {
 	if batch <= 0 {
 		batch = DefaultRecoveryBatch
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	m := &moveSweep{cancel: cancel, done: make(chan struct{})}
-	t := clock.Or(g.cfg.Recovery.Clock).NewTicker(every)
+	t := clock.Or(g.cfg.Recovery.Clock).NewTicker(every) // now, in Start (recoveryLoop)
+	g.tickers = append(g.tickers, t)
 	w := &moveWatch{seen: map[int]int64{}, pending: map[int]map[failover.Policy]bool{}}
 	w.observe(g, groups) // what is owned now was not just received
 	clear(w.pending)
-	go func() {
-		defer close(m.done)
+	return func(ctx context.Context) error {
 		defer t.Stop()
 		for {
 			select {
 			case <-ctx.Done():
-				return
+				return nil
 			case <-t.C():
 				w.observe(g, groups)
 				g.sweepMoved(ctx, fs, w, groups, batch)
 			}
 		}
-	}()
-	return m
-}
-
-// stop ends the sweep and waits for it, and for the runs it started.
-func (m *moveSweep) stop() {
-	if m == nil {
-		return
 	}
-	m.cancel()
-	<-m.done
 }
 
 // fencedEndpoints returns the endpoints that take over fenced operations,

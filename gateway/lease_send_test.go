@@ -93,7 +93,8 @@ func serveGateway(t testing.TB, worker string, s store.Store, c clock.Clock, u *
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(g.Close)
+	startGateway(t, g)
+	t.Cleanup(func() { g.Close() })
 	srv := httptest.NewServer(g)
 	t.Cleanup(srv.Close)
 	return g, srv

@@ -56,6 +56,7 @@ func TestHandlerSlowerThanItsLeaseKeepsItAndRunsOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	startGateway(t, g)
 	defer g.Close()
 	srv := httptest.NewServer(g)
 	defer srv.Close()

@@ -113,7 +113,8 @@ func serveWrapped(t testing.TB, s store.Store, extra string, h http.Handler) *ht
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(g.Close)
+	startGateway(t, g)
+	t.Cleanup(func() { g.Close() })
 	srv := httptest.NewServer(g)
 	t.Cleanup(srv.Close)
 	return srv

@@ -70,6 +70,7 @@ func TestRequestMetricsCountEachAnswerByEndpointAndResult(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	startGateway(t, g)
 	defer g.Close()
 	srv := httptest.NewServer(g)
 	defer srv.Close()

@@ -57,6 +57,7 @@ func TestARunWhoseShardMovedIsNeverAcknowledgedUnrecorded(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			startGateway(t, g)
 			defer g.Close()
 			srv := httptest.NewServer(g)
 			defer srv.Close()

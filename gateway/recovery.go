@@ -48,15 +48,10 @@ type RecoveryConfig struct {
 	MoveSweepInterval time.Duration
 }
 
-// recovery is the running loop; its owner (the Gateway) stops it in Close.
-type recovery struct {
-	cancel context.CancelFunc
-	done   chan struct{}
-}
-
-// startRecovery starts the loop, unless it is disabled or no endpoint is
-// async. It returns nil then.
-func (g *Gateway) startRecovery() *recovery {
+// recoveryLoop returns the async recovery loop for Start, or nil when
+// recovery is disabled or no endpoint is async. The loop returns when its
+// context ends, having waited for the runs it started.
+func (g *Gateway) recoveryLoop() func(context.Context) error {
 	rs := g.cfg.Store
 	if g.cfg.Recovery.Disabled || !g.anyAsync() {
 		return nil
@@ -68,33 +63,22 @@ func (g *Gateway) startRecovery() *recovery {
 	if cfg.Batch <= 0 {
 		cfg.Batch = DefaultRecoveryBatch
 	}
-	clk := clock.Or(cfg.Clock)
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &recovery{cancel: cancel, done: make(chan struct{})}
-	t := clk.NewTicker(cfg.Interval)
-	go func() {
-		defer close(r.done)
+	// The ticker starts now, in Start: a clock moved right after Start
+	// returns ticks it.
+	t := clock.Or(cfg.Clock).NewTicker(cfg.Interval)
+	g.tickers = append(g.tickers, t)
+	return func(ctx context.Context) error {
 		defer t.Stop()
 		var after store.Cursor // only this goroutine pages
 		for {
 			select {
 			case <-ctx.Done():
-				return
+				return nil
 			case <-t.C():
 				after = g.recoverBatch(ctx, rs, cfg.Batch, after)
 			}
 		}
-	}()
-	return r
-}
-
-// stop ends the loop and waits for it, and for the runs it started.
-func (r *recovery) stop() {
-	if r == nil {
-		return
 	}
-	r.cancel()
-	<-r.done
 }
 
 func (g *Gateway) anyAsync() bool {

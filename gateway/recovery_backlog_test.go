@@ -102,6 +102,7 @@ func heldBacklog(t *testing.T, tc backlogCase) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	startGateway(t, west)
 	t.Cleanup(func() { close(dead.release); west.Close() })
 	srvWest := httptest.NewServer(west)
 	defer srvWest.Close()
@@ -147,6 +148,7 @@ func heldBacklog(t *testing.T, tc backlogCase) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	startGateway(t, east)
 	defer east.Close()
 
 	lease.Advance(31 * time.Second) // every lease of the dead region has expired

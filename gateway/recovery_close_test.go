@@ -41,6 +41,7 @@ func TestCloseWaitsForRecoveredRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	startGateway(t, a)
 	t.Cleanup(func() { close(dead.release); a.Close() })
 	srvA := httptest.NewServer(a)
 	defer srvA.Close()
@@ -50,6 +51,7 @@ func TestCloseWaitsForRecoveredRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	startGateway(t, b)
 
 	alice := token(t, "alice")
 	if code, h, body := do(t, post(t, srvA.URL+"/v1/things", alice, "export-close", `{}`)); code != http.StatusAccepted {

@@ -114,6 +114,7 @@ func TestAsyncWorkOfADeadInstanceRunsOnceWithoutANewPOST(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	startGateway(t, a)
 	t.Cleanup(func() { close(dead.release); a.Close() })
 	srvA := httptest.NewServer(a)
 	defer srvA.Close()
@@ -125,6 +126,7 @@ func TestAsyncWorkOfADeadInstanceRunsOnceWithoutANewPOST(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	startGateway(t, b)
 	defer b.Close()
 	srvB := httptest.NewServer(b)
 	defer srvB.Close()
@@ -175,7 +177,8 @@ func TestAsyncClaimRefusedWhileShuttingDownRunsOnRetry(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(g.Close)
+		startGateway(t, g)
+		t.Cleanup(func() { g.Close() })
 		srv := httptest.NewServer(g)
 		t.Cleanup(srv.Close)
 		if worker == "closing" {

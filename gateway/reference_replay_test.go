@@ -33,7 +33,8 @@ func serveProxied(t *testing.T, extra string, upstream http.Handler) *httptest.S
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(g.Close)
+	startGateway(t, g)
+	t.Cleanup(func() { g.Close() })
 	srv := httptest.NewServer(g)
 	t.Cleanup(srv.Close)
 	return srv

@@ -34,7 +34,8 @@ func serveOnStore(t *testing.T, s *sqlstore.Store, extra string, upstream http.H
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(g.Close)
+	startGateway(t, g)
+	t.Cleanup(func() { g.Close() })
 	srv := httptest.NewServer(g)
 	t.Cleanup(srv.Close)
 	return srv

@@ -103,7 +103,8 @@ func TestATakeoverAdvertisesTheExpiryItSet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(g.Close)
+	startGateway(t, g)
+	t.Cleanup(func() { g.Close() })
 	srv := httptest.NewServer(g)
 	t.Cleanup(srv.Close)
 	alice := token(t, "alice")

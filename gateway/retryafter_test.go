@@ -33,6 +33,7 @@ func TestRetryAfterFollowsExecutionTimes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	startGateway(t, g)
 	defer g.Close()
 	srv := httptest.NewServer(g)
 	defer srv.Close()

@@ -85,6 +85,7 @@ func TestAFirstRunCostsOneClaimAndOneFinishAndAReplayOneClaim(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	startGateway(t, g)
 	defer g.Close()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		g.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), inRequest{}, true)))

@@ -143,13 +143,14 @@ func startRegions(t testing.TB, s *sqlstore.Store, owner string, o regionsOption
 		if err != nil {
 			t.Fatal(err)
 		}
+		startGateway(t, g)
 		r.gw = g
 		srv := servers[r.name]
 		srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 			r.received.Add(1)
 			g.ServeHTTP(w, req)
 		})
-		t.Cleanup(g.Close) // after the server closed
+		t.Cleanup(func() { g.Close() }) // after the server closed
 		srv.Start()
 		t.Cleanup(srv.Close)
 	}

@@ -47,7 +47,8 @@ func secretGateway(t *testing.T, s *sqlstore.Store, secrets string, logs *locked
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(g.Close)
+	startGateway(t, g)
+	t.Cleanup(func() { g.Close() })
 	srv := httptest.NewServer(g)
 	t.Cleanup(srv.Close)
 	return srv

@@ -52,7 +52,8 @@ func TestShadowModePassesEveryRacerUpstreamAndCountsWhatEnforcementWouldHaveDone
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(g.Close)
+	startGateway(t, g)
+	t.Cleanup(func() { g.Close() })
 	srv := httptest.NewServer(g)
 	t.Cleanup(srv.Close)
 	alice := token(t, "alice")

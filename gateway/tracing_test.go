@@ -64,6 +64,7 @@ func TestSpanTreeOfFirstRunAndReplay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	startGateway(t, g)
 	defer g.Close()
 	srv := httptest.NewServer(g)
 	defer srv.Close()
@@ -149,6 +150,7 @@ func TestPassthroughContinuesTheRequestSpan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	startGateway(t, g)
 	defer g.Close()
 	srv := httptest.NewServer(g)
 	defer srv.Close()
@@ -193,6 +195,7 @@ func TestTracingOffStillCarriesTheClientsTraceUpstream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	startGateway(t, g)
 	defer g.Close()
 	srv := httptest.NewServer(g)
 	defer srv.Close()

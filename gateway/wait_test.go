@@ -57,8 +57,9 @@ func serveClocked(t testing.TB, s store.Store, fake *clock.Fake, extra string, h
 	if err != nil {
 		t.Fatal(err)
 	}
+	startGateway(t, g)
 	srv := httptest.NewServer(g)
-	t.Cleanup(g.Close) // after the server closed
+	t.Cleanup(func() { g.Close() }) // after the server closed
 	t.Cleanup(srv.Close)
 	return g, srv
 }

@@ -1,7 +1,7 @@
 // Package lifecycle is the one lifecycle of idemcoord's long-lived
 // components (those that own goroutines): the failover controller and its
-// tracker, the ownership cache and liveness key, and the daemon that
-// wires them.
+// tracker, the ownership cache and liveness key, the gateway's background
+// loops, and the daemon that wires them.
 //
 // Each of them has the same four methods (Component):
 //
