@@ -43,8 +43,12 @@ func DrainFor(d time.Duration) MoveOption { return func(o *moveOptions) { o.drai
 
 // FromEpoch makes the move apply only to the shard at epoch e: the caller
 // decided on what it read at e, and a shard that moved since is a
-// conflict, not something to move again. Default: move from whatever
-// epoch the shard holds.
+// conflict, not something to move again. A caller that read the shard
+// FENCING and decided on the outcome of that transfer (a failback of a
+// shard a failover is still moving away) passes the epoch the transfer
+// installs: Move finishes that transfer to its own target and then makes
+// this move from it, in the same call. Default: move from whatever epoch
+// the shard holds.
 func FromEpoch(e int64) MoveOption { return func(o *moveOptions) { o.fromEpoch = e } }
 
 // Guard adds comparisons every etcd write of the move must also satisfy,
@@ -76,7 +80,9 @@ func Guard(cmps ...clientv3.Cmp) MoveOption {
 // concurrently, exactly one wins; the others get *fencing.MoveConflictError
 // (errors.Is fencing.ErrMoveConflict) having changed nothing themselves
 // (they may have finished the winner's transfer, which does not change its
-// outcome). ErrFenceDiverged means the SQL fence refused the recorded
+// outcome). The exception is a caller that planned on that transfer's
+// outcome (FromEpoch of the epoch it installs): it gets its own move made
+// after the transfer is finished. ErrFenceDiverged means the SQL fence refused the recorded
 // transfer; the shard stays FENCING.
 func (d *Directory) Move(ctx context.Context, shard int, to string, final State, operator, reason string, opts ...MoveOption) (Entry, error) {
 	var o moveOptions
@@ -100,7 +106,12 @@ func (d *Directory) Move(ctx context.Context, shard int, to string, final State,
 		if done.Owner == to && done.State == final && (o.fromEpoch == 0 || o.fromEpoch == e.Transfer.FromEpoch) {
 			return done, nil // that transfer was this one
 		}
-		return Entry{}, conflict(shard, e.Transfer.FromEpoch, to, operator, reason, done)
+		if o.fromEpoch != e.Epoch {
+			return Entry{}, conflict(shard, e.Transfer.FromEpoch, to, operator, reason, done)
+		}
+		// The caller decided on this transfer's outcome (FromEpoch of
+		// the epoch it installs): it is done, so carry on from there.
+		e = done
 	}
 	if o.fromEpoch != 0 && e.Epoch != o.fromEpoch {
 		if e.Epoch == o.fromEpoch+1 && e.Owner == to && e.State == final {

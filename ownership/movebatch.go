@@ -18,7 +18,10 @@ import (
 const maxBatch = 100
 
 // Planned is one move of a MoveBatch: a shard as the caller read it
-// (Entry, with its ModRevision), to region To, ending in Final.
+// (Entry, with its ModRevision), to region To, ending in Final. When Entry
+// is FENCING and To and Final are not that transfer's own, the move is
+// made from the transfer's outcome: the transfer is finished first, then
+// the shard moves on (see FromEpoch).
 type Planned struct {
 	Entry Entry
 	To    string
@@ -81,9 +84,13 @@ func (d *Directory) MoveBatch(ctx context.Context, plans []Planned, operator, re
 	}
 	one := func(i int) {
 		p := plans[i]
+		// A plan on a FENCING entry is that transfer itself (its target
+		// and final state: from the epoch it retires), or a move from its
+		// outcome (from the epoch it installs), which Move makes once it
+		// has finished the transfer.
 		from := p.Entry.Epoch
-		if p.Entry.Transfer != nil {
-			from = p.Entry.Transfer.FromEpoch
+		if t := p.Entry.Transfer; t != nil && p.To == p.Entry.Owner && p.Final == t.Final {
+			from = t.FromEpoch
 		}
 		out[i], errs[i] = d.Move(ctx, p.Entry.Shard, p.To, p.Final, operator, reason,
 			append([]MoveOption{FromEpoch(from)}, opts...)...)
