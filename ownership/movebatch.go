@@ -13,8 +13,8 @@ import (
 
 // maxBatch bounds the shards of one batched etcd transaction: etcd
 // refuses a transaction of more than --max-txn-ops operations (default
-// 128) or comparisons, and each shard costs one of each; one comparison is
-// left for a guard.
+// 128) or comparisons, and each shard costs one of each; the rest is left
+// for guards (a controller's failover carries two).
 const maxBatch = 100
 
 // Planned is one move of a MoveBatch: a shard as the caller read it
@@ -136,7 +136,7 @@ func (d *Directory) MoveBatch(ctx context.Context, plans []Planned, operator, re
 // reports false, changing nothing, when a comparison failed.
 func (d *Directory) fenceBatch(ctx context.Context, plans []Planned, chunk []int, operator, reason string,
 	o moveOptions) (map[int]Entry, bool, error) {
-	cmps := append([]clientv3.Cmp{}, o.guards...)
+	cmps := o.startGuards()
 	var puts []clientv3.Op
 	fenced := make(map[int]Entry, len(chunk))
 	for _, i := range chunk {
@@ -208,7 +208,7 @@ func (d *Directory) finalBatch(ctx context.Context, fenced map[int]Entry, done [
 // finishCAS is step 4 of one fenced shard, as Move's finish does it.
 func (d *Directory) finishCAS(ctx context.Context, fen Entry, o moveOptions) (Entry, error) {
 	done := Entry{Shard: fen.Shard, Owner: fen.Owner, Epoch: fen.Epoch, State: fen.Transfer.Final}
-	got, err := d.cas(ctx, fen, done, o)
+	got, err := d.cas(ctx, fen, done, o.guards)
 	if err == nil {
 		return got, nil
 	}
