@@ -258,8 +258,8 @@ func (c *Controller) failRegion(ctx context.Context, guard clientv3.Cmp, region 
 		if back, berr := c.registeredSince(ctx, region, failedRev); berr == nil && back && c.holds(ctx, guard) {
 			// The region came back during its failover (the moves are
 			// refused, and the rest not tried): not a lost election.
-			err = fmt.Errorf("%w: %s registered again during its failover; %d of %d shards moved",
-				ErrRegionBack, region, committed(moved), len(plans))
+			err = fmt.Errorf("%w: %s (%d of %d shards moved before)", ErrRegionBack, region,
+				committed(moved), len(plans))
 		}
 	}
 	errs = append(errs, err)
