@@ -21,6 +21,7 @@ import (
 	"github.com/idemcoord/idemcoord/failover"
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/internal/testutil"
+	"github.com/idemcoord/idemcoord/ownership"
 	"github.com/idemcoord/idemcoord/region"
 )
 
@@ -185,10 +186,12 @@ func failBack(t *testing.T, c *devcluster.Cluster, region string) {
 		DrainTimeout: time.Second}
 	// A failover of the region may still be moving its shards (a clean
 	// stop hands it over at once): a shard it moves under the failback is
-	// a conflict, and the next pass reads it again.
+	// a conflict, and the next pass reads it again. A fence that disagrees
+	// with etcd (ErrFenceDiverged, which also matches ErrMoveConflict)
+	// never settles by retrying: it fails the test at once.
 	testutil.EventuallyEvery(t, failoverDeadline, 100*time.Millisecond, func() error {
 		_, err := r.Failback(ctx, region, "e2e", "region back")
-		if err != nil && !errors.Is(err, fencing.ErrMoveConflict) {
+		if err != nil && (!errors.Is(err, fencing.ErrMoveConflict) || errors.Is(err, ownership.ErrFenceDiverged)) {
 			t.Fatalf("failback %s: %v", region, err)
 		}
 		return err

@@ -218,7 +218,7 @@ func (c *Controller) pass(ctx context.Context, guard clientv3.Cmp) error {
 // transfers that are the failover's to finish: failoverFinishes) under
 // guard, and audits the region's failover.
 func (c *Controller) failRegion(ctx context.Context, guard clientv3.Cmp, region string, states map[string]RegionState) ([]Moved, error) {
-	entries, _, err := c.cfg.Directory.List(ctx)
+	entries, listRev, err := c.cfg.Directory.List(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -243,9 +243,21 @@ func (c *Controller) failRegion(ctx context.Context, guard clientv3.Cmp, region 
 	if len(plans) == 0 {
 		return nil, errors.Join(errs...)
 	}
+	failedRev := c.tracker.failedRevision(region)
+	if failedRev == 0 {
+		failedRev = listRev // a failure this tracker did not confirm: back since the listing
+	}
 	reason := fmt.Sprintf("region %s failed: no liveness key for %s", region, c.cfg.ConfirmDelay)
 	moved, err := runMoves(ctx, c.cfg.Directory, plans, ControllerOperator, reason, c.cfg.MoveConcurrency,
-		ownership.Guard(guard))
+		ownership.Guard(guard), ownership.GuardStart(stillFailed(c.cfg.Prefix, region, failedRev)))
+	if errors.Is(err, ownership.ErrGuardFailed) {
+		if back, berr := c.registeredSince(ctx, region, failedRev); berr == nil && back && c.holds(ctx, guard) {
+			// The region came back during its failover (the moves are
+			// refused, and the rest not tried): not a lost election.
+			err = fmt.Errorf("%w: %s (%d of %d shards moved before)", ErrRegionBack, region,
+				committed(moved), len(plans))
+		}
+	}
 	errs = append(errs, err)
 	if n := committed(moved); n > 0 {
 		c.metrics.failover(ctx, region, n)
@@ -272,4 +284,33 @@ func (c *Controller) failRegion(ctx context.Context, guard clientv3.Cmp, region 
 func failoverFinishes(e ownership.Entry, region string) bool {
 	t := e.Transfer
 	return t != nil && (t.FromOwner == region || t.Operator == ControllerOperator)
+}
+
+// stillFailed is the comparison every move of region's failover also
+// carries: no liveness key of region was created after failedRev, the
+// revision of the read that confirmed its failure. A failover plans on
+// one listing and moves the shards in batches; once an instance of the
+// region registers again, its remaining moves are refused in etcd, so a
+// failover never moves a shard away from a region that is back (and
+// perhaps already being failed back by an operator).
+func stillFailed(prefix, region string, failedRev int64) clientv3.Cmp {
+	return clientv3.Compare(clientv3.CreateRevision(ownership.LivenessKey(prefix, region, "")), "<", failedRev+1).
+		WithPrefix()
+}
+
+// registeredSince reports whether an instance of region registered after
+// revision rev.
+func (c *Controller) registeredSince(ctx context.Context, region string, rev int64) (bool, error) {
+	resp, err := c.cfg.Client.Get(ctx, ownership.LivenessKey(c.cfg.Prefix, region, ""), clientv3.WithPrefix(),
+		clientv3.WithMinCreateRev(rev+1), clientv3.WithCountOnly())
+	if err != nil {
+		return false, err
+	}
+	return resp.Count > 0, nil
+}
+
+// holds reports whether guard (the term's election guard) still holds.
+func (c *Controller) holds(ctx context.Context, guard clientv3.Cmp) bool {
+	resp, err := c.cfg.Client.Txn(ctx).If(guard).Commit()
+	return err == nil && resp.Succeeded
 }

@@ -29,4 +29,9 @@ var (
 	// ErrConflict is returned when a shard changed between the read a
 	// repair decided on and its write: nothing was written; read again.
 	ErrConflict = errors.New("failover: shard changed concurrently")
+	// ErrRegionBack is returned by a region's failover when an instance
+	// of the region registered again while its shards were being moved:
+	// the moves not yet started are refused (ownership.GuardStart), so
+	// nothing more leaves a region that is back.
+	ErrRegionBack = errors.New("failover: region registered again during its failover")
 )

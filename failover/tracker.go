@@ -112,6 +112,20 @@ func (t *Tracker) State(region string) RegionState {
 	return ""
 }
 
+// failedRevision returns the etcd revision of the read that confirmed
+// region's last failure (0 when the tracker never saw it fail): only a
+// registration created after it is the region coming back. It stays
+// after the region recovered, so a failover still under way then is
+// refused.
+func (t *Tracker) failedRevision(region string) int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if st, ok := t.status[region]; ok {
+		return st.failedRev
+	}
+	return 0
+}
+
 // States returns every region's state (empty before the first Refresh).
 func (t *Tracker) States() map[string]RegionState {
 	t.mu.Lock()

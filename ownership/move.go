@@ -23,8 +23,9 @@ type MoveOption func(*moveOptions)
 
 type moveOptions struct {
 	guards    []clientv3.Cmp
-	fromEpoch int64         // 0: whatever the shard holds
-	drain     time.Duration // 0: no draining
+	start     []clientv3.Cmp // guards of the write that starts a transfer only
+	fromEpoch int64          // 0: whatever the shard holds
+	drain     time.Duration  // 0: no draining
 }
 
 // drainPoll is how often a draining move looks again at the operations
@@ -43,8 +44,12 @@ func DrainFor(d time.Duration) MoveOption { return func(o *moveOptions) { o.drai
 
 // FromEpoch makes the move apply only to the shard at epoch e: the caller
 // decided on what it read at e, and a shard that moved since is a
-// conflict, not something to move again. Default: move from whatever
-// epoch the shard holds.
+// conflict, not something to move again. A caller that read the shard
+// FENCING and decided on the outcome of that transfer (a failback of a
+// shard a failover is still moving away) passes the epoch the transfer
+// installs: Move finishes that transfer to its own target and then makes
+// this move from it, in the same call. Default: move from whatever epoch
+// the shard holds.
 func FromEpoch(e int64) MoveOption { return func(o *moveOptions) { o.fromEpoch = e } }
 
 // Guard adds comparisons every etcd write of the move must also satisfy,
@@ -53,6 +58,17 @@ func FromEpoch(e int64) MoveOption { return func(o *moveOptions) { o.fromEpoch =
 // ownership even if it still believes it may. Default none.
 func Guard(cmps ...clientv3.Cmp) MoveOption {
 	return func(o *moveOptions) { o.guards = append(o.guards, cmps...) }
+}
+
+// GuardStart adds comparisons that only the write starting a transfer
+// (the shard's move to FENCING) must also satisfy, typically that the
+// condition the caller decided on still holds (a failover's region has
+// not registered again). Finishing a transfer, this one's or an
+// interrupted one's, never depends on them: a shard is not left FENCING
+// because the reason to start its move went away. Refused as
+// ErrGuardFailed, like Guard. Default none.
+func GuardStart(cmps ...clientv3.Cmp) MoveOption {
+	return func(o *moveOptions) { o.start = append(o.start, cmps...) }
 }
 
 // Move transfers a shard to region to, ending in state final (Active for
@@ -76,7 +92,9 @@ func Guard(cmps ...clientv3.Cmp) MoveOption {
 // concurrently, exactly one wins; the others get *fencing.MoveConflictError
 // (errors.Is fencing.ErrMoveConflict) having changed nothing themselves
 // (they may have finished the winner's transfer, which does not change its
-// outcome). ErrFenceDiverged means the SQL fence refused the recorded
+// outcome). The exception is a caller that planned on that transfer's
+// outcome (FromEpoch of the epoch it installs): it gets its own move made
+// after the transfer is finished. ErrFenceDiverged means the SQL fence refused the recorded
 // transfer; the shard stays FENCING.
 func (d *Directory) Move(ctx context.Context, shard int, to string, final State, operator, reason string, opts ...MoveOption) (Entry, error) {
 	var o moveOptions
@@ -100,7 +118,12 @@ func (d *Directory) Move(ctx context.Context, shard int, to string, final State,
 		if done.Owner == to && done.State == final && (o.fromEpoch == 0 || o.fromEpoch == e.Transfer.FromEpoch) {
 			return done, nil // that transfer was this one
 		}
-		return Entry{}, conflict(shard, e.Transfer.FromEpoch, to, operator, reason, done)
+		if o.fromEpoch != e.Epoch {
+			return Entry{}, conflict(shard, e.Transfer.FromEpoch, to, operator, reason, done)
+		}
+		// The caller decided on this transfer's outcome (FromEpoch of
+		// the epoch it installs): it is done, so carry on from there.
+		e = done
 	}
 	if o.fromEpoch != 0 && e.Epoch != o.fromEpoch {
 		if e.Epoch == o.fromEpoch+1 && e.Owner == to && e.State == final {
@@ -114,7 +137,7 @@ func (d *Directory) Move(ctx context.Context, shard int, to string, final State,
 	fen := Entry{Shard: shard, Owner: to, Epoch: e.Epoch + 1, State: Fencing, Transfer: &Transfer{
 		FromOwner: e.Owner, FromEpoch: e.Epoch, FromState: e.State, Final: final, Operator: operator, Reason: reason,
 	}}
-	fen, err = d.cas(ctx, e, fen, o)
+	fen, err = d.cas(ctx, e, fen, o.startGuards())
 	if err != nil {
 		return Entry{}, err
 	}
@@ -171,12 +194,17 @@ func (d *Directory) moveFence(ctx context.Context, m fencing.Move, o moveOptions
 	return d.fences.MoveFence(ctx, m)
 }
 
+// startGuards are the comparisons of the write that starts a transfer.
+func (o moveOptions) startGuards() []clientv3.Cmp {
+	return append(append([]clientv3.Cmp{}, o.guards...), o.start...)
+}
+
 // cas replaces from (read at from.ModRevision) with to, and returns to
 // with its new mod revision. A lost race is *fencing.MoveConflictError
 // naming what the shard holds now.
-func (d *Directory) cas(ctx context.Context, from, to Entry, o moveOptions) (Entry, error) {
+func (d *Directory) cas(ctx context.Context, from, to Entry, guards []clientv3.Cmp) (Entry, error) {
 	k := shardKey(d.prefix, from.Shard)
-	cmps := append([]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(k), "=", from.ModRevision)}, o.guards...)
+	cmps := append([]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(k), "=", from.ModRevision)}, guards...)
 	resp, err := d.cli.Txn(ctx).If(cmps...).Then(clientv3.OpPut(k, to.encode())).Else(clientv3.OpGet(k)).Commit()
 	if err != nil {
 		// An error here may hide a committed write; the next Move reads

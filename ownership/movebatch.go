@@ -13,12 +13,15 @@ import (
 
 // maxBatch bounds the shards of one batched etcd transaction: etcd
 // refuses a transaction of more than --max-txn-ops operations (default
-// 128) or comparisons, and each shard costs one of each; one comparison is
-// left for a guard.
+// 128) or comparisons, and each shard costs one of each; the rest is left
+// for guards (a controller's failover carries two).
 const maxBatch = 100
 
 // Planned is one move of a MoveBatch: a shard as the caller read it
-// (Entry, with its ModRevision), to region To, ending in Final.
+// (Entry, with its ModRevision), to region To, ending in Final. When Entry
+// is FENCING and To and Final are not that transfer's own, the move is
+// made from the transfer's outcome: the transfer is finished first, then
+// the shard moves on (see FromEpoch).
 type Planned struct {
 	Entry Entry
 	To    string
@@ -81,9 +84,13 @@ func (d *Directory) MoveBatch(ctx context.Context, plans []Planned, operator, re
 	}
 	one := func(i int) {
 		p := plans[i]
+		// A plan on a FENCING entry is that transfer itself (its target
+		// and final state: from the epoch it retires), or a move from its
+		// outcome (from the epoch it installs), which Move makes once it
+		// has finished the transfer.
 		from := p.Entry.Epoch
-		if p.Entry.Transfer != nil {
-			from = p.Entry.Transfer.FromEpoch
+		if t := p.Entry.Transfer; t != nil && p.To == p.Entry.Owner && p.Final == t.Final {
+			from = t.FromEpoch
 		}
 		out[i], errs[i] = d.Move(ctx, p.Entry.Shard, p.To, p.Final, operator, reason,
 			append([]MoveOption{FromEpoch(from)}, opts...)...)
@@ -129,7 +136,7 @@ func (d *Directory) MoveBatch(ctx context.Context, plans []Planned, operator, re
 // reports false, changing nothing, when a comparison failed.
 func (d *Directory) fenceBatch(ctx context.Context, plans []Planned, chunk []int, operator, reason string,
 	o moveOptions) (map[int]Entry, bool, error) {
-	cmps := append([]clientv3.Cmp{}, o.guards...)
+	cmps := o.startGuards()
 	var puts []clientv3.Op
 	fenced := make(map[int]Entry, len(chunk))
 	for _, i := range chunk {
@@ -201,7 +208,7 @@ func (d *Directory) finalBatch(ctx context.Context, fenced map[int]Entry, done [
 // finishCAS is step 4 of one fenced shard, as Move's finish does it.
 func (d *Directory) finishCAS(ctx context.Context, fen Entry, o moveOptions) (Entry, error) {
 	done := Entry{Shard: fen.Shard, Owner: fen.Owner, Epoch: fen.Epoch, State: fen.Transfer.Final}
-	got, err := d.cas(ctx, fen, done, o)
+	got, err := d.cas(ctx, fen, done, o.guards)
 	if err == nil {
 		return got, nil
 	}
