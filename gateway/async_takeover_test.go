@@ -46,13 +46,7 @@ func TestAsyncTakeoverAsksTheResolvePathBeforeRunning(t *testing.T) {
 	g, err := gateway.Wrap(gateway.Config{Region: "test", Worker: "w", Store: st, Auth: verifier(t),
 		Endpoints: reviewEndpoints(t, "    async: true\n    lease: 1s\n    upstream_timeout: 500ms\n"+
 			"    resolve_path: /internal/operations/{operation_id}\n")}, mux)
-	if err != nil {
-		t.Fatal(err)
-	}
-	startGateway(t, g)
-	defer g.Close()
-	srv := httptest.NewServer(g)
-	defer srv.Close()
+	srv := served(t, g, err)
 	alice := token(t, "alice")
 
 	if code, h, b := do(t, post(t, srv.URL+"/v1/things", alice, "export-1", `{}`)); code != http.StatusAccepted {
@@ -146,13 +140,7 @@ func TestAsyncOutcomeUnknownIsResolvedOnRetry(t *testing.T) {
 	g, err := gateway.New(gateway.Config{Region: "test", Worker: "w", Store: s, Auth: verifier(t),
 		Endpoints: reviewEndpoints(t, "    async: true\n    lease: 1s\n    upstream_timeout: 300ms\n"+
 			"    resolve_path: /internal/operations/{operation_id}\n"), Next: gateway.NewProxy(u, nil)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	startGateway(t, g)
-	defer g.Close()
-	srv := httptest.NewServer(g)
-	defer srv.Close()
+	srv := served(t, g, err)
 	alice := token(t, "alice")
 	sc := reviewScope(t, "alice", "export-3")
 	if code, h, b := do(t, post(t, srv.URL+"/v1/things", alice, "export-3", `{}`)); code != http.StatusAccepted {

@@ -60,13 +60,7 @@ func TestRetryAfterUnsentTakeoverOfRetryableFailureRuns(t *testing.T) {
 	eps := endpoints(t, "    lease: 10s\n    upstream_timeout: 2s\n")
 	g, err := gateway.New(gateway.Config{Region: "test", Worker: "w", Store: s, Auth: verifier(t),
 		Endpoints: eps, Next: gateway.NewProxy(u, nil)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	startGateway(t, g)
-	defer g.Close()
-	srv := httptest.NewServer(g)
-	defer srv.Close()
+	srv := served(t, g, err)
 	alice := token(t, "alice")
 	body := `{"amount":"5"}`
 

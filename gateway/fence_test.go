@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 
@@ -32,13 +31,7 @@ func TestFenceOwnedByAnotherRegionIsNeverAdopted(t *testing.T) {
 	}
 	g, err := gateway.Wrap(gateway.Config{Region: "us-east", Worker: "w", Store: s, Auth: verifier(t),
 		Endpoints: endpoints(t, "")}, h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	startGateway(t, g)
-	defer g.Close()
-	srv := httptest.NewServer(g)
-	defer srv.Close()
+	srv := served(t, g, err)
 	alice := token(t, "alice")
 
 	if st, hd, b := do(t, post(t, srv.URL+"/v1/things", alice, "before-transfer", `{}`)); st != http.StatusCreated {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -112,4 +113,18 @@ func startGateway(tb testing.TB, g *gateway.Gateway) *gateway.Gateway {
 		tb.Fatal(err)
 	}
 	return g
+}
+
+// served fails the test on err (New's or Wrap's), starts g and serves it
+// over HTTP; the server and then g are closed when the test ends.
+func served(tb testing.TB, g *gateway.Gateway, err error) *httptest.Server {
+	tb.Helper()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	startGateway(tb, g)
+	tb.Cleanup(func() { g.Close() })
+	srv := httptest.NewServer(g)
+	tb.Cleanup(srv.Close)
+	return srv
 }

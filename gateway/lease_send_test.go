@@ -90,14 +90,7 @@ func serveGateway(t testing.TB, worker string, s store.Store, c clock.Clock, u *
 	t.Helper()
 	g, err := gateway.New(gateway.Config{Region: "test", Worker: worker, Store: s, Auth: verifier(t),
 		Endpoints: endpoints(t, extra), Next: gateway.NewProxy(u, nil), Clock: c})
-	if err != nil {
-		t.Fatal(err)
-	}
-	startGateway(t, g)
-	t.Cleanup(func() { g.Close() })
-	srv := httptest.NewServer(g)
-	t.Cleanup(srv.Close)
-	return g, srv
+	return g, served(t, g, err)
 }
 
 // TestStalledWorkerNeverSendsAfterTakeover: a worker claims a key and

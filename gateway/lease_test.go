@@ -53,13 +53,7 @@ func TestHandlerSlowerThanItsLeaseKeepsItAndRunsOnce(t *testing.T) {
 	s, fake := clockedStore(t, 8)
 	g, err := gateway.Wrap(gateway.Config{Region: "test", Worker: "w", Store: s, Auth: verifier(t), Clock: fake,
 		Endpoints: reviewEndpoints(t, resolveEndpoint)}, mux)
-	if err != nil {
-		t.Fatal(err)
-	}
-	startGateway(t, g)
-	defer g.Close()
-	srv := httptest.NewServer(g)
-	defer srv.Close()
+	srv := served(t, g, err)
 	alice := token(t, "alice")
 	first := make(chan string, 1)
 	go func() {

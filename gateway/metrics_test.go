@@ -67,13 +67,7 @@ func TestRequestMetricsCountEachAnswerByEndpointAndResult(t *testing.T) {
 	u, _ := url.Parse(up.URL)
 	g, err := gateway.New(gateway.Config{Region: "test", Worker: "w", Store: openStore(t, 4), Auth: verifier(t),
 		Endpoints: endpoints(t, ""), Next: gateway.NewProxy(u, nil), Meter: mp.Meter("test")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	startGateway(t, g)
-	defer g.Close()
-	srv := httptest.NewServer(g)
-	defer srv.Close()
+	srv := served(t, g, err)
 	alice := token(t, "alice")
 	for range 2 { // a first run, then its replay
 		if code, h, b := do(t, post(t, srv.URL+"/v1/things", alice, "metered-1", `{}`)); code != http.StatusCreated {

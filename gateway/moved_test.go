@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -54,13 +53,7 @@ func TestARunWhoseShardMovedIsNeverAcknowledgedUnrecorded(t *testing.T) {
 			})
 			g, err := gateway.Wrap(gateway.Config{Region: "us-east", Worker: "w", Store: s, Auth: verifier(t),
 				Endpoints: endpoints(t, tc.extra)}, h)
-			if err != nil {
-				t.Fatal(err)
-			}
-			startGateway(t, g)
-			defer g.Close()
-			srv := httptest.NewServer(g)
-			defer srv.Close()
+			srv := served(t, g, err)
 
 			st, hd, b := do(t, post(t, srv.URL+"/v1/things", token(t, "alice"), "moved-mid-run", `{}`))
 			var state string

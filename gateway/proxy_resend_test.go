@@ -60,13 +60,7 @@ func TestProxyNeverResendsAWrittenRequest(t *testing.T) {
 			s := openStore(t, 8)
 			g, err := gateway.New(gateway.Config{Region: "test", Worker: "w", Store: s, Auth: verifier(t),
 				Endpoints: endpoints(t, ""), Next: gateway.NewProxy(u, nil)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			startGateway(t, g)
-			defer g.Close()
-			srv := httptest.NewServer(g)
-			defer srv.Close()
+			srv := served(t, g, err)
 			alice := token(t, "alice")
 			// One request leaves a keep-alive connection to the upstream idle.
 			if st, hd, b := do(t, post(t, srv.URL+"/v1/things", alice, "warm-up", `{}`)); st != http.StatusCreated {

@@ -123,13 +123,7 @@ func TestAsyncWorkOfADeadInstanceRunsOnceWithoutANewPOST(t *testing.T) {
 	b, err := gateway.New(gateway.Config{Region: "test", Worker: "live", Store: s, Auth: verifier(t),
 		Endpoints: eps, Next: gateway.NewProxy(up, nil),
 		Recovery: gateway.RecoveryConfig{Clock: recoveryClock, Interval: 5 * time.Second}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	startGateway(t, b)
-	defer b.Close()
-	srvB := httptest.NewServer(b)
-	defer srvB.Close()
+	srvB := served(t, b, err)
 
 	alice := token(t, "alice")
 	req := post(t, srvA.URL+"/v1/things", alice, "export-dead", `{"export":"csv"}`)

@@ -2,7 +2,6 @@ package gateway_test
 
 import (
 	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -30,13 +29,7 @@ func TestRetryAfterFollowsExecutionTimes(t *testing.T) {
 	})
 	g, err := gateway.Wrap(gateway.Config{Region: "test", Worker: "w", Store: s, Auth: verifier(t),
 		Endpoints: endpoints(t, "    lease: 30s\n"), Clock: fake}, h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	startGateway(t, g)
-	defer g.Close()
-	srv := httptest.NewServer(g)
-	defer srv.Close()
+	srv := served(t, g, err)
 	alice := token(t, "alice")
 	for _, k := range []string{"warm-1", "warm-2", "warm-3"} {
 		if st, hd, b := do(t, post(t, srv.URL+"/v1/things", alice, k, `{}`)); st != http.StatusCreated {

@@ -61,13 +61,7 @@ func TestSpanTreeOfFirstRunAndReplay(t *testing.T) {
 	u, _ := url.Parse(upstream.URL)
 	g, err := gateway.New(gateway.Config{Region: "test", Worker: "w", Store: openStore(t, 4), Auth: verifier(t),
 		Endpoints: endpoints(t, ""), Next: gateway.NewProxy(u, nil), TracerProvider: tp})
-	if err != nil {
-		t.Fatal(err)
-	}
-	startGateway(t, g)
-	defer g.Close()
-	srv := httptest.NewServer(g)
-	defer srv.Close()
+	srv := served(t, g, err)
 
 	const key = "secret-looking-key-123"
 	body := `{"name":"a"}`
@@ -147,13 +141,7 @@ func TestPassthroughContinuesTheRequestSpan(t *testing.T) {
 	u, _ := url.Parse(upstream.URL)
 	g, err := gateway.New(gateway.Config{Region: "test", Worker: "w", Store: openStore(t, 2), Auth: verifier(t),
 		Endpoints: endpoints(t, ""), Next: gateway.NewProxy(u, nil), TracerProvider: tp})
-	if err != nil {
-		t.Fatal(err)
-	}
-	startGateway(t, g)
-	defer g.Close()
-	srv := httptest.NewServer(g)
-	defer srv.Close()
+	srv := served(t, g, err)
 	const client = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/v1/elsewhere", nil)
 	req.Header.Set("traceparent", client)
@@ -192,13 +180,7 @@ func TestTracingOffStillCarriesTheClientsTraceUpstream(t *testing.T) {
 	u, _ := url.Parse(upstream.URL)
 	g, err := gateway.New(gateway.Config{Region: "test", Worker: "w", Store: openStore(t, 2), Auth: verifier(t),
 		Endpoints: endpoints(t, ""), Next: gateway.NewProxy(u, nil), TracerProvider: noop.NewTracerProvider()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	startGateway(t, g)
-	defer g.Close()
-	srv := httptest.NewServer(g)
-	defer srv.Close()
+	srv := served(t, g, err)
 	first := post(t, srv.URL+"/v1/things", token(t, "alice"), "traced-off-1", `{}`)
 	pass, _ := http.NewRequest(http.MethodGet, srv.URL+"/v1/elsewhere", nil)
 	for _, req := range []*http.Request{first, pass} {
