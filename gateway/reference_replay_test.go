@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -22,22 +21,7 @@ const referenceEndpoint = "    replay: {mode: reference, resource_path: \"/v1/th
 // by extra.
 func serveProxied(t *testing.T, extra string, upstream http.Handler) *httptest.Server {
 	t.Helper()
-	up := httptest.NewServer(upstream)
-	t.Cleanup(up.Close)
-	u, err := url.Parse(up.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := gateway.New(gateway.Config{Region: "test", Worker: "w", Store: openStore(t, 8), Auth: verifier(t),
-		Endpoints: endpoints(t, extra), Next: gateway.NewProxy(u, nil)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	startGateway(t, g)
-	t.Cleanup(func() { g.Close() })
-	srv := httptest.NewServer(g)
-	t.Cleanup(srv.Close)
-	return srv
+	return serveOnStore(t, openStore(t, 8), extra, upstream)
 }
 
 // rawDo sends req without Go's transparent decompression and returns the

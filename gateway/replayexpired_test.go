@@ -31,14 +31,7 @@ func serveOnStore(t *testing.T, s *sqlstore.Store, extra string, upstream http.H
 	}
 	g, err := gateway.New(gateway.Config{Region: "test", Worker: "w", Store: s, Auth: verifier(t),
 		Endpoints: endpoints(t, extra), Next: gateway.NewProxy(u, nil)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	startGateway(t, g)
-	t.Cleanup(func() { g.Close() })
-	srv := httptest.NewServer(g)
-	t.Cleanup(srv.Close)
-	return srv
+	return served(t, g, err)
 }
 
 // creating answers a POST with 201 and a Location, counting the runs, and
