@@ -103,24 +103,7 @@ func cleanupPhase(tb testing.TB, e *benchEnv, l cleanupLoad, clean bool, out io.
 	var deleted atomic.Int64
 	var wg, cleaner sync.WaitGroup
 	if clean {
-		cleaner.Go(func() {
-			t := time.NewTicker(l.interval)
-			defer t.Stop()
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case <-t.C:
-				}
-				for start := time.Now(); time.Since(start) < l.interval/2; {
-					n, err := e.s.Cleanup(ctx, l.batch)
-					deleted.Add(int64(n))
-					if err != nil || n < l.batch {
-						break
-					}
-				}
-			}
-		})
+		cleaner.Go(func() { cleanLoop(ctx, e, l, &deleted, func() bool { return true }) })
 	}
 	wal0, r0 := walLSN(tb, e), retries(tb, e.rd)
 	jobs := make(chan struct{}, l.rate)
@@ -179,6 +162,29 @@ func cleanupPhase(tb testing.TB, e *benchEnv, l cleanupLoad, clean bool, out io.
 	res.retriesPerRun = float64(retries(tb, e.rd)-r0) / float64(max(len(lat), 1))
 	res.liveEnd, res.deadEnd, res.bytesEnd = tableStats(tb, e)
 	return res
+}
+
+// cleanLoop runs the built-in cleanup's pattern until ctx ends: every
+// l.interval, passes of up to l.batch records for at most half the
+// interval while on() holds, stopping early once a pass finds less than a
+// batch; deleted counts what the passes removed.
+func cleanLoop(ctx context.Context, e *benchEnv, l cleanupLoad, deleted *atomic.Int64, on func() bool) {
+	t := time.NewTicker(l.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for start := time.Now(); on() && time.Since(start) < l.interval/2; {
+			n, err := e.s.Cleanup(ctx, l.batch)
+			deleted.Add(int64(n))
+			if err != nil || n < l.batch {
+				break
+			}
+		}
+	}
 }
 
 // tableStats reads the records table's live and dead tuples (the

@@ -62,24 +62,7 @@ func interleavedRun(tb testing.TB, l cleanupLoad, window time.Duration, out io.W
 	side := func(t time.Time) int { return int(t.Sub(start)/window) % 2 }
 	var deleted atomic.Int64
 	var cleaner, wg sync.WaitGroup
-	cleaner.Go(func() {
-		t := time.NewTicker(l.interval)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			for pass := time.Now(); side(time.Now()) == 1 && time.Since(pass) < l.interval/2; {
-				n, err := e.s.Cleanup(ctx, l.batch)
-				deleted.Add(int64(n))
-				if err != nil || n < l.batch {
-					break
-				}
-			}
-		}
-	})
+	cleaner.Go(func() { cleanLoop(ctx, e, l, &deleted, func() bool { return side(time.Now()) == 1 }) })
 	var mu sync.Mutex
 	var claim, first [2][]time.Duration
 	jobs := make(chan struct{}, l.rate)
