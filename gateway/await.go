@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/idemcoord/idemcoord/config"
+	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/store"
 )
 
@@ -14,18 +15,23 @@ import (
 // endpoint's in_progress.wait (counted once per request, from the first
 // time it found the run in flight), instead of answering 409 at once.
 //
-// It reports again when the run finished (or its lease expired) in time:
-// the caller claims once more, and that claim replays the run's recorded
-// answer (or takes a dead worker's claim over, as any retry would).
+// When the run finished in time with an answer to replay (COMPLETED or
+// TERMINAL_FAILURE), it returns that record as done: the watch read it
+// once for every waiter of the operation, so the caller replays it without
+// another store round trip (a thousand waiters woken by one finish make no
+// thousand claims). It reports again when the run ended otherwise in time
+// (a retryable failure, an unknown outcome, an expired lease, the record
+// gone): the caller claims once more, and that claim decides as any retry
+// would (a takeover of a dead worker's claim, a reconcile).
 // answered is set when the client went away: nothing is written. Otherwise
 // the caller answers 409 as without a wait, with leaseLeft the lease the
 // run had left when last read. An endpoint without a wait, a shadow-mode
 // call and a full waiter list get that 409 at once.
-func (g *Gateway) awaitRun(c *call, claim store.Claim) (again, answered bool, leaseLeft time.Duration) {
+func (g *Gateway) awaitRun(c *call, claim store.Claim) (done *store.Record, again, answered bool, leaseLeft time.Duration) {
 	leaseLeft = claim.RetryAfter
 	wait := c.ep.InProgress.Wait
 	if wait <= 0 || c.shadow != nil || c.policy.Async {
-		return false, false, leaseLeft
+		return nil, false, false, leaseLeft
 	}
 	if c.waitUntil.IsZero() {
 		c.waitUntil = g.clock.Now().Add(wait)
@@ -33,12 +39,16 @@ func (g *Gateway) awaitRun(c *call, claim store.Claim) (again, answered bool, le
 	rec, outcome := g.waits.wait(c.r.Context(), c.ep.Name, claim.Record, c.waitUntil)
 	switch outcome {
 	case waitFinished:
-		return true, false, 0
+		if replayable(claim.Record, rec) {
+			rec.Scope.Key = claim.Record.Scope.Key
+			return &rec, false, false, 0
+		}
+		return nil, true, false, 0
 	case waitGone:
 		g.metrics.request(c.r.Context(), c.ep.Name, "client_gone", c.start)
 		g.log.InfoContext(c.r.Context(), "client went away while waiting for the run in flight",
 			"endpoint", c.ep.Name, "operation_id", claim.Record.OperationID)
-		return false, true, 0
+		return nil, false, true, 0
 	case waitFull:
 		g.log.InfoContext(c.r.Context(), "waiters at their limit: answered 409 at once", "endpoint", c.ep.Name,
 			"operation_id", claim.Record.OperationID)
@@ -46,7 +56,21 @@ func (g *Gateway) awaitRun(c *call, claim store.Claim) (again, answered bool, le
 	if left := rec.LeaseExpiresAt.Sub(g.clock.Now()); left > 0 {
 		leaseLeft = left
 	}
-	return false, false, leaseLeft
+	return nil, false, false, leaseLeft
+}
+
+// replayable reports whether last, the record a wait last read, is the
+// answer a claim by the waiter would replay: the same operation as the
+// one found in flight (so the same key, fingerprint and first-sent time
+// the claim already matched), now resting at a result a retry replays.
+// Anything else (a retryable failure to take over, an unknown outcome, a
+// lease that ran out, a record read by no one) goes back to the claim.
+func replayable(inFlight, last store.Record) bool {
+	if last.OperationID != inFlight.OperationID || last.KeyHash != inFlight.KeyHash ||
+		last.Scope.Actor != inFlight.Scope.Actor || last.Scope.Endpoint != inFlight.Scope.Endpoint {
+		return false
+	}
+	return last.State == idempotency.Completed || last.State == idempotency.TerminalFailure
 }
 
 // operationWait reads the wait query parameter of GET

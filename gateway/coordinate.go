@@ -244,7 +244,10 @@ func (g *Gateway) decide(ctx context.Context, c *call, req store.ClaimRequest, c
 			Detail: "this key belongs to another request; use a new key for a new intent",
 			Status: http.StatusUnprocessableEntity, NewKeySafe: true})
 	case store.InFlight:
-		again, answered, leaseLeft := g.awaitRun(c, claim)
+		done, again, answered, leaseLeft := g.awaitRun(c, claim)
+		if done != nil {
+			return g.decide(ctx, c, req, store.Claim{Outcome: store.Replayed, Record: *done})
+		}
 		if again || answered {
 			return again
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/gateway"
 	"github.com/idemcoord/idemcoord/internal/testutil"
+	"github.com/idemcoord/idemcoord/sqlstore"
 	"github.com/idemcoord/idemcoord/store"
 )
 
@@ -298,5 +299,54 @@ func TestAWaitedRetryTakesOneTokenOfTheLimit(t *testing.T) {
 	}
 	if again := <-send(t, post(t, srv.URL+"/v1/things", alice, "held-1", `{}`)); again.status != http.StatusTooManyRequests {
 		t.Errorf("next replay: %d, want 429 (the bucket of 1 was used once)", again.status)
+	}
+}
+
+// countBegins is the real store, counting its claims.
+type countBegins struct {
+	*sqlstore.Store
+	n atomic.Int64
+}
+
+func (s *countBegins) Begin(ctx context.Context, req store.ClaimRequest) (store.Claim, error) {
+	s.n.Add(1)
+	return s.Store.Begin(ctx, req)
+}
+
+// TestWaitersWokenByAFinishReplayWithoutClaimingAgain: the retries held
+// for a run in flight get its answer from the one record their shared
+// watch read when the run finished, not from a claim each: one finish
+// wakes any number of waiters for a bounded number of store reads, so a
+// crowd of retries cannot exhaust the pool (or the store's time budget)
+// the moment the run they wait on ends.
+func TestWaitersWokenByAFinishReplayWithoutClaimingAgain(t *testing.T) {
+	const waiters = 50
+	s, fake := clockedStore(t, 4)
+	counted := &countBegins{Store: s}
+	up := newHeldRun(t)
+	g, srv := serveClocked(t, counted, fake, "    lease: 30s\n    in_progress: {wait: 30s}\n", up)
+	t.Cleanup(up.free)
+	alice := token(t, "alice")
+	first := send(t, post(t, srv.URL+"/v1/things", alice, "held-1", `{}`))
+	<-up.started
+	answers := make([]<-chan answer, waiters)
+	for i := range answers {
+		answers[i] = send(t, post(t, srv.URL+"/v1/things", alice, "held-1", `{}`))
+	}
+	untilWaiting(t, g, waiters)
+	before := counted.n.Load()
+	up.free()
+	f := <-first
+	for i, a := range answers {
+		got := <-a
+		if got.status != http.StatusCreated || got.body != f.body || got.header.Get(gateway.HeaderReplayed) != "true" {
+			t.Errorf("waiter %d: %d %q, want the run's 201 %q replayed", i, got.status, got.body, f.body)
+		}
+	}
+	if n := counted.n.Load() - before; n != 0 {
+		t.Errorf("%d claims after the run finished, want none: each of %d waiters claimed again", n, waiters)
+	}
+	if n := up.runs.Load(); n != 1 {
+		t.Errorf("upstream ran %d times, want once", n)
 	}
 }
