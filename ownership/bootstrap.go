@@ -2,10 +2,16 @@ package ownership
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/idemcoord/idemcoord/internal/retry"
 )
 
 // bootstrapBatch is how many shard keys one bootstrap transaction
@@ -28,10 +34,40 @@ type Topology interface {
 // The shard count is written once: Bootstrap returns *ShardCountError
 // (errors.Is ErrShardCount) when etcd already holds another count, and
 // then changes nothing.
+//
+// Every step is guarded (create if absent, compare the count), so a step
+// whose outcome a transient etcd failure hid (etcdserver: request timed
+// out, a leader change) is run again from the start, within
+// retry.Default.Etcd: instances starting together on a busy cluster ride
+// it out instead of failing their start.
 func (d *Directory) Bootstrap(ctx context.Context, topo Topology, shards int) error {
 	if shards < 1 {
 		return fmt.Errorf("%w: shards must be at least 1, got %d", ErrBadMove, shards)
 	}
+	loop := retry.Loop{Budget: retry.Default.Etcd, Clock: d.clock, OnRetry: func(ctx context.Context, op string) {
+		d.log.WarnContext(ctx, "etcd busy during the directory's bootstrap, running it again")
+	}}
+	return loop.Do(ctx, "bootstrap", transientEtcd, func(ctx context.Context) error {
+		return d.bootstrap(ctx, topo, shards)
+	})
+}
+
+// transientEtcd reports whether err is an etcd failure that passes: the
+// server timed a proposal out or lost its leader, or the member is
+// unavailable. Such a request may have been applied; only a guarded,
+// idempotent step may be run again after it.
+func transientEtcd(err error) bool {
+	for _, e := range []error{rpctypes.ErrTimeout, rpctypes.ErrTimeoutDueToLeaderFail,
+		rpctypes.ErrTimeoutDueToConnectionLost, rpctypes.ErrLeaderChanged, rpctypes.ErrNoLeader,
+		rpctypes.ErrTimeoutWaitAppliedIndex} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return status.Code(err) == codes.Unavailable // status.Code unwraps
+}
+
+func (d *Directory) bootstrap(ctx context.Context, topo Topology, shards int) error {
 	ck := countKey(d.prefix)
 	resp, err := d.cli.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(ck), "=", 0)).

@@ -1,10 +1,14 @@
 package ownership_test
 
 import (
+	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
 
 	"github.com/idemcoord/idemcoord/ownership"
 )
@@ -106,6 +110,54 @@ func TestConcurrentBootstrapsCreateEveryShardOnce(t *testing.T) {
 	for _, kv := range resp.Kvs {
 		if kv.Version != 1 {
 			t.Fatalf("%s written %d times by concurrent bootstraps, want once", kv.Key, kv.Version)
+		}
+	}
+}
+
+// TestABootstrapRidesOutEtcdRequestTimeouts: a start on a busy etcd whose
+// transactions time out ("etcdserver: request timed out", once before
+// the request reached the server and once after it was applied) still
+// creates every shard exactly once, instead of failing the instance's
+// start.
+func TestABootstrapRidesOutEtcdRequestTimeouts(t *testing.T) {
+	ctx := ctxT(t)
+	s, _ := openStore(t)
+	const shards = 250
+	var txns atomic.Int64
+	timeouts := grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any,
+		cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		if method != "/etcdserverpb.KV/Txn" {
+			return invoker(ctx, method, req, reply, cc, opts...)
+		}
+		switch txns.Add(1) {
+		case 1: // the count's transaction: timed out before it ran
+			return rpctypes.ErrGRPCTimeout
+		case 3: // the first batch of entries: applied, and then timed out
+			if err := invoker(ctx, method, req, reply, cc, opts...); err != nil {
+				return err
+			}
+			return rpctypes.ErrGRPCTimeout
+		}
+		return invoker(ctx, method, req, reply, cc, opts...)
+	})
+	d := ownership.NewDirectory(client(t, cluster(t).Endpoints(), timeouts), s, ownership.WithPrefix(prefix(t)),
+		ownership.WithLogger(quiet()))
+	if err := d.Bootstrap(ctx, topology(t), shards); err != nil {
+		t.Fatalf("bootstrap on an etcd that timed two transactions out: %v", err)
+	}
+	if n := txns.Load(); n < 4 {
+		t.Fatalf("%d transactions: the injected timeouts did not happen", n)
+	}
+	if entries := agree(t, d, s); len(entries) != shards {
+		t.Fatalf("%d entries, want %d", len(entries), shards)
+	}
+	resp, err := client(t, cluster(t).Endpoints()).Get(ctx, prefix(t)+"shards/", clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range resp.Kvs {
+		if kv.Version != 1 {
+			t.Fatalf("%s written %d times, want once", kv.Key, kv.Version)
 		}
 	}
 }

@@ -41,6 +41,10 @@ type Budgets struct {
 	// the background, share its attempts and its time, and each Finish is
 	// also bounded by Store.Total.
 	Record Budget
+	// Etcd bounds an idempotent etcd step run again after a transient
+	// failure (a request timed out, a leader changed, no leader yet):
+	// the directory's bootstrap at start.
+	Etcd Budget
 	// Schema bounds one migration step, run again after any failure
 	// (instances starting together race on the catalog).
 	Schema Budget
@@ -69,6 +73,15 @@ var Default = Budgets{
 		Cap: 4 * time.Second,
 		// Covers a CockroachDB range lease move after a region loss (2-7 s)
 		// several times over; it also bounds the gateway's Close.
+		Total: 30 * time.Second,
+	},
+	Etcd: Budget{
+		Attempts: 10,
+		// An etcd proposal that timed out under load, or a leader
+		// election, is usually over within a second or two.
+		Base: 100 * time.Millisecond,
+		Cap:  2 * time.Second,
+		// Past this the cluster is down, not busy: the caller says so.
 		Total: 30 * time.Second,
 	},
 	Schema: Budget{
