@@ -11,4 +11,9 @@
 // algorithm is accepted only with a key of its own kind, so a token cannot
 // choose how it is checked ("alg":"none", or an HS256 token whose HMAC secret
 // is the RSA public key, are both refused).
+//
+// A token that verified is remembered, by the SHA-256 of its bytes, for at
+// most Config.CacheMaxAge and never past its exp plus the leeway, so a
+// client's repeated token costs a hash and a map lookup instead of the full
+// check; refusals are never remembered (cache.go).
 package authn

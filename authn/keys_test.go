@@ -83,6 +83,9 @@ func TestConfigValidate(t *testing.T) {
 		{"short secret", func(c *Config) { c.HS256Secret = make([]byte, 31) }, "hs256_secret: 31 bytes, at least 32"},
 		{"negative leeway", func(c *Config) { c.Leeway = -1 }, "leeway: must be within"},
 		{"huge leeway", func(c *Config) { c.Leeway = MaxLeeway + 1 }, "leeway: must be within"},
+		{"cache off", func(c *Config) { c.CacheMaxAge = -1 }, ""},
+		{"cache max age over the cap", func(c *Config) { c.CacheMaxAge = MaxCacheMaxAge + 1 }, "cache_max_age: at most"},
+		{"negative cache entries", func(c *Config) { c.CacheEntries = -1 }, "cache_entries: must not be negative"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/idemcoord/idemcoord/clock"
 )
 
 // Errors returned by Verify. Both map to 401; they are told apart for
@@ -42,6 +45,10 @@ type Verifier struct {
 	rsa    keySet
 	ec     keySet
 	parser *jwt.Parser
+	// cache remembers tokens that verified (cache.go); nil when off.
+	cache  *tokenCache
+	clock  clock.Clock
+	leeway time.Duration
 }
 
 // NewVerifier validates cfg and loads its public key files. An error about
@@ -50,7 +57,7 @@ func NewVerifier(cfg Config) (*Verifier, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("authn: config: %w", err)
 	}
-	v := &Verifier{}
+	v := &Verifier{cache: cfg.cache(), clock: clock.Or(cfg.Clock), leeway: cfg.leeway()}
 	if len(cfg.HS256Secret) > 0 {
 		v.secret = append([]byte(nil), cfg.HS256Secret...)
 	}
@@ -93,9 +100,8 @@ func NewVerifier(cfg Config) (*Verifier, error) {
 		jwt.WithLeeway(cfg.leeway()),
 		jwt.WithStrictDecoding(),
 	}
-	if cfg.Clock != nil {
-		opts = append(opts, jwt.WithTimeFunc(cfg.Clock.Now))
-	}
+	// One clock for the check and the cache's bounds.
+	opts = append(opts, jwt.WithTimeFunc(v.clock.Now))
 	v.parser = jwt.NewParser(opts...)
 	return v, nil
 }
@@ -113,22 +119,44 @@ func (v *Verifier) Verify(r *http.Request) (Principal, error) {
 // VerifyToken checks a raw JWT: signature with a key of the algorithm's own
 // kind, exp (required), nbf and iat (if present) within the leeway, iss, aud,
 // and a usable sub and tenant. It returns an error wrapping ErrInvalidToken.
+// A token that verified is remembered (Config.CacheMaxAge) and its repeats
+// within those bounds return the same principal without the check.
 func (v *Verifier) VerifyToken(raw string) (Principal, error) {
 	if len(raw) > maxTokenBytes {
 		return Principal{}, fmt.Errorf("%w: %d bytes, at most %d", ErrInvalidToken, len(raw), maxTokenBytes)
 	}
+	if v.cache == nil {
+		p, _, err := v.check(raw)
+		return p, err
+	}
+	now := v.clock.Now()
+	if p, ok := v.cache.get(raw, now); ok {
+		return p, nil
+	}
+	p, exp, err := v.check(raw)
+	if err != nil {
+		return Principal{}, err
+	}
+	// The parser accepts the token while now is before exp + leeway.
+	v.cache.put(raw, p, now, exp.Add(v.leeway))
+	return p, nil
+}
+
+// check verifies raw fully and returns its principal and expiry (exp).
+func (v *Verifier) check(raw string) (Principal, time.Time, error) {
 	var c tokenClaims
 	if _, err := v.parser.ParseWithClaims(raw, &c, v.keyFor); err != nil {
-		return Principal{}, fmt.Errorf("%w: %w", ErrInvalidToken, err)
+		return Principal{}, time.Time{}, fmt.Errorf("%w: %w", ErrInvalidToken, err)
 	}
 	p := Principal{Tenant: c.Tenant, Subject: c.Subject}
 	if p.Tenant == "" {
 		p.Tenant = DefaultTenant
 	}
 	if err := p.Validate(); err != nil {
-		return Principal{}, fmt.Errorf("%w: %w", ErrInvalidToken, err)
+		return Principal{}, time.Time{}, fmt.Errorf("%w: %w", ErrInvalidToken, err)
 	}
-	return p, nil
+	// exp is required (WithExpirationRequired): present once parsed.
+	return p, c.ExpiresAt.Time, nil
 }
 
 // keyFor is the jwt.Keyfunc: it returns only keys of the kind the token's

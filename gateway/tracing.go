@@ -88,6 +88,20 @@ func decorate(tp trace.TracerProvider, tracer trace.Tracer, st store.Store, next
 	return tracedStore{st, tracer}, tracedExecutor{next, tracer}
 }
 
+// untraced reports whether ctx is outside any trace: its span is not
+// recording and has no valid context. That is a request span of a provider
+// that records nothing (the global provider before one is set, which
+// gateway.New takes by default), for a client that sent no traceparent. A
+// child of it records nothing either, and there is no trace context to
+// send upstream, so the decorators call straight through: no span, no
+// attributes (an operation id formatted per span), no context. A provider
+// that records spans gives every span a valid context, sampled or not, and
+// a client's traceparent makes the context valid too: both keep the spans.
+func untraced(ctx context.Context) bool {
+	s := trace.SpanFromContext(ctx)
+	return !s.IsRecording() && !s.SpanContext().IsValid()
+}
+
 // tracedStore is a store whose Begin and Finish run in the claim and
 // finish spans. Everything else is the store's own.
 type tracedStore struct {
@@ -98,6 +112,9 @@ type tracedStore struct {
 // Begin is the store's Begin in a claim span; the decision and operation
 // id go on it and on the request span.
 func (s tracedStore) Begin(ctx context.Context, req store.ClaimRequest) (store.Claim, error) {
+	if untraced(ctx) {
+		return s.Store.Begin(ctx, req)
+	}
 	parent := trace.SpanFromContext(ctx)
 	ctx, span := s.tracer.Start(ctx, SpanClaim, trace.WithAttributes(attribute.String(AttrEndpoint, req.Scope.Endpoint)))
 	defer span.End()
@@ -118,6 +135,9 @@ func (s tracedStore) Begin(ctx context.Context, req store.ClaimRequest) (store.C
 
 // Finish is the store's Finish in a finish span.
 func (s tracedStore) Finish(ctx context.Context, l *store.Lease, res store.Result) error {
+	if untraced(ctx) {
+		return s.Store.Finish(ctx, l, res)
+	}
 	ctx, span := s.tracer.Start(ctx, SpanFinish, trace.WithAttributes(
 		attribute.String(AttrOperationID, l.OperationID.String()), attribute.String(AttrState, string(res.State))))
 	defer span.End()
@@ -139,6 +159,9 @@ type tracedExecutor struct {
 
 // Execute is the executor's Execute in an upstream span.
 func (e tracedExecutor) Execute(ctx context.Context, in Invocation) Answer {
+	if untraced(ctx) {
+		return e.Executor.Execute(ctx, in)
+	}
 	ctx, span := e.tracer.Start(ctx, SpanUpstream, trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithAttributes(attribute.String(AttrEndpoint, in.Endpoint.Name),
 			attribute.String(AttrOperationID, in.OperationID.String())))
