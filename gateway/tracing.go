@@ -140,6 +140,15 @@ func (s tracedStore) Begin(ctx context.Context, req store.ClaimRequest) (store.C
 	return claim, nil
 }
 
+// traceDecision sets decision on the request span in ctx, when it records:
+// an answer decided without a claim (a waiter replaying the record its
+// watch read) is traced as the claim would have been.
+func traceDecision(ctx context.Context, decision store.Outcome) {
+	if s := trace.SpanFromContext(ctx); s.IsRecording() {
+		s.SetAttributes(attribute.String(AttrDecision, decision.String()))
+	}
+}
+
 // Finish is the store's Finish in a finish span.
 func (s tracedStore) Finish(ctx context.Context, l *store.Lease, res store.Result) error {
 	if untraced(ctx) {
