@@ -44,6 +44,7 @@ func newTokenCache(maxAge time.Duration, entries int) *tokenCache {
 // get returns the principal of raw if it verified no longer than the
 // cache's bounds ago, as of now.
 func (c *tokenCache) get(raw string, now time.Time) (Principal, bool) {
+	now = now.Round(0) // the wall clock, as the check reads exp, nbf and iat
 	k := sha256.Sum256([]byte(raw))
 	c.mu.RLock()
 	e, ok := c.m[k]
@@ -57,6 +58,10 @@ func (c *tokenCache) get(raw string, now time.Time) (Principal, bool) {
 // put remembers that raw verified as p at now, until expires (the token's
 // exp plus the leeway) or maxAge, whichever comes first.
 func (c *tokenCache) put(raw string, p Principal, now, expires time.Time) {
+	// Every bound on the wall clock: with time.Now's monotonic reading,
+	// comparisons would ignore a step of the wall clock (a suspended host
+	// resumed, NTP stepping it back) that the check itself would see.
+	now = now.Round(0)
 	until := now.Add(c.maxAge)
 	if expires.Before(until) {
 		until = expires

@@ -41,6 +41,8 @@ func (g *Gateway) awaitRun(c *call, claim store.Claim) (done *store.Record, agai
 	case waitFinished:
 		if replayable(claim.Record, rec) {
 			rec.Scope.Key = claim.Record.Scope.Key
+			// What the claim it stands for would have put on the request span.
+			traceDecision(c.r.Context(), store.Replayed)
 			return &rec, false, false, 0
 		}
 		return nil, true, false, 0

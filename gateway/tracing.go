@@ -88,19 +88,26 @@ func decorate(tp trace.TracerProvider, tracer trace.Tracer, st store.Store, next
 	return tracedStore{st, tracer}, tracedExecutor{next, tracer}
 }
 
-// untraced reports whether ctx is outside any trace: its span is not
-// recording and has no valid context. That is a request span of a provider
-// that records nothing (the global provider before one is set, which
-// gateway.New takes by default), for a client that sent no traceparent. A
-// child of it records nothing either, and there is no trace context to
-// send upstream, so the decorators call straight through: no span, no
-// attributes (an operation id formatted per span), no context. A provider
-// that records spans gives every span a valid context, sampled or not, and
-// a client's traceparent makes the context valid too: both keep the spans.
+// untraced reports whether ctx is outside any trace: it carries a span
+// that is not recording and has no valid context. That is a request span
+// of a provider that records nothing (the global provider before one is
+// set, which gateway.New takes by default), for a client that sent no
+// traceparent. A child of it records nothing either, and there is no trace
+// context to send upstream, so the decorators call straight through: no
+// span, no attributes (an operation id formatted per span), no context. A
+// provider that records spans gives every span a valid context, sampled or
+// not, and a client's traceparent makes the context valid too: both keep
+// the spans. A context without any span (a run outside a request: async
+// work recovered or taken over) is not untraced: the provider decides, as
+// for a root span.
 func untraced(ctx context.Context) bool {
 	s := trace.SpanFromContext(ctx)
-	return !s.IsRecording() && !s.SpanContext().IsValid()
+	return s != noSpan && !s.IsRecording() && !s.SpanContext().IsValid()
 }
+
+// noSpan is what trace.SpanFromContext returns for a context without a
+// span.
+var noSpan = trace.SpanFromContext(context.Background())
 
 // tracedStore is a store whose Begin and Finish run in the claim and
 // finish spans. Everything else is the store's own.
@@ -131,6 +138,15 @@ func (s tracedStore) Begin(ctx context.Context, req store.ClaimRequest) (store.C
 		parent.SetAttributes(attrs...)
 	}
 	return claim, nil
+}
+
+// traceDecision sets decision on the request span in ctx, when it records:
+// an answer decided without a claim (a waiter replaying the record its
+// watch read) is traced as the claim would have been.
+func traceDecision(ctx context.Context, decision store.Outcome) {
+	if s := trace.SpanFromContext(ctx); s.IsRecording() {
+		s.SetAttributes(attribute.String(AttrDecision, decision.String()))
+	}
 }
 
 // Finish is the store's Finish in a finish span.

@@ -39,7 +39,8 @@ type Topology interface {
 // whose outcome a transient etcd failure hid (etcdserver: request timed
 // out, a leader change) is run again from the start, within
 // retry.Default.Etcd: instances starting together on a busy cluster ride
-// it out instead of failing their start.
+// it out instead of failing their start. The fence rows are written after
+// the etcd steps, by the store within its own retry budget.
 func (d *Directory) Bootstrap(ctx context.Context, topo Topology, shards int) error {
 	if shards < 1 {
 		return fmt.Errorf("%w: shards must be at least 1, got %d", ErrBadMove, shards)
@@ -47,9 +48,19 @@ func (d *Directory) Bootstrap(ctx context.Context, topo Topology, shards int) er
 	loop := retry.Loop{Budget: retry.Default.Etcd, Clock: d.clock, OnRetry: func(ctx context.Context, op string) {
 		d.log.WarnContext(ctx, "etcd busy during the directory's bootstrap, running it again")
 	}}
-	return loop.Do(ctx, "bootstrap", transientEtcd, func(ctx context.Context) error {
+	err := loop.Do(ctx, "bootstrap", transientEtcd, func(ctx context.Context) error {
 		return d.bootstrap(ctx, topo, shards)
 	})
+	if err != nil {
+		return err
+	}
+	// Outside the etcd loop: the store retries its own transaction within
+	// its own budget (a share of the etcd loop would cap it at the loop's
+	// attempts), and no etcd failure calls for running it again.
+	if err := d.fences.BootstrapFences(ctx, shards, topo.Home); err != nil {
+		return fmt.Errorf("ownership: bootstrap fences: %w", err)
+	}
+	return nil
 }
 
 // transientEtcd reports whether err is an etcd failure that passes: the
@@ -67,6 +78,8 @@ func transientEtcd(err error) bool {
 	return status.Code(err) == codes.Unavailable // status.Code unwraps
 }
 
+// bootstrap is the etcd half of Bootstrap: the shard count and every
+// missing entry, each step guarded so that it may run again.
 func (d *Directory) bootstrap(ctx context.Context, topo Topology, shards int) error {
 	ck := countKey(d.prefix)
 	resp, err := d.cli.Txn(ctx).
@@ -105,9 +118,6 @@ func (d *Directory) bootstrap(ctx context.Context, topo Topology, shards int) er
 			return err
 		}
 		missing = missing[n:]
-	}
-	if err := d.fences.BootstrapFences(ctx, shards, topo.Home); err != nil {
-		return fmt.Errorf("ownership: bootstrap fences: %w", err)
 	}
 	return nil
 }
