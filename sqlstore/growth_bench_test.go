@@ -75,12 +75,12 @@ func BenchmarkGrowth(b *testing.B) {
 			sizes = append(sizes, n)
 		}
 	}
-	newDB := pgtest.NewDatabase
+	newDB, warm := pgtest.NewDatabase, false
 	if v := os.Getenv("IDEMCOORD_GROWTH_SHARED_BUFFERS"); v != "" {
-		newDB = growthServer(b, v)
+		newDB, warm = growthServer(b, v), true
 	}
 	b.ResetTimer()
-	growthRun(b, sizes, envInt(b, "IDEMCOORD_GROWTH_OPS", 4000), newDB, os.Stderr, os.Stdout)
+	growthRun(b, sizes, envInt(b, "IDEMCOORD_GROWTH_OPS", 4000), newDB, warm, os.Stderr, os.Stdout)
 }
 
 // growthServer starts a PostgreSQL server of the benchmark's own with
@@ -111,9 +111,10 @@ func growthServer(tb testing.TB, sharedBuffers string) func(testing.TB) string {
 }
 
 // growthRun loads a store per size (and the base) in a database newDB
-// makes, measures every path on each, ops operations per path and size
-// interleaved one by one across the sizes, and writes the table to out.
-func growthRun(tb testing.TB, sizes []int, ops int, newDB func(testing.TB) string, progress, out io.Writer) {
+// makes, settles them (settleGrowth, warm or not), measures every path on
+// each, ops operations per path and size interleaved one by one across
+// the sizes, and writes the table to out.
+func growthRun(tb testing.TB, sizes []int, ops int, newDB func(testing.TB) string, warm bool, progress, out io.Writer) {
 	ctx := context.Background()
 	base := request(tb, "tenant/g0", "k", `{"amount":"12.50","currency":"EUR"}`)
 	var envs []*growthEnv
@@ -130,13 +131,15 @@ func growthRun(tb testing.TB, sizes []int, ops int, newDB func(testing.TB) strin
 		fmt.Fprintf(progress, "loaded %d records in %s\n", size, time.Since(start).Round(time.Second))
 		envs = append(envs, &growthEnv{size: size, s: s, req: base})
 	}
+	settleGrowth(tb, envs, warm, progress)
 	for p := range growthPaths {
 		interleave(tb, envs, p, ops)
 	}
-	fmt.Fprintf(out, "%-10s %-18s %9s %9s %9s %10s %12s\n", "records", "path", "p50 ms", "p99 ms", "ops/s", "p99/empty", "table+idx MB")
+	fmt.Fprintf(out, "%-10s %-18s %9s %9s %9s %10s %12s %7s\n", "records", "path", "p50 ms", "p99 ms", "ops/s", "p99/empty", "table+idx MB", "idx MB")
 	for _, e := range envs {
-		var bytes int64
-		if err := e.s.Pool().QueryRow(ctx, `SELECT pg_total_relation_size('idempotency_records')`).Scan(&bytes); err != nil {
+		var bytes, idx int64
+		if err := e.s.Pool().QueryRow(ctx, `SELECT pg_total_relation_size('idempotency_records'),
+			pg_indexes_size('idempotency_records')`).Scan(&bytes, &idx); err != nil {
 			tb.Fatal(err)
 		}
 		for p, name := range growthPaths {
@@ -145,8 +148,8 @@ func growthRun(tb testing.TB, sizes []int, ops int, newDB func(testing.TB) strin
 			p50, p99 := lat[len(lat)/2], lat[len(lat)*99/100]
 			baseLat := slices.Clone(envs[0].lat[p])
 			slices.Sort(baseLat)
-			fmt.Fprintf(out, "%-10d %-18s %9.2f %9.2f %9.0f %10.2f %12d\n", e.size, name,
-				ms(p50), ms(p99), rate(lat), ms(p99)/ms(baseLat[len(baseLat)*99/100]), bytes>>20)
+			fmt.Fprintf(out, "%-10d %-18s %9.2f %9.2f %9.0f %10.2f %12d %7d\n", e.size, name,
+				ms(p50), ms(p99), rate(lat), ms(p99)/ms(baseLat[len(baseLat)*99/100]), bytes>>20, idx>>20)
 		}
 	}
 }
@@ -274,7 +277,7 @@ func (e *growthEnv) recentIndex(window time.Duration) func() int {
 // the loader (COPY, index rebuild) and every measured path keep working.
 func TestGrowthBenchmarkRuns(t *testing.T) {
 	var table strings.Builder
-	growthRun(t, []int{5000}, 64, pgtest.NewDatabase, io.Discard, &table)
+	growthRun(t, []int{5000}, 64, growthServer(t, "128MB"), true, io.Discard, &table)
 	if got := strings.Count(table.String(), "\n"); got != 1+2*len(growthPaths) {
 		t.Fatalf("table has %d lines, want %d:\n%s", got, 1+2*len(growthPaths), table.String())
 	}
