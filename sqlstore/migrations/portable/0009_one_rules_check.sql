@@ -18,6 +18,11 @@
 -- so the rules hold at every moment. An instance that meets the check
 -- already added (a concurrent instance, or a start cut short) goes on
 -- with the next statement. All four are portable to CockroachDB.
+-- Mixed versions during an upgrade: an instance built before 0009 that
+-- starts with Migrate adds idempotency_records_states back (one
+-- validating scan; the next start of a newer instance drops it again),
+-- and one that starts without Migrate refuses the store
+-- (ErrSchemaMissing) until it is upgraded.
 ALTER TABLE idempotency_records ADD CONSTRAINT idempotency_records_rules CHECK (
     state = ANY ('{COMPLETED,RETRYABLE_FAILURE,TERMINAL_FAILURE,OUTCOME_UNKNOWN,CANCELLED}'::TEXT[])
     OR (state = ANY ('{PENDING,IN_PROGRESS}'::TEXT[]) AND lease_expires_at IS NOT NULL)) NOT VALID;
