@@ -14,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
+	"github.com/idemcoord/idemcoord/internal/pglocal"
 	"github.com/idemcoord/idemcoord/internal/pgtest"
 	"github.com/idemcoord/idemcoord/sqlstore"
 	"github.com/idemcoord/idemcoord/store"
@@ -27,7 +30,9 @@ const growthBase = 1000
 // "replay" picks any preloaded key (cold pages, the pessimistic case);
 // "replay, last hour" picks a key created in the last hour of the 30-day
 // spread, as most real retries are (an SDK's or a gateway's retry comes
-// seconds to minutes after the first attempt).
+// seconds to minutes after the first attempt). "409 in flight" picks a
+// record under a live lease, all of them created in the last
+// growthInFlight.
 var growthPaths = [...]string{"first run", "replay", "replay, last hour", "409 in flight"}
 
 // growthEnv is one store preloaded with size records.
@@ -49,6 +54,15 @@ type growthEnv struct {
 //
 //	IDEMCOORD_GROWTH_SIZES=1000000,10000000,30000000 go test ./sqlstore -run '^$' \
 //	    -bench Growth -benchtime 1x -timeout 3h
+//
+// IDEMCOORD_GROWTH_SHARED_BUFFERS (a PostgreSQL size, e.g. 6GB) runs the
+// benchmark on a server of its own with that shared_buffers, sized as
+// docs/capacity.md advises (memory for every index), instead of the tests'
+// shared server with 256MB; its files go when the benchmark ends. One
+// large size per run keeps a table from evicting another's pages:
+//
+//	IDEMCOORD_GROWTH_SIZES=30000000 IDEMCOORD_GROWTH_SHARED_BUFFERS=6GB go test ./sqlstore \
+//	    -run '^$' -bench Growth -benchtime 1x -timeout 3h
 func BenchmarkGrowth(b *testing.B) {
 	sizes := []int{100000}
 	if v := os.Getenv("IDEMCOORD_GROWTH_SIZES"); v != "" {
@@ -61,19 +75,51 @@ func BenchmarkGrowth(b *testing.B) {
 			sizes = append(sizes, n)
 		}
 	}
+	newDB, warm := pgtest.NewDatabase, false
+	if v := os.Getenv("IDEMCOORD_GROWTH_SHARED_BUFFERS"); v != "" {
+		newDB, warm = growthServer(b, v), true
+	}
 	b.ResetTimer()
-	growthRun(b, sizes, envInt(b, "IDEMCOORD_GROWTH_OPS", 4000), os.Stderr, os.Stdout)
+	growthRun(b, sizes, envInt(b, "IDEMCOORD_GROWTH_OPS", 4000), newDB, warm, os.Stderr, os.Stdout)
 }
 
-// growthRun loads a store per size (and the base), measures every path on
-// each, ops operations per path and size interleaved one by one across the
-// sizes, and writes the table to out.
-func growthRun(tb testing.TB, sizes []int, ops int, progress, out io.Writer) {
+// growthServer starts a PostgreSQL server of the benchmark's own with
+// shared_buffers set to sharedBuffers, stopped and removed when tb ends,
+// and returns a function that creates a database on it.
+func growthServer(tb testing.TB, sharedBuffers string) func(testing.TB) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	srv, err := pglocal.Start(ctx, pglocal.SharedBuffers(sharedBuffers))
+	if err != nil {
+		tb.Fatalf("IDEMCOORD_GROWTH_SHARED_BUFFERS: %v", err)
+	}
+	tb.Cleanup(func() { srv.Close() })
+	var seq int
+	return func(tb testing.TB) string {
+		seq++
+		name := fmt.Sprintf("growth_%d", seq)
+		conn, err := pgx.Connect(context.Background(), srv.DSN("postgres"))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		defer conn.Close(context.Background())
+		if _, err := conn.Exec(context.Background(), "CREATE DATABASE "+name); err != nil {
+			tb.Fatal(err)
+		}
+		return srv.DSN(name)
+	}
+}
+
+// growthRun loads a store per size (and the base) in a database newDB
+// makes, settles them (settleGrowth, warm or not), measures every path on
+// each, ops operations per path and size interleaved one by one across
+// the sizes, and writes the table to out.
+func growthRun(tb testing.TB, sizes []int, ops int, newDB func(testing.TB) string, warm bool, progress, out io.Writer) {
 	ctx := context.Background()
 	base := request(tb, "tenant/g0", "k", `{"amount":"12.50","currency":"EUR"}`)
 	var envs []*growthEnv
 	for _, size := range append([]int{growthBase}, sizes...) {
-		dsn := pgtest.NewDatabase(tb)
+		dsn := newDB(tb)
 		s, err := sqlstore.Open(ctx, sqlstore.Config{Migrate: true, DSN: dsn, MaxConns: benchWorkers})
 		if err != nil {
 			tb.Fatal(err)
@@ -85,13 +131,15 @@ func growthRun(tb testing.TB, sizes []int, ops int, progress, out io.Writer) {
 		fmt.Fprintf(progress, "loaded %d records in %s\n", size, time.Since(start).Round(time.Second))
 		envs = append(envs, &growthEnv{size: size, s: s, req: base})
 	}
+	settleGrowth(tb, envs, warm, progress)
 	for p := range growthPaths {
 		interleave(tb, envs, p, ops)
 	}
-	fmt.Fprintf(out, "%-10s %-18s %9s %9s %9s %10s %12s\n", "records", "path", "p50 ms", "p99 ms", "ops/s", "p99/empty", "table+idx MB")
+	fmt.Fprintf(out, "%-10s %-18s %9s %9s %9s %10s %12s %7s\n", "records", "path", "p50 ms", "p99 ms", "ops/s", "p99/empty", "table+idx MB", "idx MB")
 	for _, e := range envs {
-		var bytes int64
-		if err := e.s.Pool().QueryRow(ctx, `SELECT pg_total_relation_size('idempotency_records')`).Scan(&bytes); err != nil {
+		var bytes, idx int64
+		if err := e.s.Pool().QueryRow(ctx, `SELECT pg_total_relation_size('idempotency_records'),
+			pg_indexes_size('idempotency_records')`).Scan(&bytes, &idx); err != nil {
 			tb.Fatal(err)
 		}
 		for p, name := range growthPaths {
@@ -100,8 +148,8 @@ func growthRun(tb testing.TB, sizes []int, ops int, progress, out io.Writer) {
 			p50, p99 := lat[len(lat)/2], lat[len(lat)*99/100]
 			baseLat := slices.Clone(envs[0].lat[p])
 			slices.Sort(baseLat)
-			fmt.Fprintf(out, "%-10d %-18s %9.2f %9.2f %9.0f %10.2f %12d\n", e.size, name,
-				ms(p50), ms(p99), rate(lat), ms(p99)/ms(baseLat[len(baseLat)*99/100]), bytes>>20)
+			fmt.Fprintf(out, "%-10d %-18s %9.2f %9.2f %9.0f %10.2f %12d %7d\n", e.size, name,
+				ms(p50), ms(p99), rate(lat), ms(p99)/ms(baseLat[len(baseLat)*99/100]), bytes>>20, idx>>20)
 		}
 	}
 }
@@ -156,13 +204,11 @@ func rate(lat []time.Duration) float64 {
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // op returns the operation of path p on e: a first run (Begin + Finish)
-// on a fresh key, a replay of a random COMPLETED preloaded key, or a retry
-// of a random preloaded key in flight under a live lease (409).
+// on a fresh key, a replay of a random COMPLETED preloaded key (any, or
+// one of the last hour), or a retry of a random preloaded key in flight
+// under a live lease (409), all of which are recent.
 func (e *growthEnv) op(tb testing.TB, p int) func() error {
 	ctx := context.Background()
-	pick := func(want func(i int) bool) store.ClaimRequest {
-		return e.pickFrom(tb, func() int { return rand.IntN(e.size) }, want)
-	}
 	switch p {
 	case 0:
 		return func() error {
@@ -183,7 +229,7 @@ func (e *growthEnv) op(tb testing.TB, p int) func() error {
 	case 1, 2:
 		index := func() int { return rand.IntN(e.size) }
 		if p == 2 {
-			index = e.recentIndex
+			index = e.recentIndex(time.Hour)
 		}
 		return func() error {
 			c, err := e.s.Begin(ctx, e.pickFrom(tb, index, func(i int) bool { return growthState(i) == "COMPLETED" }))
@@ -193,8 +239,9 @@ func (e *growthEnv) op(tb testing.TB, p int) func() error {
 			return err
 		}
 	default:
+		inFlight := e.recentIndex(growthInFlight)
 		return func() error {
-			c, err := e.s.Begin(ctx, pick(func(i int) bool { return growthState(i) == "IN_PROGRESS" }))
+			c, err := e.s.Begin(ctx, e.pickFrom(tb, inFlight, func(i int) bool { return growthState(i) == "IN_PROGRESS" }))
 			if err == nil && c.Outcome != store.InFlight {
 				err = fmt.Errorf("409: outcome %v", c.Outcome)
 			}
@@ -218,19 +265,19 @@ func (e *growthEnv) pickFrom(tb testing.TB, index func() int, want func(i int) b
 	}
 }
 
-// recentIndex returns the index of a random preloaded record created in
-// the last hour: the loader gives record i the age i mod 30 days, in
-// seconds.
-func (e *growthEnv) recentIndex() int {
-	const cycle, hour = 30 * 24 * 3600, 3600
-	return rand.IntN(e.size/cycle+1)*cycle + rand.IntN(hour)
+// recentIndex returns a function drawing the index of a random preloaded
+// record created within window of the load: the loader gives record i the
+// age i mod 30 days, in seconds (growthAge).
+func (e *growthEnv) recentIndex(window time.Duration) func() int {
+	cycle, w := int(growthCycle/time.Second), int(window/time.Second)
+	return func() int { return rand.IntN(e.size/cycle+1)*cycle + rand.IntN(w) }
 }
 
 // TestGrowthBenchmarkRuns runs the growth benchmark on a small table, so
 // the loader (COPY, index rebuild) and every measured path keep working.
 func TestGrowthBenchmarkRuns(t *testing.T) {
 	var table strings.Builder
-	growthRun(t, []int{5000}, 64, io.Discard, &table)
+	growthRun(t, []int{5000}, 64, growthServer(t, "128MB"), true, io.Discard, &table)
 	if got := strings.Count(table.String(), "\n"); got != 1+2*len(growthPaths) {
 		t.Fatalf("table has %d lines, want %d:\n%s", got, 1+2*len(growthPaths), table.String())
 	}

@@ -29,9 +29,26 @@ func growthActor(i int) string    { return fmt.Sprintf("tenant/g%d", i%growthAct
 func growthEndpoint(i int) string { return growthEndpoints[(i/growthActors)%len(growthEndpoints)] }
 func growthKey(i int) string      { return fmt.Sprintf("pre-%d", i) }
 
+// growthCycle is the retention the preloaded records' creation times
+// spread over: record i was created growthAge(i) ago.
+const growthCycle = 30 * 24 * time.Hour
+
+// growthAge is how long before the load record i was created: i mod 30
+// days, in seconds, so every 30-day cycle of indexes holds records of
+// every age, one a second.
+func growthAge(i int) time.Duration {
+	return time.Duration(i%int(growthCycle/time.Second)) * time.Second
+}
+
+// growthInFlight is how recent an in-flight record is: work under a live
+// lease was claimed moments ago (a handler runs for seconds), so only
+// records created in the last minutes are IN_PROGRESS.
+const growthInFlight = 10 * time.Minute
+
 // growthState: 90 % COMPLETED, 5 % TERMINAL_FAILURE, 2 % RETRYABLE_FAILURE,
-// 2 % IN_PROGRESS (under a live lease: a retry gets 409), 1 %
-// OUTCOME_UNKNOWN.
+// 1 % OUTCOME_UNKNOWN, and 2 % IN_PROGRESS (under a live lease: a retry
+// gets 409) among the records created in the last growthInFlight; older
+// records of that 2 % completed long ago.
 func growthState(i int) string {
 	switch m := i % 100; {
 	case m < 90:
@@ -41,10 +58,26 @@ func growthState(i int) string {
 	case m < 97:
 		return "RETRYABLE_FAILURE"
 	case m < 99:
-		return "IN_PROGRESS"
+		if growthAge(i) < growthInFlight {
+			return "IN_PROGRESS"
+		}
+		return "COMPLETED"
 	default:
 		return "OUTCOME_UNKNOWN"
 	}
+}
+
+// growthOpID is a preloaded record's operation id: time-ordered (UUIDv7)
+// from the record's creation time, as the store makes them, with the
+// other 74 bits random.
+func growthOpID(created time.Time) uuid.UUID {
+	id := uuid.New()
+	ms := uint64(created.UnixMilli())
+	for b := range 6 {
+		id[b] = byte(ms >> (40 - 8*b))
+	}
+	id[6] = 0x70 | id[6]&0x0f
+	return id
 }
 
 var growthCols = []string{"actor_scope", "endpoint", "key_hash", "operation_id", "fingerprint", "fingerprint_version",
@@ -111,11 +144,10 @@ func loadGrowth(tb testing.TB, s *sqlstore.Store, n int, fp []byte, fpVersion in
 		}
 		actor, st := growthActor(i), growthState(i)
 		h := sha256.Sum256([]byte(growthKey(i)))
-		age := time.Duration(i%(30*24*3600)) * time.Second // created up to 30 days ago
-		created := now.Add(-age)
-		row := []any{actor, growthEndpoint(i), h[:], uuid.New(), fp, fpVersion, st, int64(2), "", nil, int32(1), "",
+		created := now.Add(-growthAge(i))
+		row := []any{actor, growthEndpoint(i), h[:], growthOpID(created), fp, fpVersion, st, int64(2), "", nil, int32(1), "",
 			int32(shard.Of(actor, shard.DefaultCount)), int64(1), nil, nil, nil, false, nil, nil, false,
-			created, created, created.Add(30 * 24 * time.Hour)}
+			created, created, created.Add(growthCycle)}
 		switch st {
 		case "COMPLETED", "TERMINAL_FAILURE":
 			row[14], row[15], row[16], row[18] = int32(201), headers, body, "pay_1"

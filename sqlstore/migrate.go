@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"sort"
+	"strings"
 
 	"github.com/idemcoord/idemcoord/internal/retry"
 
@@ -52,13 +53,10 @@ func checkSchema(ctx context.Context, pool *pgxpool.Pool) error {
 	return nil
 }
 
-// stateCheckName is the check constraint that lists the states a record
-// may be in (0006 replaced 0001's, which lacked CANCELLED).
-const stateCheckName = "idempotency_records_states"
-
-// stateCheckSQL adds stateCheckName.
-const stateCheckSQL = `ALTER TABLE idempotency_records ADD CONSTRAINT ` + stateCheckName + ` CHECK (state IN
-	('PENDING', 'IN_PROGRESS', 'COMPLETED', 'RETRYABLE_FAILURE', 'TERMINAL_FAILURE', 'OUTCOME_UNKNOWN', 'CANCELLED'))`
+// stateCheckName is the check constraint that holds the records' rules:
+// the states a record may be in, and a lease on every running record
+// (0009 made it of 0001's lease check and 0006's list of seven states).
+const stateCheckName = "idempotency_records_rules"
 
 // hasConstraint reports whether idempotency_records has the constraint
 // name.
@@ -86,6 +84,30 @@ var onlyIf = map[string]func(context.Context, *pgxpool.Pool) (bool, error){
 		ok, err := hasColumn(ctx, pool, "compacted")
 		return !ok, err
 	},
+	"migrations/portable/0009_one_rules_check.sql": func(ctx context.Context, pool *pgxpool.Pool) (bool, error) {
+		for _, c := range []struct {
+			name string
+			want bool
+		}{{stateCheckName, true}, {"idempotency_records_states", false}, {"idempotency_records_lease", false}} {
+			if ok, err := hasConstraint(ctx, pool, c.name); err != nil || ok != c.want {
+				return err == nil, err
+			}
+		}
+		return false, nil
+	},
+}
+
+// stepwise lists migrations whose statements each run in a transaction
+// of their own (one multi-statement string is one transaction, which
+// would hold the table's strongest lock through a constraint's
+// validation), and the errors that mean a statement is already done.
+var stepwise = map[string]func(error) bool{
+	// 0009's ADD CONSTRAINT meets its own check when a concurrent
+	// instance, or a start cut short, added it: go on and validate it.
+	"migrations/portable/0009_one_rules_check.sql": func(err error) bool {
+		var pe *pgconn.PgError
+		return errors.As(err, &pe) && pe.Code == "42710" // duplicate_object
+	},
 }
 
 // hasColumn reports whether idempotency_records has the column name.
@@ -95,21 +117,6 @@ func hasColumn(ctx context.Context, pool *pgxpool.Pool, name string) (bool, erro
 		WHERE table_schema = current_schema() AND table_name = 'idempotency_records' AND column_name = $1`,
 		name).Scan(&n)
 	return n > 0, err
-}
-
-// ensureStateCheck adds stateCheckName unless it exists. Instances that
-// start together may both try: the loser's duplicate_object (42710), or
-// the catalog conflict a concurrent ALTER can raise, is settled by
-// looking again (schemaRetry).
-func ensureStateCheck(ctx context.Context, pool *pgxpool.Pool) error {
-	return schemaRetry(ctx, "add "+stateCheckName, func() error {
-		ok, err := hasConstraint(ctx, pool, stateCheckName)
-		if err != nil || ok {
-			return err
-		}
-		_, err = pool.Exec(ctx, stateCheckSQL)
-		return err
-	})
 }
 
 //go:embed migrations/portable/*.sql
@@ -124,7 +131,9 @@ var superseded = map[string]bool{
 
 // Migrate applies the portable migration set. It is idempotent: every
 // statement is CREATE ... IF NOT EXISTS, INSERT ... ON CONFLICT DO NOTHING
-// or DROP ... IF EXISTS, so concurrent instances starting together are safe.
+// or DROP ... IF EXISTS, or runs only while the schema needs it (onlyIf)
+// and settles a concurrent instance's same step (stepwise), so concurrent
+// instances starting together are safe.
 func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
 	names, err := fs.Glob(migrations, "migrations/portable/*.sql")
 	if err != nil {
@@ -148,7 +157,7 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
 			return err
 		}
 	}
-	return ensureStateCheck(ctx, pool)
+	return nil
 }
 
 // schemaLoop runs a schema step again after any failure, within
@@ -164,10 +173,47 @@ func applyMigration(ctx context.Context, pool *pgxpool.Pool, name string) error 
 	if err != nil {
 		return err
 	}
-	return schemaRetry(ctx, "migration "+name, func() error {
-		_, err := pool.Exec(ctx, string(b))
-		return err
-	})
+	done, ok := stepwise[name]
+	if !ok {
+		return schemaRetry(ctx, "migration "+name, func() error {
+			_, err := pool.Exec(ctx, string(b))
+			return err
+		})
+	}
+	for i, stmt := range statements(string(b)) {
+		err := schemaRetry(ctx, fmt.Sprintf("migration %s, statement %d", name, i+1), func() error {
+			_, err := pool.Exec(ctx, stmt)
+			if done(err) {
+				return nil
+			}
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// statements splits a migration file into its statements: comment lines
+// dropped, each statement ending with a semicolon at the end of a line.
+func statements(file string) []string {
+	var out []string
+	var cur strings.Builder
+	for _, line := range strings.Split(file, "\n") {
+		if t := strings.TrimSpace(line); t == "" || strings.HasPrefix(t, "--") {
+			continue
+		}
+		cur.WriteString(line + "\n")
+		if strings.HasSuffix(strings.TrimSpace(line), ";") {
+			out = append(out, cur.String())
+			cur.Reset()
+		}
+	}
+	if strings.TrimSpace(cur.String()) != "" {
+		out = append(out, cur.String())
+	}
+	return out
 }
 
 // schemaRetry runs step, again after a failure with a growing pause,

@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"syscall"
@@ -25,10 +26,34 @@ var ErrNotInstalled = errors.New("pglocal: PostgreSQL server binaries (initdb, p
 
 // Server is one throwaway PostgreSQL server.
 type Server struct {
-	dir    string
-	bindir string
-	port   int
-	cred   *syscall.Credential
+	dir           string
+	bindir        string
+	port          int
+	cred          *syscall.Credential
+	sharedBuffers string
+}
+
+// DefaultSharedBuffers is the shared_buffers a server gets unless an
+// Option says otherwise: small, since tests start many servers.
+const DefaultSharedBuffers = "256MB"
+
+// Option changes how Start sets a server up.
+type Option func(*Server) error
+
+// sizeSetting is a PostgreSQL memory size: a number and an optional unit.
+var sizeSetting = regexp.MustCompile(`^[1-9][0-9]*(kB|MB|GB|TB)?$`)
+
+// SharedBuffers sets the server's shared_buffers (a PostgreSQL size such
+// as "6GB"), for a benchmark whose tables should be cached as a sized
+// deployment's would be.
+func SharedBuffers(size string) Option {
+	return func(s *Server) error {
+		if !sizeSetting.MatchString(size) {
+			return fmt.Errorf("pglocal: shared_buffers %q is not a PostgreSQL size (a number with kB, MB, GB or TB, e.g. 6GB)", size)
+		}
+		s.sharedBuffers = size
+		return nil
+	}
 }
 
 // BinDir finds the directory holding initdb and pg_ctl.
@@ -54,10 +79,16 @@ func BinDir() (string, error) {
 
 // Start initialises a data directory under a new temporary directory and
 // starts the server on a free loopback port. Stop it with Close.
-func Start(ctx context.Context) (*Server, error) {
+func Start(ctx context.Context, opts ...Option) (*Server, error) {
 	bindir, err := BinDir()
 	if err != nil {
 		return nil, err
+	}
+	s := &Server{bindir: bindir, sharedBuffers: DefaultSharedBuffers}
+	for _, o := range opts {
+		if err := o(s); err != nil {
+			return nil, err
+		}
 	}
 	sweep(ctx, bindir)
 	// Short parent: the unix socket path must stay under 107 bytes.
@@ -69,7 +100,7 @@ func Start(ctx context.Context) (*Server, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	s := &Server{dir: dir, bindir: bindir}
+	s.dir = dir
 	if os.Geteuid() == 0 {
 		u, err := user.Lookup("postgres")
 		if err != nil {
@@ -125,7 +156,7 @@ func (s *Server) Halt(ctx context.Context) error {
 func (s *Server) Resume(ctx context.Context) error {
 	// fsync off and a large max_connections: the server is throwaway, and
 	// tests open many pools.
-	opts := fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -k %s -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=400 -c shared_buffers=256MB", s.port, s.dir)
+	opts := fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -k %s -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=400 -c shared_buffers=%s", s.port, s.dir, s.sharedBuffers)
 	return s.run(ctx, "pg_ctl", "-D", s.dataDir(), "-l", filepath.Join(s.dir, "postgres.log"), "-w", "-t", "60", "-o", opts, "start")
 }
 

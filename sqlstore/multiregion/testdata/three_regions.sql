@@ -25,11 +25,12 @@ ALTER TABLE idempotency_records ADD COLUMN IF NOT EXISTS crdb_region crdb_intern
 -- on the old key: that index would make every claim probe every region.
 ALTER TABLE idempotency_records DROP CONSTRAINT idempotency_records_pkey,
     ADD CONSTRAINT idempotency_records_pkey PRIMARY KEY (shard, actor_scope, endpoint, key_hash);
--- operation_id is a random v4 UUID from the coordinator; a UNIQUE index on it alone would
--- be checked in every region on every claim. Lookups by id stay indexed (and scoped to
--- the actor); PostgreSQL keeps the unique index.
+-- operation_id is a time-ordered (v7) UUID from the coordinator; a UNIQUE index on it alone
+-- would be checked in every region on every claim. Lookups by id stay indexed (and scoped
+-- to the actor); PostgreSQL keeps the unique index. Hash-sharded, so the ids' increasing
+-- time prefix spreads over ranges instead of making the index's last range a hot spot.
 DROP INDEX IF EXISTS idempotency_records@idempotency_records_operation_id;
-CREATE INDEX IF NOT EXISTS idempotency_records_operation_id ON idempotency_records (operation_id);
+CREATE INDEX IF NOT EXISTS idempotency_records_operation_id ON idempotency_records (operation_id) USING HASH;
 
 -- Records and fences live in their shard's home region; the fence's FOR SHARE lock is local.
 ALTER TABLE idempotency_records SET LOCALITY REGIONAL BY ROW AS crdb_region;
