@@ -44,7 +44,7 @@ func (s *Store) begin(ctx context.Context, req store.ClaimRequest) (store.Claim,
 	ctx, done := s.call(ctx)
 	defer done()
 	owner := req.Worker + "/" + nonce()
-	opID := newOperationID()
+	opID := newOperationID(s.cockroach)
 	state := idempotency.InProgress
 	if req.Pending {
 		state = idempotency.Pending

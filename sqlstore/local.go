@@ -36,7 +36,7 @@ func (s *Store) RunLocal(ctx context.Context, req store.ClaimRequest, fn LocalFu
 	ctx, done := s.call(ctx)
 	defer done()
 	owner := req.Worker + "/" + nonce()
-	opID := newOperationID()
+	opID := newOperationID(s.cockroach)
 	rechecked := false
 	again := func(err error) bool {
 		if isUniqueViolation(err) && !rechecked {

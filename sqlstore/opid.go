@@ -12,6 +12,15 @@ import "github.com/google/uuid"
 // when its operation was created (to the millisecond); lookups by id are
 // scoped to the actor, and an upstream deduplicating by id needs it
 // unique, not secret.
-func newOperationID() uuid.UUID {
+//
+// On CockroachDB an id is random (version 4): there a time-ordered key
+// sends every insert of an unsharded index to the same range, the hot
+// spot CockroachDB's documentation warns of, while a random key spreads
+// the writes over every range; the portable schema's operation-id index
+// is not hash-sharded (the multi-region layout's is).
+func newOperationID(cockroach bool) uuid.UUID {
+	if cockroach {
+		return uuid.New()
+	}
 	return uuid.Must(uuid.NewV7())
 }
