@@ -98,7 +98,7 @@ func (s *Store) claimOnce(ctx context.Context, req store.ClaimRequest, owner str
 	if !found {
 		// One round trip, one serializable transaction: read the record
 		// and, only if there is none, claim it.
-		found, err = s.claimRow(ctx, s.pool, req, owner, opID, state, &rec, &now)
+		found, err = s.claim(ctx, req, owner, opID, state, &rec, &now)
 		err = stmtOutcome(err)
 	}
 	switch {
