@@ -41,8 +41,12 @@ type GroupCommit struct {
 }
 
 // DefaultGroupCommit is DefaultConfig's GroupCommit, tuned with
-// BenchmarkFirstRunVsPeer (docs/capacity.md).
-var DefaultGroupCommit = GroupCommit{MaxInFlight: 2, MaxBatch: 16}
+// BenchmarkFirstRunVsPeer on two cores (docs/capacity.md, "Group
+// commit"): one statement of each kind in flight, eight requests at most
+// in one. A second slot sends more statements alone (the first request
+// after a batch finds the slot free), and larger batches let the clients
+// fall into one convoy whose claims and finishes no longer overlap.
+var DefaultGroupCommit = GroupCommit{MaxInFlight: 1, MaxBatch: 8}
 
 // maxBatchLimit bounds GroupCommit.MaxBatch: one statement's arrays.
 const maxBatchLimit = 1000
