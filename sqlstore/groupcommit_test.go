@@ -257,7 +257,7 @@ func TestGroupCommitConfigErrorsNameTheField(t *testing.T) {
 // TestGroupCommitRoundTrips: with batching on, a request that finds a
 // free slot sends the single statements, unchanged (a first run: the
 // claim and the finish); claims or finishes queued behind a busy slot go
-// as one statement together.
+// as one statement together, and queued replays are answered by theirs.
 func TestGroupCommitRoundTrips(t *testing.T) {
 	ctx := context.Background()
 	tracer := &queryCounter{}
@@ -319,6 +319,20 @@ func TestGroupCommitRoundTrips(t *testing.T) {
 	// The holder's claim (alone), its finish, and one batch.
 	if len(got) != 3 || len(batches) != 1 {
 		t.Fatalf("5 finishes queued behind one sent %d statements (%d batches), want 3 (1 batch):\n%s",
+			len(got), len(batches), strings.Join(got, "\n"))
+	}
+	// Replays in a batch are answered by it, as claimSQL answers one: the
+	// batch reads the records it did not insert.
+	got, batches = records(tracer.during(t, func() {
+		cs, errs := batchClaims(t, g, holder, reqs)
+		for i, err := range errs {
+			if err != nil || cs[i].Outcome != store.Replayed {
+				t.Fatalf("replay %d: %v %v", i, cs[i].Outcome, err)
+			}
+		}
+	}))
+	if len(got) != 2 || len(batches) != 1 {
+		t.Fatalf("the holder's claim and 5 queued replays sent %d statements (%d batches), want 2 (1 batch):\n%s",
 			len(got), len(batches), strings.Join(got, "\n"))
 	}
 }
