@@ -128,7 +128,7 @@ func (c *combiner[T]) join(ctx context.Context, m *member[T]) (alone bool, err e
 		if !m.taken {
 			c.remove(m)
 			c.mu.Unlock()
-			return false, ctx.Err()
+			return false, notSent{ctx.Err()}
 		}
 		c.mu.Unlock()
 		<-m.wake
@@ -184,3 +184,12 @@ func (c *combiner[T]) remove(m *member[T]) {
 		c.queue = slices.Delete(c.queue, i, i+1)
 	}
 }
+
+// notSent is the error of a request that left the queue before any
+// statement carried it: nothing can have committed, so it is never judged
+// ambiguous (pgconn.SafeToRetry).
+type notSent struct{ err error }
+
+func (e notSent) Error() string     { return "sqlstore: left the group commit's queue: " + e.err.Error() }
+func (e notSent) Unwrap() error     { return e.err }
+func (e notSent) SafeToRetry() bool { return true }

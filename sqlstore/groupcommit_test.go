@@ -183,8 +183,8 @@ func TestABatchWithRacersAndKnownKeysAnswersAsTheSinglePath(t *testing.T) {
 }
 
 // TestAQueuedClaimWhoseContextEndsLeavesTheQueue: a claim waiting for a
-// batch whose caller gives up returns its context's error and is not
-// sent; the others go on.
+// batch whose caller gives up returns its context's error, not an
+// ambiguous commit, and is not sent; the others go on.
 func TestAQueuedClaimWhoseContextEndsLeavesTheQueue(t *testing.T) {
 	ctx := context.Background()
 	dsn := pgtest.NewDatabase(t)
@@ -206,6 +206,9 @@ func TestAQueuedClaimWhoseContextEndsLeavesTheQueue(t *testing.T) {
 	for range 3 {
 		if err := <-errc; errors.Is(err, context.Canceled) {
 			cancelled++
+			if errors.As(err, new(*store.AmbiguousCommitError)) {
+				t.Errorf("the cancelled claim, never sent, reports an ambiguous commit: %v", err)
+			}
 		} else if err != nil {
 			t.Errorf("a claim that stayed: %v", err)
 		}
