@@ -38,15 +38,22 @@ type GroupCommit struct {
 	// MaxBatch is the most requests one batch statement carries. 0 or 1
 	// turns batching off: every request runs its own statement at once.
 	MaxBatch int
+	// FullBatchSlots is how many statements of a kind beyond MaxInFlight
+	// full batches may run: once MaxBatch requests wait, they go at once
+	// if fewer than MaxInFlight+FullBatchSlots statements of their kind
+	// run, instead of waiting for one to end. A request never runs alone
+	// on such a slot, so it adds overlap without adding statements.
+	FullBatchSlots int
 }
 
 // DefaultGroupCommit is DefaultConfig's GroupCommit, tuned with
 // BenchmarkFirstRunVsPeer on two cores (docs/capacity.md, "Group
 // commit"): one statement of each kind in flight, eight requests at most
-// in one. A second slot sends more statements alone (the first request
-// after a batch finds the slot free), and larger batches let the clients
-// fall into one convoy whose claims and finishes no longer overlap.
-var DefaultGroupCommit = GroupCommit{MaxInFlight: 1, MaxBatch: 8}
+// in one, and one more for a full batch. A second ordinary slot sends
+// more statements alone (the first request after a batch finds the slot
+// free), and larger batches let the clients fall into one convoy whose
+// claims and finishes no longer overlap.
+var DefaultGroupCommit = GroupCommit{MaxInFlight: 1, MaxBatch: 8, FullBatchSlots: 1}
 
 // maxBatchLimit bounds GroupCommit.MaxBatch: one statement's arrays.
 const maxBatchLimit = 1000
@@ -59,6 +66,9 @@ func (g GroupCommit) validate() []error {
 	var errs []error
 	if g.MaxBatch < 0 || g.MaxBatch > maxBatchLimit {
 		errs = append(errs, fmt.Errorf("group_commit.max_batch: must be between 0 (off) and %d, got %d", maxBatchLimit, g.MaxBatch))
+	}
+	if g.FullBatchSlots < 0 {
+		errs = append(errs, fmt.Errorf("group_commit.full_batch_slots: must not be negative, got %d", g.FullBatchSlots))
 	}
 	if g.MaxInFlight < 0 {
 		errs = append(errs, fmt.Errorf("group_commit.max_in_flight: must not be negative, got %d", g.MaxInFlight))
@@ -84,7 +94,7 @@ type member[T any] struct {
 // combiner is the group commit of one statement kind. Its zero value is
 // unusable; a nil *combiner never batches.
 type combiner[T any] struct {
-	maxInFlight, maxBatch int
+	maxInFlight, maxBatch, fullBatchSlots int
 	// run sends batch (two members or more) as one statement and sets
 	// every member's result. ctx is the leader's, detached from its
 	// cancellation.
@@ -99,7 +109,7 @@ func newCombiner[T any](g GroupCommit, run func(context.Context, []*member[T])) 
 	if !g.enabled() {
 		return nil
 	}
-	return &combiner[T]{maxInFlight: g.MaxInFlight, maxBatch: g.MaxBatch, run: run}
+	return &combiner[T]{maxInFlight: g.MaxInFlight, maxBatch: g.MaxBatch, fullBatchSlots: g.FullBatchSlots, run: run}
 }
 
 // join enters m. It returns alone=true when m holds a slot and must run
@@ -120,7 +130,13 @@ func (c *combiner[T]) join(ctx context.Context, m *member[T]) (alone bool, err e
 	}
 	m.wake = make(chan struct{}, 1)
 	c.queue = append(c.queue, m)
-	c.mu.Unlock()
+	if len(c.queue) >= c.maxBatch && c.busy < c.maxInFlight+c.fullBatchSlots {
+		// A full batch need not wait for a slot (GroupCommit.FullBatchSlots).
+		c.busy++
+		c.handOff()
+	} else {
+		c.mu.Unlock()
+	}
 	select {
 	case <-m.wake:
 	case <-ctx.Done():
@@ -159,6 +175,12 @@ func (c *combiner[T]) leave() {
 		c.mu.Unlock()
 		return
 	}
+	c.handOff()
+}
+
+// handOff takes the next batch off the queue (c.mu held; it unlocks it)
+// and hands it, with a slot, to its first member.
+func (c *combiner[T]) handOff() {
 	batch := make([]*member[T], 0, min(len(c.queue), c.maxBatch))
 	keys := make(map[string]struct{}, cap(batch))
 	rest := c.queue[:0]

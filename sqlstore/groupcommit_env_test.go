@@ -47,6 +47,20 @@ func openGroupCommit(t *testing.T, dsn, directDSN string, clk clock.Clock, trace
 	return gcStore{s: s, direct: direct, rd: rd, logs: logs}
 }
 
+// openGroupCommitWith opens a store on dsn with the group commit gc and
+// its own batch-size metric (s and rd of the result; the rest is unset).
+func openGroupCommitWith(t *testing.T, dsn string, clk clock.Clock, gc sqlstore.GroupCommit) gcStore {
+	t.Helper()
+	rd := sdkmetric.NewManualReader()
+	s, err := sqlstore.Open(context.Background(), sqlstore.Config{DSN: dsn, DBClock: clk, MaxConns: 70, Seed: 4,
+		GroupCommit: gc, Meter: sdkmetric.NewMeterProvider(sdkmetric.WithReader(rd)).Meter("gc")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return gcStore{s: s, rd: rd}
+}
+
 // holdSlot makes fn (one claim or one finish of g.s, on actor's shard)
 // take the only slot of its kind and wait on that shard's fence row,
 // locked FOR UPDATE by a transaction of g.direct. release lets it go and

@@ -3,6 +3,7 @@ package sqlstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -237,6 +238,7 @@ func TestGroupCommitConfigErrorsNameTheField(t *testing.T) {
 		{sqlstore.GroupCommit{MaxInFlight: 1, MaxBatch: 5000}, "group_commit.max_batch"},
 		{sqlstore.GroupCommit{MaxInFlight: -1}, "group_commit.max_in_flight: must not be negative"},
 		{sqlstore.GroupCommit{MaxBatch: 8}, "group_commit.max_in_flight: must be at least 1"},
+		{sqlstore.GroupCommit{MaxInFlight: 1, MaxBatch: 8, FullBatchSlots: -1}, "group_commit.full_batch_slots: must not be negative"},
 	} {
 		cfg := sqlstore.DefaultConfig()
 		cfg.DSN, cfg.GroupCommit = "postgres://x", tc.g
@@ -337,5 +339,57 @@ func TestGroupCommitRoundTrips(t *testing.T) {
 	if len(got) != 2 || len(batches) != 1 {
 		t.Fatalf("the holder's claim and 5 queued replays sent %d statements (%d batches), want 2 (1 batch):\n%s",
 			len(got), len(batches), strings.Join(got, "\n"))
+	}
+}
+
+// TestAFullBatchGoesWithoutWaitingForASlot: with FullBatchSlots, MaxBatch
+// waiting claims go at once as one statement while the only slot is
+// still busy; a request short of a full batch still waits.
+func TestAFullBatchGoesWithoutWaitingForASlot(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.NewDatabase(t)
+	g := openGroupCommit(t, dsn, dsn, newClock(), nil)
+	full := openGroupCommitWith(t, dsn, newClock(), sqlstore.GroupCommit{MaxInFlight: 1, MaxBatch: 3, FullBatchSlots: 1})
+	g.s = full.s
+	g.rd = full.rd
+	holder := "tenant/holder"
+	actors := actorsOff(holder, 4)
+	release := g.holdSlot(t, holder, func() { mustBegin(t, g.s, request(t, holder, "holder", `{}`), store.FirstRun) })
+	defer release()
+	errc := make(chan error, 4)
+	claim := func(a string) {
+		go func() {
+			c, err := g.s.Begin(ctx, request(t, a, "key", `{}`))
+			if err == nil && c.Outcome != store.FirstRun {
+				err = fmt.Errorf("%s: %v", a, c.Outcome)
+			}
+			errc <- err
+		}()
+	}
+	claim(actors[0])
+	g.waitQueued(t, 1, 0) // one request waits: short of a full batch
+	for _, a := range actors[1:3] {
+		claim(a)
+	}
+	// The third makes the batch full: it goes while the holder still
+	// holds the slot.
+	for range 3 {
+		select {
+		case err := <-errc:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("a full batch waited for the busy slot")
+		}
+	}
+	if n, members := g.batches(t, "claim"); n != 1 || members != 3 {
+		t.Fatalf("%d batches carrying %d claims, want 1 carrying 3", n, members)
+	}
+	claim(actors[3])
+	g.waitQueued(t, 1, 0) // alone in the queue again: it waits for the slot
+	release()
+	if err := <-errc; err != nil {
+		t.Fatal(err)
 	}
 }
