@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -49,7 +50,8 @@ func newBenchEnv(b testing.TB, filler int) *benchEnv {
 	dsn := pgtest.NewDatabase(b)
 	rd := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(rd))
-	s, err := sqlstore.Open(context.Background(), sqlstore.Config{Migrate: true, DSN: dsn, MaxConns: benchWorkers, Meter: mp.Meter("bench")})
+	s, err := sqlstore.Open(context.Background(), sqlstore.Config{Migrate: true, DSN: dsn, MaxConns: benchWorkers, Meter: mp.Meter("bench"),
+		GroupCommit: benchGroupCommit(b)})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -413,4 +415,19 @@ func TestBenchmarkPairsRun(t *testing.T) {
 			}
 		})
 	}
+}
+
+// benchGroupCommit is the store's group commit in the benchmarks:
+// DefaultGroupCommit, or IDEMCOORD_BENCH_GROUP_COMMIT="maxInFlight,maxBatch"
+// to sweep it ("0,0" turns it off).
+func benchGroupCommit(b testing.TB) sqlstore.GroupCommit {
+	v := os.Getenv("IDEMCOORD_BENCH_GROUP_COMMIT")
+	if v == "" {
+		return sqlstore.DefaultGroupCommit
+	}
+	var g sqlstore.GroupCommit
+	if _, err := fmt.Sscanf(v, "%d,%d", &g.MaxInFlight, &g.MaxBatch); err != nil {
+		b.Fatalf("IDEMCOORD_BENCH_GROUP_COMMIT=%q: want maxInFlight,maxBatch: %v", v, err)
+	}
+	return g
 }

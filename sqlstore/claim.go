@@ -25,7 +25,8 @@ const readSQL = `SELECT COALESCE($1::TIMESTAMPTZ, now()), ` + recordCols + ` FRO
 // Begin claims a key, or reports why the caller may not run it: one
 // statement that reads the key's record and, only if there is none, locks
 // the shard's fence and inserts the claim. It never selects and then
-// inserts in separate transactions.
+// inserts in separate transactions. Under load that statement is shared
+// with other claims (Config.GroupCommit), each row decided on its own.
 //
 // Begin returns *fencing.StaleEpochError when the token's epoch is not the
 // shard's. A connection lost during the claim is resolved inside Begin by
@@ -98,7 +99,7 @@ func (s *Store) claimOnce(ctx context.Context, req store.ClaimRequest, owner str
 	if !found {
 		// One round trip, one serializable transaction: read the record
 		// and, only if there is none, claim it.
-		found, err = s.claimRow(ctx, s.pool, req, owner, opID, state, &rec, &now)
+		found, err = s.claim(ctx, req, owner, opID, state, &rec, &now)
 		err = stmtOutcome(err)
 	}
 	switch {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/idemcoord/idemcoord/clock"
+	"github.com/idemcoord/idemcoord/internal/pgtest"
 	"github.com/idemcoord/idemcoord/sqlstore"
 	"github.com/idemcoord/idemcoord/store"
 	"github.com/idemcoord/idemcoord/store/storetest"
@@ -17,8 +18,16 @@ import (
 // on real PostgreSQL at SERIALIZABLE (every connection's default).
 func TestStore(t *testing.T) { storetest.Run(t, sqlHarness()) }
 
+// TestStoreWithGroupCommit runs the suite with every claim and finish that
+// arrives while another of its kind runs sent in a batch (MaxInFlight 1):
+// the contract holds whether a request went alone or in a batch.
+func TestStoreWithGroupCommit(t *testing.T) { storetest.Run(t, sqlHarnessWith(forcedBatching)) }
+
 // sqlHarness is the suite's Harness on throwaway PostgreSQL databases.
-func sqlHarness() storetest.Harness {
+func sqlHarness() storetest.Harness { return sqlHarnessWith(sqlstore.GroupCommit{}) }
+
+// sqlHarnessWith is sqlHarness with the stores' group commit gc.
+func sqlHarnessWith(gc sqlstore.GroupCommit) storetest.Harness {
 	var (
 		mu   sync.Mutex
 		dsns = map[store.Backend]string{}
@@ -40,12 +49,12 @@ func sqlHarness() storetest.Harness {
 	}
 	return storetest.Harness{
 		Open: func(t *testing.T, clock *storetest.Clock) store.Backend {
-			s, dsn := openStore(t, clockOf(clock))
-			return opened(s, dsn)
+			dsn := pgtest.NewDatabase(t)
+			return opened(openDSNWith(t, dsn, clockOf(clock), gc), dsn)
 		},
 		Reopen: func(t *testing.T, s store.Backend, clock *storetest.Clock) store.Backend {
 			dsn := dsnOf(t, s)
-			return opened(openDSN(t, dsn, clockOf(clock)), dsn)
+			return opened(openDSNWith(t, dsn, clockOf(clock), gc), dsn)
 		},
 		OpenBare: func(t *testing.T) store.Backend { return openBare(t) },
 		Raw: func(t *testing.T, s store.Backend, actor string) string {
@@ -81,7 +90,7 @@ func sqlHarness() storetest.Harness {
 			p := newPGProxy(t, dsnOf(t, s))
 			logs := &logRecorder{}
 			via, err := sqlstore.Open(context.Background(), sqlstore.Config{Migrate: true, DSN: p.dsn, DBClock: clockOf(clock),
-				MaxConns: 4, Seed: 5, Logger: slog.New(logs)})
+				MaxConns: 4, Seed: 5, Logger: slog.New(logs), GroupCommit: gc})
 			if err != nil {
 				t.Fatal(err)
 			}

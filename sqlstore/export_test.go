@@ -37,3 +37,25 @@ func ApplyMigrationOnce(ctx context.Context, pool *pgxpool.Pool, file string) er
 	_, err = pool.Exec(ctx, string(b))
 	return err
 }
+
+// Queued reports how many claims and finishes wait in the group commit's
+// queues, so a test can hold a slot and know when its batch is ready.
+func (s *Store) Queued() (claims, finishes int) {
+	if s.claims != nil {
+		s.claims.mu.Lock()
+		claims = len(s.claims.queue)
+		s.claims.mu.Unlock()
+	}
+	if s.finishes != nil {
+		s.finishes.mu.Lock()
+		finishes = len(s.finishes.queue)
+		s.finishes.mu.Unlock()
+	}
+	return claims, finishes
+}
+
+// The group commit's batch statements, for the plan checks.
+var (
+	ClaimBatchSQL  = claimBatchSQL
+	FinishBatchSQL = finishBatchSQL
+)

@@ -30,7 +30,13 @@ func openStore(t testing.TB, clock clock.Clock) (*sqlstore.Store, string) {
 
 func openDSN(t testing.TB, dsn string, clock clock.Clock) *sqlstore.Store {
 	t.Helper()
-	cfg := sqlstore.Config{Migrate: true, DSN: dsn, DBClock: clock, MaxConns: 70, Seed: 1}
+	return openDSNWith(t, dsn, clock, sqlstore.GroupCommit{})
+}
+
+// openDSNWith is openDSN with the group commit gc.
+func openDSNWith(t testing.TB, dsn string, clock clock.Clock, gc sqlstore.GroupCommit) *sqlstore.Store {
+	t.Helper()
+	cfg := sqlstore.Config{Migrate: true, DSN: dsn, DBClock: clock, MaxConns: 70, Seed: 1, GroupCommit: gc}
 	s, err := sqlstore.Open(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("open store: %v", err)

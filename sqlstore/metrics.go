@@ -31,13 +31,16 @@ var metricOps = []string{"cancel", "claim", "finish", "heartbeat", "stage", "tak
 // idemcoord_ prefix every component uses, so one Prometheus scrape shows the
 // whole protocol.
 type metrics struct {
-	decisions metric.Int64Counter // claim decisions, by endpoint and decision
-	events    metric.Int64Counter // result events, by endpoint and event
-	fencedC   metric.Int64Counter // writes refused by the fence, by op
-	lost      metric.Int64Counter // version-conditioned updates that matched nothing
-	retries   metric.Int64Counter // whole-transaction retries on 40001/40P01
-	cleanedUp metric.Int64Counter // records deleted by TTL cleanup
-	compacted metric.Int64Counter // records compacted to a dedup marker by cleanup
+	decisions metric.Int64Counter   // claim decisions, by endpoint and decision
+	events    metric.Int64Counter   // result events, by endpoint and event
+	fencedC   metric.Int64Counter   // writes refused by the fence, by op
+	lost      metric.Int64Counter   // version-conditioned updates that matched nothing
+	retries   metric.Int64Counter   // whole-transaction retries on 40001/40P01
+	cleanedUp metric.Int64Counter   // records deleted by TTL cleanup
+	compacted metric.Int64Counter   // records compacted to a dedup marker by cleanup
+	batches   metric.Int64Histogram // requests per group-commit batch statement, by statement
+
+	batchAttrs [2]metric.RecordOption // claim, finish
 
 	// outcomeAttrs caches the attribute option of each (endpoint, name)
 	// outcome counts: building an attribute set on every request cost
@@ -80,6 +83,13 @@ func newMetrics(m metric.Meter) (*metrics, error) {
 		metric.WithDescription("Records whose full answer cleanup dropped after their endpoint's replay_ttl, kept as dedup markers until ttl.")); err != nil {
 		return nil, err
 	}
+	if mt.batches, err = m.Int64Histogram("idemcoord.store_batch_size",
+		metric.WithDescription("Requests carried by each group-commit batch statement (two or more; a request that found a free slot ran its own statement and is not counted), by statement: claim, finish."),
+		metric.WithExplicitBucketBoundaries(2, 3, 4, 6, 8, 12, 16, 24, 32, 64, 128)); err != nil {
+		return nil, err
+	}
+	mt.batchAttrs = [2]metric.RecordOption{metric.WithAttributes(attribute.String("statement", "claim")),
+		metric.WithAttributes(attribute.String("statement", "finish"))}
 	ctx := context.Background()
 	for _, op := range metricOps {
 		attrs := metric.WithAttributes(attribute.String("op", op))
@@ -145,4 +155,14 @@ func (m *metrics) lostOwnership(ctx context.Context, op string) {
 
 func (m *metrics) txRetry(ctx context.Context, op string) {
 	m.retries.Add(ctx, 1, metric.WithAttributes(attribute.String("op", op)))
+}
+
+// batch records one group-commit batch of n requests of statement (claim
+// or finish).
+func (m *metrics) batch(ctx context.Context, statement string, n int) {
+	opt := m.batchAttrs[0]
+	if statement == "finish" {
+		opt = m.batchAttrs[1]
+	}
+	m.batches.Record(ctx, int64(n), opt)
 }

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 )
 
 // The peer baseline: the shape of a typical single-region idempotency
@@ -140,6 +142,32 @@ func BenchmarkFirstRunVsPeer(b *testing.B) {
 	b.ReportMetric(float64(coordCPU.goCPU.Microseconds())/ops, "coord-go-µs/op")
 	b.ReportMetric(float64(coordCPU.pgCPU.Microseconds())/ops, "coord-pg-µs/op")
 	b.ReportMetric(float64(retries(b, e.rd))/float64(n), "coord-retries/op")
+	reportBatches(b, e.rd, ops)
+}
+
+// reportBatches reports, per statement kind, the share of the
+// coordinator's requests that went in a group-commit batch and the
+// requests per batch statement (idemcoord.store_batch_size).
+func reportBatches(b *testing.B, rd *sdkmetric.ManualReader, ops float64) {
+	var rm metricdata.ResourceMetrics
+	if err := rd.Collect(context.Background(), &rm); err != nil {
+		b.Fatal(err)
+	}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			h, ok := m.Data.(metricdata.Histogram[int64])
+			if m.Name != "idemcoord.store_batch_size" || !ok {
+				continue
+			}
+			for _, dp := range h.DataPoints {
+				v, _ := dp.Attributes.Value("statement")
+				if dp.Count > 0 {
+					b.ReportMetric(float64(dp.Sum)/ops, v.AsString()+"s-batched/op")
+					b.ReportMetric(float64(dp.Sum)/float64(dp.Count), v.AsString()+"s/batch")
+				}
+			}
+		}
+	}
 }
 
 // cpuMark is the CPU time used so far by this process (Go: the

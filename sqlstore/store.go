@@ -74,13 +74,18 @@ type Config struct {
 	// Tracer, if set, sees every query the pool runs (tests count the
 	// store round trips of each request path with it). Default none.
 	Tracer pgx.QueryTracer
+	// GroupCommit combines the claims (and separately the finishes) that
+	// arrive while GroupCommit.MaxInFlight statements of their kind run
+	// into one statement each (group commit; see GroupCommit). The zero
+	// value turns it off; DefaultConfig sets DefaultGroupCommit.
+	GroupCommit GroupCommit
 }
 
 // DefaultConfig returns a Config with every default set; DSN is left to
 // set.
 func DefaultConfig() Config {
 	return Config{MaxConns: DefaultMaxConns, MaxAttempts: DefaultMaxAttempts, RetryBase: DefaultRetryBase,
-		BackoffClock: clock.Real(), Logger: slog.Default()}
+		BackoffClock: clock.Real(), Logger: slog.Default(), GroupCommit: DefaultGroupCommit}
 }
 
 // Validate reports every invalid field, naming it and saying why.
@@ -95,6 +100,7 @@ func (c Config) Validate() error {
 	if c.MaxAttempts < 0 {
 		errs = append(errs, fmt.Errorf("max_attempts: must not be negative, got %d", c.MaxAttempts))
 	}
+	errs = append(errs, c.GroupCommit.validate()...)
 	return errors.Join(errs...)
 }
 
@@ -115,6 +121,10 @@ type Store struct {
 	loop   retry.Loop
 
 	retries retryRate
+
+	// The group commit of claims and of finishes; nil when off.
+	claims   *combiner[*claimJob]
+	finishes *combiner[*finishJob]
 }
 
 // Open connects, detects CockroachDB, and applies the portable migrations.
@@ -190,6 +200,8 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	s.cockroach = strings.Contains(version, "CockroachDB")
 	s.loop = retry.Loop{Budget: budget(cfg), Clock: cfg.BackoffClock, Jitter: s.jitter, OnRetry: s.metrics.txRetry}
+	s.claims = newCombiner(cfg.GroupCommit, s.claimBatch)
+	s.finishes = newCombiner(cfg.GroupCommit, s.finishBatch)
 	if cfg.Migrate {
 		err = Migrate(ctx, pool)
 	} else {

@@ -147,6 +147,15 @@ func (s *Store) update(ctx context.Context, l *store.Lease, owner, op, set, cond
 // lost. The update adopts that version and runs again, instead of
 // reporting a lost ownership that never happened.
 func (s *Store) runUpdate(ctx context.Context, u fencedUpdate) (bool, error) {
+	return s.runUpdateVia(ctx, u, nil)
+}
+
+// runUpdateVia is runUpdate whose first attempt runs first instead of
+// u.run (the finish's group commit, finishbatch.go). first answers as
+// u.run does, so its outcome is judged the same way: an ambiguous one is
+// settled by re-reading (the update applied iff the row carries version+1
+// and u's owner), never re-run blind.
+func (s *Store) runUpdateVia(ctx context.Context, u fencedUpdate, first func(context.Context, *fencedUpdate) (bool, error)) (bool, error) {
 	ctx, done := s.call(ctx)
 	defer done()
 	l, op := u.l, u.op
@@ -157,7 +166,12 @@ func (s *Store) runUpdate(ctx context.Context, u fencedUpdate) (bool, error) {
 	)
 	err := s.do(ctx, op, updateAgain, func(ctx context.Context) error {
 		var err error
-		ok, err = u.run(ctx, s, s.pool)
+		if first != nil {
+			ok, err = first(ctx, &u)
+			first = nil
+		} else {
+			ok, err = u.run(ctx, s, s.pool)
+		}
 		err = stmtOutcome(err)
 		isAmb := errors.As(err, new(*store.AmbiguousCommitError))
 		switch {
@@ -311,8 +325,13 @@ func (s *Store) Finish(ctx context.Context, l *store.Lease, res store.Result) er
 		return err
 	}
 	drillpoint.Hit(drillpoint.BeforeFinish)
-	ok, err := s.runUpdate(ctx, s.prepareOwn(l, "finish", finishSQL,
-		string(res.State), status, headers, body, res.Snapshot.BodyOmitted, resourceID, errSummary, l.TTL.Milliseconds()))
+	u := s.prepareOwn(l, "finish", finishSQL,
+		string(res.State), status, headers, body, res.Snapshot.BodyOmitted, resourceID, errSummary, l.TTL.Milliseconds())
+	var first func(context.Context, *fencedUpdate) (bool, error)
+	if s.finishes != nil {
+		first = s.finishFirst
+	}
+	ok, err := s.runUpdateVia(ctx, u, first)
 	if err == nil && ok {
 		// The finish committed and its reply is here: a drill may die now,
 		// the result recorded and nobody told.

@@ -1,0 +1,217 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+)
+
+// Group commit (statement combining). A first run costs the database
+// mostly per statement, not per row: executor start, the fence's lock and
+// join, the SERIALIZABLE commit, the system calls of a round trip
+// (docs/capacity.md, "First run against a single-region peer"). Under
+// load, the claims (and separately the finishes) that arrive while
+// MaxInFlight statements of their kind are already running wait, and the
+// next free slot sends them as one statement over unnest arrays, every
+// row fenced, conditioned and answered on its own. At low load nothing
+// changes: a request that finds a free slot runs the single statement, as
+// it always did. No timer: a request never waits for company, only for a
+// slot.
+//
+// A batch shares its fate, never its answers: a member the batch did not
+// settle (its row not inserted or not updated, or any error of the batch
+// statement) runs its own single statement with its own retry budget; an
+// ambiguous batch commit is settled by each member on its own, as the
+// single path settles its own (claims recognise their insert by
+// lease_owner, finishes re-read version and owner).
+
+// GroupCommit configures statement combining for the claim and the finish
+// (Config.GroupCommit). The zero value turns it off; DefaultConfig turns it
+// on with DefaultGroupCommit.
+type GroupCommit struct {
+	// MaxInFlight is how many statements of one kind (claims; finishes)
+	// run at once before further requests of that kind queue for a batch.
+	// It must be at least 1 when MaxBatch is above 1.
+	MaxInFlight int
+	// MaxBatch is the most requests one batch statement carries. 0 or 1
+	// turns batching off: every request runs its own statement at once.
+	MaxBatch int
+	// FullBatchSlots is how many statements of a kind beyond MaxInFlight
+	// full batches may run: once MaxBatch requests wait, they go at once
+	// if fewer than MaxInFlight+FullBatchSlots statements of their kind
+	// run, instead of waiting for one to end. A request never runs alone
+	// on such a slot, so it adds overlap without adding statements.
+	FullBatchSlots int
+}
+
+// DefaultGroupCommit is DefaultConfig's GroupCommit, tuned with
+// BenchmarkFirstRunVsPeer on two cores (docs/capacity.md, "Group
+// commit"): one statement of each kind in flight, eight requests at most
+// in one, and one more for a full batch. A second ordinary slot sends
+// more statements alone (the first request after a batch finds the slot
+// free), and larger batches let the clients fall into one convoy whose
+// claims and finishes no longer overlap.
+var DefaultGroupCommit = GroupCommit{MaxInFlight: 1, MaxBatch: 8, FullBatchSlots: 1}
+
+// maxBatchLimit bounds GroupCommit.MaxBatch: one statement's arrays.
+const maxBatchLimit = 1000
+
+// enabled reports whether g batches at all.
+func (g GroupCommit) enabled() bool { return g.MaxBatch > 1 }
+
+// validate reports g's invalid fields, named as in configuration.
+func (g GroupCommit) validate() []error {
+	var errs []error
+	if g.MaxBatch < 0 || g.MaxBatch > maxBatchLimit {
+		errs = append(errs, fmt.Errorf("group_commit.max_batch: must be between 0 (off) and %d, got %d", maxBatchLimit, g.MaxBatch))
+	}
+	if g.FullBatchSlots < 0 {
+		errs = append(errs, fmt.Errorf("group_commit.full_batch_slots: must not be negative, got %d", g.FullBatchSlots))
+	}
+	if g.MaxInFlight < 0 {
+		errs = append(errs, fmt.Errorf("group_commit.max_in_flight: must not be negative, got %d", g.MaxInFlight))
+	} else if g.enabled() && g.MaxInFlight == 0 {
+		errs = append(errs, errors.New("group_commit.max_in_flight: must be at least 1 when group_commit.max_batch is above 1"))
+	}
+	return errs
+}
+
+// member is one request waiting in a combiner: its request (T), its key
+// (no two members with one key share a batch) and, once its batch ran,
+// its result (set by the batch's runner before wake is signalled).
+type member[T any] struct {
+	key  string
+	req  T
+	wake chan struct{}
+	// Set under the combiner's lock when taken into a batch.
+	taken bool
+	// lead is the batch this member runs, set for a batch's first member.
+	lead []*member[T]
+}
+
+// combiner is the group commit of one statement kind. Its zero value is
+// unusable; a nil *combiner never batches.
+type combiner[T any] struct {
+	maxInFlight, maxBatch, fullBatchSlots int
+	// run sends batch (two members or more) as one statement and sets
+	// every member's result. ctx is the leader's, detached from its
+	// cancellation.
+	run func(ctx context.Context, batch []*member[T])
+
+	mu    sync.Mutex
+	busy  int
+	queue []*member[T]
+}
+
+func newCombiner[T any](g GroupCommit, run func(context.Context, []*member[T])) *combiner[T] {
+	if !g.enabled() {
+		return nil
+	}
+	return &combiner[T]{maxInFlight: g.MaxInFlight, maxBatch: g.MaxBatch, fullBatchSlots: g.FullBatchSlots, run: run}
+}
+
+// join enters m. It returns alone=true when m holds a slot and must run
+// its own single statement, then call leave. Otherwise m's batch has run
+// and its result is in m's request, or err is ctx's error: m left the
+// queue before a batch took it. A member taken into a batch always waits
+// for the batch's answer: the batch runs on a context its members'
+// cancellations do not cut, bounded by the store's per-call budget.
+func (c *combiner[T]) join(ctx context.Context, m *member[T]) (alone bool, err error) {
+	if c == nil {
+		return true, nil
+	}
+	c.mu.Lock()
+	if c.busy < c.maxInFlight {
+		c.busy++
+		c.mu.Unlock()
+		return true, nil
+	}
+	m.wake = make(chan struct{}, 1)
+	c.queue = append(c.queue, m)
+	if len(c.queue) >= c.maxBatch && c.busy < c.maxInFlight+c.fullBatchSlots {
+		// A full batch need not wait for a slot (GroupCommit.FullBatchSlots).
+		c.busy++
+		c.handOff()
+	} else {
+		c.mu.Unlock()
+	}
+	select {
+	case <-m.wake:
+	case <-ctx.Done():
+		c.mu.Lock()
+		if !m.taken {
+			c.remove(m)
+			c.mu.Unlock()
+			return false, notSent{ctx.Err()}
+		}
+		c.mu.Unlock()
+		<-m.wake
+	}
+	switch len(m.lead) {
+	case 0:
+		return false, nil // a member of another's batch: the answer is in m
+	case 1:
+		return true, nil // alone after all: the single statement, on the slot handed over
+	}
+	c.run(context.WithoutCancel(ctx), m.lead)
+	for _, o := range m.lead[1:] {
+		o.wake <- struct{}{}
+	}
+	c.leave()
+	return false, nil
+}
+
+// leave frees a slot: it hands it to the next batch of queued members,
+// whose first member runs it.
+func (c *combiner[T]) leave() {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	if len(c.queue) == 0 {
+		c.busy--
+		c.mu.Unlock()
+		return
+	}
+	c.handOff()
+}
+
+// handOff takes the next batch off the queue (c.mu held; it unlocks it)
+// and hands it, with a slot, to its first member.
+func (c *combiner[T]) handOff() {
+	batch := make([]*member[T], 0, min(len(c.queue), c.maxBatch))
+	keys := make(map[string]struct{}, cap(batch))
+	rest := c.queue[:0]
+	for _, m := range c.queue {
+		if _, dup := keys[m.key]; dup || len(batch) == c.maxBatch {
+			rest = append(rest, m)
+			continue
+		}
+		keys[m.key] = struct{}{}
+		m.taken = true
+		batch = append(batch, m)
+	}
+	clear(c.queue[len(rest):])
+	c.queue = rest
+	c.mu.Unlock()
+	batch[0].lead = batch
+	batch[0].wake <- struct{}{}
+}
+
+// remove drops m from the queue; c.mu is held.
+func (c *combiner[T]) remove(m *member[T]) {
+	if i := slices.Index(c.queue, m); i >= 0 {
+		c.queue = slices.Delete(c.queue, i, i+1)
+	}
+}
+
+// notSent is the error of a request that left the queue before any
+// statement carried it: nothing can have committed, so it is never judged
+// ambiguous (pgconn.SafeToRetry).
+type notSent struct{ err error }
+
+func (e notSent) Error() string     { return "sqlstore: left the group commit's queue: " + e.err.Error() }
+func (e notSent) Unwrap() error     { return e.err }
+func (e notSent) SafeToRetry() bool { return true }
