@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 )
 
 // Group commit (statement combining). A first run costs the database
@@ -44,6 +45,14 @@ type GroupCommit struct {
 	// run, instead of waiting for one to end. A request never runs alone
 	// on such a slot, so it adds overlap without adding statements.
 	FullBatchSlots int
+	// MaxQueueWait bounds how long a request waits in the queue for a
+	// slot: past it the request's batch goes on a slot of its own. A slot's
+	// statement that stalls (a lock held by a long transaction, a network
+	// that stopped answering) then delays the requests queued behind it by
+	// at most this much, never for its whole length. 0 waits for a slot
+	// however long it takes. It does not bound a batch already sent: its
+	// members wait for its slowest row, as that row's request would alone.
+	MaxQueueWait time.Duration
 }
 
 // DefaultGroupCommit is DefaultConfig's GroupCommit, tuned with
@@ -53,7 +62,11 @@ type GroupCommit struct {
 // more statements alone (the first request after a batch finds the slot
 // free), and larger batches let the clients fall into one convoy whose
 // claims and finishes no longer overlap.
-var DefaultGroupCommit = GroupCommit{MaxInFlight: 1, MaxBatch: 8, FullBatchSlots: 1}
+//
+// MaxQueueWait is well above a statement's usual time (a few
+// milliseconds; tens across regions on CockroachDB) and well below what a
+// client notices.
+var DefaultGroupCommit = GroupCommit{MaxInFlight: 1, MaxBatch: 8, FullBatchSlots: 1, MaxQueueWait: 50 * time.Millisecond}
 
 // maxBatchLimit bounds GroupCommit.MaxBatch: one statement's arrays.
 const maxBatchLimit = 1000
@@ -69,6 +82,9 @@ func (g GroupCommit) validate() []error {
 	}
 	if g.FullBatchSlots < 0 {
 		errs = append(errs, fmt.Errorf("group_commit.full_batch_slots: must not be negative, got %d", g.FullBatchSlots))
+	}
+	if g.MaxQueueWait < 0 {
+		errs = append(errs, fmt.Errorf("group_commit.max_queue_wait: must not be negative (0 waits for a slot however long), got %s", g.MaxQueueWait))
 	}
 	if g.MaxInFlight < 0 {
 		errs = append(errs, fmt.Errorf("group_commit.max_in_flight: must not be negative, got %d", g.MaxInFlight))
@@ -95,6 +111,7 @@ type member[T any] struct {
 // unusable; a nil *combiner never batches.
 type combiner[T any] struct {
 	maxInFlight, maxBatch, fullBatchSlots int
+	maxQueueWait                          time.Duration
 	// run sends batch (two members or more) as one statement and sets
 	// every member's result. ctx is the leader's, detached from its
 	// cancellation.
@@ -109,7 +126,8 @@ func newCombiner[T any](g GroupCommit, run func(context.Context, []*member[T])) 
 	if !g.enabled() {
 		return nil
 	}
-	return &combiner[T]{maxInFlight: g.MaxInFlight, maxBatch: g.MaxBatch, fullBatchSlots: g.FullBatchSlots, run: run}
+	return &combiner[T]{maxInFlight: g.MaxInFlight, maxBatch: g.MaxBatch, fullBatchSlots: g.FullBatchSlots,
+		maxQueueWait: g.MaxQueueWait, run: run}
 }
 
 // join enters m. It returns alone=true when m holds a slot and must run
@@ -137,17 +155,8 @@ func (c *combiner[T]) join(ctx context.Context, m *member[T]) (alone bool, err e
 	} else {
 		c.mu.Unlock()
 	}
-	select {
-	case <-m.wake:
-	case <-ctx.Done():
-		c.mu.Lock()
-		if !m.taken {
-			c.remove(m)
-			c.mu.Unlock()
-			return false, notSent{ctx.Err()}
-		}
-		c.mu.Unlock()
-		<-m.wake
+	if err := c.await(ctx, m); err != nil {
+		return false, err
 	}
 	switch len(m.lead) {
 	case 0:
@@ -161,6 +170,47 @@ func (c *combiner[T]) join(ctx context.Context, m *member[T]) (alone bool, err e
 	}
 	c.leave()
 	return false, nil
+}
+
+// await waits until m is woken (taken into a batch, or handed a slot),
+// or leaves the queue when ctx ends first. Every MaxQueueWait that m still
+// waits untaken, the batch at the head of the queue goes on a slot of its
+// own, whatever the slots' statements are doing.
+func (c *combiner[T]) await(ctx context.Context, m *member[T]) error {
+	var (
+		escape <-chan time.Time
+		t      *time.Timer
+	)
+	if c.maxQueueWait > 0 {
+		t = time.NewTimer(c.maxQueueWait)
+		defer t.Stop()
+		escape = t.C
+	}
+	for {
+		select {
+		case <-m.wake:
+			return nil
+		case <-escape:
+			c.mu.Lock()
+			if m.taken {
+				c.mu.Unlock()
+			} else {
+				c.busy++
+				c.handOff()
+			}
+			t.Reset(c.maxQueueWait)
+		case <-ctx.Done():
+			c.mu.Lock()
+			if !m.taken {
+				c.remove(m)
+				c.mu.Unlock()
+				return notSent{ctx.Err()}
+			}
+			c.mu.Unlock()
+			<-m.wake
+			return nil
+		}
+	}
 }
 
 // leave frees a slot: it hands it to the next batch of queued members,

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/internal/pgtest"
 	"github.com/idemcoord/idemcoord/sqlstore"
 	"github.com/idemcoord/idemcoord/store"
@@ -24,6 +25,7 @@ func TestGroupCommitConfigErrorsNameTheField(t *testing.T) {
 		{sqlstore.GroupCommit{MaxInFlight: -1}, "group_commit.max_in_flight: must not be negative"},
 		{sqlstore.GroupCommit{MaxBatch: 8}, "group_commit.max_in_flight: must be at least 1"},
 		{sqlstore.GroupCommit{MaxInFlight: 1, MaxBatch: 8, FullBatchSlots: -1}, "group_commit.full_batch_slots: must not be negative"},
+		{sqlstore.GroupCommit{MaxInFlight: 1, MaxBatch: 8, MaxQueueWait: -time.Second}, "group_commit.max_queue_wait: must not be negative"},
 	} {
 		cfg := sqlstore.DefaultConfig()
 		cfg.DSN, cfg.GroupCommit = "postgres://x", tc.g
@@ -176,5 +178,45 @@ func TestAFullBatchGoesWithoutWaitingForASlot(t *testing.T) {
 	release()
 	if err := <-errc; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestAStalledSlotDelaysTheClaimsQueuedBehindItByAtMostMaxQueueWait: the
+// only claim slot's statement waits on a lock a long transaction holds
+// (its shard's fence row, locked FOR UPDATE); claims of other shards that
+// queued behind it go on a slot of their own once they waited
+// MaxQueueWait, and all of them are first runs while that transaction is
+// still open, instead of waiting for its end.
+func TestAStalledSlotDelaysTheClaimsQueuedBehindItByAtMostMaxQueueWait(t *testing.T) {
+	dsn := pgtest.NewDatabase(t)
+	gc := forcedBatching
+	gc.MaxQueueWait = 20 * time.Millisecond
+	direct := openDSN(t, dsn, newClock()) // migrates
+	g := openGroupCommitWith(t, dsn, newClock(), gc)
+	g.direct = direct
+	holder := "tenant/holder"
+	release := g.holdSlot(t, holder, func() { mustBegin(t, g.s, request(t, holder, "held", `{}`), store.FirstRun) })
+	defer release()
+	actors := actorsOff(holder, 3)
+	var reqs []store.ClaimRequest
+	for _, a := range actors {
+		reqs = append(reqs, request(t, a, "queued", `{}`))
+	}
+	done := make(chan []error, 1)
+	go func() { _, errs := claimAll(g.s, reqs); done <- errs }()
+	select {
+	case errs := <-done:
+		for i, err := range errs {
+			if err != nil {
+				t.Errorf("claim of %s: %v", actors[i], err)
+			}
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the claims queued behind a stalled slot still wait: they wait for the lock's holder to end")
+	}
+	for _, r := range reqs {
+		if rec, err := g.direct.Read(context.Background(), r.Scope); err != nil || rec.State != idempotency.InProgress {
+			t.Errorf("%s: %v %v, want claimed while the slot's statement still waits", r.Scope.Actor, rec.State, err)
+		}
 	}
 }
