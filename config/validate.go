@@ -90,6 +90,12 @@ func (c *Config) Validate() error {
 	}
 	positive(&p, "etcd.dial_timeout", c.Etcd.DialTimeout)
 	positive(&p, "store.connect_timeout", c.Store.ConnectTimeout)
+	if gc := c.Store.GroupCommit; gc.MaxBatch < 0 || gc.MaxBatch > MaxGroupCommitBatch {
+		p.add("store.group_commit.max_batch", "must be between 1 (off) and %d, got %d", MaxGroupCommitBatch, gc.MaxBatch)
+	}
+	if c.Store.GroupCommit.MaxQueueWait < 0 {
+		p.add("store.group_commit.max_queue_wait", "must be positive, got %s", c.Store.GroupCommit.MaxQueueWait)
+	}
 	checkEtcdTimings(&p, c.Etcd)
 	c.Auth.check(&p)
 	positive(&p, "defaults.ttl", c.Defaults.TTL)

@@ -51,6 +51,12 @@ func OpenSQLStore(ctx context.Context, cfg StoreConfig) (store.Backend, error) {
 	if cfg.Store.MaxConns != 0 {
 		sc.MaxConns = int32(cfg.Store.MaxConns)
 	}
+	if gc := cfg.Store.GroupCommit; gc.MaxBatch != 0 {
+		sc.GroupCommit.MaxBatch = gc.MaxBatch
+	}
+	if gc := cfg.Store.GroupCommit; gc.MaxQueueWait != 0 {
+		sc.GroupCommit.MaxQueueWait = gc.MaxQueueWait
+	}
 	s, err := sqlstore.Open(ctx, sc)
 	if err != nil {
 		return nil, &reach.Error{Part: "store", Addrs: addrs, Err: err}

@@ -4,8 +4,11 @@ import (
 	"context"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/idemcoord/idemcoord/config"
 	"github.com/idemcoord/idemcoord/daemon"
+	"github.com/idemcoord/idemcoord/sqlstore"
 	"github.com/idemcoord/idemcoord/store"
 )
 
@@ -57,5 +60,35 @@ func TestDaemonRunsOnTheStoreItsOpenerReturns(t *testing.T) {
 	}
 	if n := opened.closed.Load(); n != 1 {
 		t.Errorf("store closed %d times, want once", n)
+	}
+}
+
+// TestTheStoreSectionsGroupCommitReachesTheStore: store.group_commit's
+// max_batch and max_queue_wait are what the SQL store runs with; unset,
+// it runs with sqlstore's defaults, and max_batch 1 turns it off.
+func TestTheStoreSectionsGroupCommitReachesTheStore(t *testing.T) {
+	base := review2Config(t, nil).Store
+	for _, c := range []struct {
+		name string
+		set  config.GroupCommit
+		want sqlstore.GroupCommit
+	}{
+		{"unset", config.GroupCommit{}, sqlstore.DefaultGroupCommit},
+		{"set", config.GroupCommit{MaxBatch: 32, MaxQueueWait: 20 * time.Millisecond},
+			sqlstore.GroupCommit{MaxInFlight: 1, MaxBatch: 32, FullBatchSlots: 1, MaxQueueWait: 20 * time.Millisecond}},
+		{"off", config.GroupCommit{MaxBatch: 1}, sqlstore.GroupCommit{}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			sc := base
+			sc.GroupCommit = c.set
+			b, err := daemon.OpenSQLStore(t.Context(), daemon.StoreConfig{Store: sc, Migrate: true, Logger: quiet()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			if got := b.(*sqlstore.Store).GroupCommit(); got != c.want {
+				t.Errorf("group commit %+v, want %+v", got, c.want)
+			}
+		})
 	}
 }

@@ -265,3 +265,12 @@ type notSent struct{ err error }
 func (e notSent) Error() string     { return "sqlstore: left the group commit's queue: " + e.err.Error() }
 func (e notSent) Unwrap() error     { return e.err }
 func (e notSent) SafeToRetry() bool { return true }
+
+// GroupCommit returns the group commit the store runs with (its
+// Config.GroupCommit, the zero value when off).
+func (s *Store) GroupCommit() GroupCommit {
+	if s.claims == nil {
+		return GroupCommit{}
+	}
+	return s.cfg.GroupCommit
+}
