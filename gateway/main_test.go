@@ -45,9 +45,17 @@ func token(t testing.TB, subject string) string {
 	return "Bearer " + tok
 }
 
+// openStore opens a migrated store of maxConns connections whose shards
+// all belong to region "test".
+//
+// It runs with the store's production defaults (sqlstore.DefaultConfig:
+// group commit on, as in idemd), so concurrent tests and the benchmarks
+// see the statements idemd sends.
 func openStore(t testing.TB, maxConns int32) *sqlstore.Store {
 	t.Helper()
-	s, err := sqlstore.Open(context.Background(), sqlstore.Config{Migrate: true, DSN: pgtest.NewDatabase(t), MaxConns: maxConns})
+	cfg := sqlstore.DefaultConfig()
+	cfg.Migrate, cfg.DSN, cfg.MaxConns = true, pgtest.NewDatabase(t), maxConns
+	s, err := sqlstore.Open(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
