@@ -36,12 +36,15 @@ func unreachable(err error) bool {
 // says how the store gave up (UnavailableError for a connection that could
 // not be used), unless it already is one.
 func giveUp(err error) error {
+	if err == nil {
+		return nil // before the targets below, which escape: no allocation on success
+	}
 	var (
 		amb   *store.AmbiguousCommitError
 		unav  *store.UnavailableError
 		exhau *store.RetriesExhaustedError
 	)
-	if err == nil || errors.As(err, &amb) || errors.As(err, &unav) || errors.As(err, &exhau) {
+	if errors.As(err, &amb) || errors.As(err, &unav) || errors.As(err, &exhau) {
 		return err
 	}
 	if unreachable(err) {

@@ -75,6 +75,9 @@ func (s *Store) do(ctx context.Context, op string, again func(error) bool, attem
 	// An inner loop that gave up spent the call's budget: the outer one
 	// gives up with it instead of wrapping it again.
 	err := s.loop.Do(ctx, op, func(err error) bool { return !gaveUp(err) && again(err) }, attempt)
+	if err == nil {
+		return nil // before the targets below, which escape: no allocation on success
+	}
 	var (
 		ex  *retry.ExhaustedError
 		amb *store.AmbiguousCommitError
