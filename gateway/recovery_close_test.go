@@ -35,16 +35,7 @@ func TestCloseWaitsForRecoveredRuns(t *testing.T) {
 	s := storeOnClock(t, lease, 16)
 	eps := endpoints(t, asyncEndpoint)
 
-	dead := hangingExecutor{entered: make(chan struct{}, 1), release: make(chan struct{})}
-	a, err := gateway.New(gateway.Config{Region: "test", Worker: "dead", Store: s, Auth: verifier(t),
-		Endpoints: eps, Next: dead, Recovery: gateway.RecoveryConfig{Clock: clock.NewFake(lease.Now())}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	startGateway(t, a)
-	t.Cleanup(func() { close(dead.release); a.Close() })
-	srvA := httptest.NewServer(a)
-	defer srvA.Close()
+	srvA, dead := deadInstance(t, s, eps, lease.Now())
 	recoveryClock := clock.NewFake(lease.Now())
 	b, err := gateway.New(gateway.Config{Region: "test", Worker: "live", Store: s, Auth: verifier(t),
 		Endpoints: eps, Next: gateway.NewProxy(u, nil), Recovery: gateway.RecoveryConfig{Clock: recoveryClock}})

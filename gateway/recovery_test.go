@@ -15,8 +15,10 @@ import (
 	"time"
 
 	"github.com/idemcoord/idemcoord/clock"
+	"github.com/idemcoord/idemcoord/config"
 	"github.com/idemcoord/idemcoord/gateway"
 	"github.com/idemcoord/idemcoord/internal/testutil"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // hangingExecutor is the executor of an instance that dies while running
@@ -107,17 +109,7 @@ func TestAsyncWorkOfADeadInstanceRunsOnceWithoutANewPOST(t *testing.T) {
 	s := storeOnClock(t, lease, 16)
 	eps := endpoints(t, asyncEndpoint)
 
-	dead := hangingExecutor{entered: make(chan struct{}, 1), release: make(chan struct{})}
-	deadClock := clock.NewFake(lease.Now()) // never advanced: the dead instance scans nothing
-	a, err := gateway.New(gateway.Config{Region: "test", Worker: "dead", Store: s, Auth: verifier(t),
-		Endpoints: eps, Next: dead, Recovery: gateway.RecoveryConfig{Clock: deadClock}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	startGateway(t, a)
-	t.Cleanup(func() { close(dead.release); a.Close() })
-	srvA := httptest.NewServer(a)
-	defer srvA.Close()
+	srvA, dead := deadInstance(t, s, eps, lease.Now()) // its recovery clock never moves: it scans nothing
 
 	recoveryClock := clock.NewFake(lease.Now())
 	b, err := gateway.New(gateway.Config{Region: "test", Worker: "live", Store: s, Auth: verifier(t),
@@ -192,4 +184,22 @@ func TestAsyncClaimRefusedWhileShuttingDownRunsOnRetry(t *testing.T) {
 	if st := operationState(t, healthy.URL, alice, h.Get(gateway.HeaderOperationID), "COMPLETED", 10*time.Second); st != "COMPLETED" || runs.Load() != 1 {
 		t.Fatalf("after the retry: state %q, runs %d; want the task run once and COMPLETED", st, runs.Load())
 	}
+}
+
+// deadInstance serves an instance (worker "dead") whose runs hang until
+// the test ends, with a recovery clock that never moves: the instance
+// that dies with a task in flight. <-dead.entered once a run started.
+func deadInstance(t *testing.T, s store.Store, eps []config.Endpoint, now time.Time) (srv *httptest.Server, dead hangingExecutor) {
+	t.Helper()
+	dead = hangingExecutor{entered: make(chan struct{}, 1), release: make(chan struct{})}
+	a, err := gateway.New(gateway.Config{Region: "test", Worker: "dead", Store: s, Auth: verifier(t),
+		Endpoints: eps, Next: dead, Recovery: gateway.RecoveryConfig{Clock: clock.NewFake(now)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	startGateway(t, a)
+	t.Cleanup(func() { close(dead.release); a.Close() })
+	srv = httptest.NewServer(a)
+	t.Cleanup(srv.Close)
+	return srv, dead
 }

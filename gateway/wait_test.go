@@ -167,13 +167,7 @@ func TestAThousandWaitersHoldNoDatabaseConnection(t *testing.T) {
 	g, srv := serveClocked(t, s, fake, fmt.Sprintf("    lease: 30s\n    in_progress: {wait: 30s, max_waiters: %d}\n", waiters), up)
 	t.Cleanup(up.free)
 	alice := token(t, "alice")
-	first := send(t, post(t, srv.URL+"/v1/things", alice, "held-1", `{}`))
-	<-up.started
-	answers := make([]<-chan answer, waiters)
-	for i := range answers {
-		answers[i] = send(t, post(t, srv.URL+"/v1/things", alice, "held-1", `{}`))
-	}
-	untilWaiting(t, g, waiters)
+	first, answers := heldWithWaiters(t, g, srv, up, alice, waiters)
 	stat := s.Pool().Stat()
 	if stat.AcquiredConns() != 0 || stat.TotalConns() > maxConns || stat.MaxConns() != maxConns {
 		t.Errorf("with %d waiters: %d connections acquired, %d open (max %d), want none acquired and at most %d",
@@ -327,13 +321,7 @@ func TestWaitersWokenByAFinishReplayWithoutClaimingAgain(t *testing.T) {
 	g, srv := serveClocked(t, counted, fake, "    lease: 30s\n    in_progress: {wait: 30s}\n", up)
 	t.Cleanup(up.free)
 	alice := token(t, "alice")
-	first := send(t, post(t, srv.URL+"/v1/things", alice, "held-1", `{}`))
-	<-up.started
-	answers := make([]<-chan answer, waiters)
-	for i := range answers {
-		answers[i] = send(t, post(t, srv.URL+"/v1/things", alice, "held-1", `{}`))
-	}
-	untilWaiting(t, g, waiters)
+	first, answers := heldWithWaiters(t, g, srv, up, alice, waiters)
 	before := counted.n.Load()
 	up.free()
 	f := <-first
@@ -349,4 +337,19 @@ func TestWaitersWokenByAFinishReplayWithoutClaimingAgain(t *testing.T) {
 	if n := up.runs.Load(); n != 1 {
 		t.Errorf("upstream ran %d times, want once", n)
 	}
+}
+
+// heldWithWaiters sends the first run of key "held-1" (held by up), then n
+// retries of it, and returns once all n wait for that run: the run's
+// answer and the retries' answers, to come.
+func heldWithWaiters(t *testing.T, g *gateway.Gateway, srv *httptest.Server, up *heldRun, auth string, n int) (first <-chan answer, answers []<-chan answer) {
+	t.Helper()
+	first = send(t, post(t, srv.URL+"/v1/things", auth, "held-1", `{}`))
+	<-up.started
+	answers = make([]<-chan answer, n)
+	for i := range answers {
+		answers[i] = send(t, post(t, srv.URL+"/v1/things", auth, "held-1", `{}`))
+	}
+	untilWaiting(t, g, n)
+	return first, answers
 }
