@@ -33,8 +33,16 @@ func TestSDKCancelsAHeldPaymentAndItsRetryReplaysTheCancellation(t *testing.T) {
 		}
 		return cl
 	}
-	pay := map[string]string{"amount": "7.00", "currency": "EUR", "reference": "sdk-cancel"}
-	first, err := sdk(c.Regions[0].URL).PostJSON(ctx, "/v1/held-payments", "sdk-cancel-1", pay)
+	// The POST's retry goes through another Client (another region), so
+	// it carries the first call's first-sent time as the client package
+	// says a retry beyond one Client must: a new time would make it
+	// another request (422) whenever a second boundary fell between them.
+	pay := client.Intent{
+		Method: http.MethodPost, Path: "/v1/held-payments", Key: "sdk-cancel-1",
+		Body:   []byte(`{"amount":"7.00","currency":"EUR","reference":"sdk-cancel"}`),
+		Header: http.Header{client.HeaderFirstSent: {time.Now().UTC().Format(http.TimeFormat)}},
+	}
+	first, err := sdk(c.Regions[0].URL).Do(ctx, pay)
 	if err != nil || first.Status != http.StatusAccepted || first.OperationID == "" {
 		t.Fatalf("POST = %v, %v, want 202 with an operation id", first, err)
 	}
@@ -43,7 +51,7 @@ func TestSDKCancelsAHeldPaymentAndItsRetryReplaysTheCancellation(t *testing.T) {
 	if err != nil || got.Status != http.StatusOK || !strings.Contains(string(got.Body), `"CANCELLED"`) {
 		t.Fatalf("Cancel = %v, %v, want 200 CANCELLED", got, err)
 	}
-	retry, err := sdk(c.Regions[1].URL).PostJSON(ctx, "/v1/held-payments", "sdk-cancel-1", pay)
+	retry, err := sdk(c.Regions[1].URL).Do(ctx, pay)
 	var p *client.ProblemError
 	if !errors.As(err, &p) || retry.Status != http.StatusConflict || !retry.Replayed ||
 		!strings.HasSuffix(p.Type, "/operation-cancelled") || retry.OperationID != first.OperationID {
