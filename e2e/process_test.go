@@ -75,6 +75,12 @@ func procConfig(c *devcluster.Cluster, worker, secretFile string, po procOptions
 	if po.failover == "" {
 		po.failover = "reject"
 	}
+	if po.upstreamTimeout == 0 {
+		po.upstreamTimeout = procUpstreamTimeout
+	}
+	if po.lease == 0 {
+		po.lease = procLease
+	}
 	q := func(s string) string {
 		b, _ := json.Marshal(s)
 		return string(b)
@@ -123,7 +129,7 @@ endpoints:
     failover: %s
     resolve_path: /internal/operations/{operation_id}
 `, q(po.listen), q(worker), q(c.PaymentsURL), q(c.DSN), etcd, regions, q(devcluster.Issuer), q(devcluster.Audience), q(secretFile),
-		procLease, procUpstreamTimeout, po.failover)
+		po.lease, po.upstreamTimeout, po.failover)
 }
 
 // startIdemd starts `idemd run` as one more us-east instance of c, named
@@ -136,12 +142,15 @@ func startIdemd(t *testing.T, c *devcluster.Cluster, worker string) *idemdProc {
 }
 
 // procOptions change a process's configuration: its listen address
-// (default a free port) and the endpoint's failover policy (default
-// reject, as the dev cluster's); and how it runs: the binary (default
-// idemdBinary's), environment added to the test's, and an edit of the
-// rendered configuration.
+// (default a free port), the endpoint's failover policy (default reject,
+// as the dev cluster's), lease (default procLease) and upstream timeout
+// (default procUpstreamTimeout; idemd wants it shorter than the lease);
+// and how it runs: the binary (default idemdBinary's), environment added
+// to the test's, and an edit of the rendered configuration.
 type procOptions struct {
 	listen, failover string
+	lease            time.Duration
+	upstreamTimeout  time.Duration
 	bin              string
 	env              []string
 	editConfig       func([]byte) []byte
@@ -287,10 +296,16 @@ type asyncPost struct {
 	err   error
 }
 
-// postAsync POSTs a payment in the background.
+// postAsync POSTs a payment in the background, within requestTimeout.
 func postAsync(t *testing.T, base, token, key string, body []byte) *asyncPost {
+	return postAsyncWithin(t, requestTimeout, base, token, key, body)
+}
+
+// postAsyncWithin is postAsync with the client's own timeout d: for an
+// answer that comes only after a drill's failover.
+func postAsyncWithin(t *testing.T, d time.Duration, base, token, key string, body []byte) *asyncPost {
 	a := &asyncPost{done: make(chan struct{})}
-	ctx, cancel := context.WithTimeout(t.Context(), requestTimeout)
+	ctx, cancel := context.WithTimeout(t.Context(), d)
 	go func() {
 		defer close(a.done)
 		defer cancel()
