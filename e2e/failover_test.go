@@ -86,9 +86,9 @@ func kill(t *testing.T, p *idemdProc) {
 
 // inFlight starts a payment in p and kills p once the bank recorded its
 // charge, leaving the operation IN_PROGRESS under p's lease. It returns
-// the operation id, when the kill happened and when the dead worker's
-// lease ends.
-func inFlight(t *testing.T, c *devcluster.Cluster, p *idemdProc, tok, actor, key string, body []byte) (string, time.Time, time.Time) {
+// the operation id, when the kill happened and the dead worker's record
+// as the kill left it.
+func inFlight(t *testing.T, c *devcluster.Cluster, p *idemdProc, tok, actor, key string, body []byte) (string, time.Time, storedRecord) {
 	t.Helper()
 	if err := c.Bank.SetFaults(bank.Faults{DelayAfter: procBankDelay}); err != nil {
 		t.Fatal(err)
@@ -101,12 +101,11 @@ func inFlight(t *testing.T, c *devcluster.Cluster, p *idemdProc, tok, actor, key
 		t.Fatal(err)
 	}
 	rec := readRecord(t, c, opID)
-	leaseEnd := time.Now().Add(rec.LeaseLeft)
 	if rec.State != "IN_PROGRESS" {
 		t.Fatalf("record after the kill: %+v; want IN_PROGRESS", rec)
 	}
 	orig.wait(t, 5*time.Second)
-	return opID, killed, leaseEnd
+	return opID, killed, rec
 }
 
 // TestRegionKilledFailsOverTransferEndpointsServe: the only idemd of
@@ -131,7 +130,7 @@ func TestRegionKilledFailsOverTransferEndpointsServe(t *testing.T) {
 		tok := token(t, c, actor)
 		key := uniqueName("fo-inflight")
 		body := paymentBody("7.00", key)
-		opID, killed, leaseEnd := inFlight(t, c, p, tok, actor, key, body)
+		opID, killed, held := inFlight(t, c, p, tok, actor, key, body)
 
 		// New intents through eu-west until one succeeds there.
 		var served reply
@@ -155,9 +154,7 @@ func TestRegionKilledFailsOverTransferEndpointsServe(t *testing.T) {
 
 		// The in-flight intent: 409 while the dead lease lives, then the
 		// takeover asks the resolve path; one charge.
-		// The failover may have outlasted the lease: the takeover's window
-		// starts no earlier than now.
-		final, _ := takeoverRetries(t, eu.URL, tok, key, body, opID, later(leaseEnd, time.Now()))
+		final, _ := takeoverRetries(t, c, eu.URL, tok, key, body, opID, held)
 		if final.Status != http.StatusCreated || final.opID() != opID {
 			t.Errorf("run %d: in-flight intent's retry: %v; want 201 of operation %s", run, final, opID)
 		}
@@ -242,8 +239,9 @@ func TestRegionKilledRejectEndpointsRefuseUntilAccepted(t *testing.T) {
 	// Past the dead worker's lease too (by the database's clock): still
 	// refused, still untouched.
 	expireLease(t, c, opID)
-	if left := readRecord(t, c, opID).LeaseLeft; left > 0 {
-		t.Fatalf("the dead worker's lease still has %v", left)
+	expired := readRecord(t, c, opID)
+	if expired.LeaseLeft > 0 {
+		t.Fatalf("the dead worker's lease still has %v", expired.LeaseLeft)
 	}
 	if r := mustPost(t, eu.URL, tok, key, body); r.Status != http.StatusServiceUnavailable {
 		t.Errorf("retry of the in-flight intent on a failed-over reject endpoint: %v; want 503", r)
@@ -269,7 +267,7 @@ func TestRegionKilledRejectEndpointsRefuseUntilAccepted(t *testing.T) {
 		}
 		return nil
 	})
-	final, _ := takeoverRetries(t, eu.URL, tok, key, body, opID, time.Now())
+	final, _ := takeoverRetries(t, c, eu.URL, tok, key, body, opID, expired)
 	if final.Status != http.StatusCreated || final.opID() != opID {
 		t.Errorf("in-flight intent after accept: %v; want 201 of operation %s", final, opID)
 	}

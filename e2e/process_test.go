@@ -355,24 +355,52 @@ type storedRecord struct {
 	// LeaseLeft is lease_expires_at minus the database's now() (zero once
 	// the operation finished).
 	LeaseLeft time.Duration
+	// LeaseExpires is lease_expires_at, on the database's clock (zero
+	// once the operation finished).
+	LeaseExpires time.Time
+}
+
+// leaseEnd estimates when rec's lease ends on the test's clock: for
+// deadlines and logs only (the store decides by the database's clock).
+func leaseEnd(t *testing.T, c *devcluster.Cluster, rec storedRecord) time.Time {
+	t.Helper()
+	return time.Now().Add(rec.LeaseExpires.Sub(dbNow(t, c)))
 }
 
 // readRecord reads operation opID's record straight from the store.
 func readRecord(t *testing.T, c *devcluster.Cluster, opID string) storedRecord {
 	t.Helper()
 	var rec storedRecord
-	var leftMs float64
+	var (
+		leftMs  float64
+		expires *time.Time
+	)
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
 	err := c.Pool.QueryRow(ctx, `SELECT state, lease_owner, attempts, version,
-		COALESCE(EXTRACT(EPOCH FROM (lease_expires_at - now())) * 1000, 0)::FLOAT8
+		COALESCE(EXTRACT(EPOCH FROM (lease_expires_at - now())) * 1000, 0)::FLOAT8, lease_expires_at
 		FROM idempotency_records WHERE operation_id = $1::UUID`, opID).
-		Scan(&rec.State, &rec.LeaseOwner, &rec.Attempts, &rec.Version, &leftMs)
+		Scan(&rec.State, &rec.LeaseOwner, &rec.Attempts, &rec.Version, &leftMs, &expires)
 	if err != nil {
 		t.Fatalf("reading the record of operation %s: %v", opID, err)
 	}
 	rec.LeaseLeft = time.Duration(leftMs * float64(time.Millisecond))
+	if expires != nil {
+		rec.LeaseExpires = *expires
+	}
 	return rec
+}
+
+// dbNow is the database's now(): the clock the store decides leases by.
+func dbNow(t *testing.T, c *devcluster.Cluster) time.Time {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	var now time.Time
+	if err := c.Pool.QueryRow(ctx, `SELECT now()`).Scan(&now); err != nil {
+		t.Fatalf("reading the database's clock: %v", err)
+	}
+	return now
 }
 
 // expireLease ends operation opID's lease now, by the database's clock:
@@ -392,16 +420,20 @@ func expireLease(t *testing.T, c *devcluster.Cluster, opID string) {
 
 // takeoverRetries retries key+body through base until it answers 201,
 // every 200 ms, bounded. Each answer before that must be the contract's
-// 409 for operation opID in progress; a 201 must not come from a request
-// sent before leaseEnd (the dead or stopped holder's lease, on this
-// clock). It returns the 201 and how many 409s came first.
-func takeoverRetries(t *testing.T, base, tok, key string, body []byte, opID string, leaseEnd time.Time) (final reply, conflicts int) {
+// 409 for operation opID in progress; a 201 must not come before held's
+// lease (held is the record of the dead or stopped holder) expired by the
+// database's clock, which the takeover's claim decides by: the
+// database's now() read after the 201 came is at least the claim's. (A
+// request sent just before the expiry is claimed just after it; the
+// send time on the test's clock, with a tolerance, flaked under load.)
+// It returns the 201 and how many 409s came first.
+func takeoverRetries(t *testing.T, c *devcluster.Cluster, base, tok, key string, body []byte, opID string, held storedRecord) (final reply, conflicts int) {
 	t.Helper()
-	deadline := leaseEnd.Add(10 * time.Second)
+	end := leaseEnd(t, c, held)
+	deadline := later(end, time.Now()).Add(10 * time.Second)
 	i := 0
 	err := testutil.PollEvery(time.Until(deadline), 200*time.Millisecond, func() error {
 		defer func() { i++ }()
-		sent := time.Now()
 		r := mustPost(t, base, tok, key, body)
 		switch r.Status {
 		case http.StatusConflict:
@@ -416,13 +448,12 @@ func takeoverRetries(t *testing.T, base, tok, key string, body []byte, opID stri
 			conflicts++
 			return fmt.Errorf("retry %d: 409, still in progress", i)
 		case http.StatusCreated:
-			// Lease expiry was read from the database a few milliseconds
-			// after the holder stopped: allow that much.
-			if early := leaseEnd.Sub(sent); early > 100*time.Millisecond {
-				t.Errorf("retry %d taken over %v before the holder's lease expired", i, early.Round(time.Millisecond))
+			if now := dbNow(t, c); now.Before(held.LeaseExpires) {
+				t.Errorf("retry %d taken over %v before the holder's lease expired (by the database's clock)",
+					i, held.LeaseExpires.Sub(now).Round(time.Millisecond))
 			}
 			t.Logf("retry %d: 201 after %d x 409, %v after the lease expired", i, conflicts,
-				time.Since(leaseEnd).Round(time.Millisecond))
+				time.Since(end).Round(time.Millisecond))
 			final = r
 			return nil
 		}
@@ -477,7 +508,6 @@ func TestGatewayProcessKilledMidRequest(t *testing.T) {
 
 	// It died holding the operation: in progress, its lease, nothing stored.
 	rec := readRecord(t, c, opID)
-	leaseEnd := time.Now().Add(rec.LeaseLeft)
 	t.Logf("record after the kill: %+v", rec)
 	if rec.State != "IN_PROGRESS" || !strings.HasPrefix(rec.LeaseOwner, proc.worker+"/") || rec.LeaseLeft <= 0 {
 		t.Fatalf("record after the kill: %+v; want IN_PROGRESS under %s's live lease (killed too late?)", rec, proc.worker)
@@ -491,7 +521,7 @@ func TestGatewayProcessKilledMidRequest(t *testing.T) {
 		t.Logf("the killed process's client: %v", err)
 	}
 
-	final, conflicts := takeoverRetries(t, region.URL, tok, key, body, opID, leaseEnd)
+	final, conflicts := takeoverRetries(t, c, region.URL, tok, key, body, opID, rec)
 	if conflicts == 0 {
 		t.Errorf("no 409 while the dead worker's lease was live; want the first retry refused")
 	}
@@ -565,13 +595,12 @@ func TestGatewayProcessPausedPastItsLease(t *testing.T) {
 	}
 
 	rec := readRecord(t, c, opID)
-	leaseEnd := time.Now().Add(rec.LeaseLeft)
 	t.Logf("record while stopped: %+v", rec)
 	if rec.State != "IN_PROGRESS" || !strings.HasPrefix(rec.LeaseOwner, proc.worker+"/") || rec.LeaseLeft <= 0 {
 		t.Fatalf("record while stopped: %+v; want IN_PROGRESS under %s's live lease (stopped too late?)", rec, proc.worker)
 	}
 
-	final, conflicts := takeoverRetries(t, region.URL, tok, key, body, opID, leaseEnd)
+	final, conflicts := takeoverRetries(t, c, region.URL, tok, key, body, opID, rec)
 	if conflicts == 0 {
 		t.Errorf("no 409 while the stopped worker's lease was live; want the first retry refused")
 	}
