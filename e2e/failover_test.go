@@ -300,10 +300,10 @@ func etcdClient(t *testing.T, c *devcluster.Cluster) *clientv3.Client {
 // SIGSTOP: the bank sits on the recorded charge for zombieBankDelay (the
 // window for the pause, measured from the charge), within the payments
 // service's bank timeout, and the zombie's own upstream timeout (and its
-// lease, which must be longer) outlasts both. (With the drills'
-// 1.5 s upstream timeout a loaded machine paused it after its call had
-// timed out and its OUTCOME_UNKNOWN was recorded, legitimately, under
-// its epoch: it then had nothing left to write.)
+// lease, which must be longer) outlasts both. (With a 1.5 s upstream
+// timeout a loaded machine paused it after its call had timed out and
+// its OUTCOME_UNKNOWN was recorded, legitimately, under its epoch: it
+// then had nothing left to write.)
 const (
 	zombieBankDelay       = 5 * time.Second
 	zombieBankTimeout     = 3 * zombieBankDelay

@@ -34,14 +34,18 @@ import (
 // Process drill settings. The process's lease is short so that a takeover
 // comes within the test's budget; the in-process regions keep the dev
 // cluster's 30 s lease (their own claims are never the ones taken over).
+//
+// procBankDelay is how long the bank sits on a recorded charge before
+// answering: the window in which the drill kills or stops the process
+// once it sees the charge, shorter than procUpstreamTimeout (itself
+// shorter than the lease, as idemd requires), so the process is
+// mid-request, not recording the answer or an unknown outcome. A loaded
+// machine takes well over a second from the send to the kill at times:
+// with 1 s and 1.5 s a drill stopped a process whose call had ended.
 const (
-	procLease           = 2 * time.Second
-	procUpstreamTimeout = 1500 * time.Millisecond
-	// procBankDelay is how long the bank sits on a recorded charge before
-	// answering: the window in which the drill kills or stops the process
-	// (shorter than procUpstreamTimeout, so the process is mid-request,
-	// not recording an unknown outcome).
-	procBankDelay = time.Second
+	procLease           = 5 * time.Second
+	procUpstreamTimeout = 4 * time.Second
+	procBankDelay       = 3 * time.Second
 	// procStartTimeout bounds an idemd process's start (store, etcd, listen).
 	procStartTimeout = 30 * time.Second
 )
@@ -470,7 +474,7 @@ func takeoverRetries(t *testing.T, c *devcluster.Cluster, base, tok, key string,
 // after the bank recorded the charge of the payment it is proxying, before
 // the answer came back: the worker dies mid-run with its lease held and
 // nothing recorded ("Leases and recovery"). A retry in another region is
-// refused with 409 while the dead worker's 2 s lease lasts (it is never
+// refused with 409 while the dead worker's 5 s lease lasts (it is never
 // taken over early), then takes the operation over — same operation id —
 // asks the payments service's resolve endpoint instead of running again,
 // and answers the original payment as a replay (201, Idempotent-Replayed).
@@ -559,7 +563,7 @@ func TestGatewayProcessKilledMidRequest(t *testing.T) {
 
 // TestGatewayProcessPausedPastItsLease freezes (SIGSTOP) a real idemd
 // process while its payment is at the upstream, keeps it frozen past its
-// 2 s lease — the process cannot tell: no heartbeat, no timer runs — and
+// 5 s lease — the process cannot tell: no heartbeat, no timer runs — and
 // lets another region take the operation over and complete it from the
 // payments service's record (201, one charge). Then the process is thawed
 // (SIGCONT) with its request still in flight: it must not overwrite the
