@@ -387,7 +387,7 @@ func TestZombieRegionResumedAfterFailoverWritesNothing(t *testing.T) {
 		t.Errorf("the resumed zombie answered %v; want 503 ownership-moving for operation %s (retry for the owner's answer)", late, opID)
 	}
 	if n := scrape(t, p.URL).sum("idemcoord_fenced_writes_rejected_total", `op="finish"`); n < fenced0+1 {
-		t.Errorf(`the zombie's idemcoord_fenced_writes_rejected_total{op="finish"} is %v (%v before it resumed); want its late result refused by the fence`, n, fenced0)
+		t.Errorf(`the zombie's idemcoord_fenced_writes_rejected_total{op="finish"} is %v (%v before the payment); want its late result refused by the fence`, n, fenced0)
 	}
 	l.exactlyOnce("after the zombie resumed", opID)
 	if rec := readRecord(t, c, opID); rec.State != taken.State || rec.Version != taken.Version || rec.LeaseOwner != taken.LeaseOwner {
