@@ -132,7 +132,6 @@ func TestDrillCrashPointKillsTheProcessWhereItIsArmed(t *testing.T) {
 				t.Fatalf("the claim of the crashed request is not in the store: %v", err)
 			}
 			rec := readRecord(t, c, opID)
-			leaseEnd := time.Now().Add(rec.LeaseLeft)
 			if rec.State != tc.state || rec.Attempts != 1 {
 				t.Errorf("record after the crash: %+v; want %s, 1 attempt", rec, tc.state)
 			}
@@ -145,7 +144,7 @@ func TestDrillCrashPointKillsTheProcessWhereItIsArmed(t *testing.T) {
 
 			var final reply
 			if tc.state == "IN_PROGRESS" {
-				final, _ = takeoverRetries(t, c.Regions[1].URL, tok, key, body, opID, leaseEnd)
+				final, _ = takeoverRetries(t, c, c.Regions[1].URL, tok, key, body, opID, rec)
 			} else {
 				final = mustPost(t, c.Regions[1].URL, tok, key, body)
 				if final.Status != http.StatusCreated || !final.replayed() {

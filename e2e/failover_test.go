@@ -55,12 +55,20 @@ func failoverRuns(t *testing.T) int {
 // up its home shards are failed back to it.
 func regionProcess(t *testing.T, c *devcluster.Cluster, worker, policy string) *idemdProc {
 	t.Helper()
+	return regionProcessWith(t, c, worker, procOptions{failover: policy})
+}
+
+// regionProcessWith is regionProcess with more of the process's options
+// (its listen address is us-east's).
+func regionProcessWith(t *testing.T, c *devcluster.Cluster, worker string, po procOptions) *idemdProc {
+	t.Helper()
 	idemdBinary(t) // built before the region goes down
 	us := c.Region("us-east")
 	if err := c.StopRegion(t.Context(), us.Name); err != nil {
 		t.Fatal(err)
 	}
-	p := startIdemdWith(t, c, worker, procOptions{listen: strings.TrimPrefix(us.URL, "http://"), failover: policy})
+	po.listen = strings.TrimPrefix(us.URL, "http://")
+	p := startIdemdWith(t, c, worker, po)
 	failBack(t, c, us.Name)
 	return p
 }
@@ -78,9 +86,9 @@ func kill(t *testing.T, p *idemdProc) {
 
 // inFlight starts a payment in p and kills p once the bank recorded its
 // charge, leaving the operation IN_PROGRESS under p's lease. It returns
-// the operation id, when the kill happened and when the dead worker's
-// lease ends.
-func inFlight(t *testing.T, c *devcluster.Cluster, p *idemdProc, tok, actor, key string, body []byte) (string, time.Time, time.Time) {
+// the operation id, when the kill happened and the dead worker's record
+// as the kill left it.
+func inFlight(t *testing.T, c *devcluster.Cluster, p *idemdProc, tok, actor, key string, body []byte) (string, time.Time, storedRecord) {
 	t.Helper()
 	if err := c.Bank.SetFaults(bank.Faults{DelayAfter: procBankDelay}); err != nil {
 		t.Fatal(err)
@@ -93,12 +101,11 @@ func inFlight(t *testing.T, c *devcluster.Cluster, p *idemdProc, tok, actor, key
 		t.Fatal(err)
 	}
 	rec := readRecord(t, c, opID)
-	leaseEnd := time.Now().Add(rec.LeaseLeft)
 	if rec.State != "IN_PROGRESS" {
 		t.Fatalf("record after the kill: %+v; want IN_PROGRESS", rec)
 	}
 	orig.wait(t, 5*time.Second)
-	return opID, killed, leaseEnd
+	return opID, killed, rec
 }
 
 // TestRegionKilledFailsOverTransferEndpointsServe: the only idemd of
@@ -123,7 +130,7 @@ func TestRegionKilledFailsOverTransferEndpointsServe(t *testing.T) {
 		tok := token(t, c, actor)
 		key := uniqueName("fo-inflight")
 		body := paymentBody("7.00", key)
-		opID, killed, leaseEnd := inFlight(t, c, p, tok, actor, key, body)
+		opID, killed, held := inFlight(t, c, p, tok, actor, key, body)
 
 		// New intents through eu-west until one succeeds there.
 		var served reply
@@ -147,9 +154,7 @@ func TestRegionKilledFailsOverTransferEndpointsServe(t *testing.T) {
 
 		// The in-flight intent: 409 while the dead lease lives, then the
 		// takeover asks the resolve path; one charge.
-		// The failover may have outlasted the lease: the takeover's window
-		// starts no earlier than now.
-		final, _ := takeoverRetries(t, eu.URL, tok, key, body, opID, later(leaseEnd, time.Now()))
+		final, _ := takeoverRetries(t, c, eu.URL, tok, key, body, opID, held)
 		if final.Status != http.StatusCreated || final.opID() != opID {
 			t.Errorf("run %d: in-flight intent's retry: %v; want 201 of operation %s", run, final, opID)
 		}
@@ -234,8 +239,9 @@ func TestRegionKilledRejectEndpointsRefuseUntilAccepted(t *testing.T) {
 	// Past the dead worker's lease too (by the database's clock): still
 	// refused, still untouched.
 	expireLease(t, c, opID)
-	if left := readRecord(t, c, opID).LeaseLeft; left > 0 {
-		t.Fatalf("the dead worker's lease still has %v", left)
+	expired := readRecord(t, c, opID)
+	if expired.LeaseLeft > 0 {
+		t.Fatalf("the dead worker's lease still has %v", expired.LeaseLeft)
 	}
 	if r := mustPost(t, eu.URL, tok, key, body); r.Status != http.StatusServiceUnavailable {
 		t.Errorf("retry of the in-flight intent on a failed-over reject endpoint: %v; want 503", r)
@@ -261,7 +267,7 @@ func TestRegionKilledRejectEndpointsRefuseUntilAccepted(t *testing.T) {
 		}
 		return nil
 	})
-	final, _ := takeoverRetries(t, eu.URL, tok, key, body, opID, time.Now())
+	final, _ := takeoverRetries(t, c, eu.URL, tok, key, body, opID, expired)
 	if final.Status != http.StatusCreated || final.opID() != opID {
 		t.Errorf("in-flight intent after accept: %v; want 201 of operation %s", final, opID)
 	}
@@ -289,33 +295,62 @@ func etcdClient(t *testing.T, c *devcluster.Cluster) *clientv3.Client {
 	return cli
 }
 
+// Zombie drill timings. The zombie must still be waiting for its
+// payment's answer when it is paused, however slowly the test gets to the
+// SIGSTOP: the bank sits on the recorded charge for zombieBankDelay (the
+// window for the pause, measured from the charge), within the payments
+// service's bank timeout, and the zombie's own upstream timeout (and its
+// lease, which must be longer) outlasts both. (With a 1.5 s upstream
+// timeout a loaded machine paused it after its call had timed out and
+// its OUTCOME_UNKNOWN was recorded, legitimately, under its epoch: it
+// then had nothing left to write.)
+const (
+	zombieBankDelay       = 5 * time.Second
+	zombieBankTimeout     = 3 * zombieBankDelay
+	zombieUpstreamTimeout = 30 * time.Second
+	zombieLease           = 2 * zombieUpstreamTimeout
+)
+
 // TestZombieRegionResumedAfterFailoverWritesNothing: us-east's only idemd
 // is paused (SIGSTOP) with a payment at the upstream, past the failover:
 // its shards move to eu-west under a new epoch and eu-west takes the
 // operation over through the resolve path. When the zombie resumes
-// (SIGCONT) and tries to record its answer, the fence refuses the write
-// (counted on its own /metrics), and the bank holds one charge.
+// (SIGCONT) it records its answer: the fence refuses the write (counted on
+// its own /metrics as op "finish"), the record stays as eu-west completed
+// it, the zombie's client is told to retry for the owner's answer, and the
+// bank holds one charge.
 func TestZombieRegionResumedAfterFailoverWritesNothing(t *testing.T) {
 	c := startCluster(t, devcluster.Options{Failover: "transfer", UpstreamTimeout: 5 * time.Second,
-		BankTimeout: 5 * time.Second, FailoverTimings: failover.Config{HoldTime: 500 * time.Millisecond}})
+		BankTimeout: zombieBankTimeout, FailoverTimings: failover.Config{HoldTime: 500 * time.Millisecond}})
 	actor := c.ActorHomedIn("us-east", uniqueName("zombie"))
 	tok := token(t, c, actor)
 	eu := c.Region("eu-west")
 	l := ledger{t, c}
-	p := regionProcess(t, c, "fo-zombie", "transfer")
+	p := regionProcessWith(t, c, "fo-zombie", procOptions{failover: "transfer",
+		lease: zombieLease, upstreamTimeout: zombieUpstreamTimeout})
 	key := uniqueName("zombie-key")
 	body := paymentBody("3.00", key)
+	fenced0 := scrape(t, p.URL).sum("idemcoord_fenced_writes_rejected_total", `op="finish"`)
 
-	if err := c.Bank.SetFaults(bank.Faults{DelayAfter: 3 * procBankDelay}); err != nil {
+	if err := c.Bank.SetFaults(bank.Faults{DelayAfter: zombieBankDelay}); err != nil {
 		t.Fatal(err)
 	}
-	orig := postAsync(t, p.URL, tok, key, body)
+	// Its client waits through the failover (requestTimeout may not).
+	orig := postAsyncWithin(t, failoverDeadline+zombieUpstreamTimeout, p.URL, tok, key, body)
 	opID := waitOperationOf(t, c, "bank charge", `SELECT operation_id FROM bank_charges WHERE actor = $1`, scope(actor), 10*time.Second)
 	p.signal(syscall.SIGSTOP)
 	paused := time.Now()
+	p.waitProcState("T")
 	if err := c.Bank.SetFaults(bank.Faults{}); err != nil {
 		t.Fatal(err)
 	}
+	// The drill's premise: paused mid-run, its result not recorded.
+	if rec := readRecord(t, c, opID); rec.State != "IN_PROGRESS" || !strings.HasPrefix(rec.LeaseOwner, p.worker+"/") {
+		t.Fatalf("record while paused: %+v; want IN_PROGRESS under %s's lease (paused too late?)", rec, p.worker)
+	}
+	// A paused worker's lease passes without it noticing: end it by the
+	// database's clock rather than wait.
+	expireLease(t, c, opID)
 	// The failover and the takeover happen while the zombie sleeps.
 	testutil.EventuallyEvery(t, time.Until(paused.Add(failoverDeadline)), 100*time.Millisecond, func() error {
 		r := mustPost(t, eu.URL, tok, key, body)
@@ -336,17 +371,27 @@ func TestZombieRegionResumedAfterFailoverWritesNothing(t *testing.T) {
 		return fmt.Errorf("no failover and takeover since the pause: %v", r)
 	})
 	t.Logf("operation %s taken over by eu-west %v after the pause", opID, time.Since(paused).Round(time.Millisecond))
+	taken := readRecord(t, c, opID)
+	if taken.State != "COMPLETED" || strings.HasPrefix(taken.LeaseOwner, p.worker+"/") {
+		t.Fatalf("record after the takeover: %+v; want COMPLETED by eu-west", taken)
+	}
+
 	p.signal(syscall.SIGCONT)
-	orig.wait(t, 15*time.Second) // the zombie answers its client with what it knows
-	testutil.EventuallyEvery(t, failoverDeadline, 100*time.Millisecond, func() error {
-		if scrape(t, p.URL).sum("idemcoord_fenced_writes_rejected_total") < 1 {
-			return errors.New("the zombie's late write was not refused by the fence")
-		}
-		return nil
-	})
+	// The zombie answers its client once its Finish was refused.
+	late, err := orig.wait(t, zombieUpstreamTimeout)
+	if err != nil {
+		t.Fatalf("the resumed zombie's client: %v; want an answer", err)
+	}
+	if late.Status != http.StatusServiceUnavailable || !strings.HasSuffix(late.problem(t).Type, "/ownership-moving") ||
+		late.problem(t).OperationID != opID {
+		t.Errorf("the resumed zombie answered %v; want 503 ownership-moving for operation %s (retry for the owner's answer)", late, opID)
+	}
+	if n := scrape(t, p.URL).sum("idemcoord_fenced_writes_rejected_total", `op="finish"`); n < fenced0+1 {
+		t.Errorf(`the zombie's idemcoord_fenced_writes_rejected_total{op="finish"} is %v (%v before the payment); want its late result refused by the fence`, n, fenced0)
+	}
 	l.exactlyOnce("after the zombie resumed", opID)
-	if rec := readRecord(t, c, opID); rec.State != "COMPLETED" || strings.HasPrefix(rec.LeaseOwner, p.worker+"/") {
-		t.Errorf("record %+v; want COMPLETED by eu-west's takeover, not the zombie", rec)
+	if rec := readRecord(t, c, opID); rec.State != taken.State || rec.Version != taken.Version || rec.LeaseOwner != taken.LeaseOwner {
+		t.Errorf("record after the zombie resumed: %+v; want it as eu-west completed it: %+v", rec, taken)
 	}
 }
 

@@ -34,14 +34,18 @@ import (
 // Process drill settings. The process's lease is short so that a takeover
 // comes within the test's budget; the in-process regions keep the dev
 // cluster's 30 s lease (their own claims are never the ones taken over).
+//
+// procBankDelay is how long the bank sits on a recorded charge before
+// answering: the window in which the drill kills or stops the process
+// once it sees the charge, shorter than procUpstreamTimeout (itself
+// shorter than the lease, as idemd requires), so the process is
+// mid-request, not recording the answer or an unknown outcome. A loaded
+// machine takes well over a second from the send to the kill at times:
+// with 1 s and 1.5 s a drill stopped a process whose call had ended.
 const (
-	procLease           = 2 * time.Second
-	procUpstreamTimeout = 1500 * time.Millisecond
-	// procBankDelay is how long the bank sits on a recorded charge before
-	// answering: the window in which the drill kills or stops the process
-	// (shorter than procUpstreamTimeout, so the process is mid-request,
-	// not recording an unknown outcome).
-	procBankDelay = time.Second
+	procLease           = 5 * time.Second
+	procUpstreamTimeout = 4 * time.Second
+	procBankDelay       = 3 * time.Second
 	// procStartTimeout bounds an idemd process's start (store, etcd, listen).
 	procStartTimeout = 30 * time.Second
 )
@@ -74,6 +78,12 @@ func procConfig(c *devcluster.Cluster, worker, secretFile string, po procOptions
 	}
 	if po.failover == "" {
 		po.failover = "reject"
+	}
+	if po.upstreamTimeout == 0 {
+		po.upstreamTimeout = procUpstreamTimeout
+	}
+	if po.lease == 0 {
+		po.lease = procLease
 	}
 	q := func(s string) string {
 		b, _ := json.Marshal(s)
@@ -123,7 +133,7 @@ endpoints:
     failover: %s
     resolve_path: /internal/operations/{operation_id}
 `, q(po.listen), q(worker), q(c.PaymentsURL), q(c.DSN), etcd, regions, q(devcluster.Issuer), q(devcluster.Audience), q(secretFile),
-		procLease, procUpstreamTimeout, po.failover)
+		po.lease, po.upstreamTimeout, po.failover)
 }
 
 // startIdemd starts `idemd run` as one more us-east instance of c, named
@@ -136,12 +146,15 @@ func startIdemd(t *testing.T, c *devcluster.Cluster, worker string) *idemdProc {
 }
 
 // procOptions change a process's configuration: its listen address
-// (default a free port) and the endpoint's failover policy (default
-// reject, as the dev cluster's); and how it runs: the binary (default
-// idemdBinary's), environment added to the test's, and an edit of the
-// rendered configuration.
+// (default a free port), the endpoint's failover policy (default reject,
+// as the dev cluster's), lease (default procLease) and upstream timeout
+// (default procUpstreamTimeout; idemd wants it shorter than the lease);
+// and how it runs: the binary (default idemdBinary's), environment added
+// to the test's, and an edit of the rendered configuration.
 type procOptions struct {
 	listen, failover string
+	lease            time.Duration
+	upstreamTimeout  time.Duration
 	bin              string
 	env              []string
 	editConfig       func([]byte) []byte
@@ -287,10 +300,16 @@ type asyncPost struct {
 	err   error
 }
 
-// postAsync POSTs a payment in the background.
+// postAsync POSTs a payment in the background, within requestTimeout.
 func postAsync(t *testing.T, base, token, key string, body []byte) *asyncPost {
+	return postAsyncWithin(t, requestTimeout, base, token, key, body)
+}
+
+// postAsyncWithin is postAsync with the client's own timeout d: for an
+// answer that comes only after a drill's failover.
+func postAsyncWithin(t *testing.T, d time.Duration, base, token, key string, body []byte) *asyncPost {
 	a := &asyncPost{done: make(chan struct{})}
-	ctx, cancel := context.WithTimeout(t.Context(), requestTimeout)
+	ctx, cancel := context.WithTimeout(t.Context(), d)
 	go func() {
 		defer close(a.done)
 		defer cancel()
@@ -340,24 +359,52 @@ type storedRecord struct {
 	// LeaseLeft is lease_expires_at minus the database's now() (zero once
 	// the operation finished).
 	LeaseLeft time.Duration
+	// LeaseExpires is lease_expires_at, on the database's clock (zero
+	// once the operation finished).
+	LeaseExpires time.Time
+}
+
+// leaseEnd estimates when rec's lease ends on the test's clock: for
+// deadlines and logs only (the store decides by the database's clock).
+func leaseEnd(t *testing.T, c *devcluster.Cluster, rec storedRecord) time.Time {
+	t.Helper()
+	return time.Now().Add(rec.LeaseExpires.Sub(dbNow(t, c)))
 }
 
 // readRecord reads operation opID's record straight from the store.
 func readRecord(t *testing.T, c *devcluster.Cluster, opID string) storedRecord {
 	t.Helper()
 	var rec storedRecord
-	var leftMs float64
+	var (
+		leftMs  float64
+		expires *time.Time
+	)
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
 	err := c.Pool.QueryRow(ctx, `SELECT state, lease_owner, attempts, version,
-		COALESCE(EXTRACT(EPOCH FROM (lease_expires_at - now())) * 1000, 0)::FLOAT8
+		COALESCE(EXTRACT(EPOCH FROM (lease_expires_at - now())) * 1000, 0)::FLOAT8, lease_expires_at
 		FROM idempotency_records WHERE operation_id = $1::UUID`, opID).
-		Scan(&rec.State, &rec.LeaseOwner, &rec.Attempts, &rec.Version, &leftMs)
+		Scan(&rec.State, &rec.LeaseOwner, &rec.Attempts, &rec.Version, &leftMs, &expires)
 	if err != nil {
 		t.Fatalf("reading the record of operation %s: %v", opID, err)
 	}
 	rec.LeaseLeft = time.Duration(leftMs * float64(time.Millisecond))
+	if expires != nil {
+		rec.LeaseExpires = *expires
+	}
 	return rec
+}
+
+// dbNow is the database's now(): the clock the store decides leases by.
+func dbNow(t *testing.T, c *devcluster.Cluster) time.Time {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	var now time.Time
+	if err := c.Pool.QueryRow(ctx, `SELECT now()`).Scan(&now); err != nil {
+		t.Fatalf("reading the database's clock: %v", err)
+	}
+	return now
 }
 
 // expireLease ends operation opID's lease now, by the database's clock:
@@ -377,16 +424,20 @@ func expireLease(t *testing.T, c *devcluster.Cluster, opID string) {
 
 // takeoverRetries retries key+body through base until it answers 201,
 // every 200 ms, bounded. Each answer before that must be the contract's
-// 409 for operation opID in progress; a 201 must not come from a request
-// sent before leaseEnd (the dead or stopped holder's lease, on this
-// clock). It returns the 201 and how many 409s came first.
-func takeoverRetries(t *testing.T, base, tok, key string, body []byte, opID string, leaseEnd time.Time) (final reply, conflicts int) {
+// 409 for operation opID in progress; a 201 must not come before held's
+// lease (held is the record of the dead or stopped holder) expired by the
+// database's clock, which the takeover's claim decides by: the
+// database's now() read after the 201 came is at least the claim's. (A
+// request sent just before the expiry is claimed just after it; the
+// send time on the test's clock, with a tolerance, flaked under load.)
+// It returns the 201 and how many 409s came first.
+func takeoverRetries(t *testing.T, c *devcluster.Cluster, base, tok, key string, body []byte, opID string, held storedRecord) (final reply, conflicts int) {
 	t.Helper()
-	deadline := leaseEnd.Add(10 * time.Second)
+	end := leaseEnd(t, c, held)
+	deadline := later(end, time.Now()).Add(10 * time.Second)
 	i := 0
 	err := testutil.PollEvery(time.Until(deadline), 200*time.Millisecond, func() error {
 		defer func() { i++ }()
-		sent := time.Now()
 		r := mustPost(t, base, tok, key, body)
 		switch r.Status {
 		case http.StatusConflict:
@@ -401,13 +452,12 @@ func takeoverRetries(t *testing.T, base, tok, key string, body []byte, opID stri
 			conflicts++
 			return fmt.Errorf("retry %d: 409, still in progress", i)
 		case http.StatusCreated:
-			// Lease expiry was read from the database a few milliseconds
-			// after the holder stopped: allow that much.
-			if early := leaseEnd.Sub(sent); early > 100*time.Millisecond {
-				t.Errorf("retry %d taken over %v before the holder's lease expired", i, early.Round(time.Millisecond))
+			if now := dbNow(t, c); now.Before(held.LeaseExpires) {
+				t.Errorf("retry %d taken over %v before the holder's lease expired (by the database's clock)",
+					i, held.LeaseExpires.Sub(now).Round(time.Millisecond))
 			}
 			t.Logf("retry %d: 201 after %d x 409, %v after the lease expired", i, conflicts,
-				time.Since(leaseEnd).Round(time.Millisecond))
+				time.Since(end).Round(time.Millisecond))
 			final = r
 			return nil
 		}
@@ -424,7 +474,7 @@ func takeoverRetries(t *testing.T, base, tok, key string, body []byte, opID stri
 // after the bank recorded the charge of the payment it is proxying, before
 // the answer came back: the worker dies mid-run with its lease held and
 // nothing recorded ("Leases and recovery"). A retry in another region is
-// refused with 409 while the dead worker's 2 s lease lasts (it is never
+// refused with 409 while the dead worker's 5 s lease lasts (it is never
 // taken over early), then takes the operation over — same operation id —
 // asks the payments service's resolve endpoint instead of running again,
 // and answers the original payment as a replay (201, Idempotent-Replayed).
@@ -462,7 +512,6 @@ func TestGatewayProcessKilledMidRequest(t *testing.T) {
 
 	// It died holding the operation: in progress, its lease, nothing stored.
 	rec := readRecord(t, c, opID)
-	leaseEnd := time.Now().Add(rec.LeaseLeft)
 	t.Logf("record after the kill: %+v", rec)
 	if rec.State != "IN_PROGRESS" || !strings.HasPrefix(rec.LeaseOwner, proc.worker+"/") || rec.LeaseLeft <= 0 {
 		t.Fatalf("record after the kill: %+v; want IN_PROGRESS under %s's live lease (killed too late?)", rec, proc.worker)
@@ -476,7 +525,7 @@ func TestGatewayProcessKilledMidRequest(t *testing.T) {
 		t.Logf("the killed process's client: %v", err)
 	}
 
-	final, conflicts := takeoverRetries(t, region.URL, tok, key, body, opID, leaseEnd)
+	final, conflicts := takeoverRetries(t, c, region.URL, tok, key, body, opID, rec)
 	if conflicts == 0 {
 		t.Errorf("no 409 while the dead worker's lease was live; want the first retry refused")
 	}
@@ -514,7 +563,7 @@ func TestGatewayProcessKilledMidRequest(t *testing.T) {
 
 // TestGatewayProcessPausedPastItsLease freezes (SIGSTOP) a real idemd
 // process while its payment is at the upstream, keeps it frozen past its
-// 2 s lease — the process cannot tell: no heartbeat, no timer runs — and
+// 5 s lease — the process cannot tell: no heartbeat, no timer runs — and
 // lets another region take the operation over and complete it from the
 // payments service's record (201, one charge). Then the process is thawed
 // (SIGCONT) with its request still in flight: it must not overwrite the
@@ -550,13 +599,12 @@ func TestGatewayProcessPausedPastItsLease(t *testing.T) {
 	}
 
 	rec := readRecord(t, c, opID)
-	leaseEnd := time.Now().Add(rec.LeaseLeft)
 	t.Logf("record while stopped: %+v", rec)
 	if rec.State != "IN_PROGRESS" || !strings.HasPrefix(rec.LeaseOwner, proc.worker+"/") || rec.LeaseLeft <= 0 {
 		t.Fatalf("record while stopped: %+v; want IN_PROGRESS under %s's live lease (stopped too late?)", rec, proc.worker)
 	}
 
-	final, conflicts := takeoverRetries(t, region.URL, tok, key, body, opID, leaseEnd)
+	final, conflicts := takeoverRetries(t, c, region.URL, tok, key, body, opID, rec)
 	if conflicts == 0 {
 		t.Errorf("no 409 while the stopped worker's lease was live; want the first retry refused")
 	}
