@@ -239,10 +239,12 @@ func (g *Gateway) decide(ctx context.Context, c *call, req store.ClaimRequest, c
 		g.metrics.request(ctx, c.ep.Name, "replay", c.start)
 		writeSnapshot(c.w, rec, true)
 	case store.Mismatch:
+		// The operation exists: its id and state say which one the key
+		// belongs to (GET /v1/operations/{id} shows it to the same actor).
 		g.refuse(c, "fingerprint_conflict", problem{Type: "fingerprint-mismatch",
 			Title:  "Idempotency-Key reused with a different request",
-			Detail: "this key belongs to another request; use a new key for a new intent",
-			Status: http.StatusUnprocessableEntity, NewKeySafe: true})
+			Detail: mismatchDetail(rec.FirstSent, req.FirstSent), Status: http.StatusUnprocessableEntity,
+			OperationID: opID, OperationState: string(rec.State), NewKeySafe: true})
 	case store.InFlight:
 		done, again, answered, leaseLeft := g.awaitRun(c, claim)
 		if done != nil {

@@ -62,3 +62,16 @@ func parseFirstSent(values []string) (time.Time, error) {
 	}
 	return t.UTC(), nil
 }
+
+// mismatchDetail is the 422's detail. A stored and a sent first-sent time
+// that differ make the request another one whatever its body, and a client
+// that changed the header (a retry that sent its own time, not the first
+// attempt's) is told so.
+func mismatchDetail(stored, sent time.Time) string {
+	if !stored.IsZero() && !sent.IsZero() && !stored.Equal(sent) {
+		return fmt.Sprintf("this key belongs to a request first sent at %s, and this one says %s "+
+			"(Idempotency-First-Sent): a retry sends the first attempt's time unchanged; use a new key for a new intent",
+			stored.UTC().Format(http.TimeFormat), sent.UTC().Format(http.TimeFormat))
+	}
+	return "this key belongs to another request; use a new key for a new intent"
+}
