@@ -18,7 +18,7 @@ import (
 var problemTypes = []string{"invalid-key", "missing-key", "unauthorized", "body-too-large", "malformed-body",
 	"unsupported-media-type", "overloaded", "fingerprint-mismatch", "in-progress", "outcome-unknown",
 	"upstream-unavailable", "upstream-invalid-answer", "store-unavailable", "ownership-moving", "ownership-unknown",
-	"misrouted", "region-unreachable", "forward-answer-lost", "region-unavailable", "shutting-down", "not-found",
+	"misrouted", "region-unreachable", "forward-answer-lost", "region-unavailable", "region-failover", "shutting-down", "not-found",
 	"rate-limited", "secret-unavailable", "resource-gone", "operation-cancelled", "not-cancellable",
 	"cancel-undetermined", "invalid-parameter", "first-sent-expired", "first-sent-in-future", "invalid-first-sent",
 	"replay-expired"}
