@@ -67,6 +67,7 @@ own description. It connects to nothing.`,
 	cmd.Flags().StringVar(&path, "config", "", "idemd configuration file (required)")
 	cmd.MarkFlagRequired("config")
 	addOutputFlag(cmd, &format)
+	cmd.Flags().Lookup("output").Usage = "output format: table (the document as YAML) or json"
 	return cmd
 }
 
