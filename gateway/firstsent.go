@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/idemcoord/idemcoord/config"
 )
 
 // HeaderFirstSent is the request header in which a client says when it
@@ -39,12 +41,12 @@ func (g *Gateway) firstSent(c *call) (t time.Time, refused problem, bad bool) {
 	case t.Before(now.Add(-c.policy.TTL)):
 		return t, problem{Type: "first-sent-expired", Title: "intent first sent before the key's retention",
 			Detail: fmt.Sprintf("Idempotency-First-Sent is older than this endpoint's retention of keys (%s): "+
-				"its record may be gone, so it is not run again; find out whether it took effect before sending it anew", c.policy.TTL),
+				"its record may be gone, so it is not run again; find out whether it took effect before sending it anew", config.FormatDuration(c.policy.TTL)),
 			Status: http.StatusPreconditionFailed}, true
 	case t.After(now.Add(firstSentSkew)):
 		return t, problem{Type: "first-sent-in-future", Title: "intent first sent in the future",
 			Detail: fmt.Sprintf("Idempotency-First-Sent is more than %s ahead of this server's clock; "+
-				"send the time of the first attempt, unchanged on every retry", firstSentSkew),
+				"send the time of the first attempt, unchanged on every retry", config.FormatDuration(firstSentSkew)),
 			Status: http.StatusPreconditionFailed}, true
 	}
 	return t, problem{}, false
