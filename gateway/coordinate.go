@@ -119,6 +119,8 @@ func (g *Gateway) admit(c *call) (store.ClaimRequest, bool) {
 	if len(values) == 0 {
 		if c.policy.KeyRequired {
 			g.refuse(c, "missing_key", problem{Type: "missing-key", Title: "Idempotency-Key header required",
+				Detail: "this endpoint runs a request only under an Idempotency-Key: send one per intent " +
+					"(a UUID), the same on every retry of it; nothing was executed",
 				Status: http.StatusBadRequest, NewKeySafe: true})
 			return store.ClaimRequest{}, false
 		}
