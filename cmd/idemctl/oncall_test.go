@@ -2,11 +2,14 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
 
+	"github.com/idemcoord/idemcoord/config"
 	"github.com/idemcoord/idemcoord/internal/pgtest"
 )
 
@@ -98,5 +101,27 @@ func TestVersionNamesModuleAndCommit(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(out), &v); err != nil || v.Module != "github.com/idemcoord/idemcoord" || v.GoVersion == "" {
 		t.Errorf("version: %q (%v)", out, err)
+	}
+}
+
+// TestOpFindNamesAnEndpointTheConfigurationLacks: op find whose --endpoint
+// is not an endpoint of the configuration says so, with the ones it has,
+// instead of only "no record" (a misspelt endpoint never finds anything).
+func TestOpFindNamesAnEndpointTheConfigurationLacks(t *testing.T) {
+	dsn, _, _ := storeWithRecord(t, "demo/demo")
+	t.Setenv("IDEMD_HS256_SECRET", strings.Repeat("s", 32))
+	cfgPath := filepath.Join(t.TempDir(), "idemd.yaml")
+	if err := os.WriteFile(cfgPath, []byte(config.Example), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := idemctl(t, "op", "find", "--actor", "demo/demo", "--endpoint", "create-paymnt", "--key", "order-1",
+		"--config", cfgPath, "--dsn", dsn)
+	want := `--endpoint "create-paymnt" is not an endpoint of the configuration (create-payment, capture-payment, update-profile, create-export)`
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("op find with a misspelt endpoint: %v, want %q", err, want)
+	}
+	if _, err := idemctl(t, "op", "find", "--actor", "demo/demo", "--endpoint", "create-payment", "--key", "order-1",
+		"--config", cfgPath, "--dsn", dsn); err != nil {
+		t.Errorf("op find of the record with --config: %v", err)
 	}
 }
