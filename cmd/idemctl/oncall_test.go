@@ -125,3 +125,31 @@ func TestOpFindNamesAnEndpointTheConfigurationLacks(t *testing.T) {
 		t.Errorf("op find of the record with --config: %v", err)
 	}
 }
+
+// TestReconcileAndGetNameTheOperationWhenTheyDoNothing: op reconcile of an
+// operation that is not OUTCOME_UNKNOWN says which operation, its state,
+// and that nothing changed (--ran and --not-run alike), and op get of an
+// unknown id names the id.
+func TestReconcileAndGetNameTheOperationWhenTheyDoNothing(t *testing.T) {
+	dsn, _, rec := storeWithRecord(t, "demo/demo")
+	id := rec.OperationID.String()
+	for _, tt := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"op", "reconcile", id, "--ran", "--status", "201", "--reason", "t"}, []string{id, "is COMPLETED, not OUTCOME_UNKNOWN", "nothing changed"}},
+		{[]string{"op", "reconcile", id, "--not-run", "--reason", "t"}, []string{id, "not in OUTCOME_UNKNOWN", "nothing changed"}},
+		{[]string{"op", "get", "01a2355d-3aff-738e-a7ab-000000000000"}, []string{"operation 01a2355d-3aff-738e-a7ab-000000000000", "not found"}},
+	} {
+		_, err := idemctl(t, append(tt.args, "--dsn", dsn)...)
+		for _, want := range tt.want {
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("idemctl %s: %v, want an error saying %q", strings.Join(tt.args, " "), err, want)
+			}
+		}
+	}
+	out, err := idemctl(t, "op", "get", id, "--dsn", dsn, "-o", "json")
+	if err != nil || !strings.Contains(out, `"COMPLETED"`) {
+		t.Errorf("op get after the refused reconciles: %q %v, want it still COMPLETED", out, err)
+	}
+}
