@@ -151,6 +151,10 @@ func (g *Gateway) admit(c *call) (store.ClaimRequest, bool) {
 		g.unsupportedMediaType(c)
 		return store.ClaimRequest{}, false
 	}
+	if enc := contentEncoding(r, ep, len(c.body)); enc != "" {
+		g.unsupportedEncoding(c, enc)
+		return store.ClaimRequest{}, false
+	}
 	// Bounded: a burst of large bodies waits here, or gets 503.
 	release, err := g.cfg.FingerprintBudget.Acquire(r.Context(), int64(len(c.body)))
 	if err != nil {
