@@ -26,11 +26,11 @@ var (
 func Reason(err error) string {
 	switch {
 	case errors.Is(err, errNotBearer):
-		return "the Authorization header's scheme is not Bearer: send Authorization: Bearer <JWT>"
+		return "the Authorization header's scheme is not Bearer: send Authorization: Bearer followed by a JWT"
 	case errors.Is(err, errEmptyToken):
 		return "the Authorization header carries an empty bearer token"
 	case errors.Is(err, ErrNoToken):
-		return "no Authorization header: this endpoint needs Authorization: Bearer <JWT>"
+		return "no Authorization header: this endpoint needs a JWT in Authorization: Bearer"
 	case errors.Is(err, errSeveralHeaders):
 		return "more than one Authorization header: send exactly one"
 	case errors.Is(err, errTooLong):

@@ -57,6 +57,9 @@ func TestA401SaysWhatIsWrongWithTheToken(t *testing.T) {
 			if err := json.Unmarshal([]byte(b), &p); err != nil || !strings.HasSuffix(p.Type, "/unauthorized") {
 				t.Fatalf("401 body %s: want an unauthorized problem (%v)", b, err)
 			}
+			if strings.Contains(b, `\u00`) {
+				t.Errorf("401 body %s carries escaped characters a person reading it cannot read", b)
+			}
 			if !strings.Contains(p.Detail, tc.want) {
 				t.Errorf("401 detail %q does not say %q", p.Detail, tc.want)
 			}
