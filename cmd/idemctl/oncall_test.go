@@ -153,3 +153,27 @@ func TestReconcileAndGetNameTheOperationWhenTheyDoNothing(t *testing.T) {
 		t.Errorf("op get after the refused reconciles: %q %v, want it still COMPLETED", out, err)
 	}
 }
+
+// TestOpListSaysWhenNothingIsLeftInFlight: op list that selects nothing
+// says so in words (which states, which shards), not with an empty table;
+// -o json still gives an empty list.
+func TestOpListSaysWhenNothingIsLeftInFlight(t *testing.T) {
+	dsn, _, _ := storeWithRecord(t, "demo/demo") // COMPLETED: not in flight
+	t.Setenv("IDEMD_HS256_SECRET", strings.Repeat("s", 32))
+	cfgPath := filepath.Join(t.TempDir(), "idemd.yaml")
+	if err := os.WriteFile(cfgPath, []byte(config.Example), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := idemctl(t, "op", "list", "--region", "us-east", "--config", cfgPath, "--dsn", dsn)
+	if want := "no operation IN_PROGRESS or OUTCOME_UNKNOWN on the shards whose home is us-east\n"; err != nil || out != want {
+		t.Errorf("op list --region: %q (%v), want %q", out, err, want)
+	}
+	out, err = idemctl(t, "op", "list", "--shard", "3", "--state", "PENDING", "--config", cfgPath, "--dsn", dsn)
+	if want := "no operation PENDING on shard 3\n"; err != nil || out != want {
+		t.Errorf("op list --shard: %q (%v), want %q", out, err, want)
+	}
+	out, err = idemctl(t, "op", "list", "--region", "us-east", "--config", cfgPath, "--dsn", dsn, "-o", "json")
+	if err != nil || !strings.Contains(out, `"operations": []`) {
+		t.Errorf("op list -o json: %q (%v), want an empty operations list", out, err)
+	}
+}
