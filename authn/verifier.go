@@ -123,7 +123,7 @@ func (v *Verifier) Verify(r *http.Request) (Principal, error) {
 // within those bounds return the same principal without the check.
 func (v *Verifier) VerifyToken(raw string) (Principal, error) {
 	if len(raw) > maxTokenBytes {
-		return Principal{}, fmt.Errorf("%w: %d bytes, at most %d", ErrInvalidToken, len(raw), maxTokenBytes)
+		return Principal{}, fmt.Errorf("%w: %w: %d bytes, at most %d", ErrInvalidToken, errTooLong, len(raw), maxTokenBytes)
 	}
 	if v.cache == nil {
 		p, _, err := v.check(raw)
@@ -153,7 +153,7 @@ func (v *Verifier) check(raw string) (Principal, time.Time, error) {
 		p.Tenant = DefaultTenant
 	}
 	if err := p.Validate(); err != nil {
-		return Principal{}, time.Time{}, fmt.Errorf("%w: %w", ErrInvalidToken, err)
+		return Principal{}, time.Time{}, fmt.Errorf("%w: %w: %w", ErrInvalidToken, errNoActor, err)
 	}
 	// exp is required (WithExpirationRequired): present once parsed.
 	return p, c.ExpiresAt.Time, nil
@@ -208,14 +208,14 @@ func bearerToken(h http.Header) (string, error) {
 		return "", ErrNoToken
 	case len(vals) > 1:
 		// Two credentials are ambiguous: proxies disagree on which wins.
-		return "", fmt.Errorf("%w: %d Authorization headers", ErrInvalidToken, len(vals))
+		return "", fmt.Errorf("%w: %w (%d)", ErrInvalidToken, errSeveralHeaders, len(vals))
 	}
 	scheme, tok, _ := strings.Cut(strings.TrimSpace(vals[0]), " ")
 	if !strings.EqualFold(scheme, "Bearer") { // RFC 9110: schemes are case-insensitive
-		return "", fmt.Errorf("%w: authorization scheme is not Bearer", ErrNoToken)
+		return "", fmt.Errorf("%w: %w", ErrNoToken, errNotBearer)
 	}
 	if tok = strings.TrimSpace(tok); tok == "" {
-		return "", fmt.Errorf("%w: empty bearer token", ErrNoToken)
+		return "", fmt.Errorf("%w: %w", ErrNoToken, errEmptyToken)
 	}
 	return tok, nil
 }

@@ -190,7 +190,7 @@ func (d *decoder) scalar(path string, n *yaml.Node, what string) bool {
 
 // add records a problem at path, remembering n's line.
 func (d *decoder) add(path string, n *yaml.Node, format string, args ...any) {
-	d.p = append(d.p, FieldError{Path: path, Reason: fmt.Sprintf(format, args...), Line: n.Line})
+	d.p = append(d.p, FieldError{Path: path, Reason: fmt.Sprintf(format, shortDurations(args)...), Line: n.Line})
 }
 
 // isNull reports an explicit or empty null.

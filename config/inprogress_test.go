@@ -18,7 +18,7 @@ func TestInProgressConfigIsValidatedByName(t *testing.T) {
 		{"negative wait", "in_progress: {wait: -1s}",
 			[]string{"endpoints[0].in_progress.wait: must be 0 (answer 409 at once) or positive, got -1s"}},
 		{"wait too long", "in_progress: {wait: 2m}",
-			[]string{"endpoints[0].in_progress.wait: 2m0s is longer than 1m0s; a held request costs a client connection, and clients time out"}},
+			[]string{"endpoints[0].in_progress.wait: 2m is longer than 1m; a held request costs a client connection, and clients time out"}},
 		{"wait on async", "async: true, in_progress: {wait: 1s}",
 			[]string{"endpoints[0].in_progress.wait: only for synchronous endpoints: an async retry is answered 202 at once (wait on GET /v1/operations/{id}?wait= instead)"}},
 		{"negative waiters", "in_progress: {max_waiters: -5}", []string{"endpoints[0].in_progress.max_waiters: must be positive, got -5"}},

@@ -11,9 +11,9 @@ import (
 func TestAReplayTTLLongerThanTheKeyIsRefusedNamingTheField(t *testing.T) {
 	tests := []struct{ endpoint, want string }{
 		{`{name: create-payment, method: POST, path: /v1/payments, ttl: 24h, replay_ttl: 48h}`,
-			`endpoints[0].replay_ttl: 48h0m0s is longer than ttl 24h0m0s; the full answer cannot be kept longer than the key (set at most ttl, or raise ttl)`},
+			`endpoints[0].replay_ttl: 48h is longer than ttl 24h; the full answer cannot be kept longer than the key (set at most ttl, or raise ttl)`},
 		{`{name: create-payment, method: POST, path: /v1/payments, replay_ttl: -1h}`,
-			`endpoints[0].replay_ttl: must be positive (or unset to keep the full answer for ttl), got -1h0m0s`},
+			`endpoints[0].replay_ttl: must be positive (or unset to keep the full answer for ttl), got -1h`},
 	}
 	for _, tt := range tests {
 		data := strings.Replace(minimal, `{name: create-payment, method: POST, path: /v1/payments}`, tt.endpoint, 1)

@@ -50,7 +50,7 @@ type problems []FieldError
 
 // add records a problem at path.
 func (p *problems) add(path, format string, args ...any) {
-	*p = append(*p, FieldError{Path: path, Reason: fmt.Sprintf(format, args...)})
+	*p = append(*p, FieldError{Path: path, Reason: fmt.Sprintf(format, shortDurations(args)...)})
 }
 
 // err returns the problems as a *ValidationError, or nil if there are none.

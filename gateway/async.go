@@ -147,8 +147,7 @@ type responseView struct {
 func (g *Gateway) operation(w http.ResponseWriter, r *http.Request) {
 	p, err := g.cfg.Auth.Verify(r)
 	if err != nil {
-		writeProblem(w, problem{Type: "unauthorized", Title: "missing or invalid bearer token",
-			Status: http.StatusUnauthorized, NewKeySafe: true}, 0)
+		writeUnauthorized(w, err)
 		return
 	}
 	notFound := problem{Type: "not-found", Title: "no such operation", Status: http.StatusNotFound}

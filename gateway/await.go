@@ -95,7 +95,7 @@ func operationWait(r *http.Request) (time.Duration, error) {
 	case d < 0:
 		return 0, fmt.Errorf("wait: must not be negative, got %s", v)
 	case d > config.MaxInProgressWait:
-		return 0, fmt.Errorf("wait: at most %s, got %s", config.MaxInProgressWait, v)
+		return 0, fmt.Errorf("wait: at most %s, got %s", config.FormatDuration(config.MaxInProgressWait), v)
 	}
 	return d, nil
 }

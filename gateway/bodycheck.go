@@ -3,6 +3,7 @@ package gateway
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/idemcoord/idemcoord/config"
@@ -29,6 +30,36 @@ func (g *Gateway) unsupportedMediaType(c *call) {
 	g.refuse(c, "unsupported_media_type", problem{Type: "unsupported-media-type",
 		Title:  "request body is not of the endpoint's media type",
 		Detail: detail,
+		Status: http.StatusUnsupportedMediaType, NewKeySafe: true})
+}
+
+// contentEncoding returns the request's Content-Encoding when it is one a
+// JSON or multipart endpoint cannot take: the fingerprint parses the body,
+// so a compressed one would be refused as malformed (or, re-compressed by
+// a retry, be another request). Empty when the body is empty, identity, or
+// the endpoint takes any bytes.
+func contentEncoding(r *http.Request, ep *config.Endpoint, n int) string {
+	if n == 0 || (ep.DeclaredBody() != config.BodyJSON && ep.DeclaredBody() != config.BodyMultipart) {
+		return ""
+	}
+	enc := strings.TrimSpace(strings.Join(r.Header.Values("Content-Encoding"), ","))
+	if enc == "" || strings.EqualFold(enc, "identity") {
+		return ""
+	}
+	return enc
+}
+
+// unsupportedEncoding answers 415 to a compressed body (RFC 7694: with
+// Accept-Encoding naming what is taken): nothing was claimed or run.
+func (g *Gateway) unsupportedEncoding(c *call, enc string) {
+	c.w.Header().Set("Accept-Encoding", "identity")
+	if len(enc) > 32 {
+		enc = enc[:32] + "..."
+	}
+	g.refuse(c, "unsupported_media_type", problem{Type: "unsupported-media-type",
+		Title: "request body is not of the endpoint's media type",
+		Detail: fmt.Sprintf("this endpoint fingerprints the body as sent and takes it uncompressed: "+
+			"Content-Encoding %q is not accepted; send the body without Content-Encoding", enc),
 		Status: http.StatusUnsupportedMediaType, NewKeySafe: true})
 }
 

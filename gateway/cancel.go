@@ -133,8 +133,7 @@ func (g *Gateway) cancelOperation(w http.ResponseWriter, r *http.Request) {
 	r = withForwardedFrom(r, hop)
 	p, err := g.cfg.Auth.Verify(r)
 	if err != nil {
-		writeProblem(w, problem{Type: "unauthorized", Title: "missing or invalid bearer token",
-			Status: http.StatusUnauthorized, NewKeySafe: true}, 0)
+		writeUnauthorized(w, err)
 		return
 	}
 	actor := p.Scope()

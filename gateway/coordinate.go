@@ -119,6 +119,8 @@ func (g *Gateway) admit(c *call) (store.ClaimRequest, bool) {
 	if len(values) == 0 {
 		if c.policy.KeyRequired {
 			g.refuse(c, "missing_key", problem{Type: "missing-key", Title: "Idempotency-Key header required",
+				Detail: "this endpoint runs a request only under an Idempotency-Key: send one per intent " +
+					"(a UUID), the same on every retry of it; nothing was executed",
 				Status: http.StatusBadRequest, NewKeySafe: true})
 			return store.ClaimRequest{}, false
 		}
@@ -147,6 +149,10 @@ func (g *Gateway) admit(c *call) (store.ClaimRequest, bool) {
 	}
 	if !ep.AcceptsBody(r.Header.Get("Content-Type"), len(c.body)) {
 		g.unsupportedMediaType(c)
+		return store.ClaimRequest{}, false
+	}
+	if enc := contentEncoding(r, ep, len(c.body)); enc != "" {
+		g.unsupportedEncoding(c, enc)
 		return store.ClaimRequest{}, false
 	}
 	// Bounded: a burst of large bodies waits here, or gets 503.
@@ -239,10 +245,12 @@ func (g *Gateway) decide(ctx context.Context, c *call, req store.ClaimRequest, c
 		g.metrics.request(ctx, c.ep.Name, "replay", c.start)
 		writeSnapshot(c.w, rec, true)
 	case store.Mismatch:
+		// The operation exists: its id and state say which one the key
+		// belongs to (GET /v1/operations/{id} shows it to the same actor).
 		g.refuse(c, "fingerprint_conflict", problem{Type: "fingerprint-mismatch",
 			Title:  "Idempotency-Key reused with a different request",
-			Detail: "this key belongs to another request; use a new key for a new intent",
-			Status: http.StatusUnprocessableEntity, NewKeySafe: true})
+			Detail: mismatchDetail(rec.FirstSent, req.FirstSent), Status: http.StatusUnprocessableEntity,
+			OperationID: opID, OperationState: string(rec.State), NewKeySafe: true})
 	case store.InFlight:
 		done, again, answered, leaseLeft := g.awaitRun(c, claim)
 		if done != nil {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/idemcoord/idemcoord/config"
 )
 
 // HeaderFirstSent is the request header in which a client says when it
@@ -39,12 +41,12 @@ func (g *Gateway) firstSent(c *call) (t time.Time, refused problem, bad bool) {
 	case t.Before(now.Add(-c.policy.TTL)):
 		return t, problem{Type: "first-sent-expired", Title: "intent first sent before the key's retention",
 			Detail: fmt.Sprintf("Idempotency-First-Sent is older than this endpoint's retention of keys (%s): "+
-				"its record may be gone, so it is not run again; find out whether it took effect before sending it anew", c.policy.TTL),
+				"its record may be gone, so it is not run again; find out whether it took effect before sending it anew", config.FormatDuration(c.policy.TTL)),
 			Status: http.StatusPreconditionFailed}, true
 	case t.After(now.Add(firstSentSkew)):
 		return t, problem{Type: "first-sent-in-future", Title: "intent first sent in the future",
 			Detail: fmt.Sprintf("Idempotency-First-Sent is more than %s ahead of this server's clock; "+
-				"send the time of the first attempt, unchanged on every retry", firstSentSkew),
+				"send the time of the first attempt, unchanged on every retry", config.FormatDuration(firstSentSkew)),
 			Status: http.StatusPreconditionFailed}, true
 	}
 	return t, problem{}, false
@@ -61,4 +63,17 @@ func parseFirstSent(values []string) (time.Time, error) {
 		return time.Time{}, errors.New("Idempotency-First-Sent is not an HTTP-date (Tue, 01 Dec 2026 11:00:00 GMT)")
 	}
 	return t.UTC(), nil
+}
+
+// mismatchDetail is the 422's detail. A stored and a sent first-sent time
+// that differ make the request another one whatever its body, and a client
+// that changed the header (a retry that sent its own time, not the first
+// attempt's) is told so.
+func mismatchDetail(stored, sent time.Time) string {
+	if !stored.IsZero() && !sent.IsZero() && !stored.Equal(sent) {
+		return fmt.Sprintf("this key belongs to a request first sent at %s, and this one says %s "+
+			"(Idempotency-First-Sent): a retry sends the first attempt's time unchanged; use a new key for a new intent",
+			stored.UTC().Format(http.TimeFormat), sent.UTC().Format(http.TimeFormat))
+	}
+	return "this key belongs to another request; use a new key for a new intent"
 }

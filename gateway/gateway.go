@@ -311,7 +311,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 		// A token that is present but does not verify is refused on every
 		// route: passing it on would let the upstream answer as if the
 		// caller were anonymous, or judge a token the gateway rejected.
-		g.unauthorized(w, r, "", start)
+		g.unauthorized(w, r, "", start, authErr)
 		return
 	}
 	if !ok {
@@ -325,7 +325,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if authErr != nil {
-		g.unauthorized(w, r, ep.Name, start)
+		g.unauthorized(w, r, ep.Name, start, authErr)
 		return
 	}
 	if ep.Shadow() {
@@ -335,12 +335,10 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 	g.coordinate(w, r, ep, p.Scope(), start)
 }
 
-// unauthorized answers 401: nothing was executed.
-func (g *Gateway) unauthorized(w http.ResponseWriter, r *http.Request, endpoint string, start time.Time) {
+// unauthorized answers 401 (writeUnauthorized): nothing was executed.
+func (g *Gateway) unauthorized(w http.ResponseWriter, r *http.Request, endpoint string, start time.Time, err error) {
 	g.metrics.request(r.Context(), endpoint, "unauthorized", start)
-	w.Header().Set("WWW-Authenticate", `Bearer realm="idemcoord"`)
-	writeProblem(w, problem{Type: "unauthorized", Title: "missing or invalid bearer token",
-		Status: http.StatusUnauthorized, NewKeySafe: true}, 0)
+	writeUnauthorized(w, err)
 }
 
 // reservedPrefix starts every header the gateway sets for the upstream.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"unicode/utf8"
 )
@@ -90,8 +91,8 @@ func canonicalJSON(body []byte, o FingerprintOptions) (*canonicaliser, error) {
 	if !json.Valid(body) {
 		var se *json.SyntaxError
 		if err := json.Unmarshal(body, new(json.RawMessage)); errors.As(err, &se) {
-			// Only the offset: the message may quote the body.
-			return nil, fmt.Errorf("%w: syntax error at byte %d", ErrBodyMalformed, se.Offset)
+			// Only the offset and a fixed phrase: the message may quote the body.
+			return nil, syntaxError(se)
 		}
 		return nil, ErrBodyMalformed
 	}
@@ -122,6 +123,20 @@ func canonicalJSON(body []byte, o FingerprintOptions) (*canonicaliser, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// syntaxError says what is wrong with a body json.Valid refused, in fixed
+// words and a byte offset (never the body): two values where one is
+// wanted, a value cut short, or a syntax error where it was found.
+func syntaxError(se *json.SyntaxError) error {
+	switch {
+	case strings.HasSuffix(se.Error(), "after top-level value"):
+		// se.Offset is just past the first byte of the second value.
+		return fmt.Errorf("%w: more than one JSON value (the second starts at byte %d)", ErrBodyMalformed, se.Offset-1)
+	case se.Error() == "unexpected end of JSON input":
+		return fmt.Errorf("%w: the JSON value is cut short (it ends at byte %d)", ErrBodyMalformed, se.Offset)
+	}
+	return fmt.Errorf("%w: syntax error at byte %d", ErrBodyMalformed, se.Offset)
 }
 
 // release gives c back to the pool, dropping buffers too large to keep.

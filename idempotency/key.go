@@ -78,7 +78,11 @@ func parseKeyToken(t string, off int) (Key, error) {
 	}
 	for i := 0; i < len(t); i++ {
 		if t[i] < 0x21 || t[i] > 0x7e {
-			return "", fmt.Errorf("%w: at byte %d", ErrKeyInvalidChar, off+i)
+			if t[i] == ' ' {
+				return "", fmt.Errorf("%w: a space at byte %d (a bare key has none: send the key as an sf-string, \"...\", to keep it)",
+					ErrKeyInvalidChar, off+i)
+			}
+			return "", fmt.Errorf("%w: %s at byte %d", ErrKeyInvalidChar, byteKind(t[i]), off+i)
 		}
 	}
 	return Key(t), nil
@@ -125,12 +129,26 @@ func parseKeyString(v string, start int) (Key, error) {
 			}
 			return Key(k), nil
 		case c < 0x20 || c > 0x7e:
-			return "", fmt.Errorf("%w: at byte %d", ErrKeyInvalidChar, i)
+			return "", fmt.Errorf("%w: %s at byte %d", ErrKeyInvalidChar, byteKind(c), i)
 		case escaped:
 			buf = append(buf, c)
 		}
 	}
 	return "", fmt.Errorf("%w: unterminated string at byte %d", ErrKeyMalformed, len(v))
+}
+
+// byteKind names the kind of a byte a key may not hold, never the byte
+// itself: a space, a tab, a control character, or a byte outside ASCII.
+func byteKind(c byte) string {
+	switch {
+	case c == ' ':
+		return "a space"
+	case c == '\t':
+		return "a tab"
+	case c < 0x20 || c == 0x7f:
+		return "a control character"
+	}
+	return "a non-ASCII byte"
 }
 
 // isOWS reports whether c is optional whitespace (RFC 9110 section 5.6.3).

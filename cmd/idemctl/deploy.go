@@ -51,6 +51,7 @@ nothing.`,
 	sql.Flags().StringVar(&database, "database", multiregion.DefaultDatabase, "database to alter")
 	sql.MarkFlagRequired("config")
 	addOutputFlag(sql, &format)
+	sql.Flags().Lookup("output").Usage = "output format: table (the SQL as text) or json (the SQL as one string)"
 	deploy.AddCommand(sql)
 	return deploy
 }

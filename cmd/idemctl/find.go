@@ -3,7 +3,9 @@ package main
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -43,6 +45,10 @@ store keeps only the key's SHA-256; find hashes KEY the same way.`,
 			operator, reason := af.forRead()
 			rec, err := s.AdminFind(cmd.Context(), operator, reason, store.Scope{Actor: actor, Endpoint: endpoint, Key: k})
 			if errors.Is(err, store.ErrNotFound) {
+				if names := sf.endpointNames(); len(names) > 0 && !slices.Contains(names, endpoint) {
+					return fmt.Errorf("no record: --endpoint %q is not an endpoint of the configuration (%s): %w",
+						endpoint, strings.Join(names, ", "), err)
+				}
 				return fmt.Errorf("no record for that key of actor %s on endpoint %s (expired and cleaned up, another endpoint or actor, or never sent): %w", actor, endpoint, err)
 			}
 			if err != nil {

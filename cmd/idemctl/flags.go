@@ -31,11 +31,15 @@ type auditFlags struct {
 // --reason.
 func (f *auditFlags) add(cmd *cobra.Command, reasonHelp string) {
 	def := whoami()
-	help := "who is doing this, recorded in the audit (default $USER)"
+	help := "who is doing this, recorded in the audit"
 	if def == "" {
 		help = "who is doing this, recorded in the audit (required: $USER is empty)"
 	}
 	cmd.Flags().StringVar(&f.operator, "operator", def, help)
+	if def != "" {
+		// The help says where the default comes from, once: (default "$USER").
+		cmd.Flags().Lookup("operator").DefValue = "$USER"
+	}
 	cmd.Flags().StringVar(&f.reason, "reason", "", reasonHelp)
 }
 

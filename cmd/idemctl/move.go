@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/idemcoord/idemcoord/config"
 	"github.com/idemcoord/idemcoord/failover"
 	"github.com/idemcoord/idemcoord/ownership"
 	"github.com/idemcoord/idemcoord/shard"
@@ -112,7 +113,7 @@ commits. An interrupted move is finished by the next one. A repair: it needs
 	cmd.Flags().StringVar(&to, "to", "", "region that will own the shard (required)")
 	cmd.Flags().DurationVar(&drain, "drain-timeout", defaultDrain,
 		fmt.Sprintf("how long to let the old owner finish what it already started before fencing it; "+
-			"shorter than the failover controller's StuckAfter (%s), which would cut it", failover.DefaultStuckAfter))
+			"shorter than the failover controller's StuckAfter (%s), which would cut it", config.FormatDuration(failover.DefaultStuckAfter)))
 	addOutputFlag(cmd, &format)
 	return cmd
 }

@@ -2,11 +2,14 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
 
+	"github.com/idemcoord/idemcoord/config"
 	"github.com/idemcoord/idemcoord/internal/pgtest"
 )
 
@@ -98,5 +101,79 @@ func TestVersionNamesModuleAndCommit(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(out), &v); err != nil || v.Module != "github.com/idemcoord/idemcoord" || v.GoVersion == "" {
 		t.Errorf("version: %q (%v)", out, err)
+	}
+}
+
+// TestOpFindNamesAnEndpointTheConfigurationLacks: op find whose --endpoint
+// is not an endpoint of the configuration says so, with the ones it has,
+// instead of only "no record" (a misspelt endpoint never finds anything).
+func TestOpFindNamesAnEndpointTheConfigurationLacks(t *testing.T) {
+	dsn, _, _ := storeWithRecord(t, "demo/demo")
+	t.Setenv("IDEMD_HS256_SECRET", strings.Repeat("s", 32))
+	cfgPath := filepath.Join(t.TempDir(), "idemd.yaml")
+	if err := os.WriteFile(cfgPath, []byte(config.Example), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := idemctl(t, "op", "find", "--actor", "demo/demo", "--endpoint", "create-paymnt", "--key", "order-1",
+		"--config", cfgPath, "--dsn", dsn)
+	want := `--endpoint "create-paymnt" is not an endpoint of the configuration (create-payment, capture-payment, update-profile, create-export)`
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("op find with a misspelt endpoint: %v, want %q", err, want)
+	}
+	if _, err := idemctl(t, "op", "find", "--actor", "demo/demo", "--endpoint", "create-payment", "--key", "order-1",
+		"--config", cfgPath, "--dsn", dsn); err != nil {
+		t.Errorf("op find of the record with --config: %v", err)
+	}
+}
+
+// TestReconcileAndGetNameTheOperationWhenTheyDoNothing: op reconcile of an
+// operation that is not OUTCOME_UNKNOWN says which operation, its state,
+// and that nothing changed (--ran and --not-run alike), and op get of an
+// unknown id names the id.
+func TestReconcileAndGetNameTheOperationWhenTheyDoNothing(t *testing.T) {
+	dsn, _, rec := storeWithRecord(t, "demo/demo")
+	id := rec.OperationID.String()
+	for _, tt := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"op", "reconcile", id, "--ran", "--status", "201", "--reason", "t"}, []string{id, "is COMPLETED, not OUTCOME_UNKNOWN", "nothing changed"}},
+		{[]string{"op", "reconcile", id, "--not-run", "--reason", "t"}, []string{id, "not in OUTCOME_UNKNOWN", "nothing changed"}},
+		{[]string{"op", "get", "01a2355d-3aff-738e-a7ab-000000000000"}, []string{"operation 01a2355d-3aff-738e-a7ab-000000000000", "not found"}},
+	} {
+		_, err := idemctl(t, append(tt.args, "--dsn", dsn)...)
+		for _, want := range tt.want {
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("idemctl %s: %v, want an error saying %q", strings.Join(tt.args, " "), err, want)
+			}
+		}
+	}
+	out, err := idemctl(t, "op", "get", id, "--dsn", dsn, "-o", "json")
+	if err != nil || !strings.Contains(out, `"COMPLETED"`) {
+		t.Errorf("op get after the refused reconciles: %q %v, want it still COMPLETED", out, err)
+	}
+}
+
+// TestOpListSaysWhenNothingIsLeftInFlight: op list that selects nothing
+// says so in words (which states, which shards), not with an empty table;
+// -o json still gives an empty list.
+func TestOpListSaysWhenNothingIsLeftInFlight(t *testing.T) {
+	dsn, _, _ := storeWithRecord(t, "demo/demo") // COMPLETED: not in flight
+	t.Setenv("IDEMD_HS256_SECRET", strings.Repeat("s", 32))
+	cfgPath := filepath.Join(t.TempDir(), "idemd.yaml")
+	if err := os.WriteFile(cfgPath, []byte(config.Example), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := idemctl(t, "op", "list", "--region", "us-east", "--config", cfgPath, "--dsn", dsn)
+	if want := "no operation IN_PROGRESS or OUTCOME_UNKNOWN on the shards whose home is us-east\n"; err != nil || out != want {
+		t.Errorf("op list --region: %q (%v), want %q", out, err, want)
+	}
+	out, err = idemctl(t, "op", "list", "--shard", "3", "--state", "PENDING", "--config", cfgPath, "--dsn", dsn)
+	if want := "no operation PENDING on shard 3\n"; err != nil || out != want {
+		t.Errorf("op list --shard: %q (%v), want %q", out, err, want)
+	}
+	out, err = idemctl(t, "op", "list", "--region", "us-east", "--config", cfgPath, "--dsn", dsn, "-o", "json")
+	if err != nil || !strings.Contains(out, `"operations": []`) {
+		t.Errorf("op list -o json: %q (%v), want an empty operations list", out, err)
 	}
 }

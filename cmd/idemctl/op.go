@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/google/uuid"
@@ -46,6 +47,9 @@ func opGetCmd() *cobra.Command {
 			defer s.Close()
 			operator, reason := af.forRead()
 			rec, err := s.AdminLookup(cmd.Context(), operator, reason, id)
+			if errors.Is(err, store.ErrNotFound) {
+				return fmt.Errorf("operation %s: %w (expired and cleaned up, or another store's: check --config or --dsn)", id, err)
+			}
 			if err != nil {
 				return err
 			}
@@ -109,8 +113,14 @@ the JSON type --header gives); another endpoint's body needs --header
 			defer s.Close()
 			if ran {
 				rec, err := s.AdminLookup(cmd.Context(), af.operator, "reconcile: "+af.reason, id)
+				if errors.Is(err, store.ErrNotFound) {
+					return fmt.Errorf("operation %s: %w: nothing reconciled", id, err)
+				}
 				if err != nil {
 					return err
+				}
+				if rec.State != idempotency.OutcomeUnknown {
+					return fmt.Errorf("operation %s is %s, not OUTCOME_UNKNOWN: nothing to reconcile, nothing changed", id, rec.State)
 				}
 				ep, err := sf.endpointOf(rec.Scope.Endpoint)
 				if err != nil {
@@ -123,6 +133,10 @@ the JSON type --header gives); another endpoint's body needs --header
 				res = store.Result{State: idempotency.Completed, Snapshot: snap}
 			}
 			if err := s.ReconcileUnknown(cmd.Context(), af.operator, af.reason, id, res); err != nil {
+				if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrNotUnknown) {
+					// Which operation, and that nothing changed (idemctl op get shows its state).
+					return fmt.Errorf("operation %s: %w: nothing reconciled, nothing changed (idemctl op get %s shows it)", id, err, id)
+				}
 				return err
 			}
 			return render(cmd.OutOrStdout(), format, table{header: []string{"OPERATION", "STATE", "AUDITED AS"},

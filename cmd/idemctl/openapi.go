@@ -18,7 +18,7 @@ import (
 var problemTypes = []string{"invalid-key", "missing-key", "unauthorized", "body-too-large", "malformed-body",
 	"unsupported-media-type", "overloaded", "fingerprint-mismatch", "in-progress", "outcome-unknown",
 	"upstream-unavailable", "upstream-invalid-answer", "store-unavailable", "ownership-moving", "ownership-unknown",
-	"misrouted", "region-unreachable", "forward-answer-lost", "region-unavailable", "shutting-down", "not-found",
+	"misrouted", "region-unreachable", "forward-answer-lost", "region-unavailable", "region-failover", "shutting-down", "not-found",
 	"rate-limited", "secret-unavailable", "resource-gone", "operation-cancelled", "not-cancellable",
 	"cancel-undetermined", "invalid-parameter", "first-sent-expired", "first-sent-in-future", "invalid-first-sent",
 	"replay-expired"}
@@ -67,6 +67,7 @@ own description. It connects to nothing.`,
 	cmd.Flags().StringVar(&path, "config", "", "idemd configuration file (required)")
 	cmd.MarkFlagRequired("config")
 	addOutputFlag(cmd, &format)
+	cmd.Flags().Lookup("output").Usage = "output format: table (the document as YAML) or json"
 	return cmd
 }
 
@@ -101,10 +102,10 @@ func operationOf(ep config.Endpoint) obj {
 	params := []any{
 		obj{"name": "Idempotency-Key", "in": "header", "required": required,
 			"description": fmt.Sprintf("The intent's key: an RFC 8941 sf-string (\"abc\") or a bare token (abc), 1-255 visible ASCII characters, scoped to the caller and endpoint. Honoured for at least %s after the record's last change (Idempotency-Key-Expires says until when).%s",
-				ttl, keyNote(ep)),
+				config.FormatDuration(ttl), keyNote(ep)),
 			"schema": obj{"type": "string", "minLength": 1}},
 		obj{"name": "Idempotency-First-Sent", "in": "header", "required": false,
-			"description": fmt.Sprintf("When the intent was first sent (HTTP-date), unchanged on every retry. Older than %s, or over a minute ahead: 412, nothing runs. Another value under the same key: 422.", ttl),
+			"description": fmt.Sprintf("When the intent was first sent (HTTP-date), unchanged on every retry. Older than %s, or over a minute ahead: 412, nothing runs. Another value under the same key: 422.", config.FormatDuration(ttl)),
 			"schema":      obj{"type": "string"}},
 	}
 	for _, m := range pathParamRE.FindAllStringSubmatch(ep.Path, -1) {
@@ -160,7 +161,7 @@ func goneNote(ep config.Endpoint) string {
 		return "resource-gone: the key's operation completed and its resource no longer exists; nothing ran again."
 	}
 	if rt := ep.Policy().ReplayTTL; rt > 0 {
-		return fmt.Sprintf("replay-expired: the key's operation finished over %s ago (replay_ttl) and only its dedup marker is kept: the answer names the operation id, its state, the recorded status and the resource id; nothing ran again, and a new key would run the intent a second time.", rt)
+		return fmt.Sprintf("replay-expired: the key's operation finished over %s ago (replay_ttl) and only its dedup marker is kept: the answer names the operation id, its state, the recorded status and the resource id; nothing ran again, and a new key would run the intent a second time.", config.FormatDuration(rt))
 	}
 	return ""
 }

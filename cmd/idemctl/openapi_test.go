@@ -101,7 +101,7 @@ func TestOpenAPIFragmentValidatesAndDescribesEveryEndpoint(t *testing.T) {
 				wantRequired := ep.Key != config.KeyOptional && !ep.Shadow()
 				if key == nil || key.Required != wantRequired {
 					t.Errorf("%s: Idempotency-Key %+v, want required=%v", ep.Name, key, wantRequired)
-				} else if ttl := ep.Policy().TTL.String(); !strings.Contains(key.Description, ttl) {
+				} else if ttl := config.FormatDuration(ep.Policy().TTL); !strings.Contains(key.Description, ttl) {
 					t.Errorf("%s: the key's description does not state its retention %s: %q", ep.Name, ttl, key.Description)
 				}
 				for _, status := range []string{"default", "409", "422", "503"} {
@@ -120,7 +120,7 @@ func TestOpenAPIFragmentValidatesAndDescribesEveryEndpoint(t *testing.T) {
 						t.Errorf("%s: a reference endpoint does not list 410 resource-gone: %+v", ep.Name, gone)
 					}
 				case rt > 0:
-					if gone == nil || !strings.Contains(*gone.Value.Description, "replay-expired") || !strings.Contains(*gone.Value.Description, rt.String()) {
+					if gone == nil || !strings.Contains(*gone.Value.Description, "replay-expired") || !strings.Contains(*gone.Value.Description, config.FormatDuration(rt)) {
 						t.Errorf("%s: an endpoint with replay_ttl %s does not list 410 replay-expired with it: %+v", ep.Name, rt, gone)
 					}
 				default:

@@ -125,6 +125,15 @@ the --after cursor of the next one. The regions list and the store come from
 				t.v = map[string]any{"operations": rows, "next": page.Next}
 				return render(cmd.OutOrStdout(), format, t)
 			}
+			if len(rows) == 0 && after == "" {
+				// Nothing to reconcile: said in words, not as an empty table.
+				where := fmt.Sprintf("the shards whose home is %s", reg)
+				if hasShard {
+					where = fmt.Sprintf("shard %d", shard)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "no operation %s on %s\n", strings.Join(f.States, " or "), where)
+				return nil
+			}
 			if err := render(cmd.OutOrStdout(), format, t); err != nil {
 				return err
 			}

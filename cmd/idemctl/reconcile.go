@@ -83,3 +83,18 @@ func (f *connFlags) endpointOf(name string) (config.Endpoint, error) {
 	}
 	return config.Endpoint{}, fmt.Errorf("the operation's endpoint %q is not in the configuration (%s)", name, f.config)
 }
+
+// endpointNames lists the endpoints of the deployment's configuration
+// (--config, or the dev cluster's), or none when there is no
+// configuration to read (a bare --dsn).
+func (f *connFlags) endpointNames() []string {
+	_, cfg, err := f.topology()
+	if err != nil {
+		return nil
+	}
+	names := make([]string, len(cfg.Endpoints))
+	for i, ep := range cfg.Endpoints {
+		names[i] = ep.Name
+	}
+	return names
+}

@@ -58,7 +58,7 @@ etcd; without one (no controller ever led) the state is derived from one read.
 
 It also reads etcd linearizably: the liveness keys of every region's idemd
 instances (each under a session lease: an instance that stopped answering
-disappears within the lease TTL, 5 s by default), HEALTH up with at least one
+disappears within the lease TTL, etcd.liveness_ttl, 2 s by default), HEALTH up with at least one
 live instance and down with none, and the ownership directory. A read: it needs
 no reason and changes nothing.`,
 		Args: cobra.NoArgs,

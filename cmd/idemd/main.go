@@ -53,7 +53,7 @@ region it lands in, and answer with the result of that one run.`,
 func newLogger(format, level string) (*slog.Logger, error) {
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("--log-level: %w", err)
+		return nil, fmt.Errorf("--log-level: must be debug, info, warn or error, got %q", level)
 	}
 	opts := &slog.HandlerOptions{Level: lv}
 	switch format {

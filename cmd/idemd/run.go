@@ -88,7 +88,12 @@ func checkConfigCmd() *cobra.Command {
 as field.path: reason (with the line of the file where there is one). It
 exits 0 when the file is valid, 1 otherwise. A secret read from an
 environment variable (auth.hs256_secret_env) must be set, as for run.`,
-		Args: cobra.ExactArgs(1),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return fmt.Errorf("check-config takes one FILE (idemd check-config idemd.yaml), got %d arguments", len(args))
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := config.Load(args[0])
 			if err == nil {
@@ -103,7 +108,10 @@ environment variable (auth.hs256_secret_env) must be set, as for run.`,
 					}
 					fmt.Fprintf(cmd.ErrOrStderr(), "%s: %s%s\n", fe.Path, fe.Reason, line)
 				}
-				return fmt.Errorf("%s: %d error(s)", args[0], len(verr.Errors))
+				if n := len(verr.Errors); n == 1 {
+					return fmt.Errorf("%s: 1 error", args[0])
+				}
+				return fmt.Errorf("%s: %d errors", args[0], len(verr.Errors))
 			}
 			if err != nil {
 				return err

@@ -1,0 +1,80 @@
+package gateway_test
+
+import (
+	"go/ast"
+	"go/parser"
+	gotoken "go/token"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestTheContractListsEveryProblemType: every problem type the gateway can
+// answer (a problem literal's Type in its source) is in the list of
+// docs/http-contract.md ("Problem types: ..."), where clients look up what
+// a type means.
+func TestTheContractListsEveryProblemType(t *testing.T) {
+	doc, err := os.ReadFile("../docs/http-contract.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, list, ok := strings.Cut(string(doc), "\nProblem types: ")
+	if !ok {
+		t.Fatal(`docs/http-contract.md has no "Problem types: " list`)
+	}
+	list, _, _ = strings.Cut(list, "\n\n")
+	listed := map[string]bool{}
+	for _, m := range regexp.MustCompile("`([a-z-]+)`").FindAllStringSubmatch(list, -1) {
+		listed[m[1]] = true
+	}
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := map[string]string{} // type -> file
+	fset := gotoken.NewFileSet()
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		file, err := parser.ParseFile(fset, f, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(file, func(n ast.Node) bool {
+			lit, ok := n.(*ast.CompositeLit)
+			if !ok {
+				return true
+			}
+			if id, ok := lit.Type.(*ast.Ident); !ok || id.Name != "problem" {
+				return true
+			}
+			for _, e := range lit.Elts {
+				kv, ok := e.(*ast.KeyValueExpr)
+				if k, isID := kv.Key.(*ast.Ident); !ok || !isID || k.Name != "Type" {
+					continue
+				}
+				v := kv.Value
+				if b, ok := v.(*ast.BinaryExpr); ok { // problemBase + "name"
+					v = b.Y
+				}
+				if s, ok := v.(*ast.BasicLit); ok && s.Kind == gotoken.STRING {
+					name, _ := strconv.Unquote(s.Value)
+					used[name] = f
+				}
+			}
+			return true
+		})
+	}
+	if len(used) < 20 {
+		t.Fatalf("found only %d problem types in the source: %v", len(used), used)
+	}
+	for name, f := range used {
+		if !listed[name] {
+			t.Errorf("problem type %q (%s) is not in docs/http-contract.md's list of problem types", name, f)
+		}
+	}
+}
