@@ -85,7 +85,13 @@ func GuardStart(cmps ...clientv3.Cmp) MoveOption {
 //
 // A mover that dies after step 2 or 3 leaves the shard FENCING with
 // everything needed to finish; the next Move of that shard rolls it
-// forward. Epochs only grow.
+// forward. Epochs only grow. The read and both etcd writes ride out a
+// transient etcd failure (a request timed out, a leader change) within
+// retry.Default.Etcd, a write recognising its own commit that the failure
+// hid (see cas), so a busy etcd does not stop a move halfway; past that
+// budget Move returns the error and the shard is left as a death at that
+// step leaves it. The fence bump (step 3) settles its own ambiguous
+// commits in the store, and is a no-op once applied.
 //
 // When the shard is already owned by to in state final, Move changes
 // nothing and returns the entry. When another mover changes the shard

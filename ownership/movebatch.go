@@ -42,7 +42,11 @@ type Planned struct {
 // shard of a batch whose transaction fails a comparison (the shard
 // changed since it was read, or a guard no longer holds) go through Move,
 // shard by shard, which re-reads and decides as it always does; after
-// ErrGuardFailed the remaining moves are not tried.
+// ErrGuardFailed the remaining moves are not tried. The batched writes
+// ride out transient etcd failures as Move's do (batchTxn); a batch
+// whose retries ran out is not redone shard by shard (each would spend
+// a budget of its own on an etcd that is down): its shards get that
+// error and are left for their next move to roll forward.
 func (d *Directory) MoveBatch(ctx context.Context, plans []Planned, operator, reason string, concurrency int,
 	opts ...MoveOption) ([]Entry, []error) {
 	var o moveOptions
