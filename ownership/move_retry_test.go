@@ -11,9 +11,11 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.opentelemetry.io/otel/sdk/metric"
 
 	"github.com/idemcoord/idemcoord/clock"
+	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/internal/etcdtest"
 	"github.com/idemcoord/idemcoord/internal/retry"
 	"github.com/idemcoord/idemcoord/internal/testutil"
@@ -177,4 +179,69 @@ func TestAMoveThatKeepsTimingOutIsRolledForwardByTheNext(t *testing.T) {
 		t.Fatalf("the next move: %s, %v; want eu-west at epoch 2 ACTIVE", got, err)
 	}
 	movedOnce(t, plain, s, shard, "eu-west")
+}
+
+// TestAMoveWhoseLostWriteWasNotAppliedReportsTheMoveMadeMeanwhile: the
+// start write of a move times out before it ran, and before it is run
+// again another mover moves the shard. The retry reports that move as a
+// conflict and changes nothing: the shard moved once, to the other
+// mover's target.
+func TestAMoveWhoseLostWriteWasNotAppliedReportsTheMoveMadeMeanwhile(t *testing.T) {
+	ctx := ctxT(t)
+	const shard = 0 // home us-east
+	plain, s, _ := setup(t, 6)
+	d, _, _, _ := faultyDirectory(t, s, func(n int64) etcdtest.Fault {
+		switch n {
+		case 1:
+			return etcdtest.LostBefore
+		case 2: // before the retry: another mover's move
+			if _, err := plain.Move(ctx, shard, "ap-south", ownership.Active, "other", "meanwhile"); err != nil {
+				t.Errorf("the other move: %v", err)
+			}
+		}
+		return etcdtest.Pass
+	})
+	got, err := d.Move(ctx, shard, "eu-west", ownership.Active, "oncall", "drain")
+	var mc *fencing.MoveConflictError
+	if !errors.As(err, &mc) || mc.Owner != "ap-south" || mc.Epoch != 2 {
+		t.Fatalf("move whose lost write another move overtook: %s, %v, want a conflict naming ap-south at epoch 2", got, err)
+	}
+	movedOnce(t, plain, s, shard, "ap-south")
+}
+
+// TestAMoveRecognisesItsLostStartAfterItsStartGuardStoppedHolding: the
+// start write (FENCING) of a move guarded by GuardStart was applied but
+// its answer lost, and the start guard stopped holding before the write
+// is run again. The retry recognises the transfer as its own (it started
+// while the guard held) and finishes it, rather than reporting
+// ErrGuardFailed and leaving the shard FENCING.
+func TestAMoveRecognisesItsLostStartAfterItsStartGuardStoppedHolding(t *testing.T) {
+	ctx := ctxT(t)
+	const shard = 5 // home ap-south
+	plain, s, _ := setup(t, 6)
+	marker := prefix(t) + "marker"
+	other := client(t, cluster(t).Endpoints())
+	d, _, _, _ := faultyDirectory(t, s, func(n int64) etcdtest.Fault {
+		switch n {
+		case 1:
+			return etcdtest.LostAfter
+		case 2: // before the retry: the start guard stops holding
+			if _, err := other.Put(ctx, marker, "x"); err != nil {
+				t.Errorf("put the marker: %v", err)
+			}
+		}
+		return etcdtest.Pass
+	})
+	got, err := d.Move(ctx, shard, "eu-west", ownership.FailedOver, "controller", "region us-east failed",
+		ownership.GuardStart(clientv3.Compare(clientv3.CreateRevision(marker), "=", 0)))
+	if err != nil || got.Owner != "eu-west" || got.Epoch != 2 || got.State != ownership.FailedOver {
+		t.Fatalf("move whose applied start was lost: %s, %v; want eu-west at epoch 2 FAILED_OVER", got, err)
+	}
+	if _, err := plain.Move(ctx, shard, "eu-west", ownership.Active, "oncall", "accept"); err != nil {
+		t.Fatal(err)
+	}
+	e, err := plain.Get(ctx, shard)
+	if err != nil || e.Epoch != 3 {
+		t.Fatalf("after a further move: %s, %v; want epoch 3", e, err)
+	}
 }
