@@ -2,10 +2,13 @@ package failover_test
 
 import (
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/idemcoord/idemcoord/clock"
+	"github.com/idemcoord/idemcoord/failover"
 	"github.com/idemcoord/idemcoord/internal/etcdtest"
 	"github.com/idemcoord/idemcoord/ownership"
 )
@@ -91,3 +94,52 @@ func TestFailoverFailbackAndDrainRideOutEtcdTimeouts(t *testing.T) {
 	}
 }
 
+// TestTheControllerFailsARegionOverInOnePassOnABusyEtcd: the failover
+// controller's moves ride out etcd timing out every other transaction
+// (before it ran or after it was applied): its first pass moves every
+// shard of the failed region once, audited as one region failover of all
+// of them, instead of failing shards and leaving them to later passes.
+func TestTheControllerFailsARegionOverInOnePassOnABusyEtcd(t *testing.T) {
+	e := setup(t)
+	live := everyRegion(t, e)
+	fake := clock.NewFake(epoch0())
+	var txns atomic.Int64
+	busy := etcdtest.Client(t, cluster(t).Endpoints(), etcdtest.TxnFaults(&txns, func(n int64) etcdtest.Fault {
+		switch n % 4 {
+		case 1:
+			return etcdtest.LostBefore
+		case 3:
+			return etcdtest.LostAfter
+		}
+		return etcdtest.Pass
+	}))
+	dir := ownership.NewDirectory(busy, e.store, ownership.WithPrefix(e.pfx), ownership.WithLogger(quiet()))
+	c := start(t, e, "c1", fake, func(cfg *failover.Config) { cfg.Directory = dir })
+	eventually(t, "c1 to lead and see every region healthy", nil, func() bool {
+		st := c.States()
+		return c.Leading() && st["us-east"] == failover.Healthy && st["eu-west"] == failover.Healthy && st["ap-south"] == failover.Healthy
+	})
+	live["us-east"].kill()
+	eventually(t, "us-east to fail over", func() { fake.Advance(failover.DefaultPollInterval) }, func() bool {
+		return len(audit(t, e.store, "region_failover")) > 0
+	})
+	rows := audit(t, e.store, "region_failover")
+	if len(rows) != 1 || !strings.Contains(rows[0].Detail, "shards_moved=4 of 4") {
+		var details []string
+		for _, r := range rows {
+			details = append(details, r.Detail)
+		}
+		t.Fatalf("region failovers audited: %q, want one that moved all 4 of us-east's shards", details)
+	}
+	for _, en := range agree(t, e) {
+		if e.topo.Home(en.Shard) == "us-east" && (en.Owner != "eu-west" || en.Epoch != 2 || en.State != ownership.FailedOver) {
+			t.Errorf("shard %d: %s, want eu-west at epoch 2 FAILED_OVER", en.Shard, en)
+		}
+	}
+	if n := len(audit(t, e.store, "move_fence")); n != 4 {
+		t.Errorf("%d audited fence moves, want 4 (one per us-east shard)", n)
+	}
+	if n := txns.Load(); n < 4 {
+		t.Fatalf("%d transactions: the injected timeouts did not happen", n)
+	}
+}
