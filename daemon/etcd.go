@@ -58,7 +58,8 @@ func (d *Daemon) joinEtcd(ctx context.Context, cfg *config.Config, meter metric.
 	bctx, cancel := context.WithTimeout(ctx, max(minBootstrapTimeout, 4*cfg.Etcd.DialTimeout))
 	defer cancel()
 	clk := clock.Or(d.opts.Clock)
-	d.dir = ownership.NewDirectory(d.etcd, d.store, ownership.WithLogger(log), ownership.WithClock(clk))
+	d.dir = ownership.NewDirectory(d.etcd, d.store, ownership.WithLogger(log), ownership.WithClock(clk),
+		ownership.WithMeter(meter))
 	if err := d.dir.Bootstrap(bctx, d.topo, cfg.Shards); err != nil {
 		return fmt.Errorf("ownership directory: %w", err)
 	}

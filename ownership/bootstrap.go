@@ -2,16 +2,10 @@ package ownership
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-
-	"github.com/idemcoord/idemcoord/internal/retry"
 )
 
 // bootstrapBatch is how many shard keys one bootstrap transaction
@@ -45,10 +39,7 @@ func (d *Directory) Bootstrap(ctx context.Context, topo Topology, shards int) er
 	if shards < 1 {
 		return fmt.Errorf("%w: shards must be at least 1, got %d", ErrBadMove, shards)
 	}
-	loop := retry.Loop{Budget: retry.Default.Etcd, Clock: d.clock, OnRetry: func(ctx context.Context, op string) {
-		d.log.WarnContext(ctx, "etcd busy during the directory's bootstrap, running it again")
-	}}
-	err := loop.Do(ctx, "bootstrap", transientEtcd, func(ctx context.Context) error {
+	err := d.etcdLoop(stepBootstrap, -1).Do(ctx, stepBootstrap, transientEtcd, func(ctx context.Context) error {
 		return d.bootstrap(ctx, topo, shards)
 	})
 	if err != nil {
@@ -61,21 +52,6 @@ func (d *Directory) Bootstrap(ctx context.Context, topo Topology, shards int) er
 		return fmt.Errorf("ownership: bootstrap fences: %w", err)
 	}
 	return nil
-}
-
-// transientEtcd reports whether err is an etcd failure that passes: the
-// server timed a proposal out or lost its leader, or the member is
-// unavailable. Such a request may have been applied; only a guarded,
-// idempotent step may be run again after it.
-func transientEtcd(err error) bool {
-	for _, e := range []error{rpctypes.ErrTimeout, rpctypes.ErrTimeoutDueToLeaderFail,
-		rpctypes.ErrTimeoutDueToConnectionLost, rpctypes.ErrLeaderChanged, rpctypes.ErrNoLeader,
-		rpctypes.ErrTimeoutWaitAppliedIndex} {
-		if errors.Is(err, e) {
-			return true
-		}
-	}
-	return status.Code(err) == codes.Unavailable // status.Code unwraps
 }
 
 // bootstrap is the etcd half of Bootstrap: the shard count and every

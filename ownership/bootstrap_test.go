@@ -1,15 +1,13 @@
 package ownership_test
 
 import (
-	"context"
 	"errors"
 	"sync/atomic"
 	"testing"
 
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"google.golang.org/grpc"
 
+	"github.com/idemcoord/idemcoord/internal/etcdtest"
 	"github.com/idemcoord/idemcoord/ownership"
 )
 
@@ -124,21 +122,14 @@ func TestABootstrapRidesOutEtcdRequestTimeouts(t *testing.T) {
 	s, _ := openStore(t)
 	const shards = 250
 	var txns atomic.Int64
-	timeouts := grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any,
-		cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-		if method != "/etcdserverpb.KV/Txn" {
-			return invoker(ctx, method, req, reply, cc, opts...)
-		}
-		switch txns.Add(1) {
+	timeouts := etcdtest.TxnFaults(&txns, func(n int64) etcdtest.Fault {
+		switch n {
 		case 1: // the count's transaction: timed out before it ran
-			return rpctypes.ErrGRPCTimeout
+			return etcdtest.LostBefore
 		case 3: // the first batch of entries: applied, and then timed out
-			if err := invoker(ctx, method, req, reply, cc, opts...); err != nil {
-				return err
-			}
-			return rpctypes.ErrGRPCTimeout
+			return etcdtest.LostAfter
 		}
-		return invoker(ctx, method, req, reply, cc, opts...)
+		return etcdtest.Pass
 	})
 	d := ownership.NewDirectory(client(t, cluster(t).Endpoints(), timeouts), s, ownership.WithPrefix(prefix(t)),
 		ownership.WithLogger(quiet()))

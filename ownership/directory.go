@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/fencing"
@@ -39,6 +40,8 @@ type Directory struct {
 	prefix string
 	log    *slog.Logger
 	clock  clock.Clock
+	// retries counts the etcd steps run again (etcdretry.go).
+	retries metric.Int64Counter
 
 	// afterStep, set only by tests, runs after each step of a transfer
 	// ("fencing", "fenced"); an error stops the mover there, as if it died.
@@ -52,6 +55,7 @@ type options struct {
 	prefix string
 	log    *slog.Logger
 	clock  clock.Clock
+	meter  metric.Meter
 }
 
 // WithPrefix sets the etcd prefix. Default DefaultPrefix. It must end in
@@ -63,6 +67,12 @@ func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
 
 // WithClock sets the clock that times retries. Default the system clock.
 func WithClock(c clock.Clock) Option { return func(o *options) { o.clock = c } }
+
+// WithMeter sets the meter of a Directory's metric
+// idemcoord.ownership.etcd_retries (etcd steps of its bootstrap and of
+// shard moves run again after a transient etcd failure, by step). Default
+// none: not measured. A Cache ignores it.
+func WithMeter(m metric.Meter) Option { return func(o *options) { o.meter = m } }
 
 func applyOptions(opts []Option) options {
 	o := options{prefix: DefaultPrefix, log: slog.Default()}
@@ -78,7 +88,8 @@ func applyOptions(opts []Option) options {
 // NewDirectory returns a directory on cli whose transfers bump fences.
 func NewDirectory(cli *clientv3.Client, fences FenceStore, opts ...Option) *Directory {
 	o := applyOptions(opts)
-	return &Directory{cli: cli, fences: fences, prefix: o.prefix, log: o.log, clock: clock.Or(o.clock)}
+	return &Directory{cli: cli, fences: fences, prefix: o.prefix, log: o.log, clock: clock.Or(o.clock),
+		retries: newRetryCounter(o.meter)}
 }
 
 // Prefix returns the directory's etcd prefix.

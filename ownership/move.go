@@ -85,7 +85,13 @@ func GuardStart(cmps ...clientv3.Cmp) MoveOption {
 //
 // A mover that dies after step 2 or 3 leaves the shard FENCING with
 // everything needed to finish; the next Move of that shard rolls it
-// forward. Epochs only grow.
+// forward. Epochs only grow. The read and both etcd writes ride out a
+// transient etcd failure (a request timed out, a leader change) within
+// retry.Default.Etcd, a write recognising its own commit that the failure
+// hid (see cas), so a busy etcd does not stop a move halfway; past that
+// budget Move returns the error and the shard is left as a death at that
+// step leaves it. The fence bump (step 3) settles its own ambiguous
+// commits in the store, and is a no-op once applied.
 //
 // When the shard is already owned by to in state final, Move changes
 // nothing and returns the entry. When another mover changes the shard
@@ -104,7 +110,7 @@ func (d *Directory) Move(ctx context.Context, shard int, to string, final State,
 	if to == "" || !final.final() || shard < 0 {
 		return Entry{}, fmt.Errorf("%w: shard %d to %q final %q", ErrBadMove, shard, to, final)
 	}
-	e, err := d.Get(ctx, shard)
+	e, err := d.read(ctx, shard)
 	if err != nil {
 		return Entry{}, err
 	}
@@ -137,9 +143,17 @@ func (d *Directory) Move(ctx context.Context, shard int, to string, final State,
 	fen := Entry{Shard: shard, Owner: to, Epoch: e.Epoch + 1, State: Fencing, Transfer: &Transfer{
 		FromOwner: e.Owner, FromEpoch: e.Epoch, FromState: e.State, Final: final, Operator: operator, Reason: reason,
 	}}
-	fen, err = d.cas(ctx, e, fen, o.startGuards())
+	want := fen
+	fen, err = d.cas(ctx, stepStart, e, want, o.startGuards(), func(now Entry, ambiguous bool) bool {
+		// After an answer lost in a transient failure: this very write,
+		// applied, or this transfer already finished by another mover.
+		return ambiguous && (now.same(want) || now.same(Entry{Shard: shard, Owner: to, Epoch: want.Epoch, State: final}))
+	})
 	if err != nil {
 		return Entry{}, err
+	}
+	if fen.State != Fencing {
+		return fen, nil // this move, applied and finished by another mover
 	}
 	d.log.InfoContext(ctx, "shard fencing", "shard", shard, "from", e.Owner, "to", to, "epoch", fen.Epoch,
 		"operator", operator, "reason", reason)
@@ -199,16 +213,43 @@ func (o moveOptions) startGuards() []clientv3.Cmp {
 	return append(append([]clientv3.Cmp{}, o.guards...), o.start...)
 }
 
-// cas replaces from (read at from.ModRevision) with to, and returns to
-// with its new mod revision. A lost race is *fencing.MoveConflictError
-// naming what the shard holds now.
-func (d *Directory) cas(ctx context.Context, from, to Entry, guards []clientv3.Cmp) (Entry, error) {
+// cas replaces from (read at from.ModRevision) with to, and returns the
+// entry the shard then holds: to with its new mod revision, or the entry
+// accept takes for it. A lost race is *fencing.MoveConflictError naming
+// what the shard holds now; a guard that no longer holds, ErrGuardFailed.
+//
+// A transient etcd failure (a request timed out, a leader change) may
+// hide a committed write, so the write is run again, within
+// retry.Default.Etcd: the compare on from's mod revision lets it through
+// only if the shard is unchanged, and otherwise the transaction reads the
+// shard, which accept (told whether an earlier attempt's outcome was
+// unknown) may recognise as this write applied. Past the budget the
+// error is returned; whatever was applied is rolled forward by the next
+// Move.
+func (d *Directory) cas(ctx context.Context, step string, from, to Entry, guards []clientv3.Cmp,
+	accept func(now Entry, ambiguous bool) bool) (Entry, error) {
+	var out Entry
+	ambiguous := false
+	err := d.etcdLoop(step, from.Shard).Do(ctx, step, transientEtcd, func(ctx context.Context) error {
+		var err error
+		out, err = d.casOnce(ctx, from, to, guards, func(now Entry) bool { return accept(now, ambiguous) })
+		if transientEtcd(err) {
+			ambiguous = true
+		}
+		return err
+	})
+	if err != nil {
+		return Entry{}, err
+	}
+	return out, nil
+}
+
+// casOnce is one attempt of cas.
+func (d *Directory) casOnce(ctx context.Context, from, to Entry, guards []clientv3.Cmp, accept func(now Entry) bool) (Entry, error) {
 	k := shardKey(d.prefix, from.Shard)
 	cmps := append([]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(k), "=", from.ModRevision)}, guards...)
 	resp, err := d.cli.Txn(ctx).If(cmps...).Then(clientv3.OpPut(k, to.encode())).Else(clientv3.OpGet(k)).Commit()
 	if err != nil {
-		// An error here may hide a committed write; the next Move reads
-		// the shard again and rolls forward whatever it finds.
 		return Entry{}, fmt.Errorf("ownership: write shard %d: %w", from.Shard, err)
 	}
 	if !resp.Succeeded {
@@ -218,6 +259,9 @@ func (d *Directory) cas(ctx context.Context, from, to Entry, guards []clientv3.C
 				return Entry{}, fmt.Errorf("%w: shard %d", ErrGuardFailed, from.Shard)
 			}
 			if e, err := decodeEntry(from.Shard, kvs[0].Value, kvs[0].ModRevision); err == nil {
+				if accept(e) {
+					return e, nil
+				}
 				now = e
 			}
 		}

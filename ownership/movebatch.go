@@ -9,6 +9,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/idemcoord/idemcoord/fencing"
+	"github.com/idemcoord/idemcoord/internal/retry"
 )
 
 // maxBatch bounds the shards of one batched etcd transaction: etcd
@@ -41,7 +42,11 @@ type Planned struct {
 // shard of a batch whose transaction fails a comparison (the shard
 // changed since it was read, or a guard no longer holds) go through Move,
 // shard by shard, which re-reads and decides as it always does; after
-// ErrGuardFailed the remaining moves are not tried.
+// ErrGuardFailed the remaining moves are not tried. The batched writes
+// ride out transient etcd failures as Move's do (batchTxn); a batch
+// whose retries ran out is not redone shard by shard (each would spend
+// a budget of its own on an etcd that is down): its shards get that
+// error and are left for their next move to roll forward.
 func (d *Directory) MoveBatch(ctx context.Context, plans []Planned, operator, reason string, concurrency int,
 	opts ...MoveOption) ([]Entry, []error) {
 	var o moveOptions
@@ -104,6 +109,15 @@ func (d *Directory) MoveBatch(ctx context.Context, plans []Planned, operator, re
 			continue
 		}
 		fenced, ok, err := d.fenceBatch(ctx, plans, chunk, operator, reason, o)
+		if gaveUp(err) {
+			// etcd failed past its budget: going shard by shard would
+			// spend a budget per shard. Whatever was applied is rolled
+			// forward by the next move of each shard.
+			for _, i := range chunk {
+				errs[i] = err
+			}
+			continue
+		}
 		if err != nil || !ok {
 			// A comparison failed, or the answer was lost (the batch may
 			// have committed): Move re-reads each shard and rolls forward
@@ -124,7 +138,15 @@ func (d *Directory) MoveBatch(ctx context.Context, plans []Planned, operator, re
 				done = append(done, i)
 			}
 		}
-		if len(done) > 0 && !d.finalBatch(ctx, fenced, done, o, out) {
+		if len(done) == 0 {
+			continue
+		}
+		switch ok, err := d.finalBatch(ctx, fenced, done, o, out); {
+		case gaveUp(err):
+			for _, i := range done {
+				errs[i] = err // left FENCING, fenced: the next move finishes it
+			}
+		case !ok:
 			each(done, func(i int) { out[i], errs[i] = d.finishCAS(ctx, fenced[i], o) })
 		}
 	}
@@ -150,7 +172,7 @@ func (d *Directory) fenceBatch(ctx context.Context, plans []Planned, chunk []int
 		puts = append(puts, clientv3.OpPut(k, fen.encode()))
 		fenced[i] = fen
 	}
-	resp, err := d.cli.Txn(ctx).If(cmps...).Then(puts...).Commit()
+	resp, err := d.batchTxn(ctx, stepStartBatch, cmps, puts)
 	if err != nil {
 		return nil, false, fmt.Errorf("ownership: fence %d shards: %w", len(chunk), err)
 	}
@@ -182,7 +204,7 @@ func (d *Directory) fenceSQL(ctx context.Context, fen Entry) error {
 
 // finalBatch makes the fenced shards done final in one transaction, and
 // reports whether it committed (filling out).
-func (d *Directory) finalBatch(ctx context.Context, fenced map[int]Entry, done []int, o moveOptions, out []Entry) bool {
+func (d *Directory) finalBatch(ctx context.Context, fenced map[int]Entry, done []int, o moveOptions, out []Entry) (bool, error) {
 	cmps := append([]clientv3.Cmp{}, o.guards...)
 	var puts []clientv3.Op
 	for _, i := range done {
@@ -192,9 +214,12 @@ func (d *Directory) finalBatch(ctx context.Context, fenced map[int]Entry, done [
 		puts = append(puts, clientv3.OpPut(k, Entry{Shard: fen.Shard, Owner: fen.Owner, Epoch: fen.Epoch,
 			State: fen.Transfer.Final}.encode()))
 	}
-	resp, err := d.cli.Txn(ctx).If(cmps...).Then(puts...).Commit()
-	if err != nil || !resp.Succeeded {
-		return false
+	resp, err := d.batchTxn(ctx, stepFinishBatch, cmps, puts)
+	if err != nil {
+		return false, fmt.Errorf("ownership: finish %d shards: %w", len(done), err)
+	}
+	if !resp.Succeeded {
+		return false, nil
 	}
 	for _, i := range done {
 		fen := fenced[i]
@@ -202,22 +227,35 @@ func (d *Directory) finalBatch(ctx context.Context, fenced map[int]Entry, done [
 			ModRevision: resp.Header.Revision}
 	}
 	d.log.InfoContext(ctx, "shards moved", "shards", len(done), "revision", resp.Header.Revision)
-	return true
+	return true, nil
+}
+
+// batchTxn commits one batched transaction of MoveBatch, run again after
+// a transient etcd failure within retry.Default.Etcd. A run after one
+// whose outcome was unknown fails its comparisons if the first was
+// applied; the caller then goes shard by shard, and each shard's move
+// re-reads it and recognises the transfer (or its end) as its own.
+func (d *Directory) batchTxn(ctx context.Context, step string, cmps []clientv3.Cmp, puts []clientv3.Op) (*clientv3.TxnResponse, error) {
+	var resp *clientv3.TxnResponse
+	err := d.etcdLoop(step, -1).Do(ctx, step, transientEtcd, func(ctx context.Context) error {
+		var err error
+		resp, err = d.cli.Txn(ctx).If(cmps...).Then(puts...).Commit()
+		return err
+	})
+	return resp, err
+}
+
+// gaveUp reports whether err is a retry loop's giving up on etcd.
+func gaveUp(err error) bool {
+	var ex *retry.ExhaustedError
+	return errors.As(err, &ex)
 }
 
 // finishCAS is step 4 of one fenced shard, as Move's finish does it.
+// Every mover finishing the transfer writes the same entry, so finding it
+// (written by another mover, or by this one's attempt whose answer a
+// transient etcd failure hid) is success.
 func (d *Directory) finishCAS(ctx context.Context, fen Entry, o moveOptions) (Entry, error) {
 	done := Entry{Shard: fen.Shard, Owner: fen.Owner, Epoch: fen.Epoch, State: fen.Transfer.Final}
-	got, err := d.cas(ctx, fen, done, o.guards)
-	if err == nil {
-		return got, nil
-	}
-	var mc *fencing.MoveConflictError
-	if errors.As(err, &mc) {
-		now, gerr := d.Get(ctx, fen.Shard)
-		if gerr == nil && now.Epoch == done.Epoch && now.Owner == done.Owner && now.State == done.State {
-			return now, nil
-		}
-	}
-	return Entry{}, err
+	return d.cas(ctx, stepFinish, fen, done, o.guards, func(now Entry, _ bool) bool { return now.same(done) })
 }

@@ -43,7 +43,8 @@ type Budgets struct {
 	Record Budget
 	// Etcd bounds an idempotent etcd step run again after a transient
 	// failure (a request timed out, a leader changed, no leader yet):
-	// the directory's bootstrap at start.
+	// the directory's bootstrap at start, and each read and write of a
+	// shard move (ownership.Directory.Move, MoveBatch).
 	Etcd Budget
 	// Schema bounds one migration step, run again after any failure
 	// (instances starting together race on the catalog).
