@@ -98,7 +98,7 @@ func (g GroupCommit) validate() []error {
 // (no two members with one key share a batch) and, once its batch ran,
 // its result (set by the batch's runner before wake is signalled).
 type member[T any] struct {
-	key  string
+	key  memberKey
 	req  T
 	wake chan struct{}
 	// Set under the combiner's lock when taken into a batch.
@@ -232,7 +232,7 @@ func (c *combiner[T]) leave() {
 // and hands it, with a slot, to its first member.
 func (c *combiner[T]) handOff() {
 	batch := make([]*member[T], 0, min(len(c.queue), c.maxBatch))
-	keys := make(map[string]struct{}, cap(batch))
+	keys := make(map[memberKey]struct{}, cap(batch))
 	rest := c.queue[:0]
 	for _, m := range c.queue {
 		if _, dup := keys[m.key]; dup || len(batch) == c.maxBatch {

@@ -123,8 +123,8 @@ type Store struct {
 	retries retryRate
 
 	// The group commit of claims and of finishes; nil when off.
-	claims   *combiner[*claimJob]
-	finishes *combiner[*finishJob]
+	claims   *combiner[claimJob]
+	finishes *combiner[finishJob]
 }
 
 // Open connects, detects CockroachDB, and applies the portable migrations.
