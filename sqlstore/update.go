@@ -173,7 +173,7 @@ func (s *Store) runUpdateVia(ctx context.Context, u fencedUpdate, first func(con
 			ok, err = u.run(ctx, s, s.pool)
 		}
 		err = stmtOutcome(err)
-		isAmb := errors.As(err, new(*store.AmbiguousCommitError))
+		isAmb := err != nil && errors.As(err, new(*store.AmbiguousCommitError))
 		switch {
 		case err != nil && !isAmb:
 			return fmt.Errorf("sqlstore: %s: %w", op, err)
@@ -189,16 +189,17 @@ func (s *Store) runUpdateVia(ctx context.Context, u fencedUpdate, first func(con
 		ok, err = s.settle(ctx, &u, unsure, err)
 		return err
 	})
+	if err == nil {
+		return ok, nil // before the target below, which escapes: no allocation on success
+	}
 	var exhausted *store.RetriesExhaustedError
 	switch {
 	case errors.As(err, &exhausted) && errors.Is(exhausted.Err, errAdopted) && lastAmb != nil:
 		return false, &stillAmbiguous{op: op, attempts: exhausted.Attempts, err: lastAmb}
 	case errors.As(err, &exhausted) && errors.Is(exhausted.Err, errAdopted):
 		return false, nil // adopted versions kept moving: not ours after all
-	case err != nil:
-		return false, err
 	}
-	return ok, nil
+	return false, err
 }
 
 // errAdopted means an update adopted its own earlier write's version and
