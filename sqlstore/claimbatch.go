@@ -171,11 +171,21 @@ func (s *Store) claimBatch(ctx context.Context, batch []*member[claimJob]) {
 			op       pgtype.UUID
 			now      time.Time
 		)
-		dest := make([]any, 3+recordColCount)
-		dest[0], dest[1], dest[2] = &inserted, &op, &now
 		for rows.Next() {
-			if err = rows.Scan(dest...); err != nil {
-				break
+			// The head from its binary form (rawscan.go), else a scan
+			// that skips the record's columns (NULL for an inserted row).
+			fds, raw := rawRow(rows)
+			flag, okFlag := rawBool(fds, raw, 0)
+			id, okID := rawUUID(fds, raw, 1)
+			t, null, okTime := rawTime(fds, raw, 2)
+			if okFlag && okID && okTime && !null {
+				inserted, op, now = flag, pgtype.UUID{Bytes: id, Valid: true}, t
+			} else {
+				dest := make([]any, 3+recordColCount)
+				dest[0], dest[1], dest[2] = &inserted, &op, &now
+				if err = rows.Scan(dest...); err != nil {
+					break
+				}
 			}
 			j := byOp[op.Bytes]
 			if j == nil {

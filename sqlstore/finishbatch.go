@@ -144,14 +144,19 @@ func (s *Store) finishBatch(ctx context.Context, batch []*member[finishJob]) {
 	rows, err := s.pool.Query(ctx, finishBatchSQL, args...)
 	if err == nil {
 		var (
-			i        int64
 			version  int64
 			leaseExp *time.Time
 			expires  time.Time
 		)
 		for rows.Next() {
-			leaseExp = nil
-			if err = rows.Scan(&i, &version, &leaseExp, &expires); err != nil {
+			fds, raw := rawRow(rows)
+			i, ok := rawInt8(fds, raw, 0)
+			if !ok {
+				if err = rows.Scan(&i, nil, nil, nil); err != nil {
+					break
+				}
+			}
+			if err = scanUpdated(rows, 1, &version, &leaseExp, &expires); err != nil {
 				break
 			}
 			if i >= 1 && i <= int64(n) {

@@ -105,7 +105,19 @@ func (u fencedUpdate) run(ctx context.Context, s *Store, q querier) (ok bool, er
 		leaseExp *time.Time
 		expires  time.Time
 	)
-	err = q.QueryRow(ctx, u.sql, u.args...).Scan(&version, &leaseExp, &expires)
+	rows, err := q.Query(ctx, u.sql, u.args...)
+	if err == nil {
+		// QueryRow's Scan, reading the answer's binary form (rawscan.go).
+		if !rows.Next() {
+			err = pgx.ErrNoRows
+		} else {
+			err = scanUpdated(rows, 0, &version, &leaseExp, &expires)
+		}
+		rows.Close()
+		if rerr := rows.Err(); rerr != nil {
+			err = rerr
+		}
+	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		// No row: the fence refused, or the record moved on.
 		if err := s.checkFence(ctx, q, u.l.Token); err != nil {
