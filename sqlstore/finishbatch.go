@@ -55,10 +55,10 @@ type finishJob struct {
 	err      error // the batch statement's error, as it came
 }
 
-// finishArgs are the positions in fencedUpdate.args of finishSet's
-// parameters ($10..$17).
+// finishArgs are the positions in the finish's arguments of finishSet's
+// parameters ($10..$17; fencedUpdate.arg).
 const (
-	argState = 9 + iota
+	argState = fixedArgs + iota
 	argStatus
 	argHeaders
 	argBody
@@ -118,17 +118,16 @@ func finishBatchArgs(batch []*member[finishJob]) []any {
 	a.omitted = make(pgArray[pgtype.Bool], n)
 	for i, m := range batch {
 		u := m.req.u
-		l, args := u.l, u.args
-		a.shards[i], a.epochs[i], a.regions[i] = pgInt4(int32(l.Token.Shard)), pgInt8(l.Token.Epoch), pgText(l.Token.Region)
-		a.actors[i], a.endpoints[i], a.keys[i] = pgText(l.Scope.Actor), pgText(l.Scope.Endpoint), args[5].([]byte)
-		a.versions[i], a.owners[i] = pgInt8(args[argVersion].(int64)), pgText(args[7].(string))
-		a.states[i], a.bodies[i] = pgText(args[argState].(string)), args[argBody].([]byte)
-		a.omitted[i], a.ttls[i] = pgtype.Bool{Bool: args[argBodyOmitted].(bool), Valid: true}, pgInt8(args[argTTL].(int64))
-		if st := args[argStatus].(*int32); st != nil {
+		a.shards[i], a.epochs[i], a.regions[i] = pgInt4(int32(u.shard)), pgInt8(u.epoch), pgText(u.region)
+		a.actors[i], a.endpoints[i], a.keys[i] = pgText(u.actor), pgText(u.endpoint), u.keyHash[:]
+		a.versions[i], a.owners[i] = pgInt8(u.version), pgText(u.leaseOwner)
+		a.states[i], a.bodies[i] = pgText(u.arg(argState).(string)), u.arg(argBody).([]byte)
+		a.omitted[i], a.ttls[i] = pgtype.Bool{Bool: u.arg(argBodyOmitted).(bool), Valid: true}, pgInt8(u.arg(argTTL).(int64))
+		if st := u.arg(argStatus).(*int32); st != nil {
 			a.statuses[i] = pgInt4(*st)
 		}
-		a.headers[i] = optText(args[argHeaders].(*string))
-		a.resourceIDs[i], a.errSummaries[i] = optText(args[argResourceID].(*string)), optText(args[argErrSummary].(*string))
+		a.headers[i] = optText(u.arg(argHeaders).(*string))
+		a.resourceIDs[i], a.errSummaries[i] = optText(u.arg(argResourceID).(*string)), optText(u.arg(argErrSummary).(*string))
 	}
 	return []any{&a.shards, &a.epochs, &a.actors, &a.endpoints, &a.keys, &a.versions, &a.owners, &a.regions,
 		&a.states, &a.statuses, &a.headers, &a.bodies, &a.omitted, &a.resourceIDs, &a.errSummaries, &a.ttls}

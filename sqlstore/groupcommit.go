@@ -182,8 +182,12 @@ func (c *combiner[T]) await(ctx context.Context, m *member[T]) error {
 		t      *time.Timer
 	)
 	if c.maxQueueWait > 0 {
-		t = time.NewTimer(c.maxQueueWait)
-		defer t.Stop()
+		t = queueTimers.Get().(*time.Timer)
+		t.Reset(c.maxQueueWait)
+		defer func() {
+			t.Stop() // (Go 1.23 on: nothing stale is left in t.C for its next user)
+			queueTimers.Put(t)
+		}()
 		escape = t.C
 	}
 	for {
@@ -212,6 +216,14 @@ func (c *combiner[T]) await(ctx context.Context, m *member[T]) error {
 		}
 	}
 }
+
+// queueTimers recycles await's timers: a timer per queued request was two
+// allocations of every batched claim and finish.
+var queueTimers = sync.Pool{New: func() any {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return t
+}}
 
 // leave frees a slot: it hands it to the next batch of queued members,
 // whose first member runs it.
