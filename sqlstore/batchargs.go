@@ -45,3 +45,20 @@ func (b *bytea) BytesValue() ([]byte, error) { return *b, nil }
 func pgText(s string) pgtype.Text { return pgtype.Text{String: s, Valid: true} }
 func pgInt4(n int32) pgtype.Int4  { return pgtype.Int4{Int32: n, Valid: true} }
 func pgInt8(n int64) pgtype.Int8  { return pgtype.Int8{Int64: n, Valid: true} }
+
+// registerBatchArrays names the PostgreSQL array type of each pgArray on
+// a connection's type map. With the statement's parameter types at hand
+// (pgx's default, cached prepared statements) pgx does not need it; the
+// modes that send no Describe first (default_query_exec_mode=exec, and
+// simple_protocol, which a transaction pooler needs) find a parameter's
+// type from its Go type, and a pgArray's is not one pgx knows
+// (TestBatchesRunInEveryQueryExecMode).
+func registerBatchArrays(m *pgtype.Map) {
+	m.RegisterDefaultPgType(pgArray[pgtype.Text]{}, "_text")
+	m.RegisterDefaultPgType(pgArray[bytea]{}, "_bytea")
+	m.RegisterDefaultPgType(pgArray[pgtype.Int4]{}, "_int4")
+	m.RegisterDefaultPgType(pgArray[pgtype.Int8]{}, "_int8")
+	m.RegisterDefaultPgType(pgArray[pgtype.UUID]{}, "_uuid")
+	m.RegisterDefaultPgType(pgArray[pgtype.Timestamptz]{}, "_timestamptz")
+	m.RegisterDefaultPgType(pgArray[pgtype.Bool]{}, "_bool")
+}
