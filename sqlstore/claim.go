@@ -61,9 +61,12 @@ func (s *Store) begin(ctx context.Context, req store.ClaimRequest) (store.Claim,
 		c, err = s.claimOnce(ctx, req, owner, opID, state, readFirst)
 		return err
 	})
-	var exhausted *store.RetriesExhaustedError
-	if errors.As(err, &exhausted) && errors.Is(exhausted.Err, errMovedOn) {
-		exhausted.Err = nil // no failure: the record kept changing under the claim
+	if err != nil {
+		// (Only on failure: the target escapes, an allocation per call.)
+		var exhausted *store.RetriesExhaustedError
+		if errors.As(err, &exhausted) && errors.Is(exhausted.Err, errMovedOn) {
+			exhausted.Err = nil // no failure: the record kept changing under the claim
+		}
 	}
 	return c, err
 }
@@ -103,7 +106,7 @@ func (s *Store) claimOnce(ctx context.Context, req store.ClaimRequest, owner str
 		err = stmtOutcome(err)
 	}
 	switch {
-	case errors.As(err, new(*store.AmbiguousCommitError)):
+	case err != nil && errors.As(err, new(*store.AmbiguousCommitError)):
 		s.log.WarnContext(ctx, "claim outcome ambiguous, re-running the claim", "err", err)
 		return store.Claim{}, err // the re-run recognises our own insert by its owner
 	case err != nil:

@@ -61,21 +61,23 @@ FROM (SELECT * FROM b WHERE NOT EXISTS (SELECT 1 FROM ins WHERE i_operation_id =
 // claimJob is one claim in the claim combiner: what claimSQL would
 // insert, and the batch's answer for it.
 type claimJob struct {
-	req   store.ClaimRequest
+	req   *store.ClaimRequest
 	owner string
 	opID  uuid.UUID
 	state idempotency.State
 
 	inserted bool
-	found    bool         // not inserted: rec is the key's record
-	rec      store.Record // found
+	found    bool          // not inserted: *rec is the key's record
+	rec      *store.Record // the caller's, written by the batch when found
 	now      time.Time
 	err      error // the batch statement's error, as it came
 }
 
-// batchKey is a record's primary key as the combiners compare it.
-func batchKey(actor, endpoint string, keyHash [32]byte) string {
-	return actor + "\x00" + endpoint + "\x00" + string(keyHash[:])
+// memberKey is a record's primary key as the combiners compare it (no
+// two members with one key share a batch).
+type memberKey struct {
+	actor, endpoint string
+	keyHash         [32]byte
 }
 
 // claim is claimRow on the pool through the claim combiner: alone when a
@@ -89,8 +91,9 @@ func (s *Store) claim(ctx context.Context, req store.ClaimRequest, owner string,
 	if s.claims == nil {
 		return s.claimRow(ctx, s.pool, req, owner, opID, state, rec, now)
 	}
-	j := &claimJob{req: req, owner: owner, opID: opID, state: state}
-	m := &member[*claimJob]{key: batchKey(req.Scope.Actor, req.Scope.Endpoint, req.Scope.Key.Hash()), req: j}
+	m := &member[claimJob]{key: memberKey{req.Scope.Actor, req.Scope.Endpoint, req.Scope.Key.Hash()},
+		req: claimJob{req: &req, owner: owner, opID: opID, state: state, rec: rec}}
+	j := &m.req
 	alone, err := s.claims.join(ctx, m)
 	switch {
 	case err != nil:
@@ -104,7 +107,7 @@ func (s *Store) claim(ctx context.Context, req store.ClaimRequest, owner string,
 		rec.Scope.Key = req.Scope.Key
 		return true, nil
 	case j.found:
-		*now, *rec = j.now, j.rec
+		*now = j.now
 		rec.Scope.Key = req.Scope.Key
 		return true, nil
 	case j.err != nil && ambiguous(stmtOutcome(j.err)):
@@ -113,56 +116,83 @@ func (s *Store) claim(ctx context.Context, req store.ClaimRequest, owner string,
 	return s.claimRow(ctx, s.pool, req, owner, opID, state, rec, now)
 }
 
+// claimBatchArgs are claimBatchSQL's arguments ($2 on) for batch: one
+// array per column, each passed by pointer (pgArray; no boxing).
+func claimBatchArgs(batch []*member[claimJob]) []any {
+	n := len(batch)
+	var a struct {
+		actors, endpoints, states, owners, regions pgArray[pgtype.Text]
+		keys, fps                                  pgArray[bytea]
+		shards, fpVersions                         pgArray[pgtype.Int4]
+		epochs, leases, ttls, markers              pgArray[pgtype.Int8]
+		opIDs                                      pgArray[pgtype.UUID]
+		firstSent                                  pgArray[pgtype.Timestamptz]
+	}
+	texts, bytes := make([]pgtype.Text, 5*n), make([]bytea, 2*n)
+	int4s, int8s := make([]pgtype.Int4, 2*n), make([]pgtype.Int8, 4*n)
+	a.actors, a.endpoints, a.states, a.owners, a.regions = texts[:n:n], texts[n:2*n:2*n], texts[2*n:3*n:3*n],
+		texts[3*n:4*n:4*n], texts[4*n:]
+	a.keys, a.fps = bytes[:n:n], bytes[n:]
+	a.shards, a.fpVersions = int4s[:n:n], int4s[n:]
+	a.epochs, a.leases, a.ttls, a.markers = int8s[:n:n], int8s[n:2*n:2*n], int8s[2*n:3*n:3*n], int8s[3*n:]
+	a.opIDs, a.firstSent = make(pgArray[pgtype.UUID], n), make(pgArray[pgtype.Timestamptz], n)
+	for i, m := range batch {
+		j := &m.req
+		r := j.req
+		a.actors[i], a.endpoints[i], a.keys[i] = pgText(r.Scope.Actor), pgText(r.Scope.Endpoint), m.key.keyHash[:]
+		a.shards[i], a.epochs[i], a.regions[i] = pgInt4(int32(r.Token.Shard)), pgInt8(r.Token.Epoch), pgText(r.Token.Region)
+		a.opIDs[i] = pgtype.UUID{Bytes: j.opID, Valid: true}
+		a.fps[i], a.fpVersions[i] = r.Fingerprint.Sum[:], pgInt4(int32(r.Fingerprint.Version))
+		a.states[i], a.owners[i] = pgText(string(j.state)), pgText(j.owner)
+		a.leases[i], a.ttls[i] = pgInt8(r.Lease.Milliseconds()), pgInt8(snapshotTTL(*r).Milliseconds())
+		a.markers[i] = pgInt8(markerTTL(*r).Milliseconds())
+		if fs := firstSentArg(r.FirstSent); fs != nil {
+			a.firstSent[i] = pgtype.Timestamptz{Time: *fs, Valid: true}
+		}
+	}
+	return []any{&a.actors, &a.endpoints, &a.keys, &a.shards, &a.epochs, &a.opIDs, &a.fps, &a.fpVersions,
+		&a.states, &a.owners, &a.leases, &a.ttls, &a.regions, &a.firstSent, &a.markers}
+}
+
 // claimBatch runs claimBatchSQL for batch and sets each member's answer.
-func (s *Store) claimBatch(ctx context.Context, batch []*member[*claimJob]) {
+func (s *Store) claimBatch(ctx context.Context, batch []*member[claimJob]) {
 	ctx, cancel := context.WithTimeout(ctx, s.loop.Budget.Total)
 	defer cancel()
 	s.metrics.batch(ctx, "claim", len(batch))
-	n := len(batch)
-	var (
-		actors, endpoints, states, owners, regions = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-		keys, fps                                  = make([][]byte, n), make([][]byte, n)
-		shards, fpVersions                         = make([]int32, n), make([]int32, n)
-		epochs, leases, ttls, markers              = make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
-		opIDs                                      = make([]pgtype.UUID, n)
-		firstSent                                  = make([]pgtype.Timestamptz, n)
-		byOp                                       = make(map[uuid.UUID]*claimJob, n)
-	)
-	for i, m := range batch {
-		j := m.req
-		r := j.req
-		kh := r.Scope.Key.Hash()
-		actors[i], endpoints[i], keys[i] = r.Scope.Actor, r.Scope.Endpoint, kh[:]
-		shards[i], epochs[i], regions[i] = int32(r.Token.Shard), r.Token.Epoch, r.Token.Region
-		opIDs[i] = pgtype.UUID{Bytes: j.opID, Valid: true}
-		fps[i], fpVersions[i] = r.Fingerprint.Sum[:], int32(r.Fingerprint.Version)
-		states[i], owners[i] = string(j.state), j.owner
-		leases[i], ttls[i], markers[i] = r.Lease.Milliseconds(), snapshotTTL(r).Milliseconds(), markerTTL(r).Milliseconds()
-		if fs := firstSentArg(r.FirstSent); fs != nil {
-			firstSent[i] = pgtype.Timestamptz{Time: *fs, Valid: true}
-		}
-		byOp[j.opID] = j
+	byOp := make(map[uuid.UUID]*claimJob, len(batch))
+	for _, m := range batch {
+		byOp[m.req.opID] = &m.req
 	}
-	rows, err := s.pool.Query(ctx, claimBatchSQL, s.now(), actors, endpoints, keys, shards, epochs, opIDs, fps,
-		fpVersions, states, owners, leases, ttls, regions, firstSent, markers)
+	args := append([]any{s.now()}, claimBatchArgs(batch)...)
+	rows, err := s.pool.Query(ctx, claimBatchSQL, args...)
 	if err == nil {
-		dest := make([]any, 3+recordColCount)
+		var (
+			inserted bool
+			op       pgtype.UUID
+			now      time.Time
+		)
 		for rows.Next() {
-			var (
-				inserted bool
-				op       pgtype.UUID
-				now      time.Time
-			)
-			dest[0], dest[1], dest[2] = &inserted, &op, &now
-			if err = rows.Scan(dest...); err != nil {
-				break
+			// The head from its binary form (rawscan.go), else a scan
+			// that skips the record's columns (NULL for an inserted row).
+			fds, raw := rawRow(rows)
+			flag, okFlag := rawBool(fds, raw, 0)
+			id, okID := rawUUID(fds, raw, 1)
+			t, null, okTime := rawTime(fds, raw, 2)
+			if okFlag && okID && okTime && !null {
+				inserted, op, now = flag, pgtype.UUID{Bytes: id, Valid: true}, t
+			} else {
+				dest := make([]any, 3+recordColCount)
+				dest[0], dest[1], dest[2] = &inserted, &op, &now
+				if err = rows.Scan(dest...); err != nil {
+					break
+				}
 			}
 			j := byOp[op.Bytes]
 			if j == nil {
 				continue
 			}
 			if !inserted {
-				if err = scanRecord(rows, &j.rec, &inserted, &op, &now); err != nil {
+				if err = scanRecord(rows, j.rec, &inserted, &op, &now); err != nil {
 					break
 				}
 			}
@@ -176,8 +206,10 @@ func (s *Store) claimBatch(ctx context.Context, batch []*member[*claimJob]) {
 	if err != nil {
 		// The batch's fate is no member's answer: each runs alone, or
 		// settles an ambiguous commit as its own.
+		// A record scanned before the error is nobody's answer either.
 		for _, m := range batch {
 			m.req.inserted, m.req.found, m.req.err = false, false, err
+			*m.req.rec = store.Record{}
 		}
 	}
 }

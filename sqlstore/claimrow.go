@@ -98,12 +98,24 @@ func (s *Store) claimRow(ctx context.Context, q querier, req store.ClaimRequest,
 		rows.Close()
 		return false, rows.Err()
 	}
-	// The time and the flag first; a nil destination skips a column.
+	// The time and the flag first. A first run's row is read from its
+	// binary form (rawscan.go); a record found is scanned whole.
 	var inserted bool
-	dest := make([]any, 2+recordColCount)
-	dest[0], dest[1] = now, &inserted
-	if err = rows.Scan(dest...); err == nil && !inserted {
-		err = scanRecord(rows, rec, now, nil)
+	fds, raw := rawRow(rows)
+	flag, okFlag := rawBool(fds, raw, 1)
+	t, null, okTime := rawTime(fds, raw, 0)
+	switch {
+	case okFlag && flag && okTime && !null:
+		inserted, *now = true, t
+	case okFlag && !flag:
+		err = scanRecord(rows, rec, now, &inserted)
+	default:
+		// A nil destination skips a column (a first run's are NULL).
+		dest := make([]any, 2+recordColCount)
+		dest[0], dest[1] = now, &inserted
+		if err = rows.Scan(dest...); err == nil && !inserted {
+			err = scanRecord(rows, rec, now, nil)
+		}
 	}
 	rows.Close()
 	if err == nil {

@@ -15,12 +15,13 @@ import (
 // are the row's, and it is still running; it then stores that row's own
 // result exactly as finishSet does (a purged record stays purged; the
 // record lives at least the row's TTL from now). It returns, per updated
-// row, the row's index ($18) and what fencedUpdate.run reads. A row not
-// updated says nothing here: its caller runs finishSQL alone.
+// row, the row's position in the arrays (from 1, WITH ORDINALITY) and
+// what fencedUpdate.run reads. A row not updated says nothing here: its
+// caller runs finishSQL alone.
 const finishBatchSQL = `WITH b AS (
 	SELECT * FROM unnest($2::INT4[], $3::INT8[], $4::TEXT[], $5::TEXT[], $6::BYTEA[], $7::INT8[], $8::TEXT[],
 		$9::TEXT[], $10::TEXT[], $11::INT4[], $12::TEXT[], $13::BYTEA[], $14::BOOL[], $15::TEXT[], $16::TEXT[],
-		$17::INT8[], $18::INT4[])
+		$17::INT8[]) WITH ORDINALITY
 		AS b(shard, epoch, actor, endpoint, key_hash, version, owner, region, state, status, headers, body,
 			body_omitted, resource_id, error_summary, ttl_ms, i)
 ), f AS (
@@ -54,10 +55,10 @@ type finishJob struct {
 	err      error // the batch statement's error, as it came
 }
 
-// finishArgs are the positions in fencedUpdate.args of finishSet's
-// parameters ($10..$17).
+// finishArgs are the positions in the finish's arguments of finishSet's
+// parameters ($10..$17; fencedUpdate.arg).
 const (
-	argState = 9 + iota
+	argState = fixedArgs + iota
 	argStatus
 	argHeaders
 	argBody
@@ -74,9 +75,9 @@ const (
 // as its own (applied iff the row carries version+1 and our owner); any
 // other member runs finishSQL alone, in this same attempt.
 func (s *Store) finishFirst(ctx context.Context, u *fencedUpdate) (bool, error) {
-	j := &finishJob{u: u}
 	l := u.l
-	m := &member[*finishJob]{key: batchKey(l.Scope.Actor, l.Scope.Endpoint, l.KeyHash), req: j}
+	m := &member[finishJob]{key: memberKey{l.Scope.Actor, l.Scope.Endpoint, l.KeyHash}, req: finishJob{u: u}}
+	j := &m.req
 	alone, err := s.finishes.join(ctx, m)
 	switch {
 	case err != nil:
@@ -96,51 +97,69 @@ func (s *Store) finishFirst(ctx context.Context, u *fencedUpdate) (bool, error) 
 	return u.run(ctx, s, s.pool)
 }
 
+// finishBatchArgs are finishBatchSQL's arguments ($2 on) for batch: one
+// array per column, each passed by pointer (pgArray; no boxing).
+func finishBatchArgs(batch []*member[finishJob]) []any {
+	n := len(batch)
+	var a struct {
+		shards, statuses                           pgArray[pgtype.Int4]
+		epochs, versions, ttls                     pgArray[pgtype.Int8]
+		actors, endpoints, owners, regions, states pgArray[pgtype.Text]
+		headers, resourceIDs, errSummaries         pgArray[pgtype.Text]
+		keys, bodies                               pgArray[bytea]
+		omitted                                    pgArray[pgtype.Bool]
+	}
+	int4s, int8s, texts, bytes := make([]pgtype.Int4, 2*n), make([]pgtype.Int8, 3*n), make([]pgtype.Text, 8*n), make([]bytea, 2*n)
+	a.shards, a.statuses = int4s[:n:n], int4s[n:]
+	a.epochs, a.versions, a.ttls = int8s[:n:n], int8s[n:2*n:2*n], int8s[2*n:]
+	a.actors, a.endpoints, a.owners, a.regions = texts[:n:n], texts[n:2*n:2*n], texts[2*n:3*n:3*n], texts[3*n:4*n:4*n]
+	a.states, a.headers, a.resourceIDs, a.errSummaries = texts[4*n:5*n:5*n], texts[5*n:6*n:6*n], texts[6*n:7*n:7*n], texts[7*n:]
+	a.keys, a.bodies = bytes[:n:n], bytes[n:]
+	a.omitted = make(pgArray[pgtype.Bool], n)
+	for i, m := range batch {
+		u := m.req.u
+		a.shards[i], a.epochs[i], a.regions[i] = pgInt4(int32(u.shard)), pgInt8(u.epoch), pgText(u.region)
+		a.actors[i], a.endpoints[i], a.keys[i] = pgText(u.actor), pgText(u.endpoint), u.keyHash[:]
+		a.versions[i], a.owners[i] = pgInt8(u.version), pgText(u.leaseOwner)
+		a.states[i], a.bodies[i] = pgText(u.arg(argState).(string)), u.arg(argBody).([]byte)
+		a.omitted[i], a.ttls[i] = pgtype.Bool{Bool: u.arg(argBodyOmitted).(bool), Valid: true}, pgInt8(u.arg(argTTL).(int64))
+		if st := u.arg(argStatus).(*int32); st != nil {
+			a.statuses[i] = pgInt4(*st)
+		}
+		a.headers[i] = optText(u.arg(argHeaders).(*string))
+		a.resourceIDs[i], a.errSummaries[i] = optText(u.arg(argResourceID).(*string)), optText(u.arg(argErrSummary).(*string))
+	}
+	return []any{&a.shards, &a.epochs, &a.actors, &a.endpoints, &a.keys, &a.versions, &a.owners, &a.regions,
+		&a.states, &a.statuses, &a.headers, &a.bodies, &a.omitted, &a.resourceIDs, &a.errSummaries, &a.ttls}
+}
+
 // finishBatch runs finishBatchSQL for batch and sets each member's answer.
-func (s *Store) finishBatch(ctx context.Context, batch []*member[*finishJob]) {
+func (s *Store) finishBatch(ctx context.Context, batch []*member[finishJob]) {
 	ctx, cancel := context.WithTimeout(ctx, s.loop.Budget.Total)
 	defer cancel()
 	s.metrics.batch(ctx, "finish", len(batch))
 	n := len(batch)
-	var (
-		shards, statuses, idx              = make([]int32, n), make([]pgtype.Int4, n), make([]int32, n)
-		epochs, versions, ttls             = make([]int64, n), make([]int64, n), make([]int64, n)
-		actors, endpoints, owners, regions = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-		states                             = make([]string, n)
-		headers, resourceIDs, errSummaries = make([]pgtype.Text, n), make([]pgtype.Text, n), make([]pgtype.Text, n)
-		keys, bodies                       = make([][]byte, n), make([][]byte, n)
-		omitted                            = make([]bool, n)
-	)
-	for i, m := range batch {
-		u := m.req.u
-		l, a := u.l, u.args
-		shards[i], epochs[i], regions[i] = int32(l.Token.Shard), l.Token.Epoch, l.Token.Region
-		actors[i], endpoints[i], keys[i] = l.Scope.Actor, l.Scope.Endpoint, a[5].([]byte)
-		versions[i], owners[i], idx[i] = a[argVersion].(int64), a[7].(string), int32(i)
-		states[i], bodies[i], omitted[i], ttls[i] = a[argState].(string), a[argBody].([]byte), a[argBodyOmitted].(bool), a[argTTL].(int64)
-		if st := a[argStatus].(*int32); st != nil {
-			statuses[i] = pgtype.Int4{Int32: *st, Valid: true}
-		}
-		if h := a[argHeaders].([]byte); h != nil {
-			headers[i] = pgtype.Text{String: string(h), Valid: true}
-		}
-		resourceIDs[i], errSummaries[i] = optText(a[argResourceID].(*string)), optText(a[argErrSummary].(*string))
-	}
-	rows, err := s.pool.Query(ctx, finishBatchSQL, s.now(), shards, epochs, actors, endpoints, keys, versions, owners,
-		regions, states, statuses, headers, bodies, omitted, resourceIDs, errSummaries, ttls, idx)
+	args := append([]any{s.now()}, finishBatchArgs(batch)...)
+	rows, err := s.pool.Query(ctx, finishBatchSQL, args...)
 	if err == nil {
+		var (
+			version  int64
+			leaseExp *time.Time
+			expires  time.Time
+		)
 		for rows.Next() {
-			var (
-				i        int32
-				version  int64
-				leaseExp *time.Time
-				expires  time.Time
-			)
-			if err = rows.Scan(&i, &version, &leaseExp, &expires); err != nil {
+			fds, raw := rawRow(rows)
+			i, ok := rawInt8(fds, raw, 0)
+			if !ok {
+				if err = rows.Scan(&i, nil, nil, nil); err != nil {
+					break
+				}
+			}
+			if err = scanUpdated(rows, 1, &version, &leaseExp, &expires); err != nil {
 				break
 			}
-			if i >= 0 && int(i) < n {
-				j := batch[i].req
+			if i >= 1 && i <= int64(n) {
+				j := &batch[i-1].req
 				j.ok, j.version, j.leaseExp, j.expires = true, version, leaseExp, expires
 			}
 		}

@@ -98,7 +98,7 @@ func (g GroupCommit) validate() []error {
 // (no two members with one key share a batch) and, once its batch ran,
 // its result (set by the batch's runner before wake is signalled).
 type member[T any] struct {
-	key  string
+	key  memberKey
 	req  T
 	wake chan struct{}
 	// Set under the combiner's lock when taken into a batch.
@@ -182,8 +182,12 @@ func (c *combiner[T]) await(ctx context.Context, m *member[T]) error {
 		t      *time.Timer
 	)
 	if c.maxQueueWait > 0 {
-		t = time.NewTimer(c.maxQueueWait)
-		defer t.Stop()
+		t = queueTimers.Get().(*time.Timer)
+		t.Reset(c.maxQueueWait)
+		defer func() {
+			t.Stop() // (Go 1.23 on: nothing stale is left in t.C for its next user)
+			queueTimers.Put(t)
+		}()
 		escape = t.C
 	}
 	for {
@@ -213,6 +217,14 @@ func (c *combiner[T]) await(ctx context.Context, m *member[T]) error {
 	}
 }
 
+// queueTimers recycles await's timers: a timer per queued request was two
+// allocations of every batched claim and finish.
+var queueTimers = sync.Pool{New: func() any {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return t
+}}
+
 // leave frees a slot: it hands it to the next batch of queued members,
 // whose first member runs it.
 func (c *combiner[T]) leave() {
@@ -232,7 +244,7 @@ func (c *combiner[T]) leave() {
 // and hands it, with a slot, to its first member.
 func (c *combiner[T]) handOff() {
 	batch := make([]*member[T], 0, min(len(c.queue), c.maxBatch))
-	keys := make(map[string]struct{}, cap(batch))
+	keys := make(map[memberKey]struct{}, cap(batch))
 	rest := c.queue[:0]
 	for _, m := range c.queue {
 		if _, dup := keys[m.key]; dup || len(batch) == c.maxBatch {

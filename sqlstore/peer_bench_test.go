@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -127,10 +128,8 @@ func BenchmarkFirstRunVsPeer(b *testing.B) {
 		c2 := cpuNow(b, e)
 		peerRate += r / 4
 		coordRate += c / 4
-		peerCPU.goCPU += c1.goCPU - c0.goCPU
-		peerCPU.pgCPU += c1.pgCPU - c0.pgCPU
-		coordCPU.goCPU += c2.goCPU - c1.goCPU
-		coordCPU.pgCPU += c2.pgCPU - c1.pgCPU
+		peerCPU.add(c0, c1)
+		coordCPU.add(c1, c2)
 	}
 	b.StopTimer()
 	b.ReportMetric(peerRate, "peer-ops/s")
@@ -141,6 +140,13 @@ func BenchmarkFirstRunVsPeer(b *testing.B) {
 	b.ReportMetric(float64(peerCPU.pgCPU.Microseconds())/ops, "peer-pg-µs/op")
 	b.ReportMetric(float64(coordCPU.goCPU.Microseconds())/ops, "coord-go-µs/op")
 	b.ReportMetric(float64(coordCPU.pgCPU.Microseconds())/ops, "coord-pg-µs/op")
+	// Heap allocations per first run: a count, steadier than the CPU
+	// time on a shared machine (the client's own work included on both
+	// sides: the coordinator's builds a ClaimRequest, the peer's a key).
+	b.ReportMetric(float64(peerCPU.allocs)/ops, "peer-allocs/op")
+	b.ReportMetric(float64(coordCPU.allocs)/ops, "coord-allocs/op")
+	b.ReportMetric(float64(peerCPU.bytes)/ops, "peer-B/op")
+	b.ReportMetric(float64(coordCPU.bytes)/ops, "coord-B/op")
 	b.ReportMetric(float64(retries(b, e.rd))/float64(n), "coord-retries/op")
 	reportBatches(b, e.rd, ops)
 }
@@ -173,9 +179,22 @@ func reportBatches(b *testing.B, rd *sdkmetric.ManualReader, ops float64) {
 // cpuMark is the CPU time used so far by this process (Go: the
 // coordinator or the peer client, and the pool) and by the database's
 // backends and background processes (PostgreSQL).
-type cpuMark struct{ goCPU, pgCPU time.Duration }
+type cpuMark struct {
+	goCPU, pgCPU time.Duration
+	// allocs and bytes are this process's heap allocations so far
+	// (runtime.MemStats.Mallocs, TotalAlloc).
+	allocs, bytes uint64
+}
 
-// cpuNow reads both. PostgreSQL's processes are those pg_stat_activity
+// add adds what was used between from and to.
+func (m *cpuMark) add(from, to cpuMark) {
+	m.goCPU += to.goCPU - from.goCPU
+	m.pgCPU += to.pgCPU - from.pgCPU
+	m.allocs += to.allocs - from.allocs
+	m.bytes += to.bytes - from.bytes
+}
+
+// cpuNow reads both, and this process's allocations. PostgreSQL's processes are those pg_stat_activity
 // lists (every backend of both pools, and the background workers), read
 // from /proc: the database must run on this machine, as the test's
 // throwaway one does. Other clusters on the machine are not counted.
@@ -184,7 +203,9 @@ func cpuNow(b testing.TB, e *benchEnv) cpuMark {
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		b.Fatal(err)
 	}
-	m := cpuMark{goCPU: time.Duration(ru.Utime.Nano() + ru.Stime.Nano())}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	m := cpuMark{goCPU: time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), allocs: ms.Mallocs, bytes: ms.TotalAlloc}
 	rows, err := e.s.Pool().Query(context.Background(), `SELECT pid FROM pg_stat_activity`)
 	if err != nil {
 		b.Fatal(err)

@@ -77,15 +77,11 @@ func scanRecord(row pgx.Row, r *store.Record, extra ...any) error {
 func stored(st idempotency.State) bool { return st.Terminal() }
 
 // snapshotArgs returns the values stored for a result's snapshot.
-func snapshotArgs(res store.Result) (status *int32, headers []byte, body []byte, resourceID, errSummary *string, err error) {
+func snapshotArgs(res store.Result) (status *int32, headers *string, body []byte, resourceID, errSummary *string, err error) {
 	if stored(res.State) {
 		st := int32(res.Snapshot.Status)
 		status = &st
-		if len(res.Snapshot.Header) > 0 {
-			if headers, err = json.Marshal(res.Snapshot.Header); err != nil {
-				return
-			}
-		}
+		headers = headerJSON(res.Snapshot.Header)
 		body = res.Snapshot.Body
 		if res.Snapshot.ResourceID != "" {
 			resourceID = &res.Snapshot.ResourceID

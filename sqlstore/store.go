@@ -123,8 +123,8 @@ type Store struct {
 	retries retryRate
 
 	// The group commit of claims and of finishes; nil when off.
-	claims   *combiner[*claimJob]
-	finishes *combiner[*finishJob]
+	claims   *combiner[claimJob]
+	finishes *combiner[finishJob]
 }
 
 // Open connects, detects CockroachDB, and applies the portable migrations.
@@ -161,6 +161,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	// Every implicit (single-statement) transaction is serializable too.
 	pc.ConnConfig.RuntimeParams["default_transaction_isolation"] = "serializable"
 	pc.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+		registerBatchArrays(c.TypeMap())
 		var v string
 		if err := c.QueryRow(ctx, "SELECT version()").Scan(&v); err != nil {
 			return err

@@ -170,6 +170,9 @@ func (s *Store) exec1(ctx context.Context, op string, fn func(ctx context.Contex
 // result is its commit's result, so a lost connection after sending it is
 // ambiguous (*AmbiguousCommitError).
 func stmtOutcome(err error) error {
+	if err == nil {
+		return nil // before the target below, which escapes: no allocation on success
+	}
 	if ambiguous(err) {
 		return &store.AmbiguousCommitError{Err: err}
 	}

@@ -130,6 +130,37 @@ func FromContext(ctx context.Context) *Share {
 // limit when limit > 0). done charges the time the call took to s; call it
 // when the call returns.
 func (s *Share) Call(ctx context.Context, limit time.Duration) (_ context.Context, done func()) {
+	return s.call(&shareCtx{Context: ctx, s: s}, limit)
+}
+
+// shareCtx is a context carrying a share: context.WithValue's, without
+// boxing the key and the value.
+type shareCtx struct {
+	context.Context
+	s *Share
+}
+
+// Value implements context.Context.
+func (c *shareCtx) Value(key any) any {
+	if _, ok := key.(shareKey); ok {
+		return c.s
+	}
+	return c.Context.Value(key)
+}
+
+// newCall is NewShare(b).Call(ctx, 0) with the share and the context
+// that carries it in one allocation: every store call starts one.
+func newCall(ctx context.Context, b Budget) (context.Context, func()) {
+	c := &struct {
+		shareCtx
+		share Share
+	}{share: Share{limit: b.Attempts, left: b.Total}}
+	c.Context, c.s = ctx, &c.share
+	return c.share.call(&c.shareCtx, 0)
+}
+
+// call is Call on ctx, which carries s already.
+func (s *Share) call(ctx context.Context, limit time.Duration) (_ context.Context, done func()) {
 	s.mu.Lock()
 	left := s.left
 	s.mu.Unlock()
@@ -137,7 +168,7 @@ func (s *Share) Call(ctx context.Context, limit time.Duration) (_ context.Contex
 		left = min(left, limit)
 	}
 	start := time.Now()
-	ctx, cancel := context.WithTimeout(context.WithValue(ctx, shareKey{}, s), max(left, 0))
+	ctx, cancel := context.WithTimeout(ctx, max(left, 0))
 	return ctx, func() {
 		cancel()
 		s.mu.Lock()

@@ -49,7 +49,7 @@ func (l *Loop) Call(ctx context.Context) (_ context.Context, done func()) {
 	if FromContext(ctx) != nil {
 		return ctx, func() {}
 	}
-	return NewShare(l.Budget).Call(ctx, 0)
+	return newCall(ctx, l.Budget)
 }
 
 // Do runs attempt until it succeeds, fails with an error that again does

@@ -1,0 +1,43 @@
+package retry_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/idemcoord/idemcoord/internal/retry"
+)
+
+type otherKey struct{}
+
+// TestACallsContextCarriesItsShareAndFollowsItsParent: the context of a
+// call carries the call's share (nested calls find it and add none), the
+// parent's values, a deadline of the budget's time, and ends when its
+// parent is cancelled.
+func TestACallsContextCarriesItsShareAndFollowsItsParent(t *testing.T) {
+	l := &retry.Loop{Budget: retry.Budget{Attempts: 3, Total: time.Hour}}
+	parent, cancel := context.WithCancel(context.WithValue(context.Background(), otherKey{}, "v"))
+	ctx, done := l.Call(parent)
+	defer done()
+	share := retry.FromContext(ctx)
+	if share == nil {
+		t.Fatal("the call's context carries no share")
+	}
+	if v, _ := ctx.Value(otherKey{}).(string); v != "v" {
+		t.Errorf("the parent's value is lost: %q", v)
+	}
+	if d, ok := ctx.Deadline(); !ok || time.Until(d) > time.Hour {
+		t.Errorf("deadline %v, %v: want one within the budget's hour", d, ok)
+	}
+	inner, innerDone := l.Call(ctx)
+	defer innerDone()
+	if retry.FromContext(inner) != share {
+		t.Error("a nested call started a share of its own")
+	}
+	cancel()
+	select {
+	case <-ctx.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call's context did not end with its parent")
+	}
+}
