@@ -174,8 +174,9 @@ func ComputeFingerprint(r Request, o FingerprintOptions) (Fingerprint, error) {
 	// Every field is length-prefixed so that no bytes can move from one field
 	// to its neighbour ("/a" + "b=1" vs "/ab" + "=1") and keep the sum. The
 	// fields before the body are framed into one reused buffer and hashed
-	// at once with a reused hasher: the same bytes as the reference's writeFramed writes
-	// field by field (fingerprint_frame_test.go), without an allocation.
+	// at once with a reused hasher: the same bytes as the reference's
+	// writeFramed writes field by field (fingerprint_frame_test.go), without
+	// an allocation.
 	fr := framerPool.Get().(*framer)
 	defer fr.release()
 	b := appendFramed(fr.buf[:0], "idemcoord fingerprint")
