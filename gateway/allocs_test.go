@@ -105,7 +105,7 @@ func TestTheGatewayAllocatesLittleOfItsOwnPerRequest(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector makes sync.Pool drop what it is given")
 	}
-	const firstRunAllocs, replayAllocs = 60, 45
+	const firstRunAllocs, replayAllocs = 50, 35
 	st := &allocStore{Store: openStore(t, 4)}
 	ex := &allocExecutor{Executor: gateway.NewProxy(benchUpstream(t), nil)}
 	g, err := gateway.New(gateway.Config{Region: "test", Worker: "w", Store: st, Auth: verifier(t),
