@@ -100,6 +100,10 @@ func roundTrip(rt http.RoundTripper, req *http.Request) (*http.Response, error) 
 		return nil, &url.Error{Op: urlErrorOp(req.Method), URL: stripPassword(req.URL), Err: err}
 	}
 	if resp.Body == nil {
+		if resp.ContentLength > 0 && req.Method != http.MethodHead {
+			return nil, &url.Error{Op: urlErrorOp(req.Method), URL: stripPassword(req.URL),
+				Err: fmt.Errorf("http: RoundTripper implementation (%T) returned a *Response with content length %d but a nil Body", rt, resp.ContentLength)}
+		}
 		resp.Body = http.NoBody
 	}
 	return resp, nil
