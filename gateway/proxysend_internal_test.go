@@ -80,3 +80,77 @@ func TestTheProxySendsAsItsHTTPClientDid(t *testing.T) {
 		}
 	}
 }
+
+// oneByteReader returns its text one byte a Read, to exercise every
+// buffer boundary.
+type oneByteReader struct{ s string }
+
+func (r *oneByteReader) Read(b []byte) (int, error) {
+	if r.s == "" {
+		return 0, io.EOF
+	}
+	if len(b) == 0 {
+		return 0, nil
+	}
+	b[0], r.s = r.s[0], r.s[1:]
+	return 1, nil
+}
+
+// TestAnAnswerIsReadIntoOneBufferAsReadAllWouldReadIt: readAtMost gives
+// what io.ReadAll of an io.LimitReader gives, whatever length the answer
+// declares (right, short, long, unknown), at and around the limit.
+func TestAnAnswerIsReadIntoOneBufferAsReadAllWouldReadIt(t *testing.T) {
+	const limit = 600
+	for _, n := range []int{0, 1, 35, 511, 512, 513, 599, 600, 601, 2000} {
+		text := strings.Repeat("x", n)
+		for _, size := range []int64{int64(n), -1, 0, int64(n) / 2, int64(n) + 7, limit + 100} {
+			for _, slow := range []bool{false, true} {
+				mk := func() io.Reader {
+					if slow {
+						return &oneByteReader{text}
+					}
+					return strings.NewReader(text)
+				}
+				want, _ := io.ReadAll(io.LimitReader(mk(), limit))
+				got, err := readAtMost(mk(), size, limit)
+				if err != nil || string(got) != string(want) {
+					t.Fatalf("%d bytes declared %d (one a read: %v): %d bytes (%v), ReadAll %d", n, size, slow, len(got), err, len(want))
+				}
+			}
+		}
+	}
+}
+
+// TestTheUpstreamGetsTheClientsHeadersLessHopByHopOnes: outboundHeader
+// is the client's headers cloned with each hop-by-hop one deleted, and
+// adding to it never writes into the client's values; dropHopHeaders
+// deletes what Del of each would.
+func TestTheUpstreamGetsTheClientsHeadersLessHopByHopOnes(t *testing.T) {
+	in := http.Header{"Authorization": {"Bearer x"}, "Connection": {"close"}, "Keep-Alive": {"1"},
+		"Te": {"trailers"}, "Transfer-Encoding": {"chunked"}, "Upgrade": {"h2c"}, "Proxy-Authorization": {"p"},
+		"Proxy-Connection": {"k"}, "Trailer": {"T"}, "Proxy-Authenticate": {"a"}, "X-Many": {"1", "2"},
+		"connection": {"not canonical, kept as Del keeps it"}}
+	in["X-Many"] = append(make([]string, 0, 4), "1", "2") // room to append into
+	want := in.Clone()
+	for _, h := range hopHeaders {
+		want.Del(h)
+	}
+	got := outboundHeader(in, 3)
+	if len(got) != len(want) {
+		t.Fatalf("outbound %v, want %v", got, want)
+	}
+	for k, vs := range want {
+		if strings.Join(got[k], "|") != strings.Join(vs, "|") {
+			t.Errorf("%s: %q, want %q", k, got[k], vs)
+		}
+	}
+	got.Add("X-Many", "3")
+	if in2 := in["X-Many"]; len(in2) != 2 || in2[:3][2] == "3" {
+		t.Errorf("adding to the outbound headers wrote into the client's: %q", in2[:3])
+	}
+	dropped := in.Clone()
+	dropHopHeaders(dropped)
+	if len(dropped) != len(want) {
+		t.Errorf("dropHopHeaders left %v, want %v", dropped, want)
+	}
+}
