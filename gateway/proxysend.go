@@ -89,6 +89,10 @@ func dropHopHeaders(h http.Header) {
 // jar, no timeout, redirects returned, not followed) did: its errors are
 // that client's *url.Error.
 func roundTrip(rt http.RoundTripper, req *http.Request) (*http.Response, error) {
+	if u := req.URL.User; u != nil && req.Header.Get("Authorization") == "" {
+		password, _ := u.Password()
+		req.SetBasicAuth(u.Username(), password) // the upstream URL's credentials, as the client sent them
+	}
 	resp, err := rt.RoundTrip(req)
 	if err == nil && resp == nil {
 		err = fmt.Errorf("http: RoundTripper implementation (%T) returned a nil *Response with a nil error", rt)
@@ -106,7 +110,30 @@ func roundTrip(rt http.RoundTripper, req *http.Request) (*http.Response, error) 
 		}
 		resp.Body = http.NoBody
 	}
+	if loc := resp.Header.Get("Location"); loc != "" && redirects(req, resp.StatusCode) {
+		// The client read the Location of a redirect it would follow
+		// before it was told not to, and refused one it could not read.
+		if _, perr := req.URL.Parse(loc); perr != nil {
+			resp.Body.Close()
+			return nil, &url.Error{Op: urlErrorOp(req.Method), URL: stripPassword(req.URL),
+				Err: fmt.Errorf("failed to parse Location header %q: %v", loc, perr)}
+		}
+	}
 	return resp, nil
+}
+
+// redirects reports whether an http.Client would follow a status answered
+// to req: 301, 302 and 303 always, 307 and 308 unless req has a body it
+// cannot send again.
+func redirects(req *http.Request, status int) bool {
+	switch status {
+	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther:
+		return true
+	case http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+		hasBody := req.Body != nil && req.Body != http.NoBody
+		return req.GetBody != nil || !hasBody
+	}
+	return false
 }
 
 // urlErrorOp is the Op of a *url.Error for method, as http.Client names it

@@ -2,9 +2,9 @@ package gateway
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strings"
 	"testing"
 )
@@ -15,11 +15,16 @@ type answerTransport struct {
 	resp *http.Response
 	body string
 	err  error
+	// auth, if set, gets the Authorization header of each request.
+	auth *[]string
 }
 
 func (t answerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if r.Body != nil {
 		r.Body.Close()
+	}
+	if t.auth != nil {
+		*t.auth = append(*t.auth, r.Header.Get("Authorization"))
 	}
 	if t.resp == nil {
 		return nil, t.err
@@ -36,46 +41,69 @@ func (t answerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // returned) answered, for every transport: the same *url.Error (its Op,
 // its URL with the password hidden, the transport's error within), the
 // same refusal of a nil answer or of a nil body with a length, an empty
-// body for a nil one without, and a redirect returned as it is.
+// body for a nil one without, a redirect returned as it is unless the
+// client would have followed it and could not read its Location, and the
+// upstream URL's credentials sent as Basic authorization when the request
+// has none.
 func TestTheProxySendsAsItsHTTPClientDid(t *testing.T) {
 	client := func(rt http.RoundTripper) *http.Client {
 		return &http.Client{Transport: rt,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	}
 	boom := errors.New("boom")
-	for _, tc := range []struct {
-		name string
-		rt   answerTransport
-	}{
-		{"error", answerTransport{err: boom}},
-		{"nil answer", answerTransport{}},
-		{"nil body with a length", answerTransport{resp: &http.Response{StatusCode: 201, ContentLength: 3, Header: http.Header{}}}},
-		{"nil body", answerTransport{resp: &http.Response{StatusCode: 204, Header: http.Header{}}}},
-		{"redirect", answerTransport{resp: &http.Response{StatusCode: 307, Header: http.Header{"Location": {"/x"}}},
-			body: "moved"}},
-	} {
+	answers := map[string]answerTransport{
+		"error":                  {err: boom},
+		"nil answer":             {},
+		"nil body with a length": {resp: &http.Response{StatusCode: 201, ContentLength: 3, Header: http.Header{}}},
+		"nil body":               {resp: &http.Response{StatusCode: 204, Header: http.Header{}}},
+	}
+	for _, status := range []int{200, 300, 301, 302, 303, 304, 307, 308} {
+		for _, loc := range []string{"/x", "http://[::1", ""} {
+			answers[fmt.Sprintf("%d to %q", status, loc)] = answerTransport{
+				resp: &http.Response{StatusCode: status, Header: http.Header{"Location": {loc}}}, body: "moved"}
+		}
+	}
+	for name, rt := range answers {
 		for _, method := range []string{"POST", "GET", "HEAD", "patch"} {
-			u, _ := url.Parse("http://user:secret@up.example/v1/things?q=1")
-			req := func() *http.Request {
-				r, _ := http.NewRequest(method, u.String(), io.NopCloser(strings.NewReader("{}")))
-				return r
-			}
-			want, wantErr := client(tc.rt).Do(req())
-			got, gotErr := roundTrip(tc.rt, req())
-			if (wantErr == nil) != (gotErr == nil) || (wantErr != nil && wantErr.Error() != gotErr.Error()) {
-				t.Errorf("%s, %s: error %v, the client's %v", tc.name, method, gotErr, wantErr)
-				continue
-			}
-			if wantErr != nil {
-				if errors.Is(wantErr, boom) != errors.Is(gotErr, boom) {
-					t.Errorf("%s, %s: the transport's error is not within %v", tc.name, method, gotErr)
+			for _, target := range []string{"http://user:secret@up.example/v1/things?q=1", "http://up.example/v1"} {
+				for _, body := range []bool{true, false} {
+					for _, auth := range []string{"", "Bearer t"} {
+						req := func() *http.Request {
+							var b io.Reader
+							if body {
+								b = io.NopCloser(strings.NewReader("{}"))
+							}
+							r, _ := http.NewRequest(method, target, b)
+							if auth != "" {
+								r.Header.Set("Authorization", auth)
+							}
+							return r
+						}
+						var sent []string
+						rt.auth = &sent
+						want, wantErr := client(rt).Do(req())
+						got, gotErr := roundTrip(rt, req())
+						what := fmt.Sprintf("%s, %s %s (body %v, auth %q)", name, method, target, body, auth)
+						if len(sent) == 2 && sent[0] != sent[1] {
+							t.Errorf("%s: sent Authorization %q, the client %q", what, sent[1], sent[0])
+						}
+						if (wantErr == nil) != (gotErr == nil) || (wantErr != nil && wantErr.Error() != gotErr.Error()) {
+							t.Errorf("%s: error %v, the client's %v", what, gotErr, wantErr)
+							continue
+						}
+						if wantErr != nil {
+							if errors.Is(wantErr, boom) != errors.Is(gotErr, boom) {
+								t.Errorf("%s: the transport's error is not within %v", what, gotErr)
+							}
+							continue
+						}
+						wb, _ := io.ReadAll(want.Body)
+						gb, _ := io.ReadAll(got.Body)
+						if got.StatusCode != want.StatusCode || string(gb) != string(wb) {
+							t.Errorf("%s: %d %q, the client's %d %q", what, got.StatusCode, gb, want.StatusCode, wb)
+						}
+					}
 				}
-				continue
-			}
-			wb, _ := io.ReadAll(want.Body)
-			gb, _ := io.ReadAll(got.Body)
-			if got.StatusCode != want.StatusCode || string(gb) != string(wb) {
-				t.Errorf("%s, %s: %d %q, the client's %d %q", tc.name, method, got.StatusCode, gb, want.StatusCode, wb)
 			}
 		}
 	}
