@@ -55,6 +55,7 @@ type measurement struct {
 	rec []metric.RecordOption
 }
 
+// newMeasurement makes o's lists.
 func newMeasurement(o metric.MeasurementOption) measurement {
 	return measurement{add: []metric.AddOption{o}, rec: []metric.RecordOption{o}}
 }
