@@ -226,3 +226,22 @@ func TestARepeatedTokenSkipsTheJWTCheck(t *testing.T) {
 		t.Fatalf("allocations per verification: %v uncached, %v cached; want the cached one at most 2", full, cached)
 	}
 }
+
+// TestACachedTokenIsLookedUpWithoutACopy: the cached path hashes the
+// token where it lies: no allocation at all per verification (a copy of
+// the token was its largest).
+func TestACachedTokenIsLookedUpWithoutACopy(t *testing.T) {
+	k := newTestKeys(t)
+	v, _ := cachingVerifier(t, k, nil)
+	tok := sign(t, jwt.SigningMethodHS256, k.secret, "", nil)
+	if _, err := v.VerifyToken(tok); err != nil {
+		t.Fatal(err)
+	}
+	if allocs := testing.AllocsPerRun(50, func() {
+		if _, err := v.VerifyToken(tok); err != nil {
+			t.Fatal(err)
+		}
+	}); allocs != 0 {
+		t.Fatalf("%v allocations per cached verification, want 0", allocs)
+	}
+}

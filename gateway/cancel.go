@@ -55,12 +55,13 @@ func (p *Proxy) Cancel(ctx context.Context, in Invocation) (CancelVerdict, idemp
 	u := *p.upstream
 	u.Path = strings.TrimSuffix(u.Path, "/") +
 		strings.ReplaceAll(in.Endpoint.CancelPath, config.OperationIDParam, in.OperationID.String())
+	ctx, sent := traceSend(ctx, nil)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), http.NoBody)
 	if err != nil {
 		return CancelUndetermined, idempotency.Stage{}, err
 	}
 	setIdentity(req.Header, in)
-	a := p.do(req, nil)
+	a := p.do(req, sent)
 	if a.Err != nil {
 		return CancelUndetermined, idempotency.Stage{}, redact(a.Err)
 	}

@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"errors"
-	"io"
 	"net/http"
 	"time"
 
@@ -197,7 +196,6 @@ func (g *Gateway) regionUnavailable(c *call, err error) {
 // an unknown outcome was resolved).
 func (g *Gateway) decide(ctx context.Context, c *call, req store.ClaimRequest, claim store.Claim) (again bool) {
 	rec := claim.Record
-	opID := rec.OperationID.String()
 	advertiseClaim(c.w, claim)
 	if c.policy.Async && claim.Outcome == store.Unresolved && g.resolve(ctx, c, req.Token, rec) {
 		return true
@@ -261,14 +259,14 @@ func (g *Gateway) decide(ctx context.Context, c *call, req store.ClaimRequest, c
 		}
 		g.refuseWait(c, "in_progress", problem{Type: "in-progress", Title: "operation in progress",
 			Detail: "another request with this key is being processed", Status: http.StatusConflict,
-			OperationID: opID, OperationState: string(rec.State)}, g.durations[c.ep.Name].retryAfter(leaseLeft))
+			OperationID: rec.OperationID.String(), OperationState: string(rec.State)}, g.durations[c.ep.Name].retryAfter(leaseLeft))
 	case store.Unresolved:
 		if g.resolve(ctx, c, req.Token, rec) {
 			return true
 		}
 		g.refuseWait(c, "outcome_unknown", problem{Type: "outcome-unknown", Title: "operation outcome unknown",
 			Detail: "the upstream may have run it; it is being reconciled", Status: http.StatusConflict,
-			OperationID: opID, OperationState: string(idempotency.OutcomeUnknown)}, time.Second)
+			OperationID: rec.OperationID.String(), OperationState: string(idempotency.OutcomeUnknown)}, time.Second)
 	case store.FirstRun, store.TakenOver:
 		result := "first_run"
 		if claim.Outcome == store.TakenOver {
@@ -351,12 +349,13 @@ func (g *Gateway) refuseWait(c *call, result string, p problem, retryAfter time.
 	writeProblem(c.w, p, retryAfter)
 }
 
-// readBody reads at most limit bytes; more is an error.
+// readBody reads at most limit bytes; more is an error. A body of declared
+// length is read into one buffer of that length.
 func readBody(r *http.Request, limit int64) ([]byte, error) {
 	if r.ContentLength > limit {
 		return nil, errors.New("body too large")
 	}
-	b, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	b, err := readAtMost(r.Body, r.ContentLength, limit+1)
 	if err != nil {
 		return nil, err
 	}

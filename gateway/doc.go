@@ -20,7 +20,9 @@
 //     internal/retry);
 //   - run: run.go (perform: the lease, the send, the record), execute.go
 //     (the upstream call), record.go (the answer classified and recorded);
-//   - proxy: execute.go's Proxy, the Executor in gateway mode.
+//   - proxy: execute.go's Proxy, the Executor in gateway mode, and
+//     proxysend.go (its request sent once through the transport, the
+//     answer read whole).
 //
 // The cancel path (cancel.go, cancelround.go) runs on the same round driver.
 //

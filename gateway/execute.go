@@ -7,11 +7,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptrace"
 	"net/http/httputil"
 	"net/url"
 	"strings"
-	"sync/atomic"
 
 	"github.com/google/uuid"
 
@@ -42,6 +40,17 @@ type Invocation struct {
 	// ResumeFrom, if set, is sent as HeaderResumeFrom: the recovery point
 	// this attempt resumes from (on_retry: complete).
 	ResumeFrom string
+	// opID, if set, is OperationID as text, made once for the request's
+	// headers and its answer.
+	opID string
+}
+
+// operationID is OperationID as text.
+func (in Invocation) operationID() string {
+	if in.opID != "" {
+		return in.opID
+	}
+	return in.OperationID.String()
 }
 
 // Answer is what an execution produced.
@@ -83,9 +92,9 @@ type Executor interface {
 
 // Proxy executes intents against an upstream HTTP API.
 type Proxy struct {
-	upstream *url.URL
-	client   *http.Client
-	rp       *httputil.ReverseProxy
+	upstream  *url.URL
+	transport http.RoundTripper
+	rp        *httputil.ReverseProxy
 }
 
 var _ Executor = (*Proxy)(nil)
@@ -107,34 +116,31 @@ func NewProxy(upstream *url.URL, transport http.RoundTripper) *Proxy {
 		},
 		Transport: transport,
 	}
-	client := &http.Client{Transport: transport,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	return &Proxy{upstream: upstream, client: client, rp: rp}
+	return &Proxy{upstream: upstream, transport: transport, rp: rp}
 }
-
-// hopHeaders are connection-level headers a proxy must not forward.
-var hopHeaders = []string{"Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization",
-	"Proxy-Connection", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
 
 // Execute sends the request upstream with the operation id and actor,
 // within the endpoint's upstream timeout. The call is detached from the
 // client's connection: a client that hangs up does not cut the upstream
 // call short (that would make the outcome unknown for nothing).
 func (p *Proxy) Execute(ctx context.Context, in Invocation) Answer {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), in.Endpoint.UpstreamTimeout)
+	ctx, cancel := context.WithTimeout(detach(ctx), in.Endpoint.UpstreamTimeout)
 	defer cancel()
-	// The URL is built, not printed and parsed again: the joined path is
-	// escaped anew on the wire (no RawPath), and the host loses an empty
-	// port, as http.NewRequest would.
-	u := *p.upstream
-	u.Path, u.RawPath = strings.TrimSuffix(u.Path, "/")+in.Request.URL.Path, ""
-	u.RawQuery = in.Request.URL.RawQuery
-	u.Host = strings.TrimSuffix(u.Host, ":")
+	ctx, sent := traceSend(ctx, in.Stage)
 	req, err := http.NewRequestWithContext(ctx, in.Request.Method, "", nil)
 	if err != nil {
 		return Answer{Err: err}
 	}
-	req.URL, req.Host = &u, u.Host
+	// The URL is built, not printed and parsed again (in the one the
+	// request parsed from ""): the joined path is escaped anew on the wire
+	// (no RawPath), and the host loses an empty port, as http.NewRequest
+	// would.
+	u := req.URL
+	*u = *p.upstream
+	u.Path, u.RawPath = strings.TrimSuffix(u.Path, "/")+in.Request.URL.Path, ""
+	u.RawQuery = in.Request.URL.RawQuery
+	u.Host = strings.TrimSuffix(u.Host, ":")
+	req.Host = u.Host
 	// A body without GetBody, never http.NoBody: http.Transport treats a
 	// request carrying Idempotency-Key as safe to send again on a new
 	// connection when a reused one dies before the answer (after the
@@ -143,12 +149,9 @@ func (p *Proxy) Execute(ctx context.Context, in Invocation) Answer {
 	req.Body = io.NopCloser(bytes.NewReader(in.Body))
 	req.ContentLength = int64(len(in.Body))
 	req.GetBody = nil
-	req.Header = in.Request.Header.Clone()
-	for _, h := range hopHeaders {
-		req.Header.Del(h)
-	}
+	req.Header = outboundHeader(in.Request.Header, 3)
 	setIdentity(req.Header, in)
-	return p.do(req, in.Stage)
+	return p.do(req, sent)
 }
 
 // Resolve asks the upstream's resolve path about the operation.
@@ -160,35 +163,31 @@ func (p *Proxy) Resolve(ctx context.Context, in Invocation) (Verdict, Answer) {
 	defer cancel()
 	u := *p.upstream
 	u.Path = strings.TrimSuffix(u.Path, "/") + resolvePath(in)
+	ctx, sent := traceSend(ctx, nil)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return Undetermined, Answer{Err: err}
 	}
 	setIdentity(req.Header, in)
-	return verdict(p.do(req, nil))
+	return verdict(p.do(req, sent))
 }
 
 // Pass proxies an uncoordinated request.
 func (p *Proxy) Pass(w http.ResponseWriter, r *http.Request) { p.rp.ServeHTTP(w, r) }
 
-// do sends req once. Whether a failed request was sent is decided from
-// what the transport wrote, not from the error: once the request's head
-// is written (httptrace WroteHeaders) the upstream may act on it, and the
-// outcome is unknown. Before that no complete request can have reached
-// it (a server cannot act on a head it has not received whole).
-//
-// onStage, if set, sees the stages the upstream reports in informational
-// answers before the final one (see stagesOf).
-func (p *Proxy) do(req *http.Request, onStage func(idempotency.Stage)) Answer {
-	var wrote atomic.Bool
-	trace := &httptrace.ClientTrace{WroteHeaders: func() { wrote.Store(true) }, Got1xxResponse: stagesOf(onStage)}
-	req = req.WithContext(httptrace.WithClientTrace(req.Context(), trace))
-	resp, err := p.client.Do(req)
+// do sends req once, made with traceSend's context and sent. Whether a
+// failed request was sent is decided from what the transport wrote, not
+// from the error: once the request's head is written (httptrace
+// WroteHeaders) the upstream may act on it, and the outcome is unknown.
+// Before that no complete request can have reached it (a server cannot act
+// on a head it has not received whole).
+func (p *Proxy) do(req *http.Request, sent *sendTrace) Answer {
+	resp, err := roundTrip(p.transport, req)
 	if err != nil {
-		return Answer{Err: err, Sent: wrote.Load()}
+		return Answer{Err: err, Sent: sent.wrote.Load()}
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxUpstreamBody+1))
+	body, err := readAtMost(resp.Body, resp.ContentLength, maxUpstreamBody+1)
 	if err != nil {
 		return Answer{Err: err, Sent: true}
 	}
@@ -197,14 +196,12 @@ func (p *Proxy) do(req *http.Request, onStage func(idempotency.Stage)) Answer {
 		// upstream acted, so the outcome is for the resolve path to tell.
 		return Answer{Err: fmt.Errorf("gateway: upstream answer over %d bytes", maxUpstreamBody), Sent: true}
 	}
-	for _, h := range hopHeaders {
-		resp.Header.Del(h)
-	}
+	dropHopHeaders(resp.Header)
 	return Answer{Status: resp.StatusCode, Header: resp.Header, Body: body}
 }
 
 func setIdentity(h http.Header, in Invocation) {
-	h.Set(HeaderOperationID, in.OperationID.String())
+	h.Set(HeaderOperationID, in.operationID())
 	h.Set(HeaderActor, in.Actor)
 	if in.ResumeFrom != "" {
 		h.Set(HeaderResumeFrom, in.ResumeFrom)

@@ -31,15 +31,22 @@ func newFenceCache(s store.Store, shards int, region string) *fenceCache {
 	return &fenceCache{store: s, shards: shards, region: region, epochs: map[int]int64{}}
 }
 
-// token returns the fencing token for an actor, or errNotOwner.
-func (f *fenceCache) token(ctx context.Context, actor string) (fencing.Token, error) {
+// cached returns the fencing token for an actor if the cache holds its
+// shard's epoch (no I/O).
+func (f *fenceCache) cached(actor string) (fencing.Token, bool) {
 	shard := shard.Of(actor, f.shards)
 	f.mu.Lock()
 	epoch, ok := f.epochs[shard]
 	f.mu.Unlock()
-	if ok {
-		return fencing.Token{Shard: shard, Epoch: epoch, Region: f.region}, nil
+	return fencing.Token{Shard: shard, Epoch: epoch, Region: f.region}, ok
+}
+
+// token returns the fencing token for an actor, or errNotOwner.
+func (f *fenceCache) token(ctx context.Context, actor string) (fencing.Token, error) {
+	if tok, ok := f.cached(actor); ok {
+		return tok, nil
 	}
+	shard := shard.Of(actor, f.shards)
 	epoch, owner, err := f.store.Fence(ctx, shard)
 	if err != nil {
 		return fencing.Token{}, err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"path"
 	"strings"
 	"sync"
 	"time"
@@ -122,6 +123,8 @@ type Gateway struct {
 	next  Executor
 	log   *slog.Logger
 	mux   *http.ServeMux
+	// root serves every request the mux routes to "/" (see rootOnly).
+	root  http.Handler
 	clock clock.Clock
 	// durations estimates each endpoint's execution time (Retry-After).
 	durations map[string]*durationEstimate
@@ -207,16 +210,47 @@ func New(cfg Config) (*Gateway, error) {
 			}
 		}
 	}
-	g.mux = http.NewServeMux()
-	g.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok\n")) })
-	g.mux.HandleFunc("GET /readyz", g.readyz)
-	g.mux.HandleFunc("GET /v1/operations/{id}", g.operation)
-	g.mux.HandleFunc("DELETE /v1/operations/{id}", g.cancelOperation)
-	if cfg.Metrics != nil {
-		g.mux.Handle("GET /metrics", cfg.Metrics)
-	}
-	g.mux.Handle("/", g.traceRequests(http.HandlerFunc(g.serve)))
+	g.root = g.traceRequests(http.HandlerFunc(g.serve))
+	g.mux = g.newMux(g.root)
 	return g, nil
+}
+
+// newMux routes the gateway's own paths, and every other to root.
+func (g *Gateway) newMux(root http.Handler) *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok\n")) })
+	mux.HandleFunc("GET /readyz", g.readyz)
+	mux.HandleFunc("GET /v1/operations/{id}", g.operation)
+	mux.HandleFunc("DELETE /v1/operations/{id}", g.cancelOperation)
+	if g.cfg.Metrics != nil {
+		mux.Handle("GET /metrics", g.cfg.Metrics)
+	}
+	mux.Handle("/", root)
+	return mux
+}
+
+// ownPaths are the paths, and prefixes, newMux routes elsewhere than to
+// root.
+var ownPaths = []string{"/healthz", "/readyz", "/metrics", "/v1/operations/"}
+
+// rootOnly reports whether the mux would serve r with its root handler
+// as it is (no redirect to a cleaned path, none of the gateway's own
+// paths): a clean path outside ownPaths, in a request that is neither
+// CONNECT nor "*". Such a request skips the mux's matching.
+func rootOnly(r *http.Request) bool {
+	if r.Method == http.MethodConnect || r.RequestURI == "*" {
+		return false
+	}
+	p := r.URL.EscapedPath()
+	if p == "" || p[0] != '/' || path.Clean(p) != p {
+		return false
+	}
+	for _, own := range ownPaths {
+		if strings.HasPrefix(p, own) {
+			return false
+		}
+	}
+	return true
 }
 
 // Start starts the gateway's background loops, the async recovery loop
@@ -251,7 +285,14 @@ func (g *Gateway) Done() <-chan struct{} { return g.lc.Done() }
 func (g *Gateway) Err() error { return g.lc.Err() }
 
 // ServeHTTP implements http.Handler.
-func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) { g.mux.ServeHTTP(w, r) }
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if rootOnly(r) {
+		r.Pattern = "/" // as the mux sets it
+		g.root.ServeHTTP(w, r)
+		return
+	}
+	g.mux.ServeHTTP(w, r)
+}
 
 // Close stops accepting async work, stops the async recovery loop and the
 // move sweep, and waits for background executions to finish and record
@@ -351,11 +392,33 @@ const reservedPrefix = "x-idempotency-"
 // would reach them as the gateway's own identity header.
 func stripReserved(h http.Header) {
 	for name := range h {
-		if len(name) >= len(reservedPrefix) &&
-			strings.ReplaceAll(strings.ToLower(name[:len(reservedPrefix)]), "_", "-") == reservedPrefix {
+		if reserved(name) {
 			delete(h, name)
 		}
 	}
+}
+
+// reserved reports whether name starts with reservedPrefix, in any case
+// and with '_' for '-', compared byte by byte without a lowered copy. (A
+// non-ASCII byte never matches: no character lowers to the prefix's ASCII
+// in as many bytes.)
+func reserved(name string) bool {
+	if len(name) < len(reservedPrefix) {
+		return false
+	}
+	for i := range len(reservedPrefix) {
+		c := name[i]
+		switch {
+		case 'A' <= c && c <= 'Z':
+			c += 'a' - 'A'
+		case c == '_':
+			c = '-'
+		}
+		if c != reservedPrefix[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // isInternal reports whether path is under a resolve path.

@@ -42,33 +42,46 @@ type metrics struct {
 	latency  metric.Float64Histogram
 	// sets are the attribute sets of the labels known when the gateway
 	// starts (each endpoint with each request result, cancel outcome and
-	// upstream state), built once: a request's metrics cost no attribute
-	// set of their own. Read-only after newMetrics.
-	sets map[labels]metric.MeasurementOption
+	// upstream state), built once, with the option lists the instruments
+	// take: a request's metrics cost no attribute set, and no allocation,
+	// of their own. Read-only after newMetrics.
+	sets map[labels]measurement
+}
+
+// measurement is one label set's option, as the lists an instrument's Add
+// and Record take.
+type measurement struct {
+	add []metric.AddOption
+	rec []metric.RecordOption
+}
+
+// newMeasurement makes o's lists.
+func newMeasurement(o metric.MeasurementOption) measurement {
+	return measurement{add: []metric.AddOption{o}, rec: []metric.RecordOption{o}}
 }
 
 // labels are one measurement's attributes: the endpoint and the value of
 // the instrument's other label (result, outcome or state).
 type labels struct{ endpoint, key, value string }
 
-// attrs returns the measurement option of the labels, built once for the
-// known ones.
-func (m *metrics) attrs(endpoint, key, value string) metric.MeasurementOption {
+// attrs returns the measurement of the labels, built once for the known
+// ones.
+func (m *metrics) attrs(endpoint, key, value string) measurement {
 	if o, ok := m.sets[labels{endpoint, key, value}]; ok {
 		return o
 	}
-	return metric.WithAttributes(attribute.String("endpoint", endpoint), attribute.String(key, value))
+	return newMeasurement(metric.WithAttributes(attribute.String("endpoint", endpoint), attribute.String(key, value)))
 }
 
-// known builds the measurement option of the labels once, for attrs.
-func (m *metrics) known(endpoint, key, value string) metric.MeasurementOption {
-	o := metric.WithAttributeSet(attribute.NewSet(attribute.String("endpoint", endpoint), attribute.String(key, value)))
+// known builds the measurement of the labels once, for attrs.
+func (m *metrics) known(endpoint, key, value string) []metric.AddOption {
+	o := newMeasurement(metric.WithAttributeSet(attribute.NewSet(attribute.String("endpoint", endpoint), attribute.String(key, value))))
 	m.sets[labels{endpoint, key, value}] = o
-	return o
+	return o.add
 }
 
 func newMetrics(m metric.Meter, endpoints []string) (*metrics, error) {
-	mt := metrics{sets: map[labels]metric.MeasurementOption{}}
+	mt := metrics{sets: map[labels]measurement{}}
 	var err error
 	if mt.requests, err = m.Int64Counter("idemcoord.http.requests",
 		metric.WithDescription("Requests by endpoint and result: the claim decision (first_run, replay, fingerprint_conflict, in_progress, takeover, outcome_unknown), or passthrough (endpoint (unmatched) when no endpoint matched), async_accepted, forwarded, redirected, or the refusal (store_unavailable, unauthorized, ...).")); err != nil {
@@ -90,16 +103,16 @@ func newMetrics(m metric.Meter, endpoints []string) (*metrics, error) {
 	ctx := context.Background()
 	for _, ep := range endpoints {
 		for _, r := range requestResults {
-			mt.requests.Add(ctx, 0, mt.known(ep, "result", r))
+			mt.requests.Add(ctx, 0, mt.known(ep, "result", r)...)
 		}
 		for _, o := range cancelOutcomes {
-			mt.cancels.Add(ctx, 0, mt.known(ep, "outcome", o))
+			mt.cancels.Add(ctx, 0, mt.known(ep, "outcome", o)...)
 		}
 		for _, s := range upstreamStates {
-			mt.upstream.Add(ctx, 0, mt.known(ep, "state", string(s)))
+			mt.upstream.Add(ctx, 0, mt.known(ep, "state", string(s))...)
 		}
 	}
-	mt.requests.Add(ctx, 0, mt.known(unmatchedEndpoint, "result", "passthrough"))
+	mt.requests.Add(ctx, 0, mt.known(unmatchedEndpoint, "result", "passthrough")...)
 	return &mt, nil
 }
 
@@ -113,8 +126,8 @@ func (m *metrics) request(ctx context.Context, endpoint, result string, start ti
 		span.SetAttributes(attribute.String(AttrEndpoint, endpoint), attribute.String(AttrResult, result))
 	}
 	attrs := m.attrs(endpoint, "result", result)
-	m.requests.Add(ctx, 1, attrs)
-	m.latency.Record(ctx, time.Since(start).Seconds(), attrs)
+	m.requests.Add(ctx, 1, attrs.add...)
+	m.latency.Record(ctx, time.Since(start).Seconds(), attrs.rec...)
 }
 
 // cancelOutcomes are the outcomes idemcoord_cancels_total is exported
@@ -123,9 +136,9 @@ var cancelOutcomes = []string{"cancelled", "already_cancelled", "irreversible", 
 
 // cancel counts one cancel decision.
 func (m *metrics) cancel(ctx context.Context, endpoint, outcome string) {
-	m.cancels.Add(ctx, 1, m.attrs(endpoint, "outcome", outcome))
+	m.cancels.Add(ctx, 1, m.attrs(endpoint, "outcome", outcome).add...)
 }
 
 func (m *metrics) upstreamResult(ctx context.Context, endpoint, state string) {
-	m.upstream.Add(ctx, 1, m.attrs(endpoint, "state", state))
+	m.upstream.Add(ctx, 1, m.attrs(endpoint, "state", state).add...)
 }

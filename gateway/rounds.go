@@ -68,9 +68,7 @@ func (g *Gateway) rounds(ctx context.Context, c *call, share *retry.Share, maxRo
 	var staleErr error
 	for n := 0; n < maxRounds && (n == 0 || !share.Spent()); n++ {
 		r := round{share: share}
-		sctx, done := r.store(ctx)
-		tok, err := g.claimToken(sctx, c, staleErr)
-		done()
+		tok, err := g.claimToken(ctx, r, c, staleErr)
 		if err != nil {
 			return err
 		}

@@ -88,15 +88,25 @@ func newRouting(cfg *Config, m *metrics) (*routing, error) {
 // claimToken returns the fencing token under which this region claims the
 // call's key, or errRouted once routing has answered the request. stale is
 // the store's refusal of the previous round's token, nil on the first.
-// Single-region mode keeps the fence cache read from the store.
-func (g *Gateway) claimToken(ctx context.Context, c *call, stale error) (fencing.Token, error) {
+// Single-region mode keeps the fence cache read from the store. What
+// reads the store, or waits, does so within the round's store budget (r);
+// a token the fence cache holds costs no store call, so no call's context
+// either.
+func (g *Gateway) claimToken(ctx context.Context, r round, c *call, stale error) (fencing.Token, error) {
 	// Whatever follows is this region's answer, unless a forward relays
 	// the owner's (which names its own region).
 	c.w.Header().Set(HeaderRegion, g.cfg.Region)
 	if g.routes == nil {
-		return g.fences.token(ctx, c.actor)
+		if tok, ok := g.fences.cached(c.actor); ok {
+			return tok, nil
+		}
 	}
-	return g.routes.token(ctx, c, stale)
+	sctx, done := r.store(ctx)
+	defer done()
+	if g.routes == nil {
+		return g.fences.token(sctx, c.actor)
+	}
+	return g.routes.token(sctx, c, stale)
 }
 
 // token decides where the call is served. The directory cache decides the

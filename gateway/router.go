@@ -77,28 +77,31 @@ func (n *node) child(s config.Segment) *node {
 // so it must be coordinated as the endpoint too, not slip through as an
 // unmatched path.
 func (r *Router) Match(method, urlPath string) (*config.Endpoint, bool) {
-	p := path.Clean("/" + urlPath)
-	var segs []string
-	if p != "/" {
-		segs = strings.Split(p[1:], "/")
+	p := urlPath
+	if !strings.HasPrefix(p, "/") {
+		p = "/" + p
 	}
-	e := r.root.match(method, segs)
+	p = path.Clean(p) // p itself, not a copy, when it is clean already
+	e := r.root.match(method, p[1:], p == "/")
 	return e, e != nil
 }
 
-// match walks the tree, trying the literal child before the parameter
-// child and backtracking when the literal branch has no endpoint.
-func (n *node) match(method string, segs []string) *config.Endpoint {
-	if len(segs) == 0 {
+// match walks the tree over rest, the path's segments left to walk
+// ("a/b/c"; end is set when none is left), trying the literal child before
+// the parameter child and backtracking when the literal branch has no
+// endpoint.
+func (n *node) match(method, rest string, end bool) *config.Endpoint {
+	if end {
 		return n.eps[method]
 	}
-	if c := n.lits[segs[0]]; c != nil {
-		if e := c.match(method, segs[1:]); e != nil {
+	seg, tail, more := strings.Cut(rest, "/")
+	if c := n.lits[seg]; c != nil {
+		if e := c.match(method, tail, !more); e != nil {
 			return e
 		}
 	}
-	if n.param != nil && segs[0] != "" {
-		return n.param.match(method, segs[1:])
+	if n.param != nil && seg != "" {
+		return n.param.match(method, tail, !more)
 	}
 	return nil
 }

@@ -23,7 +23,8 @@ const stageSending = "sending"
 // operation was taken over meanwhile, and its record now holds the answer
 // that counts (or says it is still in progress).
 func (g *Gateway) run(ctx context.Context, c *call, claim store.Claim, result string) (again bool) {
-	in := Invocation{Request: c.r, Body: c.body, OperationID: claim.Lease.OperationID, Actor: c.actor, Endpoint: c.ep}
+	in := Invocation{Request: c.r, Body: c.body, OperationID: claim.Lease.OperationID, Actor: c.actor, Endpoint: c.ep,
+		opID: claim.Lease.OperationID.String()}
 	a, res, replayed, err := g.perform(ctx, c, claim, in)
 	if err != nil {
 		if errors.Is(err, store.ErrLostOwnership) {
@@ -60,23 +61,23 @@ func (g *Gateway) run(ctx context.Context, c *call, claim store.Claim, result st
 		g.log.WarnContext(ctx, "upstream answered an invalid status", "operation_id", in.OperationID, "key", c.key, "err", a.Err)
 		writeProblem(c.w, problem{Type: "upstream-invalid-answer", Title: "upstream answered an invalid status",
 			Detail: "the upstream ran but its answer is not valid HTTP; retry with the same key",
-			Status: http.StatusBadGateway, OperationID: in.OperationID.String(), OperationState: string(res.State)}, time.Second)
+			Status: http.StatusBadGateway, OperationID: in.opID, OperationState: string(res.State)}, time.Second)
 		return false
 	}
 	if res.State == idempotency.OutcomeUnknown {
 		g.log.WarnContext(ctx, "upstream outcome unknown", "operation_id", in.OperationID, "key", c.key, "err", redact(a.Err))
 		writeProblem(c.w, problem{Type: "outcome-unknown", Title: "upstream outcome unknown",
 			Detail: "the upstream did not answer in time; retry with the same key", Status: http.StatusGatewayTimeout,
-			OperationID: in.OperationID.String(), OperationState: string(res.State)}, time.Second)
+			OperationID: in.opID, OperationState: string(res.State)}, time.Second)
 		return false
 	}
 	if a.Err != nil {
 		writeProblem(c.w, problem{Type: "upstream-unavailable", Title: "upstream unreachable",
-			Status: http.StatusBadGateway, OperationID: in.OperationID.String(),
+			Status: http.StatusBadGateway, OperationID: in.opID,
 			OperationState: string(res.State)}, time.Second)
 		return false
 	}
-	writeAnswer(c.w, a, in.OperationID.String(), replayed)
+	writeAnswer(c.w, a, in.opID, replayed)
 	return false
 }
 
@@ -97,7 +98,7 @@ func (g *Gateway) ranWhileMoved(c *call, in Invocation) {
 	g.refuseWait(c, "ownership_moved", problem{Type: "ownership-moving", Title: "the actor's ownership moved during the run",
 		Detail: "the operation ran while the actor's shard moved to another region, which records its outcome; " +
 			"retry with the same key to get the answer, never with a new key",
-		Status: http.StatusServiceUnavailable, OperationID: in.OperationID.String(),
+		Status: http.StatusServiceUnavailable, OperationID: in.opID,
 		OperationState: string(idempotency.InProgress)}, ownershipRetryAfter)
 }
 
@@ -113,7 +114,7 @@ func (g *Gateway) ranUnrecorded(c *call, in Invocation, err error) {
 	g.refuseWait(c, "result_unrecorded", problem{Type: "store-unavailable", Title: "the operation ran but its result is not recorded yet",
 		Detail: "the operation ran and its outcome is being recorded; retry with the same key to get the answer, " +
 			"never with a new key",
-		Status: http.StatusServiceUnavailable, OperationID: in.OperationID.String(),
+		Status: http.StatusServiceUnavailable, OperationID: in.opID,
 		OperationState: string(idempotency.InProgress)}, storeRetryAfter)
 }
 

@@ -36,12 +36,23 @@ var propagator = propagation.NewCompositeTextMapPropagator(propagation.TraceCont
 
 // traceRequests wraps the request handler in a server span that continues
 // the client's trace (W3C traceparent) and records the answer's status.
+// Under the no-op provider (idemd with tracing off) there is no span to
+// make: next is served as it is, as decorate leaves the store and the
+// executor.
 func (g *Gateway) traceRequests(next http.Handler) http.Handler {
+	if _, off := g.cfg.TracerProvider.(noop.TracerProvider); off {
+		return next
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx := propagator.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
-		ctx, span := g.tracer.Start(ctx, SpanRequest, trace.WithSpanKind(trace.SpanKindServer),
-			trace.WithAttributes(attribute.String("http.request.method", r.Method)))
+		ctx := propagator.Extract(r.Context(), headerCarrier(r.Header))
+		ctx, span := g.tracer.Start(ctx, SpanRequest, serverSpan, methodAttribute(r.Method))
 		defer span.End()
+		if !span.IsRecording() {
+			// Nothing to record the status on (a span never starts
+			// recording later); the span still goes down in the context.
+			next.ServeHTTP(w, r.WithContext(ctx))
+			return
+		}
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 		next.ServeHTTP(sw, r.WithContext(ctx))
 		span.SetAttributes(attribute.Int("http.response.status_code", sw.status))
@@ -50,6 +61,73 @@ func (g *Gateway) traceRequests(next http.Handler) http.Handler {
 		}
 	})
 }
+
+// serverSpan is the request span's kind, made once.
+var serverSpan = trace.WithSpanKind(trace.SpanKindServer)
+
+// methodAttributes are the request span's method attribute of the common
+// methods, made once.
+var methodAttributes = func() map[string]trace.SpanStartEventOption {
+	m := map[string]trace.SpanStartEventOption{}
+	for _, method := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut,
+		http.MethodPatch, http.MethodDelete, http.MethodOptions} {
+		m[method] = trace.WithAttributes(attribute.String("http.request.method", method))
+	}
+	return m
+}()
+
+// methodAttribute is the request span's method attribute.
+func methodAttribute(method string) trace.SpanStartEventOption {
+	if o, ok := methodAttributes[method]; ok {
+		return o
+	}
+	return trace.WithAttributes(attribute.String("http.request.method", method))
+}
+
+// headerCarrier is propagation.HeaderCarrier that finds the propagator's
+// own headers (traceparent, tracestate, baggage) under their canonical
+// names without canonicalising them anew on every request: the same
+// lookups, without an allocation each.
+type headerCarrier http.Header
+
+// canonicalTraceHeader is the canonical form of a header the propagator
+// reads or writes, "" for another.
+func canonicalTraceHeader(key string) string {
+	switch key {
+	case "traceparent":
+		return "Traceparent"
+	case "tracestate":
+		return "Tracestate"
+	case "baggage":
+		return "Baggage"
+	}
+	return ""
+}
+
+// Get returns the first value of key.
+func (c headerCarrier) Get(key string) string {
+	if k := canonicalTraceHeader(key); k != "" {
+		if vs := c[k]; len(vs) > 0 {
+			return vs[0]
+		}
+		return ""
+	}
+	return propagation.HeaderCarrier(c).Get(key)
+}
+
+// Values returns every value of key.
+func (c headerCarrier) Values(key string) []string {
+	if k := canonicalTraceHeader(key); k != "" {
+		return c[k]
+	}
+	return propagation.HeaderCarrier(c).Values(key)
+}
+
+// Set sets key's value.
+func (c headerCarrier) Set(key, value string) { propagation.HeaderCarrier(c).Set(key, value) }
+
+// Keys lists the header names.
+func (c headerCarrier) Keys() []string { return propagation.HeaderCarrier(c).Keys() }
 
 // Pass is the executor's Pass; the upstream continues the request span.
 func (e tracedExecutor) Pass(w http.ResponseWriter, r *http.Request) {
@@ -180,7 +258,7 @@ func (e tracedExecutor) Execute(ctx context.Context, in Invocation) Answer {
 	}
 	ctx, span := e.tracer.Start(ctx, SpanUpstream, trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithAttributes(attribute.String(AttrEndpoint, in.Endpoint.Name),
-			attribute.String(AttrOperationID, in.OperationID.String())))
+			attribute.String(AttrOperationID, in.operationID())))
 	defer span.End()
 	if span.SpanContext().IsValid() {
 		r := *in.Request

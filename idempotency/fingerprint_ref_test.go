@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"slices"
 	"strconv"
 	"strings"
@@ -53,6 +54,21 @@ func refComputeFingerprint(r Request, o FingerprintOptions) (Fingerprint, error)
 	f := Fingerprint{Version: FingerprintV1}
 	h.Sum(f.Sum[:0])
 	return f, nil
+}
+
+// writeFramed is the reference's framing: it writes the concatenation of
+// parts to h preceded by its length as 8 big-endian bytes.
+func writeFramed(h hash.Hash, parts ...[]byte) {
+	var n [8]byte
+	total := 0
+	for _, p := range parts {
+		total += len(p)
+	}
+	binary.BigEndian.PutUint64(n[:], uint64(total))
+	h.Write(n[:]) // a hash.Hash never returns a write error
+	for _, p := range parts {
+		h.Write(p)
+	}
 }
 
 // refCanonicalBody is the old canonicalBody.
