@@ -248,7 +248,7 @@ func (g *Gateway) decide(ctx context.Context, c *call, req store.ClaimRequest, c
 		g.refuse(c, "fingerprint_conflict", problem{Type: "fingerprint-mismatch",
 			Title:  "Idempotency-Key reused with a different request",
 			Detail: mismatchDetail(rec.FirstSent, req.FirstSent), Status: http.StatusUnprocessableEntity,
-			OperationID: opID, OperationState: string(rec.State), NewKeySafe: true})
+			OperationID: rec.OperationID.String(), OperationState: string(rec.State), NewKeySafe: true})
 	case store.InFlight:
 		done, again, answered, leaseLeft := g.awaitRun(c, claim)
 		if done != nil {
