@@ -37,8 +37,10 @@ const (
 	KeyStatusIgnored = "ignored"
 	// KeyStatusRejected: the request was refused before the key was used
 	// (400 invalid key, 401, 413, 415, 429, 503 with nothing executed):
-	// nothing ran and the key's record, if any, is unchanged. Retry with
-	// the same key once the problem is fixed.
+	// nothing ran and the key's record, if any, is unchanged, except that
+	// a 503 store-unavailable's claim the store could not confirm may
+	// exist until the store releases it. Retry with the same key once the
+	// problem is fixed.
 	KeyStatusRejected = "rejected"
 )
 

@@ -51,14 +51,14 @@ func (s *Store) begin(ctx context.Context, req store.ClaimRequest) (store.Claim,
 		state = idempotency.Pending
 	}
 	var c store.Claim
-	first := true
+	first, unsure := true, false
 	err := s.do(ctx, "claim", claimAgain, func(ctx context.Context) (err error) {
 		// While most requests on this endpoint are retries, a plain point
 		// read answers them in one cheap round trip; a miss falls through
 		// to the claim, which alone arbitrates.
 		readFirst := first && s.retries.readFirst(req.Scope.Endpoint)
 		first = false
-		c, err = s.claimOnce(ctx, req, owner, opID, state, readFirst)
+		c, err = s.claimOnce(ctx, req, owner, opID, state, readFirst, &unsure)
 		return err
 	})
 	if err != nil {
@@ -66,6 +66,12 @@ func (s *Store) begin(ctx context.Context, req store.ClaimRequest) (store.Claim,
 		var exhausted *store.RetriesExhaustedError
 		if errors.As(err, &exhausted) && errors.Is(exhausted.Err, errMovedOn) {
 			exhausted.Err = nil // no failure: the record kept changing under the claim
+		}
+		if unsure && !req.Pending {
+			// Our insert may have committed, unknown to everyone: release
+			// it once the store answers (release.go). (A PENDING claim is
+			// queued work, left to recovery.)
+			s.rememberRelease(ctx, req, owner, opID)
 		}
 	}
 	return c, err
@@ -84,9 +90,10 @@ func claimAgain(err error) bool {
 }
 
 // claimOnce is one round of Begin: read (when readFirst), claim, and
-// decide on a record found.
+// decide on a record found. It sets *unsure when the claim's own insert
+// may have committed without an answer (an ambiguous claim statement).
 func (s *Store) claimOnce(ctx context.Context, req store.ClaimRequest, owner string, opID uuid.UUID,
-	state idempotency.State, readFirst bool) (store.Claim, error) {
+	state idempotency.State, readFirst bool, unsure *bool) (store.Claim, error) {
 	var (
 		rec   store.Record
 		now   time.Time
@@ -108,6 +115,7 @@ func (s *Store) claimOnce(ctx context.Context, req store.ClaimRequest, owner str
 	switch {
 	case err != nil && errors.As(err, new(*store.AmbiguousCommitError)):
 		s.log.WarnContext(ctx, "claim outcome ambiguous, re-running the claim", "err", err)
+		*unsure = true
 		return store.Claim{}, err // the re-run recognises our own insert by its owner
 	case err != nil:
 		return store.Claim{}, fmt.Errorf("sqlstore: claim: %w", err)

@@ -125,6 +125,10 @@ type Store struct {
 	// The group commit of claims and of finishes; nil when off.
 	claims   *combiner[claimJob]
 	finishes *combiner[finishJob]
+
+	// The claims whose commit could not be confirmed, released in the
+	// background once the store answers (release.go).
+	releases releaser
 }
 
 // Open connects, detects CockroachDB, and applies the portable migrations.
@@ -194,6 +198,11 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{cfg: cfg, pool: pool, metrics: m, log: cfg.Logger, rand: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
+	s.releases.stop = make(chan struct{})
+	if s.releases.counter, err = newReleaseCounter(cfg.Meter); err != nil {
+		pool.Close()
+		return nil, err
+	}
 	var version string
 	if err := pool.QueryRow(ctx, "SELECT version()").Scan(&version); err != nil {
 		pool.Close()
@@ -239,8 +248,12 @@ func (s *Store) Cockroach() bool { return s.cockroach }
 // Ping checks that the store answers.
 func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
 
-// Close closes the pool.
-func (s *Store) Close() { s.pool.Close() }
+// Close stops the background release of unconfirmed claims (release.go)
+// and closes the pool.
+func (s *Store) Close() {
+	s.closeReleases()
+	s.pool.Close()
+}
 
 // now returns the injected database clock's time, or nil for the
 // database's now().

@@ -50,11 +50,22 @@ type tripwire struct {
 	// connection, and PostgreSQL never promises that it lands.
 	loseCancels atomic.Bool
 	cancels     atomic.Int32 // CancelRequests dropped
-	fired       chan struct{}
-	closed      sync.Once
+	// stayDown makes the cut an outage: from the cut on, down is set and
+	// every connection through the proxy (new ones too) is cut at its
+	// first bytes, until the test clears down.
+	stayDown, down atomic.Bool
+	fired          chan struct{}
+	closed         sync.Once
 }
 
-func (w *tripwire) fire() { w.closed.Do(func() { close(w.fired) }) }
+func (w *tripwire) fire() {
+	w.closed.Do(func() {
+		if w.stayDown.Load() {
+			w.down.Store(true)
+		}
+		close(w.fired)
+	})
+}
 
 // Fired reports whether the tripwire cut a connection.
 func (w *tripwire) Fired() bool {
@@ -94,6 +105,12 @@ func (t *cutToxic) Pipe(stub *toxics.ToxicStub) {
 		case c := <-stub.Input:
 			if c == nil {
 				stub.Close()
+				return
+			}
+			if w.down.Load() {
+				stub.Close()
+				for range stub.Input {
+				}
 				return
 			}
 			hit, cancel := false, false

@@ -20,7 +20,11 @@ type Claims interface {
 	// live lease InFlight, an expired lease or a RETRYABLE_FAILURE
 	// TakenOver (with a Lease), an OUTCOME_UNKNOWN Unresolved. Of any
 	// number of concurrent claims of one key, exactly one owns it. An
-	// ambiguous commit is settled inside Begin by claiming again.
+	// ambiguous commit is settled inside Begin by claiming again. When
+	// that fails too and Begin returns an error (the caller sends
+	// nothing), a claim that committed unseen must not hold the key for
+	// its whole lease: the backend releases it once it can (RETRYABLE_
+	// FAILURE, conditioned on the record still being exactly that claim).
 	Begin(ctx context.Context, req ClaimRequest) (Claim, error)
 	// Heartbeat extends the lease by its Length from the store's now.
 	Heartbeat(ctx context.Context, l *Lease) error

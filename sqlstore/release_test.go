@@ -1,0 +1,160 @@
+package sqlstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+
+	"github.com/idemcoord/idemcoord/clock"
+	"github.com/idemcoord/idemcoord/idempotency"
+	"github.com/idemcoord/idemcoord/internal/pgtest"
+	"github.com/idemcoord/idemcoord/internal/testutil"
+	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
+)
+
+// releaseEnv is a store through a proxy (with metrics and logs) and a
+// direct store on the same database, sharing the database clock.
+type releaseEnv struct {
+	direct, via *sqlstore.Store
+	proxy       *pgProxy
+	logs        *logRecorder
+	metrics     *sdkmetric.ManualReader
+	clock       *clock.Fake
+}
+
+func newReleaseEnv(t *testing.T) *releaseEnv {
+	t.Helper()
+	e := &releaseEnv{logs: &logRecorder{}, metrics: sdkmetric.NewManualReader(), clock: newClock()}
+	dsn := pgtest.NewDatabase(t)
+	e.direct = openDSN(t, dsn, e.clock)
+	e.proxy = newPGProxy(t, dsn)
+	var err error
+	e.via, err = sqlstore.Open(context.Background(), sqlstore.Config{Migrate: true, DSN: e.proxy.dsn, DBClock: e.clock,
+		MaxConns: 4, Seed: 5, Logger: slog.New(e.logs),
+		Meter: sdkmetric.NewMeterProvider(sdkmetric.WithReader(e.metrics)).Meter("test")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.via.Close)
+	return e
+}
+
+// giveUpOnCommittedClaim claims req through the proxy, loses the claim's
+// answer after it committed, and keeps the store down from then on, so
+// that settling the claim fails too and Begin gives up. It returns the
+// tripwire (clear its down to bring the store back) and the record the
+// claim left: IN_PROGRESS at version 1 under a lease owner nobody holds.
+func (e *releaseEnv) giveUpOnCommittedClaim(t *testing.T, req store.ClaimRequest) (*tripwire, store.Record) {
+	t.Helper()
+	w, _ := e.proxy.cut(t, "claim", loseAnswer, false, claimStatement)
+	w.stayDown.Store(true)
+	w.armed.Store(true)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c, err := e.via.Begin(ctx, req)
+	if !w.Fired() {
+		t.Fatal("the tripwire never cut the claim")
+	}
+	if err == nil || !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("Begin = %v %v, want it to give up with ErrUnavailable (logs %q)", c.Outcome, err, e.logs.find(""))
+	}
+	rec, err := e.direct.Read(context.Background(), req.Scope)
+	if err != nil || rec.State != idempotency.InProgress || rec.Version != 1 {
+		t.Fatalf("record %s v%d (%v): want the claim committed after all, IN_PROGRESS v1", rec.State, rec.Version, err)
+	}
+	return w, rec
+}
+
+// releases is idemcoord.claim_releases by result.
+func (e *releaseEnv) releases(t *testing.T) map[string]int64 {
+	return counter(t, e.metrics, "idemcoord.claim_releases", "result")
+}
+
+// TestAClaimWhoseCommitWasLostIsReleasedOnceTheStoreAnswers: a claim
+// whose commit answer is lost, and whose settling fails because the store
+// stays down, gives up: nothing was sent for it, but its record exists,
+// IN_PROGRESS under a lease owner nobody holds. Once the store answers
+// again, the store releases it (RETRYABLE_FAILURE, not sent, the same
+// operation, counted and logged without the key), and the next Begin of
+// the key runs it at once: no 409 for the rest of the lease, and no clock
+// moved.
+func TestAClaimWhoseCommitWasLostIsReleasedOnceTheStoreAnswers(t *testing.T) {
+	e := newReleaseEnv(t)
+	req := request(t, "tenant/alice", "lost-claim", `{}`)
+	w, claimed := e.giveUpOnCommittedClaim(t, req)
+
+	w.down.Store(false) // the store answers again
+	var rec store.Record
+	testutil.Eventually(t, 10*time.Second, func() error {
+		var err error
+		rec, err = e.direct.Read(context.Background(), req.Scope)
+		if err == nil && rec.State != idempotency.RetryableFailure {
+			err = fmt.Errorf("record %s v%d", rec.State, rec.Version)
+		}
+		return err
+	})
+	if rec.Version != 2 || rec.OperationID != claimed.OperationID || rec.LeaseOwner != claimed.LeaseOwner ||
+		!strings.HasPrefix(rec.ErrorSummary, "not sent") {
+		t.Errorf("released record v%d op %v owner %q summary %q: want the claim itself (v1 -> v2), recorded as not sent",
+			rec.Version, rec.OperationID, rec.LeaseOwner, rec.ErrorSummary)
+	}
+	if got := e.releases(t); got["released"] != 1 {
+		t.Errorf("claim_releases = %v, want released 1", got)
+	}
+	logs := e.logs.find("unconfirmed claim released")
+	if len(logs) != 1 {
+		t.Errorf("release logs %q, want one", e.logs.find(""))
+	}
+	for _, l := range e.logs.find("") {
+		if strings.Contains(l, "lost-claim") {
+			t.Errorf("log %q contains the raw key", l)
+		}
+	}
+
+	c, err := e.via.Begin(context.Background(), req)
+	if err != nil || c.Outcome != store.TakenOver || c.Lease == nil || c.Record.State != idempotency.RetryableFailure {
+		t.Fatalf("retry = %v (record %s, retry after %v) %v: want it to run the intent at once (take the released claim over)",
+			c.Outcome, c.Record.State, c.RetryAfter, err)
+	}
+}
+
+// TestAnUnconfirmedClaimTakenOverMeanwhileIsLeftAlone: while the store
+// was down for the instance whose claim gave up, another worker took the
+// claim over (its lease ran out). Once the store answers again, the
+// release finds a record that is no longer that claim and leaves it
+// alone: the other worker's lease, owner and state stand.
+func TestAnUnconfirmedClaimTakenOverMeanwhileIsLeftAlone(t *testing.T) {
+	e := newReleaseEnv(t)
+	req := request(t, "tenant/alice", "taken-claim", `{}`)
+	w, _ := e.giveUpOnCommittedClaim(t, req)
+
+	e.clock.Advance(req.Lease + time.Second)
+	other := mustBegin(t, e.direct, req, store.TakenOver)
+
+	w.down.Store(false)
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if got := e.releases(t); got["left"] != 1 {
+			return fmt.Errorf("claim_releases %v, want left 1", got)
+		}
+		return nil
+	})
+	rec, err := e.direct.Read(context.Background(), req.Scope)
+	if err != nil || rec.State != idempotency.InProgress || rec.Version != other.Lease.Version ||
+		rec.LeaseOwner != other.Lease.Owner {
+		t.Fatalf("record %s v%d owner %q (%v): want the other worker's claim untouched (v%d, %q)",
+			rec.State, rec.Version, rec.LeaseOwner, err, other.Lease.Version, other.Lease.Owner)
+	}
+	if got := e.releases(t); got["released"] != 0 {
+		t.Errorf("claim_releases = %v: nothing may be released", got)
+	}
+	if err := e.direct.Finish(context.Background(), other.Lease, completed(`{}`)); err != nil {
+		t.Errorf("the other worker's finish: %v", err)
+	}
+}
