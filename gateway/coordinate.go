@@ -330,7 +330,10 @@ func (g *Gateway) fingerprint(c *call, version int) (idempotency.Fingerprint, er
 	return idempotency.ComputeFingerprint(req, c.policy.Fingerprint)
 }
 
-// storeDown answers 503: nothing was claimed, so nothing was sent upstream.
+// storeDown answers 503: no claim was confirmed, so nothing was sent
+// upstream. A claim whose commit the store could not confirm may exist;
+// the store releases it once it answers again (docs/store.md), so a
+// retry runs at once instead of waiting out its lease.
 func (g *Gateway) storeDown(c *call, err error) {
 	if errors.Is(err, store.ErrContention) {
 		g.contended(c, err) // a busy key (409), not a dead store
