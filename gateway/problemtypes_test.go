@@ -4,12 +4,12 @@ import (
 	"go/ast"
 	"go/parser"
 	gotoken "go/token"
-	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/idemcoord/idemcoord/internal/testutil"
 )
 
 // TestTheContractListsEveryProblemType: every problem type the gateway can
@@ -17,18 +17,9 @@ import (
 // docs/http-contract.md ("Problem types: ..."), where clients look up what
 // a type means.
 func TestTheContractListsEveryProblemType(t *testing.T) {
-	doc, err := os.ReadFile("../docs/http-contract.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, list, ok := strings.Cut(string(doc), "\nProblem types: ")
-	if !ok {
-		t.Fatal(`docs/http-contract.md has no "Problem types: " list`)
-	}
-	list, _, _ = strings.Cut(list, "\n\n")
 	listed := map[string]bool{}
-	for _, m := range regexp.MustCompile("`([a-z-]+)`").FindAllStringSubmatch(list, -1) {
-		listed[m[1]] = true
+	for _, name := range testutil.ContractProblemTypes(t, "../docs/http-contract.md") {
+		listed[name] = true
 	}
 	files, err := filepath.Glob("*.go")
 	if err != nil {

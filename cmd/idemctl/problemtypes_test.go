@@ -1,11 +1,10 @@
 package main
 
 import (
-	"os"
-	"regexp"
 	"slices"
-	"strings"
 	"testing"
+
+	"github.com/idemcoord/idemcoord/internal/testutil"
 )
 
 // TestOpenAPIListsEveryProblemTypeOfTheContract: the problem types
@@ -14,19 +13,7 @@ import (
 // gateway's source), so a client generated from the document knows every
 // type the gateway answers.
 func TestOpenAPIListsEveryProblemTypeOfTheContract(t *testing.T) {
-	doc, err := os.ReadFile("../../docs/http-contract.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, list, ok := strings.Cut(string(doc), "\nProblem types: ")
-	if !ok {
-		t.Fatal(`docs/http-contract.md has no "Problem types: " list`)
-	}
-	list, _, _ = strings.Cut(list, "\n\n")
-	var listed []string
-	for _, m := range regexp.MustCompile("`([a-z-]+)`").FindAllStringSubmatch(list, -1) {
-		listed = append(listed, m[1])
-	}
+	listed := testutil.ContractProblemTypes(t, "../../docs/http-contract.md")
 	for _, name := range listed {
 		if !slices.Contains(problemTypes, name) {
 			t.Errorf("problem type %q of docs/http-contract.md is not in idemctl openapi's problemTypes", name)
