@@ -11,6 +11,7 @@ import (
 	"github.com/idemcoord/idemcoord/failover"
 	"github.com/idemcoord/idemcoord/internal/etcdtest"
 	"github.com/idemcoord/idemcoord/ownership"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // TestFailoverFailbackAndDrainRideOutEtcdTimeouts: on a busy etcd that
@@ -23,16 +24,7 @@ import (
 func TestFailoverFailbackAndDrainRideOutEtcdTimeouts(t *testing.T) {
 	ctx := ctxT(t)
 	e := setup(t)
-	var txns atomic.Int64
-	busy := etcdtest.Client(t, cluster(t).Endpoints(), etcdtest.TxnFaults(&txns, func(n int64) etcdtest.Fault {
-		switch n % 4 {
-		case 1:
-			return etcdtest.LostBefore
-		case 3:
-			return etcdtest.LostAfter
-		}
-		return etcdtest.Pass
-	}))
+	busy, txns := busyEtcd(t)
 	r := repair(e)
 	r.Directory = ownership.NewDirectory(busy, e.store, ownership.WithPrefix(e.pfx), ownership.WithLogger(quiet()))
 	want := map[int]ownership.Entry{}
@@ -103,16 +95,7 @@ func TestTheControllerFailsARegionOverInOnePassOnABusyEtcd(t *testing.T) {
 	e := setup(t)
 	live := everyRegion(t, e)
 	fake := clock.NewFake(epoch0())
-	var txns atomic.Int64
-	busy := etcdtest.Client(t, cluster(t).Endpoints(), etcdtest.TxnFaults(&txns, func(n int64) etcdtest.Fault {
-		switch n % 4 {
-		case 1:
-			return etcdtest.LostBefore
-		case 3:
-			return etcdtest.LostAfter
-		}
-		return etcdtest.Pass
-	}))
+	busy, txns := busyEtcd(t)
 	dir := ownership.NewDirectory(busy, e.store, ownership.WithPrefix(e.pfx), ownership.WithLogger(quiet()))
 	c := start(t, e, "c1", fake, func(cfg *failover.Config) { cfg.Directory = dir })
 	eventually(t, "c1 to lead and see every region healthy", nil, func() bool {
@@ -142,4 +125,20 @@ func TestTheControllerFailsARegionOverInOnePassOnABusyEtcd(t *testing.T) {
 	if n := txns.Load(); n < 4 {
 		t.Fatalf("%d transactions: the injected timeouts did not happen", n)
 	}
+}
+
+// busyEtcd is a client of the test cluster whose every other transaction
+// times out ("etcdserver: request timed out"), alternately before it ran
+// and after it was applied, and the count of transactions it sent.
+func busyEtcd(t *testing.T) (*clientv3.Client, *atomic.Int64) {
+	txns := new(atomic.Int64)
+	return etcdtest.Client(t, cluster(t).Endpoints(), etcdtest.TxnFaults(txns, func(n int64) etcdtest.Fault {
+		switch n % 4 {
+		case 1:
+			return etcdtest.LostBefore
+		case 3:
+			return etcdtest.LostAfter
+		}
+		return etcdtest.Pass
+	})), txns
 }
