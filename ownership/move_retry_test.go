@@ -58,17 +58,7 @@ func movedOnce(t *testing.T, d *ownership.Directory, s *sqlstore.Store, shard in
 	if v := resp.Kvs[0].Version; v != 3 {
 		t.Fatalf("shard %d's key has version %d, want 3 (bootstrap, FENCING, ACTIVE: one move)", shard, v)
 	}
-	audit, err := s.AuditLog(ctx, 100)
-	if err != nil {
-		t.Fatal(err)
-	}
-	moves := 0
-	for _, a := range audit {
-		if a.Action == "move_fence" {
-			moves++
-		}
-	}
-	if moves != 1 {
+	if moves := fenceMoves(t, s); moves != 1 {
 		t.Fatalf("%d audited fence moves, want exactly one", moves)
 	}
 }

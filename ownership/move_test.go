@@ -137,18 +137,26 @@ func TestConcurrentMovesOfOneShardHaveExactlyOneWinner(t *testing.T) {
 		if got.Epoch != start.Epoch+1 {
 			t.Fatalf("round %d: epoch %d -> %d, want +1 (losers changed something)", round, start.Epoch, got.Epoch)
 		}
-		audit, err := s.AuditLog(ctx, 100)
-		if err != nil {
-			t.Fatal(err)
-		}
-		moves := 0
-		for _, a := range audit {
-			if a.Action == "move_fence" {
-				moves++
-			}
-		}
+		moves := fenceMoves(t, s)
 		if moves != round+1 {
 			t.Fatalf("round %d: %d audited fence moves, want %d (one per round)", round, moves, round+1)
 		}
 	}
+}
+
+// fenceMoves is how many fence moves the store's audit log holds (its
+// last 100 entries).
+func fenceMoves(t *testing.T, s *sqlstore.Store) int {
+	t.Helper()
+	audit, err := s.AuditLog(context.Background(), 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	moves := 0
+	for _, a := range audit {
+		if a.Action == "move_fence" {
+			moves++
+		}
+	}
+	return moves
 }

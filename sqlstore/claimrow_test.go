@@ -9,6 +9,7 @@ import (
 
 	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/idempotency"
+	"github.com/idemcoord/idemcoord/sqlstore"
 	"github.com/idemcoord/idemcoord/store"
 )
 
@@ -37,17 +38,7 @@ func TestFirstRunClaimRecordIsTheStoredRecord(t *testing.T) {
 			s, _ := openStore(t, tc.clock)
 			req := request(t, "tenant/alice", "first-run-key", `{"amount":1}`)
 			tc.edit(&req)
-			c, err := s.Begin(ctx, req)
-			if err != nil || c.Outcome != store.FirstRun {
-				t.Fatalf("begin: %v %v", c.Outcome, err)
-			}
-			stored, err := s.Read(ctx, req.Scope)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if d := cmp.Diff(stored, c.Record); d != "" {
-				t.Errorf("claimed record differs from the stored one (-stored +claimed):\n%s", d)
-			}
+			c, stored := firstRunAsStored(t, s, req)
 			want := idempotency.InProgress
 			if req.Pending {
 				want = idempotency.Pending
@@ -64,4 +55,24 @@ func TestFirstRunClaimRecordIsTheStoredRecord(t *testing.T) {
 			}
 		})
 	}
+}
+
+// firstRunAsStored claims req, which must be a first run, and checks that
+// the record the claim answers is the one the store then reads; it
+// returns the claim and the stored record.
+func firstRunAsStored(t *testing.T, s *sqlstore.Store, req store.ClaimRequest) (store.Claim, store.Record) {
+	t.Helper()
+	ctx := context.Background()
+	c, err := s.Begin(ctx, req)
+	if err != nil || c.Outcome != store.FirstRun {
+		t.Fatalf("begin: %v %v", c.Outcome, err)
+	}
+	stored, err := s.Read(ctx, req.Scope)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(stored, c.Record); d != "" {
+		t.Errorf("claimed record differs from the stored one (-stored +claimed):\n%s", d)
+	}
+	return c, stored
 }

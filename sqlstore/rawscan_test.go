@@ -4,8 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/idemcoord/idemcoord/internal/pgtest"
 	"github.com/idemcoord/idemcoord/store"
 )
@@ -24,17 +22,7 @@ func TestAFirstRunReadsTheSameAnswersInBinaryAndInTextForm(t *testing.T) {
 			dsn := pgtest.NewDatabase(t) + "&default_query_exec_mode=" + mode
 			s := openDSN(t, dsn, nil)
 			req := request(t, "tenant/alice", "raw-"+mode, `{"amount":1}`)
-			c, err := s.Begin(ctx, req)
-			if err != nil || c.Outcome != store.FirstRun {
-				t.Fatalf("begin: %v %v", c.Outcome, err)
-			}
-			stored, err := s.Read(ctx, req.Scope)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if d := cmp.Diff(stored, c.Record); d != "" {
-				t.Errorf("claimed record differs from the stored one (-stored +claimed):\n%s", d)
-			}
+			c, _ := firstRunAsStored(t, s, req)
 			l := c.Lease
 			for _, step := range []func() error{
 				func() error { return s.Heartbeat(ctx, l) },
