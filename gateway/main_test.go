@@ -116,14 +116,7 @@ func post(t testing.TB, url, auth, key, body string) *http.Request {
 // one endpoint configured by extra, both closed when the test ends.
 func serveWrapped(t testing.TB, s store.Store, extra string, h http.Handler) *httptest.Server {
 	t.Helper()
-	g, err := gateway.Wrap(gateway.Config{Region: "test", Worker: "w", Store: s, Auth: verifier(t),
+	_, srv := serveConfig(t, gateway.Config{Region: "test", Worker: "w", Store: s, Auth: verifier(t),
 		Endpoints: endpoints(t, extra)}, h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	startGateway(t, g)
-	t.Cleanup(func() { g.Close() })
-	srv := httptest.NewServer(g)
-	t.Cleanup(srv.Close)
 	return srv
 }

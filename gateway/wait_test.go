@@ -53,8 +53,14 @@ func (h *heldRun) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // (the store s is on it too), with create-thing configured by extra.
 func serveClocked(t testing.TB, s store.Store, fake *clock.Fake, extra string, h http.Handler) (*gateway.Gateway, *httptest.Server) {
 	t.Helper()
-	g, err := gateway.Wrap(gateway.Config{Region: "test", Worker: "w", Store: s, Auth: verifier(t),
+	return serveConfig(t, gateway.Config{Region: "test", Worker: "w", Store: s, Auth: verifier(t),
 		Endpoints: endpoints(t, extra), Clock: fake}, h)
+}
+
+// serveConfig serves gateway.Wrap(cfg, h), started, until the test ends.
+func serveConfig(t testing.TB, cfg gateway.Config, h http.Handler) (*gateway.Gateway, *httptest.Server) {
+	t.Helper()
+	g, err := gateway.Wrap(cfg, h)
 	if err != nil {
 		t.Fatal(err)
 	}

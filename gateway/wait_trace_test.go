@@ -2,7 +2,6 @@ package gateway_test
 
 import (
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"testing"
 
@@ -24,26 +23,14 @@ func TestAWaitedRetryIsTracedAsTheReplayItAnswers(t *testing.T) {
 	s, fake := clockedStore(t, 4)
 	up := newHeldRun(t)
 	t.Cleanup(up.free)
-	g, err := gateway.Wrap(gateway.Config{Region: "test", Worker: "w", Store: s, Auth: verifier(t),
+	g, srv := serveConfig(t, gateway.Config{Region: "test", Worker: "w", Store: s, Auth: verifier(t),
 		Endpoints: endpoints(t, "    lease: 30s\n    in_progress: {wait: 30s}\n"), Clock: fake, TracerProvider: tp}, up)
-	if err != nil {
-		t.Fatal(err)
-	}
-	startGateway(t, g)
-	srv := httptest.NewServer(g)
-	t.Cleanup(func() { g.Close() })
-	t.Cleanup(srv.Close)
-
-	alice := token(t, "alice")
-	first := send(t, post(t, srv.URL+"/v1/things", alice, "held-1", `{}`))
-	<-up.started
-	retry := send(t, post(t, srv.URL+"/v1/things", alice, "held-1", `{}`))
-	untilWaiting(t, g, 1)
+	first, retries := heldWithWaiters(t, g, srv, up, token(t, "alice"), 1)
 	up.free()
 	if f := <-first; f.status != http.StatusCreated {
 		t.Fatalf("first run: %d %s", f.status, f.body)
 	}
-	if r := <-retry; r.status != http.StatusCreated || r.header.Get(gateway.HeaderReplayed) != "true" {
+	if r := <-retries[0]; r.status != http.StatusCreated || r.header.Get(gateway.HeaderReplayed) != "true" {
 		t.Fatalf("waited retry: %d %q, want the run's 201 replayed", r.status, r.body)
 	}
 	var decisions []string
