@@ -61,10 +61,7 @@ func (rt *routing) forward(ctx context.Context, c *call, owner, target string) {
 	// empty body into NoBody, and either makes the request replayable.
 	req.Body = io.NopCloser(bytes.NewReader(c.body))
 	req.ContentLength = int64(len(c.body))
-	req.Header = c.r.Header.Clone()
-	for _, h := range hopHeaders {
-		req.Header.Del(h)
-	}
+	req.Header = outboundHeader(c.r.Header, 1)
 	req.Header.Del("Expect")
 	req.Header.Set(HeaderForwardedFrom, rt.local)
 	// As for the upstream (Proxy.do): once the head is written the owner
@@ -94,9 +91,7 @@ func (rt *routing) forward(ctx context.Context, c *call, owner, target string) {
 	for name, vs := range resp.Header {
 		h[name] = vs
 	}
-	for _, name := range hopHeaders {
-		h.Del(name)
-	}
+	dropHopHeaders(h)
 	if c.shadow != nil {
 		h.Del(HeaderKeyExpires) // a shadow endpoint honours no key
 	}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
+	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -53,14 +54,7 @@ var hopHeaders = []string{"Connection", "Keep-Alive", "Proxy-Authenticate", "Pro
 	"Proxy-Connection", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
 
 // isHopHeader reports whether name is one of hopHeaders.
-func isHopHeader(name string) bool {
-	switch name {
-	case "Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization",
-		"Proxy-Connection", "Te", "Trailer", "Transfer-Encoding", "Upgrade":
-		return true
-	}
-	return false
-}
+func isHopHeader(name string) bool { return slices.Contains(hopHeaders, name) }
 
 // outboundHeader is h without its hop-by-hop headers (as h.Clone() with
 // each of hopHeaders deleted), with room for extra more. The values are
