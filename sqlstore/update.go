@@ -103,6 +103,23 @@ func updateText(set, cond string) string {
 // still running.
 const ownCond = `state IN ('PENDING', 'IN_PROGRESS')`
 
+// otherSet is finishSet for a writer that holds no lease (a cancel, a
+// resolve, an operator's reconcile): it also gives the record that
+// writer's own identity ($18, writerID) as its lease_owner. A lease's
+// owner is a nonce unique to its claim or takeover, and these writers
+// keep the version's step of one, so without it their change (version+1,
+// the owner kept) would be exactly what settle reads as a lost write of
+// the lease's own that applied: a cancelled operation's worker would be
+// told its stage or finish was recorded and go on. A worker's write
+// conditioned on its owner never matches a record another writer changed.
+const otherSet = finishSet + `, lease_owner = $18`
+
+// writerID is a fresh identity for one write of a writer without a lease
+// (op names it: "cancel", "resolve", "reconcile"): unique, so settle tells
+// this write from any other, and never a lease's (a worker's owner is
+// "worker/nonce", and no worker is named after these).
+func writerID(op string) string { return op + "/" + nonce() }
+
 // The lease holder's own writes, filled in once: a first run's finish
 // looked its text up in updateTexts by the whole set and condition (a
 // hash and a compare of some 700 bytes, and an allocation) on every call.
@@ -255,7 +272,10 @@ func updateAgain(err error) bool {
 // its *AmbiguousCommitError) or that matched no row although the lease
 // wrote it (u.self) or an earlier outcome was not seen (unsure): never run
 // it again blind; read the record and decide. The update happened iff the
-// row now carries version+1 and u's owner. It returns applied, or amb to
+// row now carries version+1 and u's owner: every writer leaves its own
+// owner (a lease's nonce, or a writer without a lease its writerID, see
+// otherSet), so another writer's change is never taken for u's. It
+// returns applied, or amb to
 // run the update again (it provably did not apply), or errAdopted (still
 // this lease's: the update runs again at the version read), or neither
 // (someone else's write: not ours).

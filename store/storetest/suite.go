@@ -44,6 +44,7 @@ func (h suite) tests() []struct {
 		// ambiguous.go
 		{"TestAmbiguousClaim", h.TestAmbiguousClaim},
 		{"TestAmbiguousFinish", h.TestAmbiguousFinish},
+		{"TestAnotherWritersChangeIsNeverTakenForALostWrite", h.TestAnotherWritersChangeIsNeverTakenForALostWrite},
 		// fence.go
 		{"TestBootstrapFencesGivesEveryShardItsHomeOwnerOnce", h.TestBootstrapFencesGivesEveryShardItsHomeOwnerOnce},
 		{"TestBootstrapFencesRefusesAnotherShardCount", h.TestBootstrapFencesRefusesAnotherShardCount},
