@@ -139,9 +139,6 @@ func (g *Gateway) perform(ctx context.Context, c *call, claim store.Claim, in In
 	guard := newLeaseGuard(g.cfg.Store, g.clock, lease, c.policy.Lease, c.claimedAt)
 	stop := g.heartbeat(ctx, c, guard)
 	a, res, replayed, err = g.execute(ctx, c, claim, in, guard)
-	if err == nil {
-		g.keepRecoveryPoint(ctx, c, guard, a, res)
-	}
 	stop()
 	if err != nil {
 		g.unsent(ctx, c, lease, err)

@@ -21,9 +21,16 @@ func leaseOf(rec store.Record, tok fencing.Token) *store.Lease {
 		TTL: recordSnapshotTTL(rec)}
 }
 
+// resolveSet is otherSet that also records the answer's recovery point
+// ($19, store.Result.Stage) when it reports one: a resolve learns an
+// attempt's answer as the worker would have, and keeps what it says done.
+const resolveSet = otherSet + `, last_stage = CASE WHEN $19::TEXT = '' THEN last_stage ELSE $19::TEXT END`
+
 // Resolve settles an OUTCOME_UNKNOWN operation once the downstream has
 // answered for it by operation id: COMPLETED or TERMINAL_FAILURE when it
-// ran, RETRYABLE_FAILURE when it provably did not (the next retry runs it).
+// ran, RETRYABLE_FAILURE when it provably did not (the next retry runs it)
+// or when it answered so (res.Stage, the recovery point that answer
+// reports, is recorded as the last stage).
 // rec is the record as read; the update is conditioned on its version, so
 // two resolvers cannot both win. It returns ErrLostOwnership when the record
 // moved on, ErrNotUnknown when it is not OUTCOME_UNKNOWN.
@@ -54,9 +61,9 @@ func (s *Store) prepareResolve(rec store.Record, tok fencing.Token, res store.Re
 		return fencedUpdate{}, err
 	}
 	l, w := leaseOf(rec, tok), writerID(op)
-	return s.prepareUpdate(l, w, op, otherSet, `state = 'OUTCOME_UNKNOWN'`,
+	return s.prepareUpdate(l, w, op, resolveSet, `state = 'OUTCOME_UNKNOWN'`,
 		string(res.State), status, headers, body, res.Snapshot.BodyOmitted, resourceID, errSummary, l.TTL.Milliseconds(),
-		w), nil
+		w, res.Stage), nil
 }
 
 // Lookup returns the operation with id opID if it belongs to actor. Another

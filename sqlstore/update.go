@@ -127,6 +127,10 @@ var (
 	heartbeatSQL = updateText(heartbeatSet, ownCond)
 	stageSQL     = updateText(stageSet, ownCond)
 	finishSQL    = updateText(finishSet, ownCond)
+	// finishStageSQL is a finish that also records the result's recovery
+	// point ($18, store.Result.Stage): rare (a retryable failure on an
+	// endpoint whose retries complete the intent), so it is not batched.
+	finishStageSQL = updateText(finishSet+`, last_stage = $18`, ownCond)
 )
 
 // prepareOwn prepares one of the lease holder's own writes (q is one of
@@ -369,7 +373,8 @@ const finishSet = `state = $10, lease_expires_at = NULL,
 
 // Finish records the operation's result: COMPLETED or TERMINAL_FAILURE with
 // the response snapshot (replayed from then on), RETRYABLE_FAILURE (the
-// next retry runs it again), or OUTCOME_UNKNOWN (held until resolved). It
+// next retry runs it again), or OUTCOME_UNKNOWN (held until resolved),
+// and res.Stage, when set, as the last stage in the same write. It
 // returns ErrLostOwnership when the operation was taken over: the caller's
 // result is then not the operation's answer.
 func (s *Store) Finish(ctx context.Context, l *store.Lease, res store.Result) error {
@@ -381,13 +386,24 @@ func (s *Store) Finish(ctx context.Context, l *store.Lease, res store.Result) er
 		return err
 	}
 	drillpoint.Hit(drillpoint.BeforeFinish)
-	u := s.prepareOwn(l, "finish", finishSQL,
-		string(res.State), status, headers, body, res.Snapshot.BodyOmitted, resourceID, errSummary, l.TTL.Milliseconds())
-	var first func(context.Context, *fencedUpdate) (bool, error)
-	if s.finishes != nil {
-		first = s.finishFirst
+	var (
+		u     fencedUpdate
+		first func(context.Context, *fencedUpdate) (bool, error)
+	)
+	if res.Stage != "" {
+		u = s.prepareOwn(l, "finish", finishStageSQL, string(res.State), status, headers, body,
+			res.Snapshot.BodyOmitted, resourceID, errSummary, l.TTL.Milliseconds(), res.Stage)
+	} else {
+		u = s.prepareOwn(l, "finish", finishSQL, string(res.State), status, headers, body,
+			res.Snapshot.BodyOmitted, resourceID, errSummary, l.TTL.Milliseconds())
+		if s.finishes != nil {
+			first = s.finishFirst
+		}
 	}
 	ok, err := s.runUpdateVia(ctx, u, first)
+	if err == nil && ok && res.Stage != "" {
+		l.LastStage = res.Stage
+	}
 	if err == nil && ok {
 		// The finish committed and its reply is here: a drill may die now,
 		// the result recorded and nobody told.

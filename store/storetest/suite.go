@@ -59,6 +59,7 @@ func (h suite) tests() []struct {
 		// firstsent.go
 		{"TestAnotherFirstSentIsAMismatchUnlessEitherIsAbsent", h.TestAnotherFirstSentIsAMismatchUnlessEitherIsAbsent},
 		{"TestKeepStagesResumesARetryableFailureFromItsLastStage", h.TestKeepStagesResumesARetryableFailureFromItsLastStage},
+		{"TestAResultsStageIsTheRecoveryPointWhicheverPathRecordsIt", h.TestAResultsStageIsTheRecoveryPointWhicheverPathRecordsIt},
 		// resolve_ttl.go
 		{"TestResolvedAfterTTLStaysForAnotherTTL", h.TestResolvedAfterTTLStaysForAnotherTTL},
 		// cleanup.go
