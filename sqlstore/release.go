@@ -21,7 +21,10 @@ import (
 // for the rest of the call's budget), Begin gives up with an error and the
 // caller sends nothing. The claim may have committed all the same: an
 // IN_PROGRESS record at version 1 under a lease owner nobody holds, which
-// answers every retry "in progress" until its lease ends.
+// answers every retry "in progress" until its lease ends; or, for an async
+// claim, a PENDING one that answers every retry 202 for an operation
+// nothing runs (recovery only takes over claims with a stored request, and
+// the caller stored none).
 //
 // So the store remembers such a claim (its scope, token, operation id and
 // lease owner; never more than maxPendingReleases at once) and, in the
