@@ -197,3 +197,50 @@ func TestAnUnconfirmedAsyncClaimIsReleasedOnceTheStoreAnswers(t *testing.T) {
 		t.Fatalf("retry = %v (record %s) %v: want it to take the released claim over and run it", c.Outcome, c.Record.State, err)
 	}
 }
+
+// TestAReleaseTheStoreCouldNotTakeIsMadeOnceItAnswers: a worker gives up
+// a run that sent nothing (Release) while the store is down, through a
+// lease that is behind its own "sending" mark (the mark committed, its
+// answer lost). Release returns the outage, keeps the release, and makes
+// it once the store answers again: the record ends RETRYABLE_FAILURE, not
+// sent, and no takeover can find the mark and call the outcome unknown.
+func TestAReleaseTheStoreCouldNotTakeIsMadeOnceItAnswers(t *testing.T) {
+	e := newReleaseEnv(t)
+	ctx := context.Background()
+	req := request(t, "tenant/alice", "release-later", `{}`)
+	c := mustBegin(t, e.via, req, store.FirstRun)
+	behind := *c.Lease
+	if err := e.via.RecordStage(ctx, c.Lease, "sending"); err != nil {
+		t.Fatal(err)
+	}
+	e.proxy.proxy.Stop()
+	e.via.Pool().Reset()
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	err := e.via.Release(cctx, &behind, "not sent: test")
+	cancel()
+	if !errors.Is(err, store.ErrUnavailable) && !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Release on a dead store = %v, want the outage", err)
+	}
+	if err := e.proxy.proxy.Start(); err != nil { // the store answers again
+		t.Fatal(err)
+	}
+	var rec store.Record
+	testutil.Eventually(t, 10*time.Second, func() error {
+		var err error
+		rec, err = e.direct.Read(ctx, req.Scope)
+		if err == nil && rec.State != idempotency.RetryableFailure {
+			err = fmt.Errorf("record %s at stage %q", rec.State, rec.LastStage)
+		}
+		return err
+	})
+	if rec.ErrorSummary != "not sent: test" || rec.LeaseOwner != c.Lease.Owner {
+		t.Errorf("released record %q owner %q, want the lease's own release, not sent", rec.ErrorSummary, rec.LeaseOwner)
+	}
+	if got := e.releases(t); got["released"] != 1 {
+		t.Errorf("claim_releases = %v, want released 1", got)
+	}
+	e.clock.Advance(req.Lease + time.Second)
+	if again := mustBegin(t, e.via, req, store.TakenOver); again.Lease.LastStage != "" {
+		t.Errorf("takeover after the lease resumes from %q, want no mark", again.Lease.LastStage)
+	}
+}

@@ -36,6 +36,7 @@ func (h suite) tests() []struct {
 		{"TestRetryableFailureIsRerun", h.TestRetryableFailureIsRerun},
 		{"TestOutcomeUnknownIsNeverRerun", h.TestOutcomeUnknownIsNeverRerun},
 		{"TestResolveOutcomeUnknown", h.TestResolveOutcomeUnknown},
+		{"TestReleaseRecordsNotSentThroughALeaseThatIsBehind", h.TestReleaseRecordsNotSentThroughALeaseThatIsBehind},
 		{"TestReconcileUnknownIsAudited", h.TestReconcileUnknownIsAudited},
 		// adopt.go
 		{"TestTakenOverLeaseAdoptsNothing", h.TestTakenOverLeaseAdoptsNothing},
