@@ -95,17 +95,16 @@ func (g *Gateway) saveRequest(ctx context.Context, c *call, lease *store.Lease) 
 }
 
 // release gives up a claim this instance will not run: nothing was sent,
-// so it is recorded RETRYABLE_FAILURE (a version-conditioned write) and
-// the next retry with the key runs it at once. If the write fails, the
-// lease expires and recovery or a retry takes the claim over.
+// so it is recorded RETRYABLE_FAILURE (store.Claims.Release, a
+// version-conditioned write, made as soon as the store answers) and the
+// next retry with the key runs it at once, instead of being told 202 for
+// an operation nothing runs until the lease ends.
 func (g *Gateway) release(ctx context.Context, c *call, lease *store.Lease, why string) {
 	sctx, cancel := context.WithTimeout(ctx, storeCallTimeout)
 	defer cancel()
-	err := g.cfg.Store.Finish(sctx, lease, store.Result{State: idempotency.RetryableFailure,
-		ErrorSummary: "never sent: " + why})
-	if err != nil {
-		g.log.WarnContext(ctx, "claim not released; it waits for its lease", "operation_id", lease.OperationID,
-			"key", c.key, "err", err)
+	if err := g.cfg.Store.Release(sctx, lease, "never sent: "+why); err != nil && !errors.Is(err, store.ErrLostOwnership) {
+		g.log.WarnContext(ctx, "claim not released yet: the store releases it once it answers", "operation_id",
+			lease.OperationID, "key", c.key, "err", err)
 	}
 }
 

@@ -3,6 +3,8 @@ package gateway_test
 import (
 	"fmt"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"sync"
 	"testing"
 
@@ -20,14 +22,23 @@ type twoStageUpstream struct {
 	attempts map[string]int
 	resumes  []string
 	terminal bool // answer 409 (a terminal failure) instead of the 503
+	// lose drops the first answer on the wire (the connection is closed
+	// after the charge, before the 503 is written); the resolve path then
+	// reports that 503 and its stage.
+	lose bool
+	lost map[string]bool
 }
 
 func (u *twoStageUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	op := r.Header.Get(gateway.HeaderOperationID)
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if r.Method == http.MethodGet { // the resolve path: never asked here
-		w.WriteHeader(http.StatusNotFound)
+	if r.Method == http.MethodGet { // the resolve path: only a lost answer is reported
+		if !u.lost[op] {
+			w.WriteHeader(http.StatusNotFound)
+			return
+		}
+		fmt.Fprintf(w, `{"status":503,"headers":{%q:["charged"]},"body":null}`, gateway.HeaderStage)
 		return
 	}
 	u.attempts[op]++
@@ -35,6 +46,14 @@ func (u *twoStageUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	u.resumes = append(u.resumes, resume)
 	if resume != "charged" {
 		u.charges[op]++ // the effect
+	}
+	if u.attempts[op] == 1 && u.lose {
+		u.lost[op] = true
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err == nil {
+			conn.Close()
+		}
+		return
 	}
 	if u.attempts[op] == 1 {
 		w.Header().Set(gateway.HeaderStage, "charged")
@@ -53,7 +72,49 @@ func (u *twoStageUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func newTwoStage() *twoStageUpstream {
-	return &twoStageUpstream{charges: map[string]int{}, shipped: map[string]bool{}, attempts: map[string]int{}}
+	return &twoStageUpstream{charges: map[string]int{}, shipped: map[string]bool{}, attempts: map[string]int{},
+		lost: map[string]bool{}}
+}
+
+// TestAResolvedUnknownOutcomeKeepsTheStageItsAnswerReported: on an
+// endpoint with on_retry: complete, the first attempt charges and its
+// answer (503, X-Idempotency-Stage: charged) is lost on the wire, so the
+// gateway records OUTCOME_UNKNOWN. The retry asks the resolve path, which
+// reports that answer: the stage it carries becomes the recovery point,
+// the next attempt is sent with X-Idempotency-Resume-From: charged, and
+// the upstream ships without charging again.
+func TestAResolvedUnknownOutcomeKeepsTheStageItsAnswerReported(t *testing.T) {
+	up := newTwoStage()
+	up.lose = true
+	upstream := httptest.NewServer(up)
+	t.Cleanup(upstream.Close)
+	u, _ := url.Parse(upstream.URL)
+	s, fake := clockedStore(t, 8)
+	_, gw := serveGateway(t, "w", s, fake, u, resolveLine+"    on_retry: complete\n")
+	alice := token(t, "alice")
+
+	st, hd, b := do(t, post(t, gw.URL+"/v1/things", alice, "order-lost", `{"sku":"a"}`))
+	if st != http.StatusGatewayTimeout || problemType(t, b) != "outcome-unknown" {
+		t.Fatalf("first attempt: %s, want 504 outcome-unknown (its answer was lost)", describe(st, hd, b))
+	}
+	st, hd, b = do(t, post(t, gw.URL+"/v1/things", alice, "order-lost", `{"sku":"a"}`))
+	up.mu.Lock()
+	defer up.mu.Unlock()
+	var op string
+	for id := range up.attempts {
+		op = id
+	}
+	want := fmt.Sprintf(`{"order":%q,"charges":1}`, op)
+	if st != http.StatusCreated || b != want {
+		t.Errorf("retry: %s, want 201 %s", describe(st, hd, b), want)
+	}
+	if len(up.attempts) != 1 || up.charges[op] != 1 || !up.shipped[op] {
+		t.Errorf("upstream: %d operations, %d charges, shipped %v; want one operation charged once and shipped",
+			len(up.attempts), up.charges[op], up.shipped[op])
+	}
+	if len(up.resumes) != 2 || up.resumes[0] != "" || up.resumes[1] != "charged" {
+		t.Errorf("Resume-From sent %q, want none then \"charged\" (the stage the resolved answer reported)", up.resumes)
+	}
 }
 
 const resolveLine = "    resolve_path: /internal/operations/{operation_id}\n"

@@ -38,7 +38,10 @@ func checkStatus(a Answer) Answer {
 	return a
 }
 
-// result classifies an answer by the endpoint's policy.
+// result classifies an answer by the endpoint's policy. Every path that
+// learns an attempt's answer (the worker's live answer, a takeover's or a
+// retry's resolve) classifies it here, so the recovery point it reports
+// is kept whichever path it came by (complete.go).
 func (g *Gateway) result(c *call, a Answer) store.Result {
 	a = checkStatus(a)
 	switch {
@@ -59,6 +62,7 @@ func (g *Gateway) result(c *call, a Answer) store.Result {
 	} else {
 		res.ErrorSummary = http.StatusText(a.Status)
 	}
+	res.Stage = recoveryPoint(c, a, state)
 	return res
 }
 

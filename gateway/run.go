@@ -133,15 +133,15 @@ func (g *Gateway) perform(ctx context.Context, c *call, claim store.Claim, in In
 		err = g.cfg.Store.RecordStage(sctx, lease, stageSending)
 		cancel()
 		if err != nil {
+			// Nothing is sent, and the client is told so; the mark may
+			// have committed unseen, so the claim is released (unsent).
+			g.unsent(ctx, c, lease, err)
 			return Answer{}, store.Result{}, false, err
 		}
 	}
 	guard := newLeaseGuard(g.cfg.Store, g.clock, lease, c.policy.Lease, c.claimedAt)
 	stop := g.heartbeat(ctx, c, guard)
 	a, res, replayed, err = g.execute(ctx, c, claim, in, guard)
-	if err == nil {
-		g.keepRecoveryPoint(ctx, c, guard, a, res)
-	}
 	stop()
 	if err != nil {
 		g.unsent(ctx, c, lease, err)
@@ -162,10 +162,12 @@ func (g *Gateway) perform(ctx context.Context, c *call, claim store.Claim, in In
 }
 
 // unsent handles a send refused because the lease could not be proven
-// (err): taken over, nothing to do; the store unreachable, release the
-// claim as RETRYABLE_FAILURE if the store takes it, so the next retry
-// runs at once instead of waiting out the lease (or, after a "sending"
-// mark, finding an outcome it must call unknown).
+// or its "sending" mark written (err): taken over, nothing to do; the
+// store unreachable, release the claim (store.Claims.Release: now, or as
+// soon as the store answers), so the next retry runs at once instead of
+// waiting out the lease, and a "sending" mark that committed unseen never
+// makes a takeover call the outcome of a request never sent unknown: the
+// client is told nothing was executed, and the record must agree.
 func (g *Gateway) unsent(ctx context.Context, c *call, lease *store.Lease, err error) {
 	if errors.Is(err, store.ErrLostOwnership) {
 		g.log.WarnContext(ctx, "not sent: operation taken over before the send", "operation_id", lease.OperationID, "key", c.key)
@@ -174,8 +176,11 @@ func (g *Gateway) unsent(ctx context.Context, c *call, lease *store.Lease, err e
 	g.log.WarnContext(ctx, "not sent: lease could not be confirmed", "operation_id", lease.OperationID, "key", c.key, "err", err)
 	sctx, cancel := context.WithTimeout(ctx, storeCallTimeout)
 	defer cancel()
-	g.cfg.Store.Finish(sctx, lease, store.Result{State: idempotency.RetryableFailure,
-		ErrorSummary: "not sent: the lease could not be confirmed"})
+	if err := g.cfg.Store.Release(sctx, lease, "not sent: the lease could not be confirmed"); err != nil &&
+		!errors.Is(err, store.ErrLostOwnership) {
+		g.log.WarnContext(ctx, "claim not released yet: the store releases it once it answers", "operation_id",
+			lease.OperationID, "key", c.key, "err", err)
+	}
 	g.waits.kick(lease.OperationID)
 }
 

@@ -31,7 +31,9 @@ const cancelCond = `state IN ('PENDING', 'IN_PROGRESS', 'RETRYABLE_FAILURE', 'OU
 // in one serializable transaction that also drops the operation's stored
 // async request: no recovery takes over a cancelled operation. A worker
 // still running it then finds its lease gone: its result, heartbeat or
-// stage cannot overwrite the cancel.
+// stage cannot overwrite the cancel, and one whose answer was lost is not
+// taken for applied (the cancel leaves its own writer identity as the
+// lease owner, otherSet): the worker gets ErrLostOwnership.
 //
 // It returns ErrNotCancellable when rec itself is not cancellable,
 // ErrLostOwnership when the record moved on since it was read (read it
@@ -52,9 +54,9 @@ func (s *Store) Cancel(ctx context.Context, rec store.Record, tok fencing.Token,
 	if err != nil {
 		return err
 	}
-	l := leaseOf(rec, tok)
-	u := s.prepareUpdate(l, l.Owner, "cancel", finishSet, cancelCond,
-		string(res.State), status, headers, body, res.Snapshot.BodyOmitted, resourceID, errSummary, l.TTL.Milliseconds())
+	l, w := leaseOf(rec, tok), writerID("cancel")
+	u := s.prepareUpdate(l, w, "cancel", otherSet, cancelCond,
+		string(res.State), status, headers, body, res.Snapshot.BodyOmitted, resourceID, errSummary, l.TTL.Milliseconds(), w)
 	var ok bool
 	err = s.RunTx(ctx, func(tx pgx.Tx) error {
 		var err error

@@ -67,10 +67,11 @@ func (s *Store) begin(ctx context.Context, req store.ClaimRequest) (store.Claim,
 		if errors.As(err, &exhausted) && errors.Is(exhausted.Err, errMovedOn) {
 			exhausted.Err = nil // no failure: the record kept changing under the claim
 		}
-		if unsure && !req.Pending {
+		if unsure {
 			// Our insert may have committed, unknown to everyone: release
-			// it once the store answers (release.go). (A PENDING claim is
-			// queued work, left to recovery.)
+			// it once the store answers (release.go). A PENDING claim too:
+			// recovery only runs claims with a stored request, and nobody
+			// stored one for a claim its caller never saw.
 			s.rememberRelease(ctx, req, owner, opID)
 		}
 	}

@@ -21,7 +21,10 @@ import (
 // for the rest of the call's budget), Begin gives up with an error and the
 // caller sends nothing. The claim may have committed all the same: an
 // IN_PROGRESS record at version 1 under a lease owner nobody holds, which
-// answers every retry "in progress" until its lease ends.
+// answers every retry "in progress" until its lease ends; or, for an async
+// claim, a PENDING one that answers every retry 202 for an operation
+// nothing runs (recovery only takes over claims with a stored request, and
+// the caller stored none).
 //
 // So the store remembers such a claim (its scope, token, operation id and
 // lease owner; never more than maxPendingReleases at once) and, in the
@@ -59,6 +62,7 @@ const (
 // pendingRelease is one claim to release.
 type pendingRelease struct {
 	lease    store.Lease
+	summary  string    // the error summary the release records
 	deadline time.Time // on the backoff clock
 }
 
@@ -90,27 +94,76 @@ func newReleaseCounter(m metric.Meter) (metric.Int64Counter, error) {
 // rememberRelease queues the claim that Begin gave up on after an
 // ambiguous commit (owner, opID as it inserted them) for release.
 func (s *Store) rememberRelease(ctx context.Context, req store.ClaimRequest, owner string, opID uuid.UUID) {
-	r := &s.releases
 	l := store.Lease{Scope: req.Scope, KeyHash: req.Scope.Key.Hash(), OperationID: opID, Owner: owner, Version: 1,
 		Token: req.Token, Length: req.Lease, TTL: snapshotTTL(req)}
+	if s.queueRelease(ctx, &pendingRelease{lease: l, summary: releaseSummary,
+		deadline: s.cfg.BackoffClock.Now().Add(req.Lease)}) {
+		s.log.WarnContext(ctx, "claim outcome unknown after giving up: releasing it once the store answers",
+			"operation_id", opID, "endpoint", req.Scope.Endpoint)
+	}
+}
+
+// Release gives up l's run, which sent nothing upstream: RETRYABLE_FAILURE
+// with summary, through the lease (a fenced write conditioned on the
+// lease's version and owner and on the record still running), so the
+// next retry runs at once. The write is the lease's own, so one of the
+// lease's earlier writes that committed unseen (a "sending" mark whose
+// answer was lost) is adopted, not mistaken for a takeover, and the mark
+// goes with the release. When the store does not answer, the release is
+// kept and made in the background as soon as it does (as for a claim
+// Begin gave up on, with the same bound and metric), and Release returns
+// the store's error.
+//
+// The kept release is tried past the lease too, until the record's TTL:
+// a mark left past the lease makes a takeover record OUTCOME_UNKNOWN for
+// a request never sent, and a release that comes after a takeover
+// matches nothing and is left.
+func (s *Store) Release(ctx context.Context, l *store.Lease, summary string) error {
+	ok, err := s.release(ctx, l, summary)
+	if err != nil && (errors.Is(err, store.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil) {
+		if s.queueRelease(ctx, &pendingRelease{lease: *l, summary: summary,
+			deadline: s.cfg.BackoffClock.Now().Add(l.Length + l.TTL)}) {
+			s.log.WarnContext(ctx, "release not confirmed: releasing it once the store answers",
+				"operation_id", l.OperationID, "endpoint", l.Scope.Endpoint)
+		}
+	}
+	return s.owned(ctx, l, "release", ok, err)
+}
+
+// release records l's run as RETRYABLE_FAILURE with summary, through the
+// lease (runUpdate: ok=false when the record moved on).
+func (s *Store) release(ctx context.Context, l *store.Lease, summary string) (bool, error) {
+	status, headers, body, resourceID, errSummary, err := snapshotArgs(store.Result{State: idempotency.RetryableFailure,
+		ErrorSummary: summary})
+	if err != nil {
+		return false, err
+	}
+	return s.runUpdate(ctx, s.prepareOwn(l, "release", finishSQL, string(idempotency.RetryableFailure), status, headers,
+		body, false, resourceID, errSummary, l.TTL.Milliseconds()))
+}
+
+// queueRelease keeps p for the release loop, and starts it when it is not
+// running. It reports false (p counted and logged as dropped) when the
+// store closed or maxPendingReleases are kept already.
+func (s *Store) queueRelease(ctx context.Context, p *pendingRelease) bool {
+	r := &s.releases
 	r.mu.Lock()
 	if r.closed || len(r.pending) >= maxPendingReleases {
 		r.mu.Unlock()
-		s.releaseDone(ctx, &l, releaseDropped, nil)
-		return
+		s.releaseDone(ctx, &p.lease, releaseDropped, nil)
+		return false
 	}
-	r.pending = append(r.pending, &pendingRelease{lease: l, deadline: s.cfg.BackoffClock.Now().Add(req.Lease)})
+	r.pending = append(r.pending, p)
 	start := !r.running
 	r.running = true
 	if start {
 		r.wg.Add(1)
 	}
 	r.mu.Unlock()
-	s.log.WarnContext(ctx, "claim outcome unknown after giving up: releasing it once the store answers",
-		"operation_id", opID, "endpoint", req.Scope.Endpoint)
 	if start {
 		go s.releaseLoop()
 	}
+	return true
 }
 
 // releaseLoop releases the pending claims, round after round, until none
@@ -169,17 +222,9 @@ func (s *Store) releaseOne(ctx context.Context, p *pendingRelease) bool {
 		s.releaseDone(ctx, &l, releaseExpired, nil)
 		return true
 	}
-	status, headers, body, resourceID, summary, err := snapshotArgs(store.Result{State: idempotency.RetryableFailure,
-		ErrorSummary: releaseSummary})
-	if err != nil {
-		s.releaseDone(ctx, &l, releaseDropped, err)
-		return true
-	}
-	u := s.prepareOwn(&l, "release", finishSQL, string(idempotency.RetryableFailure), status, headers, body, false,
-		resourceID, summary, l.TTL.Milliseconds())
 	cctx, done := context.WithTimeout(ctx, releaseMaxWait+l.Length/4)
 	defer done()
-	ok, err := s.runUpdate(cctx, u)
+	ok, err := s.release(cctx, &l, p.summary)
 	switch {
 	case err != nil && (errors.Is(err, store.ErrUnavailable) || cctx.Err() != nil):
 		return false // the store still does not answer (or its answer was lost; or it closes): try again

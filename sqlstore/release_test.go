@@ -50,7 +50,8 @@ func newReleaseEnv(t *testing.T) *releaseEnv {
 // answer after it committed, and keeps the store down from then on, so
 // that settling the claim fails too and Begin gives up. It returns the
 // tripwire (clear its down to bring the store back) and the record the
-// claim left: IN_PROGRESS at version 1 under a lease owner nobody holds.
+// claim left: IN_PROGRESS (PENDING for an async claim) at version 1 under
+// a lease owner nobody holds.
 func (e *releaseEnv) giveUpOnCommittedClaim(t *testing.T, req store.ClaimRequest) (*tripwire, store.Record) {
 	t.Helper()
 	w, _ := e.proxy.cut(t, "claim", loseAnswer, false, claimStatement)
@@ -65,9 +66,13 @@ func (e *releaseEnv) giveUpOnCommittedClaim(t *testing.T, req store.ClaimRequest
 	if err == nil || !errors.Is(err, store.ErrUnavailable) {
 		t.Fatalf("Begin = %v %v, want it to give up with ErrUnavailable (logs %q)", c.Outcome, err, e.logs.find(""))
 	}
+	want := idempotency.InProgress
+	if req.Pending {
+		want = idempotency.Pending
+	}
 	rec, err := e.direct.Read(context.Background(), req.Scope)
-	if err != nil || rec.State != idempotency.InProgress || rec.Version != 1 {
-		t.Fatalf("record %s v%d (%v): want the claim committed after all, IN_PROGRESS v1", rec.State, rec.Version, err)
+	if err != nil || rec.State != want || rec.Version != 1 {
+		t.Fatalf("record %s v%d (%v): want the claim committed after all, %s v1", rec.State, rec.Version, err, want)
 	}
 	return w, rec
 }
@@ -156,5 +161,86 @@ func TestAnUnconfirmedClaimTakenOverMeanwhileIsLeftAlone(t *testing.T) {
 	}
 	if err := e.direct.Finish(context.Background(), other.Lease, completed(`{}`)); err != nil {
 		t.Errorf("the other worker's finish: %v", err)
+	}
+}
+
+// TestAnUnconfirmedAsyncClaimIsReleasedOnceTheStoreAnswers: an async
+// (PENDING) claim that Begin gave up on is released like a synchronous
+// one. Recovery never runs it (it only takes over claims with a stored
+// request, and the caller, told the store was down, stored none), so left
+// alone it would answer every retry 202 for an operation nothing runs
+// until its lease ends. Released, the next Begin takes it over at once:
+// the retry's 202 is for a run that happens.
+func TestAnUnconfirmedAsyncClaimIsReleasedOnceTheStoreAnswers(t *testing.T) {
+	e := newReleaseEnv(t)
+	req := request(t, "tenant/alice", "lost-async-claim", `{}`)
+	req.Pending = true
+	w, claimed := e.giveUpOnCommittedClaim(t, req)
+	var stored int
+	if err := e.direct.Pool().QueryRow(context.Background(), `SELECT count(*) FROM async_requests`).Scan(&stored); err != nil || stored != 0 {
+		t.Fatalf("stored requests %d (%v): want none, recovery has nothing to run", stored, err)
+	}
+
+	w.down.Store(false) // the store answers again
+	testutil.Eventually(t, 10*time.Second, func() error {
+		rec, err := e.direct.Read(context.Background(), req.Scope)
+		if err == nil && rec.State != idempotency.RetryableFailure {
+			err = fmt.Errorf("record %s v%d", rec.State, rec.Version)
+		}
+		return err
+	})
+	if got := e.releases(t); got["released"] != 1 {
+		t.Errorf("claim_releases = %v, want released 1", got)
+	}
+	c, err := e.via.Begin(context.Background(), req)
+	if err != nil || c.Outcome != store.TakenOver || c.Lease == nil || c.Lease.OperationID != claimed.OperationID {
+		t.Fatalf("retry = %v (record %s) %v: want it to take the released claim over and run it", c.Outcome, c.Record.State, err)
+	}
+}
+
+// TestAReleaseTheStoreCouldNotTakeIsMadeOnceItAnswers: a worker gives up
+// a run that sent nothing (Release) while the store is down, through a
+// lease that is behind its own "sending" mark (the mark committed, its
+// answer lost). Release returns the outage, keeps the release, and makes
+// it once the store answers again: the record ends RETRYABLE_FAILURE, not
+// sent, and no takeover can find the mark and call the outcome unknown.
+func TestAReleaseTheStoreCouldNotTakeIsMadeOnceItAnswers(t *testing.T) {
+	e := newReleaseEnv(t)
+	ctx := context.Background()
+	req := request(t, "tenant/alice", "release-later", `{}`)
+	c := mustBegin(t, e.via, req, store.FirstRun)
+	behind := *c.Lease
+	if err := e.via.RecordStage(ctx, c.Lease, "sending"); err != nil {
+		t.Fatal(err)
+	}
+	e.proxy.proxy.Stop()
+	e.via.Pool().Reset()
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	err := e.via.Release(cctx, &behind, "not sent: test")
+	cancel()
+	if !errors.Is(err, store.ErrUnavailable) && !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Release on a dead store = %v, want the outage", err)
+	}
+	if err := e.proxy.proxy.Start(); err != nil { // the store answers again
+		t.Fatal(err)
+	}
+	var rec store.Record
+	testutil.Eventually(t, 10*time.Second, func() error {
+		var err error
+		rec, err = e.direct.Read(ctx, req.Scope)
+		if err == nil && rec.State != idempotency.RetryableFailure {
+			err = fmt.Errorf("record %s at stage %q", rec.State, rec.LastStage)
+		}
+		return err
+	})
+	if rec.ErrorSummary != "not sent: test" || rec.LeaseOwner != c.Lease.Owner {
+		t.Errorf("released record %q owner %q, want the lease's own release, not sent", rec.ErrorSummary, rec.LeaseOwner)
+	}
+	if got := e.releases(t); got["released"] != 1 {
+		t.Errorf("claim_releases = %v, want released 1", got)
+	}
+	e.clock.Advance(req.Lease + time.Second)
+	if again := mustBegin(t, e.via, req, store.TakenOver); again.Lease.LastStage != "" {
+		t.Errorf("takeover after the lease resumes from %q, want no mark", again.Lease.LastStage)
 	}
 }

@@ -21,14 +21,21 @@ func leaseOf(rec store.Record, tok fencing.Token) *store.Lease {
 		TTL: recordSnapshotTTL(rec)}
 }
 
+// resolveSet is otherSet that also records the answer's recovery point
+// ($19, store.Result.Stage) when it reports one: a resolve learns an
+// attempt's answer as the worker would have, and keeps what it says done.
+const resolveSet = otherSet + `, last_stage = CASE WHEN $19::TEXT = '' THEN last_stage ELSE $19::TEXT END`
+
 // Resolve settles an OUTCOME_UNKNOWN operation once the downstream has
 // answered for it by operation id: COMPLETED or TERMINAL_FAILURE when it
-// ran, RETRYABLE_FAILURE when it provably did not (the next retry runs it).
+// ran, RETRYABLE_FAILURE when it provably did not (the next retry runs it)
+// or when it answered so (res.Stage, the recovery point that answer
+// reports, is recorded as the last stage).
 // rec is the record as read; the update is conditioned on its version, so
 // two resolvers cannot both win. It returns ErrLostOwnership when the record
 // moved on, ErrNotUnknown when it is not OUTCOME_UNKNOWN.
 func (s *Store) Resolve(ctx context.Context, rec store.Record, tok fencing.Token, res store.Result) error {
-	u, err := s.prepareResolve(rec, tok, res)
+	u, err := s.prepareResolve(rec, tok, res, "resolve")
 	if err != nil {
 		return err
 	}
@@ -40,7 +47,9 @@ func (s *Store) Resolve(ctx context.Context, rec store.Record, tok fencing.Token
 	return nil
 }
 
-func (s *Store) prepareResolve(rec store.Record, tok fencing.Token, res store.Result) (fencedUpdate, error) {
+// prepareResolve prepares op's settling of rec (OUTCOME_UNKNOWN as read)
+// with res, under a writer identity of its own (otherSet).
+func (s *Store) prepareResolve(rec store.Record, tok fencing.Token, res store.Result, op string) (fencedUpdate, error) {
 	if rec.State != idempotency.OutcomeUnknown {
 		return fencedUpdate{}, store.ErrNotUnknown
 	}
@@ -51,9 +60,10 @@ func (s *Store) prepareResolve(rec store.Record, tok fencing.Token, res store.Re
 	if err != nil {
 		return fencedUpdate{}, err
 	}
-	l := leaseOf(rec, tok)
-	return s.prepareUpdate(l, l.Owner, "resolve", finishSet, `state = 'OUTCOME_UNKNOWN'`,
-		string(res.State), status, headers, body, res.Snapshot.BodyOmitted, resourceID, errSummary, l.TTL.Milliseconds()), nil
+	l, w := leaseOf(rec, tok), writerID(op)
+	return s.prepareUpdate(l, w, op, resolveSet, `state = 'OUTCOME_UNKNOWN'`,
+		string(res.State), status, headers, body, res.Snapshot.BodyOmitted, resourceID, errSummary, l.TTL.Milliseconds(),
+		w, res.Stage), nil
 }
 
 // Lookup returns the operation with id opID if it belongs to actor. Another
@@ -107,7 +117,7 @@ func (s *Store) ReconcileUnknown(ctx context.Context, operator, reason string, o
 		if err != nil {
 			return fmt.Errorf("sqlstore: read fence: %w", err)
 		}
-		u, err := s.prepareResolve(rec, tok, res)
+		u, err := s.prepareResolve(rec, tok, res, "reconcile")
 		if err != nil {
 			return err
 		}

@@ -103,6 +103,23 @@ func updateText(set, cond string) string {
 // still running.
 const ownCond = `state IN ('PENDING', 'IN_PROGRESS')`
 
+// otherSet is finishSet for a writer that holds no lease (a cancel, a
+// resolve, an operator's reconcile): it also gives the record that
+// writer's own identity ($18, writerID) as its lease_owner. A lease's
+// owner is a nonce unique to its claim or takeover, and these writers
+// keep the version's step of one, so without it their change (version+1,
+// the owner kept) would be exactly what settle reads as a lost write of
+// the lease's own that applied: a cancelled operation's worker would be
+// told its stage or finish was recorded and go on. A worker's write
+// conditioned on its owner never matches a record another writer changed.
+const otherSet = finishSet + `, lease_owner = $18`
+
+// writerID is a fresh identity for one write of a writer without a lease
+// (op names it: "cancel", "resolve", "reconcile"): unique, so settle tells
+// this write from any other, and never a lease's (a worker's owner is
+// "worker/nonce", and no worker is named after these).
+func writerID(op string) string { return op + "/" + nonce() }
+
 // The lease holder's own writes, filled in once: a first run's finish
 // looked its text up in updateTexts by the whole set and condition (a
 // hash and a compare of some 700 bytes, and an allocation) on every call.
@@ -110,6 +127,10 @@ var (
 	heartbeatSQL = updateText(heartbeatSet, ownCond)
 	stageSQL     = updateText(stageSet, ownCond)
 	finishSQL    = updateText(finishSet, ownCond)
+	// finishStageSQL is a finish that also records the result's recovery
+	// point ($18, store.Result.Stage): rare (a retryable failure on an
+	// endpoint whose retries complete the intent), so it is not batched.
+	finishStageSQL = updateText(finishSet+`, last_stage = $18`, ownCond)
 )
 
 // prepareOwn prepares one of the lease holder's own writes (q is one of
@@ -255,7 +276,10 @@ func updateAgain(err error) bool {
 // its *AmbiguousCommitError) or that matched no row although the lease
 // wrote it (u.self) or an earlier outcome was not seen (unsure): never run
 // it again blind; read the record and decide. The update happened iff the
-// row now carries version+1 and u's owner. It returns applied, or amb to
+// row now carries version+1 and u's owner: every writer leaves its own
+// owner (a lease's nonce, or a writer without a lease its writerID, see
+// otherSet), so another writer's change is never taken for u's. It
+// returns applied, or amb to
 // run the update again (it provably did not apply), or errAdopted (still
 // this lease's: the update runs again at the version read), or neither
 // (someone else's write: not ours).
@@ -349,7 +373,8 @@ const finishSet = `state = $10, lease_expires_at = NULL,
 
 // Finish records the operation's result: COMPLETED or TERMINAL_FAILURE with
 // the response snapshot (replayed from then on), RETRYABLE_FAILURE (the
-// next retry runs it again), or OUTCOME_UNKNOWN (held until resolved). It
+// next retry runs it again), or OUTCOME_UNKNOWN (held until resolved),
+// and res.Stage, when set, as the last stage in the same write. It
 // returns ErrLostOwnership when the operation was taken over: the caller's
 // result is then not the operation's answer.
 func (s *Store) Finish(ctx context.Context, l *store.Lease, res store.Result) error {
@@ -361,13 +386,24 @@ func (s *Store) Finish(ctx context.Context, l *store.Lease, res store.Result) er
 		return err
 	}
 	drillpoint.Hit(drillpoint.BeforeFinish)
-	u := s.prepareOwn(l, "finish", finishSQL,
-		string(res.State), status, headers, body, res.Snapshot.BodyOmitted, resourceID, errSummary, l.TTL.Milliseconds())
-	var first func(context.Context, *fencedUpdate) (bool, error)
-	if s.finishes != nil {
-		first = s.finishFirst
+	var (
+		u     fencedUpdate
+		first func(context.Context, *fencedUpdate) (bool, error)
+	)
+	if res.Stage != "" {
+		u = s.prepareOwn(l, "finish", finishStageSQL, string(res.State), status, headers, body,
+			res.Snapshot.BodyOmitted, resourceID, errSummary, l.TTL.Milliseconds(), res.Stage)
+	} else {
+		u = s.prepareOwn(l, "finish", finishSQL, string(res.State), status, headers, body,
+			res.Snapshot.BodyOmitted, resourceID, errSummary, l.TTL.Milliseconds())
+		if s.finishes != nil {
+			first = s.finishFirst
+		}
 	}
 	ok, err := s.runUpdateVia(ctx, u, first)
+	if err == nil && ok && res.Stage != "" {
+		l.LastStage = res.Stage
+	}
 	if err == nil && ok {
 		// The finish committed and its reply is here: a drill may die now,
 		// the result recorded and nobody told.

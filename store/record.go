@@ -43,6 +43,15 @@ type Result struct {
 	Snapshot Snapshot
 	// ErrorSummary is a short, non-sensitive description of a failure.
 	ErrorSummary string
+	// Stage is the recovery point the answer reported (a RETRYABLE_FAILURE
+	// on an endpoint whose retries complete a partly done intent), empty
+	// for none. Finish and Resolve record it as the record's last stage in
+	// the same write as the result, whichever path learned the answer (the
+	// worker, a takeover, a resolve of an OUTCOME_UNKNOWN), so a takeover
+	// with ClaimRequest.KeepStages resumes from it and a stage the
+	// upstream reported done is never repeated. Empty keeps the last stage
+	// as it is.
+	Stage string
 }
 
 // Record is one stored operation.

@@ -32,6 +32,17 @@ type Claims interface {
 	RecordStage(ctx context.Context, l *Lease, stage string) error
 	// Finish records the run's result and ends the lease.
 	Finish(ctx context.Context, l *Lease, res Result) error
+	// Release gives up l's run, which sent nothing upstream: it records
+	// RETRYABLE_FAILURE (summary as its error summary) through the lease,
+	// so the next retry runs at once and no mark the lease left (a
+	// "sending" stage) makes a later takeover call the outcome unknown. A
+	// write of the lease's own whose answer was lost (the handle is
+	// behind) does not stop it. When the store does not answer, the
+	// backend keeps the release and makes it as soon as it does, as for a
+	// claim Begin gave up on, and returns the store's error. A record that
+	// moved on (taken over, cancelled, finished) is left alone:
+	// ErrLostOwnership.
+	Release(ctx context.Context, l *Lease, summary string) error
 	// Resolve settles an OUTCOME_UNKNOWN record (as read) with res; it
 	// returns ErrNotUnknown when the record is in another state.
 	Resolve(ctx context.Context, rec Record, tok fencing.Token, res Result) error

@@ -67,3 +67,76 @@ func (h suite) TestKeepStagesResumesARetryableFailureFromItsLastStage(t *testing
 		}
 	}
 }
+
+// TestAResultsStageIsTheRecoveryPointWhicheverPathRecordsIt: a result
+// that reports a stage (store.Result.Stage) records it as the last stage
+// in the same write, whether the worker's Finish or a Resolve of an
+// OUTCOME_UNKNOWN records it, and a takeover with KeepStages resumes from
+// it. A result without one keeps the stage recorded before.
+func (h suite) TestAResultsStageIsTheRecoveryPointWhicheverPathRecordsIt(t *testing.T) {
+	s := h.Open(t, nil)
+	ctx := context.Background()
+	failed := func(stage string) store.Result {
+		return store.Result{State: idempotency.RetryableFailure, ErrorSummary: "503", Stage: stage}
+	}
+	tests := []struct {
+		name   string
+		record func(t *testing.T, req store.ClaimRequest, l *store.Lease)
+		want   string
+	}{
+		{"finish", func(t *testing.T, _ store.ClaimRequest, l *store.Lease) {
+			if err := s.Finish(ctx, l, failed("charged")); err != nil {
+				t.Fatal(err)
+			}
+			if l.LastStage != "charged" {
+				t.Errorf("lease after the finish holds stage %q, want charged", l.LastStage)
+			}
+		}, "charged"},
+		{"resolve", func(t *testing.T, req store.ClaimRequest, l *store.Lease) {
+			if err := s.Finish(ctx, l, store.Result{State: idempotency.OutcomeUnknown, ErrorSummary: "timed out"}); err != nil {
+				t.Fatal(err)
+			}
+			u := MustBegin(t, s, req, store.Unresolved)
+			if err := s.Resolve(ctx, u.Record, req.Token, failed("charged")); err != nil {
+				t.Fatal(err)
+			}
+		}, "charged"},
+		{"finish without a stage keeps the last one", func(t *testing.T, _ store.ClaimRequest, l *store.Lease) {
+			if err := s.RecordStage(ctx, l, "reserved;reversible"); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Finish(ctx, l, failed("")); err != nil {
+				t.Fatal(err)
+			}
+		}, "reserved;reversible"},
+		{"resolve without a stage keeps the last one", func(t *testing.T, req store.ClaimRequest, l *store.Lease) {
+			if err := s.RecordStage(ctx, l, "reserved;reversible"); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Finish(ctx, l, store.Result{State: idempotency.OutcomeUnknown, ErrorSummary: "timed out"}); err != nil {
+				t.Fatal(err)
+			}
+			u := MustBegin(t, s, req, store.Unresolved)
+			if err := s.Resolve(ctx, u.Record, req.Token, failed("")); err != nil {
+				t.Fatal(err)
+			}
+		}, "reserved;reversible"},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := Request(t, "tenant/a", "result-stage-"+string(rune('a'+i)), `{}`)
+			req.KeepStages = true
+			c := MustBegin(t, s, req, store.FirstRun)
+			tt.record(t, req, c.Lease)
+			rec, err := s.Read(ctx, req.Scope)
+			if err != nil {
+				t.Fatal(err)
+			}
+			again := MustBegin(t, s, req, store.TakenOver)
+			if rec.State != idempotency.RetryableFailure || rec.LastStage != tt.want || again.Lease.LastStage != tt.want {
+				t.Errorf("record %s at stage %q, takeover resumes from %q; want RETRYABLE_FAILURE at %q, resumed from it",
+					rec.State, rec.LastStage, again.Lease.LastStage, tt.want)
+			}
+		})
+	}
+}

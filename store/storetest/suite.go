@@ -36,6 +36,7 @@ func (h suite) tests() []struct {
 		{"TestRetryableFailureIsRerun", h.TestRetryableFailureIsRerun},
 		{"TestOutcomeUnknownIsNeverRerun", h.TestOutcomeUnknownIsNeverRerun},
 		{"TestResolveOutcomeUnknown", h.TestResolveOutcomeUnknown},
+		{"TestReleaseRecordsNotSentThroughALeaseThatIsBehind", h.TestReleaseRecordsNotSentThroughALeaseThatIsBehind},
 		{"TestReconcileUnknownIsAudited", h.TestReconcileUnknownIsAudited},
 		// adopt.go
 		{"TestTakenOverLeaseAdoptsNothing", h.TestTakenOverLeaseAdoptsNothing},
@@ -44,6 +45,7 @@ func (h suite) tests() []struct {
 		// ambiguous.go
 		{"TestAmbiguousClaim", h.TestAmbiguousClaim},
 		{"TestAmbiguousFinish", h.TestAmbiguousFinish},
+		{"TestAnotherWritersChangeIsNeverTakenForALostWrite", h.TestAnotherWritersChangeIsNeverTakenForALostWrite},
 		// fence.go
 		{"TestBootstrapFencesGivesEveryShardItsHomeOwnerOnce", h.TestBootstrapFencesGivesEveryShardItsHomeOwnerOnce},
 		{"TestBootstrapFencesRefusesAnotherShardCount", h.TestBootstrapFencesRefusesAnotherShardCount},
@@ -58,6 +60,7 @@ func (h suite) tests() []struct {
 		// firstsent.go
 		{"TestAnotherFirstSentIsAMismatchUnlessEitherIsAbsent", h.TestAnotherFirstSentIsAMismatchUnlessEitherIsAbsent},
 		{"TestKeepStagesResumesARetryableFailureFromItsLastStage", h.TestKeepStagesResumesARetryableFailureFromItsLastStage},
+		{"TestAResultsStageIsTheRecoveryPointWhicheverPathRecordsIt", h.TestAResultsStageIsTheRecoveryPointWhicheverPathRecordsIt},
 		// resolve_ttl.go
 		{"TestResolvedAfterTTLStaysForAnotherTTL", h.TestResolvedAfterTTLStaysForAnotherTTL},
 		// cleanup.go

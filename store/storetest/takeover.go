@@ -236,3 +236,69 @@ func (h suite) TestReconcileUnknownIsAudited(t *testing.T) {
 		t.Errorf("record is %s after a refused, unaudited repair; want OUTCOME_UNKNOWN: Resolve committed before the audit failed", after.State)
 	}
 }
+
+// TestReleaseRecordsNotSentThroughALeaseThatIsBehind: Release gives up a
+// run that sent nothing: RETRYABLE_FAILURE with its summary, and the next
+// claim takes it over at once without the released attempt's stages (no
+// "sending" mark says it may have been sent). It releases also through a
+// lease handle that is behind the lease's own last write (a mark whose
+// answer was lost), and never a record that moved on: a takeover's or a
+// cancel's stands (ErrLostOwnership).
+func (h suite) TestReleaseRecordsNotSentThroughALeaseThatIsBehind(t *testing.T) {
+	ctx := context.Background()
+	t.Run("behind its own mark", func(t *testing.T) {
+		s := h.Open(t, NewClock())
+		req := Request(t, "tenant/alice", "release-behind", `{}`)
+		c := MustBegin(t, s, req, store.FirstRun)
+		behind := *c.Lease
+		if err := s.RecordStage(ctx, c.Lease, "sending"); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Release(ctx, &behind, "not sent: test"); err != nil {
+			t.Fatalf("Release: %v", err)
+		}
+		rec, err := s.Read(ctx, req.Scope)
+		if err != nil || rec.State != idempotency.RetryableFailure || rec.ErrorSummary != "not sent: test" {
+			t.Fatalf("record %s %q (%v), want RETRYABLE_FAILURE \"not sent: test\"", rec.State, rec.ErrorSummary, err)
+		}
+		again := MustBegin(t, s, req, store.TakenOver)
+		if again.Lease.LastStage != "" || again.Lease.OperationID != c.Lease.OperationID {
+			t.Errorf("takeover of the released claim resumes from %q (operation %v), want no stage, the same operation",
+				again.Lease.LastStage, again.Lease.OperationID)
+		}
+	})
+	t.Run("taken over", func(t *testing.T) {
+		clock := NewClock()
+		s := h.Open(t, clock)
+		req := Request(t, "tenant/alice", "release-taken", `{}`)
+		c := MustBegin(t, s, req, store.FirstRun)
+		clock.Advance(req.Lease + time.Second)
+		other := MustBegin(t, s, req, store.TakenOver)
+		if err := s.Release(ctx, c.Lease, "not sent: test"); !errors.Is(err, store.ErrLostOwnership) {
+			t.Errorf("Release of a lease taken over: %v, want ErrLostOwnership", err)
+		}
+		rec, err := s.Read(ctx, req.Scope)
+		if err != nil || rec.State != idempotency.InProgress || rec.Version != other.Lease.Version {
+			t.Errorf("record %s v%d (%v), want the takeover's untouched (v%d)", rec.State, rec.Version, err, other.Lease.Version)
+		}
+	})
+	t.Run("cancelled", func(t *testing.T) {
+		s := h.Open(t, NewClock())
+		req := Request(t, "tenant/alice", "release-cancelled", `{}`)
+		req.Pending = true
+		c := MustBegin(t, s, req, store.FirstRun)
+		rec, err := s.Read(ctx, req.Scope)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Cancel(ctx, rec, req.Token, cancelled()); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Release(ctx, c.Lease, "not sent: test"); !errors.Is(err, store.ErrLostOwnership) {
+			t.Errorf("Release of a cancelled operation: %v, want ErrLostOwnership", err)
+		}
+		if got, err := s.Read(ctx, req.Scope); err != nil || got.State != idempotency.Cancelled {
+			t.Errorf("record %s (%v), want CANCELLED", got.State, err)
+		}
+	})
+}
