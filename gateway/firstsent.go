@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/idemcoord/idemcoord/config"
+	"github.com/idemcoord/idemcoord/idempotency"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // HeaderFirstSent is the request header in which a client says when it
@@ -96,12 +98,46 @@ func parseFirstSent(values []string) (time.Time, error) {
 // mismatchDetail is the 422's detail. A stored and a sent first-sent time
 // that differ make the request another one whatever its body, and a client
 // that changed the header (a retry that sent its own time, not the first
-// attempt's) is told so.
-func mismatchDetail(stored, sent time.Time) string {
-	if !stored.IsZero() && !sent.IsZero() && !stored.Equal(sent) {
-		return fmt.Sprintf("this key belongs to a request first sent at %s, and this one says %s "+
-			"(Idempotency-First-Sent): a retry sends the first attempt's time unchanged; use a new key for a new intent",
-			stored.UTC().Format(http.TimeFormat), sent.UTC().Format(http.TimeFormat))
+// attempt's) is told so; same says the body is the stored request's, whose
+// operation a new key could run a second time.
+func mismatchDetail(rec store.Record, sent time.Time, same bool) string {
+	stored := rec.FirstSent
+	if stored.IsZero() || sent.IsZero() || stored.Equal(sent) {
+		return "this key belongs to another request; use a new key for a new intent"
 	}
-	return "this key belongs to another request; use a new key for a new intent"
+	d := fmt.Sprintf("this key belongs to a request first sent at %s, and this one says %s "+
+		"(Idempotency-First-Sent): a retry sends the first attempt's time unchanged",
+		stored.UTC().Format(http.TimeFormat), sent.UTC().Format(http.TimeFormat))
+	if same && !tookNoEffect(rec.State) {
+		return d + "; it is otherwise the same request, whose operation ran or may have run: " +
+			"sending it under a new key could run it twice"
+	}
+	return d + "; use a new key for a new intent"
+}
+
+// sameRequest reports whether req is the request rec stored but for its
+// first-sent time: the same fingerprint, recomputed at rec's version when
+// rec was stored under another one. A fingerprint that cannot be
+// recomputed counts as the same request (the safe side: no new key is
+// advised).
+func sameRequest(req store.ClaimRequest, rec store.Record) bool {
+	want := req.Fingerprint
+	if rec.Fingerprint.Version != want.Version {
+		if req.Refingerprint == nil {
+			return true
+		}
+		var err error
+		if want, err = req.Refingerprint(rec.Fingerprint.Version); err != nil {
+			return true
+		}
+	}
+	return rec.Fingerprint.Equal(want)
+}
+
+// tookNoEffect reports whether an operation in state s is known not to
+// have taken effect: a retryable failure (recorded as having taken none)
+// or a cancellation (the upstream confirmed it never takes effect). Any
+// other state ran, is running, or may have run.
+func tookNoEffect(s idempotency.State) bool {
+	return s == idempotency.RetryableFailure || s == idempotency.Cancelled
 }
