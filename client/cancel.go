@@ -11,15 +11,17 @@ import (
 // (DELETE /v1/operations/{id}, as the owning actor: the client's token).
 // Cancelling is itself idempotent, so Cancel retries what may change on
 // another try — transport failures, 429, 502 (the upstream gave no
-// verdict), 503 and 504, never sooner than Retry-After — up to
+// verdict), a 409 other than not-cancellable, 503 and 504, never sooner than Retry-After — up to
 // MaxAttempts, and needs no key.
 //
 //   - 200: the operation is cancelled (now or earlier; Replayed says
 //     which); its effect never happened and a retry of the original
 //     request replays the cancellation. The *Response and a nil error.
 //   - 409 not-cancellable: the operation reached an irreversible stage or
-//     finished; it runs to its end once. 404: no such operation of this
-//     actor. Any other final status: the *Response and a *ProblemError.
+//     finished; it runs to its end once. It is the only final 409: any
+//     other (cancel-undetermined: the record is being updated) is asked
+//     again like a 502. 404: no such operation of this actor. Any other
+//     final status: the *Response and a *ProblemError.
 //   - no final answer: a *GaveUpError; the operation may or may not be
 //     cancelled, and Cancel may be called again.
 //
@@ -34,8 +36,14 @@ func (c *Client) Cancel(ctx context.Context, operationID string) (*Response, err
 }
 
 // retryableCancel reports whether a cancel's answer may change on
-// another try: as retryableStatus, except 409, which is a refusal (the
-// operation passed its irreversible stage) and final.
+// another try: as retryableStatus, except that a 409 is final only when it
+// is the refusal not-cancellable (the operation passed its irreversible
+// stage, or cannot be cancelled at all). Any other 409, such as the
+// gateway's cancel-undetermined ("the record is being updated; retry the
+// DELETE"), asks for the DELETE again.
 func retryableCancel(r *Response) bool {
-	return r.Status != http.StatusConflict && retryableStatus(r)
+	if r.Status == http.StatusConflict && !r.Replayed {
+		return !isProblemType(newProblem(r).Type, problemTypeNotCancellable)
+	}
+	return retryableStatus(r)
 }

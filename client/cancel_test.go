@@ -63,3 +63,41 @@ func TestCancelRetriesAnUndeterminedCancelAndStopsAtARefusal(t *testing.T) {
 		t.Errorf("Cancel(\"\") = %v, want ErrInvalidIntent", err)
 	}
 }
+
+// TestCancelTakesOnlyNotCancellableAsAFinalRefusal: the gateway's 409
+// cancel-undetermined ("the record is being updated; retry the DELETE")
+// is asked again until the answer settles (200 here), and when it never
+// settles within MaxAttempts Cancel gives up with a *GaveUpError, which
+// says the cancel may be asked again (it wraps the last answer), not the
+// 409 as a final refusal. Only
+// 409 not-cancellable is final at once.
+func TestCancelTakesOnlyNotCancellableAsAFinalRefusal(t *testing.T) {
+	var calls atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := calls.Add(1)
+		w.Header().Set("Content-Type", "application/problem+json")
+		if r.URL.Path == "/v1/operations/op-settles" && n >= 3 {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"operation_id":"op-settles","state":"CANCELLED","result":"cancelled"}`)
+			return
+		}
+		w.Header().Set("Retry-After", "1")
+		w.WriteHeader(http.StatusConflict)
+		io.WriteString(w, `{"type":"https://idemcoord.dev/problems/cancel-undetermined","title":"operation is changing state","status":409}`)
+	}))
+	defer srv.Close()
+	c, err := client.New(client.Config{BaseURL: srv.URL, Token: "t", Clock: newSleepRecorder(), Seed: 1, MaxAttempts: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := c.Cancel(context.Background(), "op-settles")
+	if err != nil || resp.Status != http.StatusOK || calls.Load() != 3 {
+		t.Fatalf("Cancel(op-settles) = %v, %v after %d calls, want 200 on the third", resp, err, calls.Load())
+	}
+	calls.Store(0)
+	_, err = c.Cancel(context.Background(), "op-busy")
+	var gaveUp *client.GaveUpError
+	if !errors.As(err, &gaveUp) || !errors.Is(err, client.ErrGaveUp) || calls.Load() != 4 {
+		t.Errorf("Cancel(op-busy) = %v (%T) after %d calls, want a *GaveUpError after MaxAttempts (4)", err, err, calls.Load())
+	}
+}

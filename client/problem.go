@@ -31,6 +31,16 @@ var (
 // type the gateway sends with its 422.
 const problemTypeFingerprintMismatch = "fingerprint-mismatch"
 
+// problemTypeNotCancellable is the last path segment of the problem type
+// of a cancel's final refusal (409).
+const problemTypeNotCancellable = "not-cancellable"
+
+// isProblemType reports whether the problem type typ is name, given whole
+// or as the last path segment of a URI.
+func isProblemType(typ, name string) bool {
+	return typ == name || strings.HasSuffix(typ, "/"+name)
+}
+
 // ProblemError is a final answer other than 2xx or 3xx, parsed from an
 // application/problem+json body (RFC 9457) when there is one. Do returns it
 // next to the *Response it came from.
@@ -90,8 +100,7 @@ func (p *ProblemError) Is(target error) bool {
 		return false
 	}
 	if p.Type != "" {
-		return p.Type == problemTypeFingerprintMismatch ||
-			strings.HasSuffix(p.Type, "/"+problemTypeFingerprintMismatch)
+		return isProblemType(p.Type, problemTypeFingerprintMismatch)
 	}
 	return !p.fromOperation
 }

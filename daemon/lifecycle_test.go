@@ -21,6 +21,7 @@ import (
 	"github.com/idemcoord/idemcoord/internal/pgtest"
 	"github.com/idemcoord/idemcoord/ownership"
 	"github.com/idemcoord/idemcoord/region"
+	"github.com/idemcoord/idemcoord/shard"
 	"github.com/idemcoord/idemcoord/sqlstore"
 )
 
@@ -56,6 +57,10 @@ func newLifecycleParts(t *testing.T) *lifecycleParts {
 	topo, err := region.New("us-east", []config.Region{{Name: "us-east", URL: "http://us-east.invalid"},
 		{Name: "eu-west", URL: "http://eu-west.invalid"}})
 	if err != nil {
+		t.Fatal(err)
+	}
+	// A single-region gateway refuses a store whose shards have no owner.
+	if err := s.BootstrapFences(ctx, shard.DefaultCount, topo.Home); err != nil {
 		t.Fatal(err)
 	}
 	return &lifecycleParts{etcd: ec, cli: cli, store: s, topo: topo}

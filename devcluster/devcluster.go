@@ -87,6 +87,11 @@ type Options struct {
 	// Region overrides, per region name, what that region connects
 	// through, so a drill or a test can cut one region off alone.
 	Region map[string]RegionOptions
+	// HoldGateways keeps the gateways from accepting connections, after
+	// Start returns too, until Cluster.OpenGateways (gate.go): `idemd dev`
+	// opens them once its state file is written. Default false: they
+	// serve from their daemon's start.
+	HoldGateways bool
 }
 
 // RegionOptions are one region's own connections. Zero fields take the
@@ -147,6 +152,7 @@ type Cluster struct {
 
 	portBase int
 	opts     Options
+	gate     *gate // nil unless Options.HoldGateways
 	secret   []byte
 	servers  []*http.Server
 }
@@ -175,6 +181,9 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		return nil, err
 	}
 	started := &Cluster{secret: make([]byte, 32), portBase: opts.PortBase, opts: opts}
+	if opts.HoldGateways {
+		started.gate = newGate()
+	}
 	c = started
 	defer func() {
 		if err != nil {
@@ -234,8 +243,12 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		if err != nil {
 			return nil, err
 		}
+		ln := listeners[i]
+		if c.gate != nil {
+			ln = c.gate.wrap(ln)
+		}
 		d, err := daemon.Start(ctx, cfg, daemon.Options{Logger: opts.Logger, Transport: ro.Transport, Migrate: true, Failover: opts.FailoverTimings,
-			ForwardTransport: ro.ForwardTransport, Listener: listeners[i], UnsafeDrillStore: ro.UnsafeDrillStore})
+			ForwardTransport: ro.ForwardTransport, Listener: ln, UnsafeDrillStore: ro.UnsafeDrillStore})
 		listeners[i] = nil // the daemon closes it from now on
 		if err != nil {
 			return nil, fmt.Errorf("region %s: %w", name, err)

@@ -245,10 +245,12 @@ func (g *Gateway) decide(ctx context.Context, c *call, req store.ClaimRequest, c
 	case store.Mismatch:
 		// The operation exists: its id and state say which one the key
 		// belongs to (GET /v1/operations/{id} shows it to the same actor).
+		same := sameRequest(req, rec)
 		g.refuse(c, "fingerprint_conflict", problem{Type: "fingerprint-mismatch",
 			Title:  "Idempotency-Key reused with a different request",
-			Detail: mismatchDetail(rec.FirstSent, req.FirstSent), Status: http.StatusUnprocessableEntity,
-			OperationID: rec.OperationID.String(), OperationState: string(rec.State), NewKeySafe: true})
+			Detail: mismatchDetail(rec, req.FirstSent, same), Status: http.StatusUnprocessableEntity,
+			OperationID: rec.OperationID.String(), OperationState: string(rec.State),
+			NewKeySafe: !same || tookNoEffect(rec.State)})
 	case store.InFlight:
 		done, again, answered, leaseLeft := g.awaitRun(c, claim)
 		if done != nil {

@@ -259,7 +259,18 @@ func rootOnly(r *http.Request) bool {
 // them (before Start, or after ctx ended), but nothing then takes over
 // queued or fenced operations. Start is lifecycle.Component's, as Close,
 // Done and Err are.
+//
+// A single-region gateway (no Owners) refuses to start on a store whose
+// shard fences give its region nothing to serve, with an error naming
+// the missing step (the store's BootstrapFences, wrapping
+// store.ErrNotBootstrapped) instead of answering every request 503.
 func (g *Gateway) Start(ctx context.Context) error {
+	if err := g.checkFences(ctx); err != nil {
+		for _, t := range g.tickers {
+			t.Stop()
+		}
+		return err
+	}
 	runs := []func(context.Context) error{func(ctx context.Context) error { <-ctx.Done(); return nil }}
 	if r := g.recoveryLoop(); r != nil {
 		runs = append(runs, r)
@@ -446,7 +457,10 @@ func (g *Gateway) passthrough(w http.ResponseWriter, r *http.Request, actor, end
 // middleware mode): next runs each intent at most once per key, and sees
 // X-Idempotency-Operation-Id and X-Idempotency-Actor on the request.
 // cfg.Next is ignored. As with New, call Start to run the background
-// loops and Close on shutdown.
+// loops and Close on shutdown. Single-region (no cfg.Owners), the store's
+// shards need this region as their owner first (the store's
+// BootstrapFences, as Example_middleware does); Start refuses a store
+// without fences, naming that step.
 func Wrap(cfg Config, next http.Handler) (*Gateway, error) {
 	cfg.Next = HandlerExecutor(next)
 	return New(cfg)

@@ -429,5 +429,8 @@ func benchGroupCommit(b testing.TB) sqlstore.GroupCommit {
 	if _, err := fmt.Sscanf(v, "%d,%d", &g.MaxInFlight, &g.MaxBatch); err != nil {
 		b.Fatalf("IDEMCOORD_BENCH_GROUP_COMMIT=%q: want maxInFlight,maxBatch: %v", v, err)
 	}
+	if g.MaxBatch <= 1 {
+		return sqlstore.GroupCommitOff // the zero GroupCommit would be the default
+	}
 	return g
 }

@@ -110,7 +110,7 @@ func (s *Store) claim(ctx context.Context, req store.ClaimRequest, owner string,
 		*now = j.now
 		rec.Scope.Key = req.Scope.Key
 		return true, nil
-	case j.err != nil && ambiguous(stmtOutcome(j.err)):
+	case isAmbiguous(stmtOutcome(j.err)):
 		return false, j.err
 	}
 	return s.claimRow(ctx, s.pool, req, owner, opID, state, rec, now)

@@ -1,9 +1,11 @@
 package sqlstore_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 
+	"github.com/idemcoord/idemcoord/internal/pgtest"
 	"github.com/idemcoord/idemcoord/sqlstore"
 )
 
@@ -22,5 +24,30 @@ func TestSQLStoreDefaultConfigNamesTheMissingDSN(t *testing.T) {
 	cfg.DSN = "postgres://localhost/idemcoord"
 	if err := cfg.Validate(); err != nil {
 		t.Errorf("DefaultConfig with a DSN: %v", err)
+	}
+}
+
+// TestAStoreOpenedFromAZeroConfigRunsWithGroupCommit: a Config that sets
+// only DSN and Migrate, as the package's examples and the middleware
+// example open their stores, gets the production defaults, group commit
+// (DefaultGroupCommit) included; GroupCommitOff turns it off.
+func TestAStoreOpenedFromAZeroConfigRunsWithGroupCommit(t *testing.T) {
+	dsn := pgtest.NewDatabase(t)
+	for _, tc := range []struct {
+		name string
+		gc   sqlstore.GroupCommit
+		want sqlstore.GroupCommit
+	}{
+		{"zero", sqlstore.GroupCommit{}, sqlstore.DefaultGroupCommit},
+		{"off", sqlstore.GroupCommitOff, sqlstore.GroupCommitOff},
+	} {
+		s, err := sqlstore.Open(context.Background(), sqlstore.Config{Migrate: true, DSN: dsn, GroupCommit: tc.gc})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.GroupCommit(); got != tc.want {
+			t.Errorf("%s: the store runs with group commit %+v, want %+v", tc.name, got, tc.want)
+		}
+		s.Close()
 	}
 }

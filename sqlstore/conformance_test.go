@@ -24,7 +24,7 @@ func TestStore(t *testing.T) { storetest.Run(t, sqlHarness()) }
 func TestStoreWithGroupCommit(t *testing.T) { storetest.Run(t, sqlHarnessWith(forcedBatching)) }
 
 // sqlHarness is the suite's Harness on throwaway PostgreSQL databases.
-func sqlHarness() storetest.Harness { return sqlHarnessWith(sqlstore.GroupCommit{}) }
+func sqlHarness() storetest.Harness { return sqlHarnessWith(sqlstore.GroupCommitOff) }
 
 // sqlHarnessWith is sqlHarness with the stores' group commit gc.
 func sqlHarnessWith(gc sqlstore.GroupCommit) storetest.Harness {

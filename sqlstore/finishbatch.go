@@ -91,7 +91,7 @@ func (s *Store) finishFirst(ctx context.Context, u *fencedUpdate) (bool, error) 
 			l.ExpiresAt = *j.leaseExp
 		}
 		return true, nil
-	case j.err != nil && ambiguous(stmtOutcome(j.err)):
+	case isAmbiguous(stmtOutcome(j.err)):
 		return false, j.err
 	}
 	return u.run(ctx, s, s.pool)

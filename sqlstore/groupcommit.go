@@ -29,15 +29,18 @@ import (
 // lease_owner, finishes re-read version and owner).
 
 // GroupCommit configures statement combining for the claim and the finish
-// (Config.GroupCommit). The zero value turns it off; DefaultConfig turns it
-// on with DefaultGroupCommit.
+// (Config.GroupCommit). The zero value stands for DefaultGroupCommit (Open
+// and DefaultConfig give it), so a store opened from a Config that leaves
+// it out batches as production does; GroupCommitOff (MaxBatch 1) turns it
+// off.
 type GroupCommit struct {
 	// MaxInFlight is how many statements of one kind (claims; finishes)
 	// run at once before further requests of that kind queue for a batch.
 	// It must be at least 1 when MaxBatch is above 1.
 	MaxInFlight int
-	// MaxBatch is the most requests one batch statement carries. 0 or 1
-	// turns batching off: every request runs its own statement at once.
+	// MaxBatch is the most requests one batch statement carries. 1 turns
+	// batching off: every request runs its own statement at once (0 too,
+	// when another field is set; an all-zero GroupCommit is the default).
 	MaxBatch int
 	// FullBatchSlots is how many statements of a kind beyond MaxInFlight
 	// full batches may run: once MaxBatch requests wait, they go at once
@@ -67,6 +70,12 @@ type GroupCommit struct {
 // milliseconds; tens across regions on CockroachDB) and well below what a
 // client notices.
 var DefaultGroupCommit = GroupCommit{MaxInFlight: 1, MaxBatch: 8, FullBatchSlots: 1, MaxQueueWait: 50 * time.Millisecond}
+
+// GroupCommitOff is the GroupCommit that turns group commit off: every
+// claim and finish runs its own statement at once (MaxBatch 1). For
+// comparisons and tests of the single-statement path; production runs
+// with DefaultGroupCommit.
+var GroupCommitOff = GroupCommit{MaxBatch: 1}
 
 // maxBatchLimit bounds GroupCommit.MaxBatch: one statement's arrays.
 const maxBatchLimit = 1000
@@ -279,10 +288,10 @@ func (e notSent) Unwrap() error     { return e.err }
 func (e notSent) SafeToRetry() bool { return true }
 
 // GroupCommit returns the group commit the store runs with (its
-// Config.GroupCommit, the zero value when off).
+// Config.GroupCommit as Open completed it, GroupCommitOff when off).
 func (s *Store) GroupCommit() GroupCommit {
 	if s.claims == nil {
-		return GroupCommit{}
+		return GroupCommitOff
 	}
 	return s.cfg.GroupCommit
 }

@@ -103,3 +103,62 @@ func TestAnAmbiguousBatchFinishIsSettledByEachMemberAsApplied(t *testing.T) {
 		})
 	}
 }
+
+// TestABatchAnsweredCompletionUnknownIsAmbiguousLikeASingleStatement: a
+// batch of claims or finishes that committed, answered with CockroachDB's
+// 40003 (statement_completion_unknown), is ambiguous for every member, as
+// it is on the single-statement path (stmtOutcome): each member settles
+// its own write as applied, a claim as its own first run and a finish as
+// recorded, never as lost ownership or a second claim.
+func TestABatchAnsweredCompletionUnknownIsAmbiguousLikeASingleStatement(t *testing.T) {
+	holder := "tenant/holder"
+	t.Run("claims", func(t *testing.T) {
+		ctx := context.Background()
+		g, p := proxiedGroupCommit(t)
+		w, _ := p.cut(t, "batch-claim", answerUnknown, true, isBatch)
+		var reqs []store.ClaimRequest
+		for _, a := range actorsOff(holder, 6) {
+			reqs = append(reqs, request(t, a, "key", `{}`))
+		}
+		cs, errs := batchClaims(t, g, holder, reqs)
+		if !w.Fired() {
+			t.Fatal("the tripwire never answered a batch 40003")
+		}
+		for i, r := range reqs {
+			if errs[i] != nil || cs[i].Outcome != store.FirstRun {
+				t.Errorf("claim %d: %v %v, want first_run", i, cs[i].Outcome, errs[i])
+				continue
+			}
+			rec, err := g.direct.Read(ctx, r.Scope)
+			if err != nil || rec.Version != 1 || rec.LeaseOwner != cs[i].Lease.Owner {
+				t.Errorf("claim %d: stored v%d owner %q (%v), want the claim's own insert, once", i, rec.Version, rec.LeaseOwner, err)
+			}
+		}
+		if n := len(g.logs.find("claim outcome ambiguous")); n < len(reqs) {
+			t.Errorf("%d members settled an ambiguous claim, want all %d (logs %q)", n, len(reqs), g.logs.find(""))
+		}
+	})
+	t.Run("finishes", func(t *testing.T) {
+		ctx := context.Background()
+		g, p := proxiedGroupCommit(t)
+		reqs, leases := claimEach(t, g, actorsOff(holder, 5))
+		owners := make([]string, len(leases))
+		for i, l := range leases {
+			owners[i] = l.Owner
+		}
+		w, _ := p.cut(t, "batch-finish", answerUnknown, true, isBatch)
+		errs := batchFinishes(t, g, holder, leases)
+		if !w.Fired() {
+			t.Fatal("the tripwire never answered a batch 40003")
+		}
+		for i, r := range reqs {
+			if errs[i] != nil || leases[i].Version != 2 {
+				t.Errorf("finish %d: %v, lease v%d, want recorded at v2 (logs %q)", i, errs[i], leases[i].Version, g.logs.find(""))
+			}
+			rec, err := g.direct.Read(ctx, r.Scope)
+			if err != nil || rec.State != idempotency.Completed || rec.Version != 2 || rec.LeaseOwner != owners[i] {
+				t.Errorf("finish %d: stored %s v%d owner %q (%v), want our finish applied once", i, rec.State, rec.Version, rec.LeaseOwner, err)
+			}
+		}
+	})
+}

@@ -30,7 +30,7 @@ func openStore(t testing.TB, clock clock.Clock) (*sqlstore.Store, string) {
 
 func openDSN(t testing.TB, dsn string, clock clock.Clock) *sqlstore.Store {
 	t.Helper()
-	return openDSNWith(t, dsn, clock, sqlstore.GroupCommit{})
+	return openDSNWith(t, dsn, clock, sqlstore.GroupCommitOff)
 }
 
 // openDSNWith is openDSN with the group commit gc.

@@ -76,13 +76,15 @@ type Config struct {
 	Tracer pgx.QueryTracer
 	// GroupCommit combines the claims (and separately the finishes) that
 	// arrive while GroupCommit.MaxInFlight statements of their kind run
-	// into one statement each (group commit; see GroupCommit). The zero
-	// value turns it off; DefaultConfig sets DefaultGroupCommit.
+	// into one statement each (group commit; see GroupCommit). Default
+	// (the zero value) DefaultGroupCommit, the production setting;
+	// GroupCommitOff turns it off.
 	GroupCommit GroupCommit
 }
 
 // DefaultConfig returns a Config with every default set; DSN is left to
-// set.
+// set. Open gives a zero field the same default, so a Config that sets
+// only DSN (and Migrate) runs with the production defaults too.
 func DefaultConfig() Config {
 	return Config{MaxConns: DefaultMaxConns, MaxAttempts: DefaultMaxAttempts, RetryBase: DefaultRetryBase,
 		BackoffClock: clock.Real(), Logger: slog.Default(), GroupCommit: DefaultGroupCommit}
@@ -144,6 +146,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	if cfg.RetryBase == 0 {
 		cfg.RetryBase = DefaultRetryBase
+	}
+	if cfg.GroupCommit == (GroupCommit{}) {
+		cfg.GroupCommit = DefaultGroupCommit
 	}
 	cfg.BackoffClock = clock.Or(cfg.BackoffClock)
 	if cfg.Meter == nil {

@@ -37,7 +37,26 @@ const (
 	// cutAfterRequest forwards the statement and cuts at once: the server
 	// got it and may still be executing it when the client gives up.
 	cutAfterRequest
+	// answerUnknown forwards the statement and replaces the server's whole
+	// answer with CockroachDB's 40003 (statement_completion_unknown), the
+	// connection kept: the statement ran and committed, and the server
+	// says it cannot tell.
+	answerUnknown
 )
+
+// completionUnknown is an ErrorResponse with SQLSTATE 40003 and the
+// ReadyForQuery (idle) that follows it: what CockroachDB answers when it
+// cannot tell whether a statement committed.
+var completionUnknown = func() []byte {
+	var fields []byte
+	for _, f := range []string{"SERROR", "VERROR", "C40003", "Mresult is ambiguous"} {
+		fields = append(append(fields, f...), 0)
+	}
+	fields = append(fields, 0)
+	msg := binary.BigEndian.AppendUint32([]byte{'E'}, uint32(4+len(fields)))
+	msg = append(msg, fields...)
+	return append(binary.BigEndian.AppendUint32(append(msg, 'Z'), 5), 'I')
+}()
 
 // tripwire names a statement to cut at, once, while armed.
 type tripwire struct {
@@ -131,6 +150,16 @@ func (t *cutToxic) Pipe(stub *toxics.ToxicStub) {
 				}
 				return
 			}
+			if !t.Client && w.mode == answerUnknown && w.await.Load() {
+				// The statement's answer, up to its ReadyForQuery: withheld,
+				// and in its place the 40003.
+				if hit && w.await.CompareAndSwap(true, false) {
+					c.Data = completionUnknown
+					stub.Output <- c
+					w.fire()
+				}
+				continue
+			}
 			if !hit {
 				stub.Output <- c
 				continue
@@ -144,7 +173,7 @@ func (t *cutToxic) Pipe(stub *toxics.ToxicStub) {
 			case !w.armed.CompareAndSwap(true, false):
 				stub.Output <- c
 				continue
-			case w.mode == loseAnswer:
+			case w.mode == loseAnswer || w.mode == answerUnknown:
 				w.await.Store(true)
 				stub.Output <- c
 				continue

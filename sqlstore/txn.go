@@ -166,6 +166,14 @@ func (s *Store) exec1(ctx context.Context, op string, fn func(ctx context.Contex
 	return s.retry(ctx, op, func(ctx context.Context) error { return stmtOutcome(fn(ctx)) })
 }
 
+// isAmbiguous reports whether err is an *AmbiguousCommitError: what
+// stmtOutcome or commitOutcome made of a lost answer or of CockroachDB's
+// 40003. The batch paths ask it of a member's share of a batch statement,
+// so a batch is ambiguous exactly when the same statement alone would be.
+func isAmbiguous(err error) bool {
+	return err != nil && errors.As(err, new(*store.AmbiguousCommitError))
+}
+
 // stmtOutcome judges a statement that commits alone: one round trip, its
 // result is its commit's result, so a lost connection after sending it is
 // ambiguous (*AmbiguousCommitError).

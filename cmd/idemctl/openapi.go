@@ -105,7 +105,7 @@ func operationOf(ep config.Endpoint) obj {
 				config.FormatDuration(ttl), keyNote(ep)),
 			"schema": obj{"type": "string", "minLength": 1}},
 		obj{"name": "Idempotency-First-Sent", "in": "header", "required": false,
-			"description": fmt.Sprintf("When the intent was first sent (HTTP-date), unchanged on every retry. Older than %s, or over a minute ahead: 412, nothing runs. Another value under the same key: 422.", config.FormatDuration(ttl)),
+			"description": fmt.Sprintf("When the intent was first sent (HTTP-date), unchanged on every retry. Older than the ttl (%s) less the clock skew tolerated (a minute; half the ttl under two minutes), or further ahead than that skew: 412, nothing runs. Another value under the same key: 422.", config.FormatDuration(ttl)),
 			"schema":      obj{"type": "string"}},
 	}
 	for _, m := range pathParamRE.FindAllStringSubmatch(ep.Path, -1) {

@@ -74,7 +74,8 @@ anything starts.`,
 				}
 			}
 			fmt.Fprintln(cmd.ErrOrStderr(), "starting PostgreSQL, etcd, demo services and three regions...")
-			c, err := devcluster.Start(ctx, devcluster.Options{PortBase: portBase, DatabaseURL: dbURL, Logger: log})
+			c, err := devcluster.Start(ctx, devcluster.Options{PortBase: portBase, DatabaseURL: dbURL, Logger: log,
+				HoldGateways: true})
 			if err != nil && dbURL != "" {
 				return fmt.Errorf("with --database-url %s: %w", redactDSN(dbURL), err)
 			}
@@ -98,6 +99,9 @@ anything starts.`,
 			if err := devcluster.WriteState(statePath, st); err != nil {
 				return err
 			}
+			// Only now do the gateways answer, /healthz included: a script
+			// that waits for them finds the cluster with idemctl at once.
+			c.OpenGateways()
 			token, err := c.Token("demo", 24*time.Hour)
 			if err != nil {
 				return err
