@@ -20,7 +20,7 @@ type RegionHealth interface {
 var _ RegionHealth = (*failover.Tracker)(nil)
 
 // failoverHold applies the endpoint's failover policy to a shard in state,
-// owned by owner (DESIGN: "Failover policy per endpoint"): a FAILED_OVER
+// owned by owner (docs/failover.md, "Policies"): a FAILED_OVER
 // shard is refused under reject (nothing executes until failback or an
 // operator accepts the new owner) and served under transfer; while the
 // owner is only suspect, or failed but not moved yet, both wait. It
