@@ -50,7 +50,7 @@ func TestLostUpstreamAnswersNeverChargeTwice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := cluster.StartDev(ctx, cluster.Options{Policy: sc.Policy, Lease: sc.Lease})
+	c, err := cluster.StartDev(ctx, cluster.Options{Policy: string(sc.Policy), Lease: sc.Lease})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,7 +41,7 @@ func TestDrillProvokesWhatItsVerdictNeedsWithoutAnyFault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := cluster.StartRegional(ctx, cluster.Options{Policy: sc.Policy, Lease: sc.Lease})
+	c, err := cluster.StartRegional(ctx, cluster.Options{Policy: string(sc.Policy), Lease: sc.Lease})
 	if err != nil {
 		t.Fatal(err)
 	}

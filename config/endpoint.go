@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/idemcoord/idemcoord/failover"
+	"github.com/idemcoord/idemcoord/failover/policy"
 	"github.com/idemcoord/idemcoord/idempotency"
 )
 
@@ -108,7 +108,7 @@ type Endpoint struct {
 	// Failover is "reject" (default: 503 while the owner region is down;
 	// for high-risk writes) or "transfer" (move the actor's shard to a
 	// surviving region under a new epoch and keep serving).
-	Failover failover.Policy `yaml:"failover"`
+	Failover policy.Policy `yaml:"failover"`
 	// ResolvePath is the upstream path asked to resolve an operation whose
 	// outcome is unknown; it must contain {operation_id}. Empty means the
 	// outcome cannot be queried: such operations wait for an operator.

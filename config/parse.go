@@ -14,7 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/idemcoord/idemcoord/authn"
-	"github.com/idemcoord/idemcoord/failover"
+	"github.com/idemcoord/idemcoord/failover/policy"
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/shard"
 )
@@ -189,7 +189,7 @@ func (c *Config) fillDefaults() {
 			e.MaxResponseBytes = idempotency.DefaultMaxResponseBytes
 		}
 		if e.Failover == "" {
-			e.Failover = failover.DefaultPolicy
+			e.Failover = policy.Default
 		}
 	}
 }

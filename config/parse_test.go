@@ -10,7 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/idemcoord/idemcoord/failover"
+	"github.com/idemcoord/idemcoord/failover/policy"
 )
 
 func TestParseDefaults(t *testing.T) {
@@ -21,7 +21,7 @@ func TestParseDefaults(t *testing.T) {
 	want := Endpoint{
 		Name: "create-payment", Method: "POST", Path: "/v1/payments", Key: KeyRequired,
 		TTL: 24 * time.Hour, Lease: 30 * time.Second, UpstreamTimeout: 10 * time.Second,
-		MaxRequestBytes: MiB, MaxResponseBytes: 64 * KiB, Failover: failover.Reject,
+		MaxRequestBytes: MiB, MaxResponseBytes: 64 * KiB, Failover: policy.Reject,
 	}
 	if diff := cmp.Diff(want, c.Endpoints[0]); diff != "" {
 		t.Errorf("endpoint defaults (-want +got):\n%s", diff)

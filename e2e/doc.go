@@ -2,8 +2,9 @@
 // (or shares) a local three-region dev cluster — embedded etcd, a
 // throwaway PostgreSQL, the demo payments service and bank, three idemd
 // gateways — and talks to it over real HTTP on loopback, checking the
-// HTTP contract (docs/http-contract.md) and the invariants of DESIGN.md
-// against what the bank and the payments table actually recorded.
+// HTTP contract (docs/http-contract.md) and the invariants of
+// docs/architecture.md against what the bank and the payments table
+// actually recorded.
 //
 // The package has no non-test code besides this file. Run it with
 //

@@ -12,6 +12,7 @@ import (
 
 	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/internal/lifecycle"
+	"github.com/idemcoord/idemcoord/internal/retry"
 	"github.com/idemcoord/idemcoord/ownership"
 )
 
@@ -101,10 +102,11 @@ func (c *Controller) Err() error { return c.run.Err() }
 // until ctx ends; then it stops the tracker.
 func (c *Controller) campaign(ctx context.Context) error {
 	defer c.tracker.Close()
+	backoff := retry.Backoff{Min: DefaultRetryBackoff, Clock: c.cfg.Clock}
 	for ctx.Err() == nil {
 		if err := c.term1(ctx); err != nil && ctx.Err() == nil {
 			c.cfg.Logger.Warn("failover controller term ended", "name", c.cfg.Name, "err", err)
-			clock.Sleep(ctx, c.cfg.Clock, DefaultRetryBackoff)
+			backoff.Wait(ctx)
 		}
 	}
 	return ctx.Err()

@@ -7,9 +7,6 @@ import (
 )
 
 var (
-	// ErrBadPolicy is returned for an unknown failover policy (one that is
-	// not in policy.go's list).
-	ErrBadPolicy = errors.New("failover: unknown policy")
 	// ErrBadConfig is returned by Config.Validate; the message names the
 	// field.
 	ErrBadConfig = errors.New("failover: invalid config")

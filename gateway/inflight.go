@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/idemcoord/idemcoord/clock"
-	"github.com/idemcoord/idemcoord/failover"
+	"github.com/idemcoord/idemcoord/failover/policy"
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/store"
@@ -70,7 +70,7 @@ func (g *Gateway) moveSweepLoop() func(context.Context) error {
 	}
 	t := clock.Or(g.cfg.Recovery.Clock).NewTicker(every) // now, in Start (recoveryLoop)
 	g.tickers = append(g.tickers, t)
-	w := &moveWatch{seen: map[int]int64{}, pending: map[int]map[failover.Policy]bool{}}
+	w := &moveWatch{seen: map[int]int64{}, pending: map[int]map[policy.Policy]bool{}}
 	w.observe(g, groups) // what is owned now was not just received
 	clear(w.pending)
 	return func(ctx context.Context) error {
@@ -89,8 +89,8 @@ func (g *Gateway) moveSweepLoop() func(context.Context) error {
 
 // fencedEndpoints returns the endpoints that take over fenced operations,
 // grouped by failover policy (which decides where they may run).
-func (g *Gateway) fencedEndpoints() map[failover.Policy][]string {
-	out := map[failover.Policy][]string{}
+func (g *Gateway) fencedEndpoints() map[policy.Policy][]string {
+	out := map[policy.Policy][]string{}
 	for _, ep := range g.cfg.Endpoints {
 		if ep.TakesOverFenced() {
 			p := ep.Failover
@@ -105,14 +105,14 @@ func (g *Gateway) fencedEndpoints() map[failover.Policy][]string {
 // sweep, per failover policy. Only the sweep's goroutine uses it.
 type moveWatch struct {
 	seen    map[int]int64
-	pending map[int]map[failover.Policy]bool
+	pending map[int]map[policy.Policy]bool
 }
 
 // observe reads the cache: a shard seen before at a lower epoch and now
 // owned here was just received. A shard seen for the first time (the
 // cache just loaded) only sets the baseline; one owned elsewhere now is
 // no longer this region's to sweep.
-func (w *moveWatch) observe(g *Gateway, groups map[failover.Policy][]string) {
+func (w *moveWatch) observe(g *Gateway, groups map[policy.Policy][]string) {
 	for shard := range g.cfg.Shards {
 		owner, epoch, _, ok := g.routes.owners.Owner(shard)
 		if !ok {
@@ -127,7 +127,7 @@ func (w *moveWatch) observe(g *Gateway, groups map[failover.Policy][]string) {
 		if !known || epoch <= prev {
 			continue
 		}
-		todo := map[failover.Policy]bool{}
+		todo := map[policy.Policy]bool{}
 		for p := range groups {
 			todo[p] = true
 		}
@@ -140,7 +140,7 @@ func (w *moveWatch) observe(g *Gateway, groups map[failover.Policy][]string) {
 // shard stays pending for a policy until a sweep of it went through to
 // the end without an error (a reject endpoint's shard held FAILED_OVER
 // waits for an operator's accept).
-func (g *Gateway) sweepMoved(ctx context.Context, fs store.Queue, w *moveWatch, groups map[failover.Policy][]string, batch int) {
+func (g *Gateway) sweepMoved(ctx context.Context, fs store.Queue, w *moveWatch, groups map[policy.Policy][]string, batch int) {
 	if len(w.pending) == 0 {
 		return
 	}

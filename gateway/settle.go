@@ -61,7 +61,7 @@ func (rt *routing) settled(ctx context.Context, c *call, shard int) (owner strin
 
 // between reports whether a shard in state, owned by owner, is between
 // owners for c's endpoint: FENCING, or waiting for its owner's failover
-// (the endpoint's failover.Policy decides Wait).
+// (the endpoint's failover policy decides an action whose answer holds).
 func (rt *routing) between(c *call, owner, state string) bool {
 	if state == ShardFencing {
 		return true
@@ -73,5 +73,5 @@ func (rt *routing) between(c *call, owner, state string) bool {
 	if rt.health != nil {
 		health = rt.health.State(owner)
 	}
-	return c.ep.Failover.Decide(ownership.State(state), health) == failover.Wait
+	return failover.Decide(c.ep.Failover, ownership.State(state), health).Holds()
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/internal/lifecycle"
+	"github.com/idemcoord/idemcoord/internal/retry"
 )
 
 // Cache backoff between failed full re-reads: short enough that a member
@@ -194,13 +195,14 @@ func (c *Cache) follow(ctx context.Context) error {
 		}
 		c.setWatching(false, err)
 		c.log.WarnContext(ctx, "ownership cache watch failed; re-reading the shard map", "err", err)
-		for wait := cacheRetryMin; ; wait = min(2*wait, cacheRetryMax) {
+		backoff := retry.Backoff{Min: cacheRetryMin, Max: cacheRetryMax, Clock: c.clock}
+		for {
 			err := c.load(ctx)
 			if err == nil {
 				break
 			}
 			c.setWatching(false, err)
-			if clock.Sleep(ctx, c.clock, wait) != nil {
+			if backoff.Wait(ctx) != nil {
 				return nil
 			}
 		}

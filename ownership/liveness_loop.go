@@ -8,6 +8,7 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 
 	"github.com/idemcoord/idemcoord/clock"
+	"github.com/idemcoord/idemcoord/internal/retry"
 )
 
 // Re-registration backoff after a lost lease.
@@ -69,12 +70,9 @@ func (l *Liveness) loop(ctx context.Context) error {
 			l.cfg.Client.Revoke(ctx, s.Lease())
 			cancel()
 		}
-		for wait := registerRetryMin; ; wait = min(2*wait, registerRetryMax) {
-			err := l.register(l.ctx)
-			if err == nil {
-				break
-			}
-			if clock.Sleep(ctx, l.cfg.Clock, wait) != nil {
+		backoff := retry.Backoff{Min: registerRetryMin, Max: registerRetryMax, Clock: l.cfg.Clock}
+		for l.register(l.ctx) != nil {
+			if backoff.Wait(ctx) != nil {
 				return nil
 			}
 		}

@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/idemcoord/idemcoord/shard"
@@ -125,37 +123,4 @@ func (s *Store) Purge(ctx context.Context, operator, reason, actor string) (int,
 		return 0, fmt.Errorf("sqlstore: purge: %w", err)
 	}
 	return int(n), nil
-}
-
-// audit writes one repair audit row inside tx. Every manual repair calls it
-// in the transaction that makes the change, so no change goes unrecorded.
-func (s *Store) audit(ctx context.Context, tx pgx.Tx, operator, action, reason string, opID *uuid.UUID, actor, detail string) error {
-	if err := checkOperator(operator, reason); err != nil {
-		return err
-	}
-	_, err := tx.Exec(ctx, `INSERT INTO repair_audit (id, at, operator, action, reason, operation_id, actor_scope, detail)
-		VALUES ($1, COALESCE($2::TIMESTAMPTZ, now()), $3, $4, $5, $6, $7, $8)`,
-		uuid.New(), s.now(), operator, action, reason, opID, actor, detail)
-	return err
-}
-
-func checkOperator(operator, reason string) error {
-	if strings.TrimSpace(operator) == "" || strings.TrimSpace(reason) == "" {
-		return store.ErrNoOperator
-	}
-	return nil
-}
-
-// AuditLog returns the newest audit entries, newest first.
-func (s *Store) AuditLog(ctx context.Context, limit int) ([]store.AuditEntry, error) {
-	rows, err := s.pool.Query(ctx, `SELECT id, operator, action, reason, operation_id, COALESCE(actor_scope, ''), detail
-		FROM repair_audit ORDER BY at DESC, id LIMIT $1`, limit)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.AuditEntry, error) {
-		var e store.AuditEntry
-		err := r.Scan(&e.ID, &e.Operator, &e.Action, &e.Reason, &e.OperationID, &e.ActorScope, &e.Detail)
-		return e, err
-	})
 }

@@ -171,3 +171,14 @@ func (s *Store) MoveFence(ctx context.Context, m fencing.Move) error {
 	}
 	return nil
 }
+
+// Fence returns a shard's current epoch and owner region ("" when not
+// bootstrapped: such a shard admits nobody) from the fence table. Callers cache it as a hint; every write
+// checks it again.
+func (s *Store) Fence(ctx context.Context, shard int) (epoch int64, owner string, err error) {
+	err = s.pool.QueryRow(ctx, `SELECT epoch, owner_region FROM shard_fences WHERE shard = $1`, shard).Scan(&epoch, &owner)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, "", fmt.Errorf("sqlstore: shard %d has no fence row: %w", shard, fencing.ErrStaleEpoch)
+	}
+	return epoch, owner, err
+}

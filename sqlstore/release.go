@@ -10,8 +10,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
-	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/idempotency"
+	"github.com/idemcoord/idemcoord/internal/retry"
 	"github.com/idemcoord/idemcoord/store"
 )
 
@@ -181,7 +181,7 @@ func (s *Store) releaseLoop() {
 		case <-ctx.Done():
 		}
 	}()
-	wait := releaseFirstWait
+	backoff := retry.Backoff{Min: releaseFirstWait, Max: releaseMaxWait, Clock: s.cfg.BackoffClock}
 	for {
 		r.mu.Lock()
 		batch := append([]*pendingRelease(nil), r.pending...)
@@ -205,11 +205,10 @@ func (s *Store) releaseLoop() {
 		}
 		r.mu.Unlock()
 		if answered {
-			wait = releaseFirstWait
+			backoff.Reset()
 			continue
 		}
-		clock.Sleep(ctx, s.cfg.BackoffClock, wait)
-		wait = min(2*wait, releaseMaxWait)
+		backoff.Wait(ctx)
 	}
 }
 

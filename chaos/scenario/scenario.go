@@ -16,6 +16,7 @@ import (
 
 	"github.com/idemcoord/idemcoord/chaos/failpoint"
 	"github.com/idemcoord/idemcoord/chaos/traffic"
+	"github.com/idemcoord/idemcoord/failover/policy"
 )
 
 // Errors returned by this package.
@@ -29,12 +30,6 @@ var (
 //go:embed scenarios/*.yaml
 var shipped embed.FS
 
-// Failover policies a scenario can put the endpoint under.
-const (
-	PolicyReject   = "reject"
-	PolicyTransfer = "transfer"
-)
-
 // Scenario is one drill: what traffic runs, what faults hit it, under
 // which failover policy.
 type Scenario struct {
@@ -42,8 +37,9 @@ type Scenario struct {
 	Name string `yaml:"name"`
 	// Description says what it proves, for the report.
 	Description string `yaml:"description"`
-	// Policy is the endpoint's failover policy: reject or transfer.
-	Policy string `yaml:"policy"`
+	// Policy is the endpoint's failover policy (policy.Reject or
+	// policy.Transfer), validated as the configuration validates it.
+	Policy policy.Policy `yaml:"policy"`
 	// Duration is the main phase's length (traffic and faults).
 	Duration time.Duration `yaml:"duration"`
 	// Lease is the coordinator's lease in the drill's cluster.
@@ -128,8 +124,8 @@ func (s Scenario) Validate() error {
 	if s.Name == "" {
 		bad("name", "required")
 	}
-	if s.Policy != PolicyReject && s.Policy != PolicyTransfer {
-		bad("policy", "must be %s or %s, got %q", PolicyReject, PolicyTransfer, s.Policy)
+	if err := s.Policy.Validate(); err != nil {
+		bad("policy", "%v", err)
 	}
 	if s.Duration <= 0 {
 		bad("duration", "must be positive")

@@ -6,11 +6,11 @@
 // It never reads the coordinator's own counters: a coordinator that lies
 // about itself must still be caught.
 //
-// Check evaluates the invariants of DESIGN.md (I1-I8 and liveness after
-// healing), fits every key's history to a write-once register with
-// porcupine (an unknown outcome "may have happened"), and counts coverage:
-// a run is green only if every invariant held and every coverage counter
-// is above zero.
+// Check evaluates the invariants of docs/architecture.md ("Invariants",
+// I1-I8, and liveness after healing), fits every key's history to a
+// write-once register with porcupine (an unknown outcome "may have
+// happened"), and counts coverage: a run is green only if every invariant
+// held and every coverage counter is above zero.
 //
 // # I8: ownership changes are compare-and-swaps
 //

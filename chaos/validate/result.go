@@ -8,8 +8,8 @@ import (
 	"github.com/idemcoord/idemcoord/chaos/history"
 )
 
-// Invariant names an invariant of DESIGN.md, or one of the checker's own
-// (the register fit, liveness).
+// Invariant names an invariant of docs/architecture.md ("Invariants"), or
+// one of the checker's own (the register fit, liveness).
 type Invariant string
 
 // The invariants Check evaluates, in report order.

@@ -106,3 +106,31 @@ func TestTheGatewayDependsOnTheStoreContractNotABackend(t *testing.T) {
 		}
 	}
 }
+
+// TestTheConfigurationAndThePolicyVocabularyLinkNoEtcd: config, the
+// failover policy leaf and the drills' scenarios validate a failover
+// policy without linking etcd (the vocabulary is failover/policy, not
+// failover), so a tool that only reads a configuration stays small. The
+// failover controller does link etcd, so the check sees it.
+func TestTheConfigurationAndThePolicyVocabularyLinkNoEtcd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	etcd := func(list []string) []string {
+		var found []string
+		for _, p := range list {
+			if strings.HasPrefix(p, "go.etcd.io/") {
+				found = append(found, p)
+			}
+		}
+		return found
+	}
+	for _, pkg := range []string{"./config", "./failover/policy", "./chaos/scenario"} {
+		if found := etcd(deps(t, "", pkg)); len(found) > 0 {
+			t.Errorf("go list -deps %s links %d etcd packages: %s", pkg, len(found), strings.Join(found, " "))
+		}
+	}
+	if len(etcd(deps(t, "", "./failover"))) == 0 {
+		t.Errorf("go list -deps ./failover links no etcd: the check would not see it")
+	}
+}
