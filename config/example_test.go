@@ -29,28 +29,24 @@ func TestExample(t *testing.T) {
 	}
 }
 
-// TestREADMEShowsExampleByteForByte holds the README to its claim that the
-// configuration it shows is config.Example: the block that follows the
-// "## Configuration" heading must be example.yaml, byte for byte, so what an
-// operator copies from the README is the file the tests validate.
-func TestREADMEShowsExampleByteForByte(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
+// TestConfigurationDocShowsExampleByteForByte holds docs/configuration.md
+// to its claim that the configuration it shows is config.Example: its
+// first ```yaml block must be example.yaml, byte for byte, so what an
+// operator copies from the document is the file the tests validate.
+func TestConfigurationDocShowsExampleByteForByte(t *testing.T) {
+	doc, err := os.ReadFile("../docs/configuration.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, ok := strings.Cut(string(readme), "\n## Configuration\n")
+	_, block, ok := strings.Cut(string(doc), "\n```yaml\n")
 	if !ok {
-		t.Fatal("README has no \"## Configuration\" section")
-	}
-	_, block, ok := strings.Cut(section, "\n```yaml\n")
-	if !ok {
-		t.Fatal("README's Configuration section has no ```yaml block")
+		t.Fatal("docs/configuration.md has no ```yaml block")
 	}
 	block, _, ok = strings.Cut(block, "\n```\n")
 	if !ok {
-		t.Fatal("README's ```yaml block is not closed")
+		t.Fatal("docs/configuration.md's ```yaml block is not closed")
 	}
 	if diff := cmp.Diff(config.Example, block+"\n"); diff != "" {
-		t.Errorf("README's configuration block differs from config/example.yaml (-example +README):\n%s", diff)
+		t.Errorf("docs/configuration.md's block differs from config/example.yaml (-example +doc):\n%s", diff)
 	}
 }

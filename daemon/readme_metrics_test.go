@@ -17,22 +17,23 @@ import (
 	"github.com/idemcoord/idemcoord/daemon"
 )
 
-// readmeMetric is one row of the README's metrics table.
+// readmeMetric is one row of the metrics table in docs/runbook.md.
 type readmeMetric struct {
 	kind   string
 	labels []string
 }
 
-// readmeMetrics parses the table under "### Metrics" in the README.
+// readmeMetrics parses the table under "### Metrics" in docs/runbook.md
+// (it was the README's until the README became a front door).
 func readmeMetrics(t *testing.T) map[string]readmeMetric {
 	t.Helper()
-	b, err := os.ReadFile("../README.md")
+	b, err := os.ReadFile("../docs/runbook.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, section, ok := strings.Cut(string(b), "\n### Metrics\n")
 	if !ok {
-		t.Fatal(`README has no "### Metrics" section`)
+		t.Fatal(`docs/runbook.md has no "### Metrics" section`)
 	}
 	section, _, _ = strings.Cut(section, "\n#")
 	code := regexp.MustCompile("`([^`]+)`")
@@ -51,7 +52,7 @@ func readmeMetrics(t *testing.T) map[string]readmeMetric {
 		out[name] = readmeMetric{kind: strings.TrimSpace(cells[2]), labels: labels}
 	}
 	if len(out) == 0 {
-		t.Fatal("README's metrics table has no idemcoord_ rows")
+		t.Fatal("docs/runbook.md's metrics table has no idemcoord_ rows")
 	}
 	return out
 }
@@ -110,11 +111,11 @@ func scrapedFamilies(t *testing.T, addr string) (map[string]readmeMetric, []stri
 	return fams, missingRegion
 }
 
-// TestREADMEMetricsTableMatchesScrape starts a real idemd, sends a first
-// run, a replay and a passthrough, and checks the README's metrics table
+// TestRunbookMetricsTableMatchesScrape starts a real idemd, sends a first
+// run, a replay and a passthrough, and checks docs/runbook.md's metrics table
 // against /metrics: the same idemcoord_ families, types and labels, and
 // region and service_name on every series (runtime and process included).
-func TestREADMEMetricsTableMatchesScrape(t *testing.T) {
+func TestRunbookMetricsTableMatchesScrape(t *testing.T) {
 	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		w.WriteHeader(http.StatusCreated)
@@ -154,14 +155,14 @@ func TestREADMEMetricsTableMatchesScrape(t *testing.T) {
 		g, ok := got[name]
 		switch {
 		case !ok:
-			t.Errorf("README lists %s, which /metrics does not show", name)
+			t.Errorf("docs/runbook.md lists %s, which /metrics does not show", name)
 		case g.kind != w.kind || !slices.Equal(g.labels, w.labels):
-			t.Errorf("%s: README says %s %v, /metrics shows %s %v", name, w.kind, w.labels, g.kind, g.labels)
+			t.Errorf("%s: docs/runbook.md says %s %v, /metrics shows %s %v", name, w.kind, w.labels, g.kind, g.labels)
 		}
 	}
 	for name := range got {
 		if _, ok := want[name]; !ok {
-			t.Errorf("/metrics shows %s, which the README's table does not list", name)
+			t.Errorf("/metrics shows %s, which docs/runbook.md's table does not list", name)
 		}
 	}
 	if len(missingRegion) > 0 {

@@ -7,18 +7,18 @@ import (
 	"testing"
 )
 
-// TestTheREADMENamesEveryDevClusterEndpoint: README.md's "Trying the dev
-// cluster" shows every endpoint the dev cluster's regions serve, so a
-// newcomer can try each (the async, cancellable /v1/held-payments
-// included).
+// TestTheREADMENamesEveryDevClusterEndpoint: README.md's "A two-minute
+// tour" of the dev cluster shows every endpoint the dev cluster's regions
+// serve, so a newcomer can try each (the async, cancellable
+// /v1/held-payments included).
 func TestTheREADMENamesEveryDevClusterEndpoint(t *testing.T) {
 	readme, err := os.ReadFile("../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, ok := strings.Cut(string(readme), "\n## Trying the dev cluster\n")
+	_, section, ok := strings.Cut(string(readme), "\n## A two-minute tour\n")
 	if !ok {
-		t.Fatal(`README.md has no "## Trying the dev cluster" section`)
+		t.Fatal(`README.md has no "## A two-minute tour" section`)
 	}
 	section, _, _ = strings.Cut(section, "\n## ")
 	paths := regexp.MustCompile(`(?m)^\s+path: (\S+)$`).FindAllStringSubmatch(regionTemplate.Tree.Root.String(), -1)
@@ -27,7 +27,7 @@ func TestTheREADMENamesEveryDevClusterEndpoint(t *testing.T) {
 	}
 	for _, m := range paths {
 		if !strings.Contains(section, m[1]) {
-			t.Errorf("README's Trying the dev cluster does not show the dev cluster's endpoint %s", m[1])
+			t.Errorf("README's two-minute tour does not show the dev cluster's endpoint %s", m[1])
 		}
 	}
 }

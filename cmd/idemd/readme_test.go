@@ -8,48 +8,59 @@ import (
 	"testing"
 )
 
-// readmeBlock returns the first fenced block of README.md after heading
-// whose fence line is fence ("```yaml", "```").
-func readmeBlock(t *testing.T, heading, fence string) string {
+// docBlock returns the first fenced block of the document at path (from
+// the repository root) after heading whose fence line is fence ("```yaml",
+// "```").
+func docBlock(t *testing.T, path, heading, fence string) string {
 	t.Helper()
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile(filepath.Join("../..", path))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, ok := strings.Cut(string(readme), "\n"+heading+"\n")
+	_, section, ok := strings.Cut("\n"+string(readme), "\n"+heading+"\n")
 	if !ok {
-		t.Fatalf("README has no %q section", heading)
+		t.Fatalf("%s has no %q section", path, heading)
 	}
 	_, block, ok := strings.Cut(section, "\n"+fence+"\n")
 	if !ok {
-		t.Fatalf("README section %q has no %s block", heading, fence)
+		t.Fatalf("%s section %q has no %s block", path, heading, fence)
 	}
 	block, _, _ = strings.Cut(block, "\n```\n")
 	return block + "\n"
 }
 
-// TestREADMEExampleConfigPassesCheckConfig follows the README as a new
-// user would: set the environment variable it says to set, save the
-// example it shows, run check-config on it.
-func TestREADMEExampleConfigPassesCheckConfig(t *testing.T) {
-	example := readmeBlock(t, "## Configuration", "```yaml")
+// TestDocExampleConfigsPassCheckConfig follows the README's small example
+// and docs/configuration.md's complete one as a new user would: set the
+// environment variable the document says to set, save the example it
+// shows, run check-config on it.
+func TestDocExampleConfigsPassCheckConfig(t *testing.T) {
+	for _, doc := range []struct{ path, heading string }{
+		{"README.md", "## Configuration"},
+		{"docs/configuration.md", "# Configuration"},
+	} {
+		t.Run(doc.path, func(t *testing.T) { checkDocExample(t, doc.path, doc.heading) })
+	}
+}
+
+func checkDocExample(t *testing.T, path, heading string) {
+	example := docBlock(t, path, heading, "```yaml")
 	env := regexp.MustCompile(`(?m)^\s*hs256_secret_env:\s*(\S+)`).FindStringSubmatch(example)
 	if env == nil {
-		t.Fatal("README example has no hs256_secret_env")
+		t.Fatalf("%s example has no hs256_secret_env", path)
 	}
-	steps := readmeBlock(t, "## Configuration", "```")
+	steps := docBlock(t, path, heading, "```")
 	if !strings.Contains(steps, "export "+env[1]+"=") {
-		t.Fatalf("README never says to set %s, which its example reads the secret from:\n%s", env[1], steps)
+		t.Fatalf("%s never says to set %s, which its example reads the secret from:\n%s", path, env[1], steps)
 	}
 	// $(openssl rand -hex 32): 64 characters.
 	t.Setenv(env[1], strings.Repeat("5f", 32))
-	path := filepath.Join(t.TempDir(), "idemd.yaml")
-	if err := os.WriteFile(path, []byte(example), 0o600); err != nil {
+	file := filepath.Join(t.TempDir(), "idemd.yaml")
+	if err := os.WriteFile(file, []byte(example), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out, stderr, err := runCLI(t, "check-config", path)
+	out, stderr, err := runCLI(t, "check-config", file)
 	if err != nil || !strings.Contains(out, ": ok (region ") {
-		t.Fatalf("check-config on the README example: %v\nstdout %s\nstderr %s", err, out, stderr)
+		t.Fatalf("check-config on the %s example: %v\nstdout %s\nstderr %s", path, err, out, stderr)
 	}
 }
 
