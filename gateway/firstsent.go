@@ -69,7 +69,7 @@ func (g *Gateway) firstSent(c *call) (t time.Time, refused problem, bad bool) {
 	switch {
 	case t.Before(now.Add(-window)):
 		return t, problem{Type: "first-sent-expired", Title: "intent first sent before the key's retention",
-			Detail: fmt.Sprintf("Idempotency-First-Sent is more than %s old (this endpoint keeps keys %s, less the %s of clock skew it tolerates): "+
+			Detail: fmt.Sprintf("Idempotency-First-Sent is more than %s old, this endpoint's retention of keys (%s) less the %s of clock skew it tolerates: "+
 				"its record may be gone, so it is not run again; find out whether it took effect before sending it anew",
 				config.FormatDuration(window), config.FormatDuration(c.policy.TTL), config.FormatDuration(skew)),
 			Status: http.StatusPreconditionFailed}, true
