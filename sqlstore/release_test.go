@@ -103,6 +103,10 @@ func TestAClaimWhoseCommitWasLostIsReleasedOnceTheStoreAnswers(t *testing.T) {
 		if err == nil && rec.State != idempotency.RetryableFailure {
 			err = fmt.Errorf("record %s v%d", rec.State, rec.Version)
 		}
+		if err == nil && len(e.logs.find("unconfirmed claim released")) == 0 {
+			// The release counts and logs right after its write commits.
+			err = fmt.Errorf("record released, not yet counted and logged")
+		}
 		return err
 	})
 	if rec.Version != 2 || rec.OperationID != claimed.OperationID || rec.LeaseOwner != claimed.LeaseOwner ||
