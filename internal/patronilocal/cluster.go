@@ -1,6 +1,7 @@
 package patronilocal
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -70,6 +71,13 @@ func Version(ctx context.Context) (string, error) {
 	}
 	if major < 4 {
 		return m, fmt.Errorf("%w: found %s", ErrTooOld, m)
+	}
+	// Patroni's etcd3 DCS needs python3-etcd and python3-dnspython, which
+	// the package only recommends through alternatives; without them
+	// patroni exits at once ("Can not find suitable configuration of
+	// distributed configuration store").
+	if out, err := exec.CommandContext(ctx, "/usr/bin/python3", "-c", "import patroni.dcs.etcd3").CombinedOutput(); err != nil {
+		return m, fmt.Errorf("%w: Patroni %s cannot load its etcd3 DCS (install python3-etcd and python3-dnspython): %v: %s", ErrNotInstalled, m, err, bytes.TrimSpace(out))
 	}
 	return m, nil
 }
