@@ -233,6 +233,10 @@ func (c *Cluster) Members() []MemberSpec { return append([]MemberSpec(nil), c.cf
 // Scope returns the cluster's Patroni scope.
 func (c *Cluster) Scope() string { return c.cfg.Scope }
 
+// LeaderKey returns the DCS (etcd) key that holds the cluster's leader:
+// Patroni keeps it under a lease of ttl seconds, renewed every loop_wait.
+func (c *Cluster) LeaderKey() string { return c.cfg.namespace() + c.cfg.Scope + "/leader" }
+
 // Dir returns the directory holding the members' data and logs.
 func (c *Cluster) Dir() string { return c.dir }
 
