@@ -158,4 +158,3 @@ func (s *Store) MoveShards(ctx context.Context, operator, reason string, shards 
 	}
 	return nil
 }
-
