@@ -132,7 +132,8 @@ type Cluster struct {
 	Bank       *bank.Server
 	// Postgres is the throwaway server (nil with Options.DatabaseURL).
 	Postgres *pglocal.Server
-	// DSN is the store every region uses; with StoreHA the multi-host DSN
+	// DSN is the store every region uses; with StoreHA (where each region
+	// routes each shard to its home region's cluster) the multi-host DSN
 	// of the first region's Patroni cluster.
 	DSN string
 	// DemoDSN is the database of the demo payments service and bank (DSN
@@ -221,13 +222,9 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		if err := c.startStores(ctx, opts.Logger); err != nil {
 			return nil, err
 		}
-		// TODO(router): every region uses the first region's cluster, one
-		// replicated store, until the store backend's router (a
-		// `store: {backend: patroni}` config routing each shard to its home
-		// region's cluster) lands; then each region's config lists every
-		// cluster (storeState has their DSNs and REST URLs). Pointing each
-		// region at its own cluster without the router would lose a moved
-		// shard's records.
+		// Each region's config names every cluster (store.backend
+		// patroni), which routes each shard to its home region's cluster;
+		// DSN is the first cluster's, for tools that take one database.
 		c.DSN = c.Stores[0].DSN()
 	}
 	if err := c.startDemo(ctx, opts); err != nil {
@@ -331,7 +328,18 @@ var regionTemplate = template.Must(template.New("region").Parse(`region: {{.Regi
 listen: {{.Listen}}
 upstream: {{.Upstream}}
 store:
+{{- if .Clusters}}
+  # one Patroni cluster per home region: each shard's records and fence
+  # live in its home region's cluster (idemd dev --store ha)
+  backend: patroni
+  patroni:
+    clusters:
+{{- range .Clusters}}
+      - {name: {{.Name}}, dsn: "{{.DSN}}", regions: [{{.Name}}]}
+{{- end}}
+{{- else}}
   dsn: {{.DSN}}
+{{- end}}
   max_conns: 16
 etcd:
   endpoints: [{{.Etcd}}]
@@ -413,7 +421,7 @@ func (c *Cluster) writeRegionConfig(region, listen, secretFile string, ro Region
 	err := regionTemplate.Execute(&b, map[string]any{"Region": region, "Listen": listen, "Upstream": c.PaymentsURL,
 		"DSN": dsn, "Etcd": strings.Join(endpoints, ", "), "SecretFile": secretFile,
 		"UpstreamTimeout": opts.UpstreamTimeout.String(), "Regions": c.Topology, "Failover": opts.Failover,
-		"UpstreamDedup": opts.UpstreamDedup})
+		"UpstreamDedup": opts.UpstreamDedup, "Clusters": c.storeClustersFor(ro)})
 	if err != nil {
 		return "", err
 	}

@@ -102,3 +102,13 @@ func (c *Cluster) closeStores() error {
 	}
 	return errors.Join(errs...)
 }
+
+// storeClustersFor returns the clusters a region's config lists
+// (store.backend patroni), or none: a single store, or a region given its
+// own DSN (RegionOptions.DSN) by a drill or a test.
+func (c *Cluster) storeClustersFor(ro RegionOptions) []devstate.StoreCluster {
+	if ro.DSN != "" {
+		return nil
+	}
+	return c.storeState()
+}

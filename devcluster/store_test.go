@@ -16,10 +16,11 @@ import (
 // TestStoreHAStartsAPatroniClusterPerHomeRegionAndServesFromIt: with
 // Store StoreHA the dev cluster runs one Patroni cluster per region whose
 // first primary is in its home region and whose synchronous standby is in
-// another, the state file lists them for idemctl, and a payment is
-// answered with its record in the replicated store.
+// another, the state file lists them for idemctl, and each region's
+// payments have their records in their home region's cluster only
+// (store.backend patroni routes each shard there).
 func TestStoreHAStartsAPatroniClusterPerHomeRegionAndServesFromIt(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	c, err := Start(ctx, Options{Store: StoreHA, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
@@ -46,14 +47,45 @@ func TestStoreHAStartsAPatroniClusterPerHomeRegionAndServesFromIt(t *testing.T) 
 			t.Errorf("cluster %s: sync standby %+v, want one in another region", sc.Name, s)
 		}
 	}
-	if st.DSN != st.StoreClusters[0].DSN || !strings.Contains(st.DSN, "target_session_attrs=read-write") {
-		t.Errorf("regions use %q, want the first cluster's multi-host DSN %q", st.DSN, st.StoreClusters[0].DSN)
+	if !strings.Contains(st.DSN, "target_session_attrs=read-write") {
+		t.Errorf("state DSN %q, want a multi-host DSN that connects to the primary", st.DSN)
 	}
-	tok, err := c.Token("ha-probe", time.Hour)
+	// A payment of an actor homed in each region, sent to that region:
+	// its record is in its home region's cluster, on the primary and on
+	// the synchronous standby (the commit waited for it), and in no other
+	// cluster.
+	for i, home := range Regions {
+		actor := c.ActorHomedIn(home, "ha")
+		pay(t, ctx, c, c.Regions[i].URL, actor)
+		scope := Tenant + "/" + actor
+		for j, sc := range c.Stores {
+			ms, err := sc.Status(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range ms {
+				if m.Role != patronilocal.RoleLeader && m.Role != patronilocal.RoleSyncStandby {
+					continue
+				}
+				dsn, _ := sc.MemberDSN(m.Name)
+				n := records(ctx, dsn, scope, i == j)
+				if want := i == j; (n > 0) != want {
+					t.Errorf("actor homed in %s: cluster %s member %s (%s) has %d records of it, want them only in cluster %s",
+						home, sc.Scope(), m.Name, m.Role, n, home)
+				}
+			}
+		}
+	}
+}
+
+// pay sends one payment of actor to the region at url and wants 201.
+func pay(t *testing.T, ctx context.Context, c *Cluster, url, actor string) {
+	t.Helper()
+	tok, err := c.Token(actor, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, c.Regions[0].URL+"/v1/payments",
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url+"/v1/payments",
 		strings.NewReader(`{"amount":"1.00","currency":"EUR","reference":"ha-1"}`))
 	req.Header.Set("Authorization", "Bearer "+tok)
 	req.Header.Set("Idempotency-Key", "ha-1")
@@ -64,28 +96,21 @@ func TestStoreHAStartsAPatroniClusterPerHomeRegionAndServesFromIt(t *testing.T) 
 	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusCreated {
-		t.Fatalf("payment answered %d, want 201", resp.StatusCode)
+		t.Fatalf("payment of %s answered %d, want 201", actor, resp.StatusCode)
 	}
-	// The record is on the first cluster's synchronous standby: the
-	// commit waited for it (replay follows within moments).
-	ms, err := c.Stores[0].Status(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range ms {
-		if m.Role != patronilocal.RoleSyncStandby {
-			continue
+}
+
+// records counts scope's idempotency records on the member behind dsn;
+// when some are expected it waits (bounded) for a standby to replay them.
+func records(ctx context.Context, dsn, scope string, expect bool) int {
+	var n int
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if conn, err := pgx.Connect(ctx, dsn); err == nil {
+			conn.QueryRow(ctx, `SELECT count(*) FROM idempotency_records WHERE actor_scope = $1`, scope).Scan(&n)
+			conn.Close(ctx)
 		}
-		dsn, _ := c.Stores[0].MemberDSN(m.Name)
-		var n int
-		for deadline := time.Now().Add(30 * time.Second); n == 0 && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-			if conn, err := pgx.Connect(ctx, dsn); err == nil {
-				conn.QueryRow(ctx, `SELECT count(*) FROM idempotency_records`).Scan(&n)
-				conn.Close(ctx)
-			}
-		}
-		if n == 0 {
-			t.Errorf("sync standby %s of %s has no idempotency record", m.Name, c.Stores[0].Scope())
+		if n > 0 || !expect || time.Now().After(deadline) {
+			return n
 		}
 	}
 }

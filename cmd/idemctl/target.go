@@ -188,6 +188,19 @@ func (f *connFlags) storeOptions() (backend.Options, error) {
 	if err != nil {
 		return backend.Options{}, err
 	}
+	if len(st.StoreClusters) > 0 {
+		// idemd dev --store ha: its regions' configs name every Patroni
+		// cluster; any region's file has the same store section.
+		cfg, err := config.Load(st.Configs[devstate.Regions[0]])
+		if err != nil {
+			return backend.Options{}, fmt.Errorf("dev cluster config: %w", err)
+		}
+		topo, err := region.FromConfig(cfg)
+		if err != nil {
+			return backend.Options{}, fmt.Errorf("dev cluster config: %w", err)
+		}
+		return backend.Options{Store: cfg.Store, Shards: cfg.Shards, Home: topo.Home}, nil
+	}
 	return backend.Options{Store: config.Store{Backend: backend.Default, DSN: st.DSN}}, nil
 }
 

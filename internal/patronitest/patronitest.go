@@ -15,8 +15,9 @@ import (
 )
 
 // startTimeout bounds a cluster's start: bootstrap, two base backups and
-// the first synchronous standby take a few seconds, more on a busy machine.
-const startTimeout = 2 * time.Minute
+// the first synchronous standby take seconds on a quiet machine, and over
+// two minutes were seen with a load average of 35 on 2 cores.
+const startTimeout = 5 * time.Minute
 
 // Option changes the config Start uses.
 type Option func(*patronilocal.Config)

@@ -33,7 +33,7 @@ func printStoreMembers(ctx context.Context, w io.Writer, st devcluster.State) {
 		}
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "\nEvery region uses cluster %s for now (one replicated store; routing each shard\n"+
-		"to its home region's cluster comes with the store router). Watch the members:\n\n"+
-		"  go run ./cmd/idemctl --port-base %d store status\n\n", st.StoreClusters[0].Name, st.PortBase)
+	fmt.Fprintf(w, "\nEach region's config names every cluster (store.backend: patroni): a shard's records\n"+
+		"and fence live in its home region's cluster. Watch the members:\n\n"+
+		"  go run ./cmd/idemctl --port-base %d store status\n\n", st.PortBase)
 }
