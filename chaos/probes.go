@@ -3,27 +3,40 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemcoord/idemcoord/chaos/history"
 	"github.com/idemcoord/idemcoord/chaos/probe"
+	"github.com/idemcoord/idemcoord/config"
 	"github.com/idemcoord/idemcoord/shard"
-	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
+	"github.com/idemcoord/idemcoord/store/backend"
+
+	_ "github.com/idemcoord/idemcoord/sqlstore" // the "postgres" backend
 )
 
 // prober runs the drill-side probes on a store of its own, so a probe
 // goes through the same fenced claim the coordinator uses.
 type prober struct {
-	store *sqlstore.Store
+	store sqlBackend
 	rec   *history.Recorder
 	seed  uint64
 	n     int64
 }
 
 func newProber(ctx context.Context, dsn string, rec *history.Recorder, seed uint64) (*prober, error) {
-	store, err := sqlstore.Open(ctx, sqlstore.Config{DSN: dsn, MaxConns: 4})
+	b, err := backend.Open(ctx, backend.Options{Store: config.Store{DSN: dsn, GroupCommit: config.GroupCommit{MaxBatch: 1}}, MaxConns: 4,
+		Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		return nil, fmt.Errorf("chaos: probe store: %w", err)
+	}
+	store, ok := b.(sqlBackend)
+	if !ok {
+		b.Close()
+		return nil, fmt.Errorf("chaos: probe store: backend %T has no SQL pool (the serialization probe needs one)", b)
 	}
 	return &prober{store: store, rec: rec, seed: seed}, nil
 }
@@ -64,4 +77,11 @@ func (p *prober) once(ctx context.Context, keep func(error)) {
 	if _, err := probe.Serialization(ctx, p.store.Pool(), p.rec); err != nil && ctx.Err() == nil {
 		keep(err)
 	}
+}
+
+// sqlBackend is the probes' store: a backend whose SQL pool the
+// serialization probe races on (the "postgres" backend's).
+type sqlBackend interface {
+	store.Backend
+	Pool() *pgxpool.Pool
 }

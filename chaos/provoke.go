@@ -19,7 +19,6 @@ import (
 	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/shard"
-	"github.com/idemcoord/idemcoord/sqlstore"
 )
 
 // A green verdict needs an ambiguous outcome resolved, a takeover and a
@@ -78,7 +77,7 @@ type provoker struct {
 	rec    *history.Recorder
 	seed   uint64
 	path   string
-	store  *sqlstore.Store // the probes' own store, for the dead claim
+	store  sqlBackend      // the probes' own store, for the dead claim
 	actors []traffic.Actor // the workload's actors, whose shards are loaded
 }
 

@@ -88,12 +88,24 @@ type Config struct {
 	Cleanup      Cleanup       `yaml:"cleanup"`
 }
 
-// Store configures the SQL store (CockroachDB, or PostgreSQL in tests).
+// Store configures the store: which backend (store/backend's registry)
+// and its connection.
 type Store struct {
+	// Backend names the store backend: "postgres" (default,
+	// DefaultStoreBackend: one DSN, PostgreSQL or CockroachDB) or
+	// "patroni" (one Patroni-managed PostgreSQL cluster per home region,
+	// Patroni below). Another name must be registered by a backend
+	// package linked into the binary.
+	Backend string `yaml:"backend"`
 	// DSN is the connection string (postgres://... or key=value form).
-	// Required. It may carry a password, so the Config must never be
-	// logged whole; prefer PGPASSWORD or a passfile.
+	// Required by the postgres backend; unused by patroni, whose clusters
+	// carry their own. It may carry a password, so the Config must never
+	// be logged whole; prefer PGPASSWORD or a passfile.
 	DSN string `yaml:"dsn"`
+	// Patroni configures the patroni backend: its clusters and which
+	// shards each holds. Required with backend: patroni, refused
+	// otherwise.
+	Patroni PatroniStore `yaml:"patroni"`
 	// MaxConns caps the connection pool. Default DefaultMaxConns. More
 	// allows more concurrent claims but costs server memory and adds
 	// contention on hot keys.

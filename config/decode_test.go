@@ -22,7 +22,7 @@ func TestParseReportsYAMLMistakesAsFieldPaths(t *testing.T) {
 		{"unknown endpoint field", minimal + "  - {name: x, method: GET, path: /x, leese: 5s}\n",
 			[]FieldError{{Path: "endpoints[2].leese", Reason: "unknown field; did you mean lease?", Line: 10}}},
 		{"unknown field far from any", strings.Replace(minimal, "store: {", "store: {flavour: cockroach, ", 1),
-			[]FieldError{{Path: "store.flavour", Reason: "unknown field; known fields: connect_timeout, dsn, group_commit, max_conns", Line: 5}}},
+			[]FieldError{{Path: "store.flavour", Reason: "unknown field; known fields: backend, connect_timeout, dsn, group_commit, max_conns, patroni", Line: 5}}},
 		{"duration without unit", minimal + "defaults: {ttl: 30}\n",
 			[]FieldError{{Path: "defaults.ttl", Reason: `"30" has no unit; write a duration such as 30s or 30ms`, Line: 10}}},
 		{"bad duration", minimal + "defaults: {lease: soon}\n",

@@ -79,9 +79,7 @@ func (c *Config) Validate() error {
 	if len(c.WorkerID) > 128 || strings.ContainsFunc(c.WorkerID, isBadRune) {
 		p.add("worker_id", "must be at most 128 printable characters")
 	}
-	if c.Store.DSN == "" {
-		p.add("store.dsn", "required")
-	}
+	c.checkStoreBackend(&p)
 	if c.Store.MaxConns <= 0 {
 		p.add("store.max_conns", "must be positive, got %d", c.Store.MaxConns)
 	}

@@ -67,8 +67,8 @@ type Options struct {
 	// Default clock.Real(). Lease expiry itself is the store's time. The
 	// drill build of idemd passes a skewable clock here (clock skew).
 	Clock clock.Clock
-	// OpenStore opens the store. Default OpenSQLStore (package sqlstore
-	// on cfg.Store.DSN). A new backend is wired in here (docs/store.md).
+	// OpenStore opens the store. Default OpenRegistered (the backend
+	// store.backend names, from the store/backend registry).
 	OpenStore StoreOpener
 	// UnsafeDrillStore, if set, wraps the store the gateway uses. Drills
 	// only; never in production: chaos drills set it to break the
@@ -186,10 +186,15 @@ func (d *Daemon) open(ctx context.Context) (err error) {
 	}
 	open := opts.OpenStore
 	if open == nil {
-		open = OpenSQLStore
+		open = OpenRegistered
 	}
-	if d.store, err = open(ctx, StoreConfig{Store: cfg.Store, Migrate: opts.Migrate, Endpoints: endpoints,
-		Meter: meter, Logger: log}); err != nil {
+	// The topology first: a backend that places shards by home region
+	// (patroni) routes by it.
+	if d.topo, err = region.FromConfig(cfg); err != nil {
+		return err
+	}
+	if d.store, err = open(ctx, StoreConfig{Store: cfg.Store, Migrate: opts.Migrate, Shards: cfg.Shards, Home: d.topo.Home,
+		Endpoints: endpoints, Meter: meter, Logger: log}); err != nil {
 		return err
 	}
 	authCfg, err := cfg.AuthConfig()
@@ -203,9 +208,6 @@ func (d *Daemon) open(ctx context.Context) (err error) {
 	upstream, err := url.Parse(cfg.Upstream)
 	if err != nil {
 		return fmt.Errorf("upstream: %w", err)
-	}
-	if d.topo, err = region.FromConfig(cfg); err != nil {
-		return err
 	}
 	transport := opts.Transport
 	if transport == nil {

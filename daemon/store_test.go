@@ -37,7 +37,7 @@ func TestDaemonRunsOnTheStoreItsOpenerReturns(t *testing.T) {
 	open := func(ctx context.Context, sc daemon.StoreConfig) (store.Backend, error) {
 		calls++
 		got = sc
-		s, err := daemon.OpenSQLStore(ctx, sc)
+		s, err := daemon.OpenRegistered(ctx, sc)
 		if err != nil {
 			return nil, err
 		}
@@ -81,7 +81,7 @@ func TestTheStoreSectionsGroupCommitReachesTheStore(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			sc := base
 			sc.GroupCommit = c.set
-			b, err := daemon.OpenSQLStore(t.Context(), daemon.StoreConfig{Store: sc, Migrate: true, Logger: quiet()})
+			b, err := daemon.OpenRegistered(t.Context(), daemon.StoreConfig{Store: sc, Migrate: true, Logger: quiet()})
 			if err != nil {
 				t.Fatal(err)
 			}

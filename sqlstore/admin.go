@@ -31,6 +31,18 @@ const cleanupSQL = `DELETE FROM idempotency_records
 // returned as an *AmbiguousCommitError: the batch and its audit row either
 // both committed or neither did.
 func (s *Store) AuditedCleanup(ctx context.Context, operator, reason string, batch int) (int, error) {
+	return s.auditedCleanup(ctx, operator, reason, batch, true)
+}
+
+// AuditedCleanupIfAny is AuditedCleanup that writes its audit row only
+// when it deleted something: for a cleanup fanned out over several
+// stores (the patroni backend's clusters), most of which may have nothing
+// to delete.
+func (s *Store) AuditedCleanupIfAny(ctx context.Context, operator, reason string, batch int) (int, error) {
+	return s.auditedCleanup(ctx, operator, reason, batch, false)
+}
+
+func (s *Store) auditedCleanup(ctx context.Context, operator, reason string, batch int, auditNone bool) (int, error) {
 	if err := checkOperator(operator, reason); err != nil {
 		return 0, err
 	}
@@ -44,6 +56,9 @@ func (s *Store) AuditedCleanup(ctx context.Context, operator, reason string, bat
 			return err
 		}
 		n = tag.RowsAffected()
+		if n == 0 && !auditNone {
+			return nil
+		}
 		return s.audit(ctx, tx, operator, "cleanup", reason, nil, "", fmt.Sprintf("deleted=%d batch=%d", n, batch))
 	})
 	if err != nil {
@@ -58,6 +73,8 @@ func (s *Store) AuditedCleanup(ctx context.Context, operator, reason string, bat
 // actor by subject alone. It scans the records table: an operator's aid,
 // never on a request path.
 func (s *Store) ActorScopes(ctx context.Context, subject string, limit int) ([]string, error) {
+	ctx, done := s.call(ctx) // a deadline for every statement: a frozen primary keeps its connections open
+	defer done()
 	rows, err := s.pool.Query(ctx, `SELECT DISTINCT actor_scope FROM idempotency_records
 		WHERE right(actor_scope, length($1) + 1) = '/' || $1 ORDER BY actor_scope LIMIT $2`, subject, limit)
 	if err != nil {

@@ -60,6 +60,8 @@ func auditArgs(f store.AuditFilter) []any {
 // CountAudit returns how many audit rows f selects (Limit and Offset
 // aside): what a page of QueryAudit is "N of".
 func (s *Store) CountAudit(ctx context.Context, f store.AuditFilter) (int, error) {
+	ctx, done := s.call(ctx) // a deadline for every statement: a frozen primary keeps its connections open
+	defer done()
 	var n int64
 	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM repair_audit `+auditWhere, auditArgs(f)...).Scan(&n); err != nil {
 		return 0, fmt.Errorf("sqlstore: count audit: %w", err)
@@ -69,6 +71,8 @@ func (s *Store) CountAudit(ctx context.Context, f store.AuditFilter) (int, error
 
 // QueryAudit returns the audit rows f selects, newest first.
 func (s *Store) QueryAudit(ctx context.Context, f store.AuditFilter) ([]store.AuditRow, error) {
+	ctx, done := s.call(ctx) // a deadline for every statement: a frozen primary keeps its connections open
+	defer done()
 	if f.Limit <= 0 {
 		f.Limit = 100
 	}
@@ -110,6 +114,8 @@ func checkOperator(operator, reason string) error {
 
 // AuditLog returns the newest audit entries, newest first.
 func (s *Store) AuditLog(ctx context.Context, limit int) ([]store.AuditEntry, error) {
+	ctx, done := s.call(ctx) // a deadline for every statement: a frozen primary keeps its connections open
+	defer done()
 	rows, err := s.pool.Query(ctx, `SELECT id, operator, action, reason, operation_id, COALESCE(actor_scope, ''), detail
 		FROM repair_audit ORDER BY at DESC, id LIMIT $1`, limit)
 	if err != nil {

@@ -67,6 +67,9 @@ func (s *Store) begin(ctx context.Context, req store.ClaimRequest) (store.Claim,
 		if errors.As(err, &exhausted) && errors.Is(exhausted.Err, errMovedOn) {
 			exhausted.Err = nil // no failure: the record kept changing under the claim
 		}
+		if errors.As(err, new(*UnreplicatedCommitError)) {
+			unsure = true // our claim may stand on the primary alone
+		}
 		if unsure {
 			// Our insert may have committed, unknown to everyone: release
 			// it once the store answers (release.go). A PENDING claim too:

@@ -19,11 +19,15 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/idemcoord/idemcoord/chaos/unsafemode"
+	"github.com/idemcoord/idemcoord/config"
 	"github.com/idemcoord/idemcoord/devcluster"
 	"github.com/idemcoord/idemcoord/internal/etcdlocal"
 	"github.com/idemcoord/idemcoord/internal/pglocal"
 	"github.com/idemcoord/idemcoord/ownership"
-	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
+	"github.com/idemcoord/idemcoord/store/backend"
+
+	_ "github.com/idemcoord/idemcoord/sqlstore" // the "postgres" backend
 )
 
 // ProcessConfig says where the process cluster finds its idemd and keeps
@@ -73,7 +77,7 @@ type Process struct {
 	procs   *Procs
 	regions []*procRegion
 	cli     *clientv3.Client
-	store   *sqlstore.Store
+	store   store.Backend
 	owners  *ownership.Directory
 	http    *http.Client
 
@@ -186,8 +190,8 @@ func (p *Process) startStores(ctx context.Context) (err error) {
 		return err
 	}
 	dsn := p.pg.DSN("postgres")
-	if p.store, err = sqlstore.Open(ctx, sqlstore.Config{DSN: dsn, MaxConns: 8, Migrate: true,
-		Logger: slog.New(slog.DiscardHandler)}); err != nil {
+	if p.store, err = backend.Open(ctx, backend.Options{Store: config.Store{DSN: dsn, GroupCommit: config.GroupCommit{MaxBatch: 1}},
+		MaxConns: 8, Migrate: true, Logger: slog.New(slog.DiscardHandler)}); err != nil {
 		return err
 	}
 	if p.etcd, err = etcdlocal.Start(ctx, devcluster.Regions, etcdlocal.Options{}); err != nil {

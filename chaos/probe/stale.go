@@ -11,7 +11,6 @@ import (
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/shard"
-	"github.com/idemcoord/idemcoord/sqlstore"
 	"github.com/idemcoord/idemcoord/store"
 )
 
@@ -27,7 +26,7 @@ const Endpoint = "chaos-probe"
 //
 // Any other error (the store is unreachable) is returned and nothing is
 // recorded: a probe that could not ask proves nothing either way.
-func StaleEpoch(ctx context.Context, st *sqlstore.Store, rec *history.Recorder, actor string, shards int, n int64) (history.Operation, error) {
+func StaleEpoch(ctx context.Context, st store.Store, rec *history.Recorder, actor string, shards int, n int64) (history.Operation, error) {
 	shard := shard.Of(actor, shards)
 	call := rec.Now()
 	epoch, owner, err := st.Fence(ctx, shard)

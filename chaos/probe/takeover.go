@@ -10,7 +10,6 @@ import (
 	"github.com/idemcoord/idemcoord/chaos/history"
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/idempotency"
-	"github.com/idemcoord/idemcoord/sqlstore"
 	"github.com/idemcoord/idemcoord/store"
 )
 
@@ -36,7 +35,7 @@ const deadWorker = "chaos-probe/dead-worker"
 // finds out from the upstream what to do. It returns the last recorded
 // attempt; ErrFingerprintDiffers when a gateway found the request
 // different from the claim (422).
-func Takeover(ctx context.Context, st *sqlstore.Store, rec *history.Recorder, gws []Gateway, ep GatewayEndpoint, in Intent,
+func Takeover(ctx context.Context, st store.Store, rec *history.Recorder, gws []Gateway, ep GatewayEndpoint, in Intent,
 	lease time.Duration) (history.Operation, error) {
 	fp, err := idempotency.ComputeFingerprint(idempotency.Request{Method: http.MethodPost, Path: in.Path,
 		ContentType: "application/json", Body: in.Body}, ep.Fingerprint)

@@ -9,7 +9,6 @@ import (
 
 	"github.com/idemcoord/idemcoord/ownership"
 	"github.com/idemcoord/idemcoord/region"
-	"github.com/idemcoord/idemcoord/sqlstore"
 	"github.com/idemcoord/idemcoord/store"
 )
 
@@ -63,7 +62,7 @@ func (f *regionRepairFlags) open(ctx context.Context) (*conn, error) {
 	if len(cfg.Regions) < 2 {
 		return nil, fmt.Errorf("--config: %d region(s): failover needs a multi-region topology", len(cfg.Regions))
 	}
-	store, err := f.conn.openWith(ctx, sqlstore.Config{MaxConns: repairStoreConns})
+	store, err := f.conn.openWith(ctx, storeOpts{maxConns: repairStoreConns})
 	if err != nil {
 		return nil, err
 	}

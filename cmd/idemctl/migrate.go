@@ -7,6 +7,7 @@ import (
 
 	"github.com/idemcoord/idemcoord/internal/buildinfo"
 	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 func migrateCmd() *cobra.Command {
@@ -27,11 +28,11 @@ migrate". The CockroachDB multi-region layout is separate
 			}
 			// Open without migrating first: whether the schema was
 			// already there is what the operator wants to know.
-			s, err := sf.openWith(cmd.Context(), sqlstore.Config{MaxConns: 2})
+			s, err := sf.openWith(cmd.Context(), storeOpts{maxConns: 2})
 			applied := errors.Is(err, sqlstore.ErrSchemaMissing)
 			switch {
 			case applied:
-				if s, err = sf.openWith(cmd.Context(), sqlstore.Config{MaxConns: 2, Migrate: true}); err != nil {
+				if s, err = sf.openWith(cmd.Context(), storeOpts{maxConns: 2, migrate: true}); err != nil {
 					return err
 				}
 			case err != nil:
@@ -43,7 +44,7 @@ migrate". The CockroachDB multi-region layout is separate
 				state = "migrations applied: the schema is up to date"
 			}
 			return render(cmd.OutOrStdout(), format, table{header: []string{"SCHEMA"}, rows: [][]string{{state}},
-				v: map[string]any{"migrated": true, "applied": applied, "cockroach": s.Cockroach()}})
+				v: map[string]any{"migrated": true, "applied": applied, "cockroach": cockroach(s)}})
 		},
 	}
 	sf.addStore(cmd)
@@ -68,4 +69,11 @@ func versionCmd() *cobra.Command {
 	}
 	addOutputFlag(cmd, &format)
 	return cmd
+}
+
+// cockroach reports whether s is the SQL store on CockroachDB (the
+// migrate command's JSON says so); any other backend is not.
+func cockroach(s store.Backend) bool {
+	c, ok := s.(interface{ Cockroach() bool })
+	return ok && c.Cockroach()
 }

@@ -17,8 +17,13 @@ import (
 	"github.com/idemcoord/idemcoord/internal/reach"
 	"github.com/idemcoord/idemcoord/ownership"
 	"github.com/idemcoord/idemcoord/region"
-	"github.com/idemcoord/idemcoord/sqlstore"
 	"github.com/idemcoord/idemcoord/store"
+	"github.com/idemcoord/idemcoord/store/backend"
+
+	// The backends idemctl can open (store.backend): each registers
+	// itself.
+	_ "github.com/idemcoord/idemcoord/patronistore"
+	_ "github.com/idemcoord/idemcoord/sqlstore"
 )
 
 // etcdCallTimeout bounds each etcd read or move of a command.
@@ -129,30 +134,87 @@ func (f *connFlags) resolve() (string, error) {
 // migrates: a store without the schema fails with sqlstore.ErrSchemaMissing
 // ("run idemctl migrate"). Commands use it through the store contract.
 func (f *connFlags) open(ctx context.Context) (store.Backend, error) {
-	return f.openWith(ctx, sqlstore.Config{MaxConns: 2})
+	return f.openWith(ctx, storeOpts{maxConns: 2})
 }
 
-// openWith connects to the store with cfg (its DSN resolved here).
-func (f *connFlags) openWith(ctx context.Context, cfg sqlstore.Config) (*sqlstore.Store, error) {
-	dsn, err := f.resolve()
+// storeOpts are what a command asks of the store it opens.
+type storeOpts struct {
+	// maxConns is the pool size (per cluster).
+	maxConns int
+	// migrate applies the schema migrations (idemctl migrate).
+	migrate bool
+}
+
+// openWith connects to the store through the store/backend registry:
+// --dsn is one PostgreSQL database (backend postgres); else --config's
+// store section, whatever its backend; else the dev cluster's DSN.
+func (f *connFlags) openWith(ctx context.Context, so storeOpts) (store.Backend, error) {
+	o, err := f.storeOptions()
 	if err != nil {
 		return nil, err
 	}
-	verbosef("connecting to store %s", strings.Join(reach.StoreDisplay(dsn), ","))
-	// The connection first, bounded and named; then the store's own
+	// Each connection first, bounded and named; then the store's own
 	// opening (its schema check, or migrations, which may take longer).
-	if err := reach.Store(ctx, dsn, f.timeoutOr()); err != nil {
-		return nil, err
+	for _, dsn := range storeDSNs(o.Store) {
+		verbosef("connecting to store %s", strings.Join(reach.StoreDisplay(dsn), ","))
+		if err := reach.Store(ctx, dsn, f.timeoutOr()); err != nil {
+			return nil, err
+		}
 	}
-	cfg.DSN = dsn
-	if cfg.Logger == nil {
-		cfg.Logger = libraryLogger()
+	o.MaxConns, o.Migrate, o.Logger = so.maxConns, so.migrate, libraryLogger()
+	o.Store.ConnectTimeout = f.timeoutOr()
+	o.Store.GroupCommit = config.GroupCommit{MaxBatch: 1} // a command's few statements: no batching
+	return backend.Open(ctx, o)
+}
+
+// storeOptions returns the registry options of the store --dsn,
+// --config or the dev cluster names.
+func (f *connFlags) storeOptions() (backend.Options, error) {
+	if f.dsn != "" {
+		return backend.Options{Store: config.Store{Backend: backend.Default, DSN: f.dsn}}, nil
 	}
-	s, err := sqlstore.Open(ctx, cfg)
+	cfg, err := f.load()
 	if err != nil {
-		return nil, &reach.Error{Part: "store", Addrs: reach.StoreDisplay(dsn), Err: err}
+		return backend.Options{}, err
 	}
-	return s, nil
+	if cfg != nil {
+		topo, err := region.FromConfig(cfg)
+		if err != nil {
+			return backend.Options{}, fmt.Errorf("--config: %w", err)
+		}
+		return backend.Options{Store: cfg.Store, Shards: cfg.Shards, Home: topo.Home}, nil
+	}
+	st, err := f.dev("--dsn")
+	if err != nil {
+		return backend.Options{}, err
+	}
+	if len(st.StoreClusters) > 0 {
+		// idemd dev --store ha: its regions' configs name every Patroni
+		// cluster; any region's file has the same store section.
+		cfg, err := config.Load(st.Configs[devstate.Regions[0]])
+		if err != nil {
+			return backend.Options{}, fmt.Errorf("dev cluster config: %w", err)
+		}
+		topo, err := region.FromConfig(cfg)
+		if err != nil {
+			return backend.Options{}, fmt.Errorf("dev cluster config: %w", err)
+		}
+		return backend.Options{Store: cfg.Store, Shards: cfg.Shards, Home: topo.Home}, nil
+	}
+	return backend.Options{Store: config.Store{Backend: backend.Default, DSN: st.DSN}}, nil
+}
+
+// storeDSNs returns the DSNs a store section connects to: its dsn, or
+// each patroni cluster's.
+func storeDSNs(sc config.Store) []string {
+	if len(sc.Patroni.Clusters) == 0 {
+		return []string{sc.DSN}
+	}
+	dsns := make([]string, len(sc.Patroni.Clusters))
+	for i, c := range sc.Patroni.Clusters {
+		dsns[i] = c.DSN
+	}
+	return dsns
 }
 
 // etcdConfig returns the etcd endpoints and TLS: flags, else --config,

@@ -1,0 +1,204 @@
+package config
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Store backends this package knows the shape of. Other names are left to
+// the store/backend registry, which refuses one no package registered.
+const (
+	// DefaultStoreBackend is one DSN (package sqlstore).
+	DefaultStoreBackend = "postgres"
+	// PatroniStoreBackend is one Patroni cluster per home region (package
+	// patronistore).
+	PatroniStoreBackend = "patroni"
+)
+
+// PatroniStore is the patroni backend's configuration: the clusters, and
+// the map from shards to clusters. A shard lives in the cluster whose
+// Shards ranges name it; else in the cluster whose Regions name its home
+// region. Its records, its fence and its queued requests all live there.
+type PatroniStore struct {
+	// Clusters are the Patroni clusters, at least one.
+	Clusters []PatroniCluster `yaml:"clusters"`
+	// AuditCluster names the cluster that keeps the audit of repairs
+	// that are not about one shard (audit rows of a shard's own writes,
+	// such as a fence move or a purge, go to that shard's cluster, in
+	// the transaction that makes the change). Default: the first cluster.
+	AuditCluster string `yaml:"audit_cluster"`
+}
+
+// empty reports a section left out.
+func (ps *PatroniStore) empty() bool { return len(ps.Clusters) == 0 && ps.AuditCluster == "" }
+
+// PatroniCluster is one Patroni cluster of the patroni backend.
+type PatroniCluster struct {
+	// Name names the cluster in errors, logs and metrics: 1 to 32 of
+	// [a-z0-9-], unique. Required.
+	Name string `yaml:"name"`
+	// DSN reaches the cluster's primary: a multi-host URL listing every
+	// member with target_session_attrs=read-write (or an HAProxy address
+	// that checks Patroni's /primary). Required.
+	DSN string `yaml:"dsn"`
+	// Regions are the home regions whose shards this cluster holds.
+	// Default: the region named like the cluster, when no other cluster
+	// lists it and Shards is empty. Each region belongs to at most one
+	// cluster.
+	Regions []string `yaml:"regions"`
+	// Shards are explicit shard ranges ("0-511", "700") this cluster
+	// holds whatever their home: how one region's shards spread over
+	// several clusters. They win over Regions, and must not overlap
+	// another cluster's.
+	Shards []string `yaml:"shards"`
+}
+
+var (
+	backendRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,31}$`)
+	rangeRE   = regexp.MustCompile(`^([0-9]+)(?:-([0-9]+))?$`)
+)
+
+// ShardRange is one parsed entry of PatroniCluster.Shards: shards First
+// to Last, inclusive.
+type ShardRange struct{ First, Last int }
+
+// ParseShardRange parses "N" or "N-M" (N <= M).
+func ParseShardRange(s string) (ShardRange, error) {
+	m := rangeRE.FindStringSubmatch(strings.TrimSpace(s))
+	if m == nil {
+		return ShardRange{}, fmt.Errorf("must be \"N\" or \"N-M\", got %q", s)
+	}
+	first, _ := strconv.Atoi(m[1])
+	last := first
+	if m[2] != "" {
+		last, _ = strconv.Atoi(m[2])
+	}
+	if last < first {
+		return ShardRange{}, fmt.Errorf("%q ends before it starts", s)
+	}
+	return ShardRange{First: first, Last: last}, nil
+}
+
+// checkStoreBackend validates store.backend and the fields it requires.
+func (c *Config) checkStoreBackend(p *problems) {
+	switch b := c.Store.Backend; {
+	case b == "" || b == DefaultStoreBackend:
+		if c.Store.DSN == "" {
+			p.add("store.dsn", "required")
+		}
+		if !c.Store.Patroni.empty() {
+			p.add("store.patroni", "only with store.backend: %s, got backend %q", PatroniStoreBackend, DefaultStoreBackend)
+		}
+	case b == PatroniStoreBackend:
+		if c.Store.DSN != "" {
+			p.add("store.dsn", "unused with store.backend: %s (each of store.patroni.clusters has its dsn): remove it", PatroniStoreBackend)
+		}
+		if c.Store.Patroni.empty() {
+			p.add("store.patroni", "required with store.backend: %s", PatroniStoreBackend)
+			return
+		}
+		c.checkPatroni(p, &c.Store.Patroni)
+	case !backendRE.MatchString(b):
+		p.add("store.backend", "must be %q, %q or a registered backend's name (1 to 32 of [a-z0-9_-]), got %q",
+			DefaultStoreBackend, PatroniStoreBackend, b)
+	}
+}
+
+// checkPatroni validates the clusters and that every shard has one.
+func (c *Config) checkPatroni(p *problems, ps *PatroniStore) {
+	if len(ps.Clusters) == 0 {
+		p.add("store.patroni.clusters", "needs at least one cluster")
+		return
+	}
+	names := map[string]int{}
+	regionOf := map[string]int{}
+	owner := map[int]int{} // shard -> cluster index, from explicit ranges
+	known := map[string]bool{}
+	for _, r := range c.Regions {
+		known[r.Name] = true
+	}
+	if len(c.Regions) == 0 {
+		known[c.Region] = true
+	}
+	for i, cl := range ps.Clusters {
+		path := fmt.Sprintf("store.patroni.clusters[%d]", i)
+		if !regionRE.MatchString(cl.Name) {
+			p.add(path+".name", "must be 1 to 32 of [a-z0-9-], got %q", cl.Name)
+		} else if j, dup := names[cl.Name]; dup {
+			p.add(path+".name", "%q is already store.patroni.clusters[%d]", cl.Name, j)
+		} else {
+			names[cl.Name] = i
+		}
+		if strings.TrimSpace(cl.DSN) == "" {
+			p.add(path+".dsn", "required (a multi-host URL of the cluster's members with target_session_attrs=read-write)")
+		}
+		for k, r := range cl.Regions {
+			rp := fmt.Sprintf("%s.regions[%d]", path, k)
+			switch j, dup := regionOf[r]; {
+			case !known[r]:
+				p.add(rp, "%q is not a region of this deployment", r)
+			case dup:
+				p.add(rp, "%q is already held by store.patroni.clusters[%d]", r, j)
+			default:
+				regionOf[r] = i
+			}
+		}
+		for k, s := range cl.Shards {
+			sp := fmt.Sprintf("%s.shards[%d]", path, k)
+			r, err := ParseShardRange(s)
+			if err != nil {
+				p.add(sp, "%v", err)
+				continue
+			}
+			if c.Shards > 0 && r.Last >= c.Shards {
+				p.add(sp, "%q names shards past the last one (%d)", s, c.Shards-1)
+				continue
+			}
+			for n := r.First; n <= r.Last; n++ {
+				if j, dup := owner[n]; dup && j != i {
+					p.add(sp, "shard %d is already held by store.patroni.clusters[%d]", n, j)
+					break
+				}
+				owner[n] = i
+			}
+		}
+	}
+	// A cluster without regions or shards holds the region named like it.
+	for i, cl := range ps.Clusters {
+		if len(cl.Regions) == 0 && len(cl.Shards) == 0 {
+			if _, taken := regionOf[cl.Name]; known[cl.Name] && !taken {
+				regionOf[cl.Name] = i
+			} else {
+				p.add(fmt.Sprintf("store.patroni.clusters[%d]", i), "holds nothing: set regions or shards (no free region is named %q)", cl.Name)
+			}
+		}
+	}
+	if ps.AuditCluster != "" {
+		if _, ok := names[ps.AuditCluster]; !ok {
+			p.add("store.patroni.audit_cluster", "%q is not one of store.patroni.clusters", ps.AuditCluster)
+		}
+	}
+	// Every shard needs a cluster: its range's, or its home region's.
+	home := c.homeRegions()
+	for n := range c.Shards {
+		if _, ok := owner[n]; ok {
+			continue
+		}
+		if _, ok := regionOf[home(n)]; !ok {
+			p.add("store.patroni.clusters", "shard %d (home %q) has no cluster: list region %q in a cluster's regions, or the shard in its shards", n, home(n), home(n))
+			return
+		}
+	}
+}
+
+// homeRegions returns each shard's home region as region.Topology.Home
+// computes it (shard modulo the regions list; the local region alone in
+// single-region mode).
+func (c *Config) homeRegions() func(int) string {
+	if len(c.Regions) == 0 {
+		return func(int) string { return c.Region }
+	}
+	return func(n int) string { return c.Regions[n%len(c.Regions)].Name }
+}
