@@ -96,14 +96,17 @@ home. A read: it needs no reason and changes nothing.`,
 	return cmd
 }
 
+// shardsOptions are the flags of `idemctl shards`, read by its run.
+type shardsOptions struct {
+	f            connFlags
+	format       string
+	owner, state string
+	home         string
+	list         bool
+}
+
 func shardsCmd() *cobra.Command {
-	var (
-		f            connFlags
-		format       string
-		owner, state string
-		home         string
-		list         bool
-	)
+	var opts shardsOptions
 	cmd := &cobra.Command{
 		Use:   "shards [--owner R] [--home R] [--state S] [--list]",
 		Short: "Show the ownership map: counts per owner and state, and the shards selected",
@@ -118,83 +121,88 @@ and changes nothing.`,
   idemctl shards --owner eu-west --home us-east`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(format); err != nil {
-				return err
-			}
-			state = strings.ToUpper(state)
-			switch ownership.State(state) {
-			case "", ownership.Active, ownership.FailedOver, ownership.Fencing:
-			default:
-				return fmt.Errorf("--state: %q is not a shard state (ACTIVE, FAILED_OVER, FENCING)", state)
-			}
-			top, _, cli, err := f.connect(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer cli.Close()
-			for flag, r := range map[string]string{"--owner": owner, "--home": home} {
-				if r != "" && !top.Has(r) {
-					return fmt.Errorf("%s: %q is not a region of the topology %v", flag, r, top.Names())
-				}
-			}
-			ctx, cancel := etcdContext(cmd)
-			defer cancel()
-			entries, _, err := ownership.NewDirectory(cli, nil, quiet()).List(ctx)
-			if err != nil {
-				return err
-			}
-			counts := map[string]map[string]int{}
-			views := []shardView{}
-			for _, e := range entries {
-				v := viewOf(e, top.Home(e.Shard))
-				if counts[v.Owner] == nil {
-					counts[v.Owner] = map[string]int{}
-				}
-				counts[v.Owner][v.State]++
-				if (owner == "" || v.Owner == owner) && (home == "" || v.Home == home) && (state == "" || v.State == state) {
-					views = append(views, v)
-				}
-			}
-			if format == outputJSON {
-				return render(cmd.OutOrStdout(), format, table{v: map[string]any{"counts": counts, "shards": views}})
-			}
-			var rows [][]string
-			owners := make([]string, 0, len(counts))
-			for o := range counts {
-				owners = append(owners, o)
-			}
-			sort.Strings(owners)
-			for _, o := range owners {
-				for _, st := range []ownership.State{ownership.Active, ownership.FailedOver, ownership.Fencing} {
-					if n := counts[o][string(st)]; n > 0 {
-						rows = append(rows, []string{o, string(st), strconv.Itoa(n)})
-					}
-				}
-			}
-			if err := render(cmd.OutOrStdout(), format, table{header: []string{"OWNER", "STATE", "SHARDS"}, rows: rows}); err != nil {
-				return err
-			}
-			if !list && owner == "" && home == "" && state == "" {
-				fmt.Fprintf(cmd.OutOrStdout(), "\n%d shards; list them with --list, or select with --owner, --home, --state\n", len(entries))
-				return nil
-			}
-			fmt.Fprintln(cmd.OutOrStdout())
-			rows = rows[:0]
-			for _, v := range views {
-				rows = append(rows, v.row())
-			}
-			if err := render(cmd.OutOrStdout(), format, table{header: shardHeader, rows: rows}); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%d of %d shards selected\n", len(views), len(entries))
-			return nil
+			return opts.run(cmd)
 		},
 	}
-	f.addCluster(cmd)
-	cmd.Flags().StringVar(&owner, "owner", "", "select the shards this region owns")
-	cmd.Flags().StringVar(&home, "home", "", "select the shards whose home is this region")
-	cmd.Flags().StringVar(&state, "state", "", "select the shards in this state: ACTIVE, FAILED_OVER or FENCING")
-	cmd.Flags().BoolVar(&list, "list", false, "list the selected shards (every shard without --owner, --home or --state)")
-	addOutputFlag(cmd, &format)
+	opts.f.addCluster(cmd)
+	cmd.Flags().StringVar(&opts.owner, "owner", "", "select the shards this region owns")
+	cmd.Flags().StringVar(&opts.home, "home", "", "select the shards whose home is this region")
+	cmd.Flags().StringVar(&opts.state, "state", "", "select the shards in this state: ACTIVE, FAILED_OVER or FENCING")
+	cmd.Flags().BoolVar(&opts.list, "list", false, "list the selected shards (every shard without --owner, --home or --state)")
+	addOutputFlag(cmd, &opts.format)
 	return cmd
+}
+
+// run is `idemctl shards`'s work, its flags read into opts.
+func (opts *shardsOptions) run(cmd *cobra.Command) error {
+	if err := checkOutput(opts.format); err != nil {
+		return err
+	}
+	opts.state = strings.ToUpper(opts.state)
+	switch ownership.State(opts.state) {
+	case "", ownership.Active, ownership.FailedOver, ownership.Fencing:
+	default:
+		return fmt.Errorf("--state: %q is not a shard state (ACTIVE, FAILED_OVER, FENCING)", opts.state)
+	}
+	top, _, cli, err := opts.f.connect(cmd.Context())
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	for flag, r := range map[string]string{"--owner": opts.owner, "--home": opts.home} {
+		if r != "" && !top.Has(r) {
+			return fmt.Errorf("%s: %q is not a region of the topology %v", flag, r, top.Names())
+		}
+	}
+	ctx, cancel := etcdContext(cmd)
+	defer cancel()
+	entries, _, err := ownership.NewDirectory(cli, nil, quiet()).List(ctx)
+	if err != nil {
+		return err
+	}
+	counts := map[string]map[string]int{}
+	views := []shardView{}
+	for _, e := range entries {
+		v := viewOf(e, top.Home(e.Shard))
+		if counts[v.Owner] == nil {
+			counts[v.Owner] = map[string]int{}
+		}
+		counts[v.Owner][v.State]++
+		if (opts.owner == "" || v.Owner == opts.owner) && (opts.home == "" || v.Home == opts.home) && (opts.state == "" || v.State == opts.state) {
+			views = append(views, v)
+		}
+	}
+	if opts.format == outputJSON {
+		return render(cmd.OutOrStdout(), opts.format, table{v: map[string]any{"counts": counts, "shards": views}})
+	}
+	var rows [][]string
+	owners := make([]string, 0, len(counts))
+	for o := range counts {
+		owners = append(owners, o)
+	}
+	sort.Strings(owners)
+	for _, o := range owners {
+		for _, st := range []ownership.State{ownership.Active, ownership.FailedOver, ownership.Fencing} {
+			if n := counts[o][string(st)]; n > 0 {
+				rows = append(rows, []string{o, string(st), strconv.Itoa(n)})
+			}
+		}
+	}
+	if err := render(cmd.OutOrStdout(), opts.format, table{header: []string{"OWNER", "STATE", "SHARDS"}, rows: rows}); err != nil {
+		return err
+	}
+	if !opts.list && opts.owner == "" && opts.home == "" && opts.state == "" {
+		fmt.Fprintf(cmd.OutOrStdout(), "\n%d shards; list them with --list, or select with --owner, --home, --state\n", len(entries))
+		return nil
+	}
+	fmt.Fprintln(cmd.OutOrStdout())
+	rows = rows[:0]
+	for _, v := range views {
+		rows = append(rows, v.row())
+	}
+	if err := render(cmd.OutOrStdout(), opts.format, table{header: shardHeader, rows: rows}); err != nil {
+		return err
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "%d of %d shards selected\n", len(views), len(entries))
+	return nil
 }
