@@ -67,7 +67,6 @@ rows at a time and says how many the selection holds ("100 of 343 shown");
 	cmd.Flags().StringVar(&opts.action, "action", "", "keep rows of this action (move_fence, region_failover, failover, failback, drain, failover_accept, reconcile, ...)")
 	cmd.Flags().IntVar(&opts.limit, "limit", 100, "at most this many rows")
 	cmd.Flags().IntVar(&opts.offset, "offset", 0, "skip this many rows of the selection first (the next page)")
-	cmd.MarkFlagsMutuallyExclusive("shard", "actor", "operation")
 	addOutputFlag(cmd, &opts.output)
 	return cmd
 }
@@ -96,6 +95,9 @@ func (opts *auditOptions) run(cmd *cobra.Command) error {
 	}
 	if opts.offset < 0 {
 		return fmt.Errorf("--offset: must not be negative, got %d", opts.offset)
+	}
+	if given := countTrue(cmd.Flags().Changed("shard"), opts.actor != "", opts.operation != ""); given > 1 {
+		return fmt.Errorf("give at most one of --shard, --actor and --operation: each selects the rows of one thing")
 	}
 	f := store.AuditFilter{Actor: opts.actor, Action: opts.action, Limit: opts.limit, Offset: opts.offset}
 	var err error
@@ -151,4 +153,15 @@ func (opts *auditOptions) run(cmd *cobra.Command) error {
 	}
 	fmt.Fprintln(cmd.OutOrStdout(), auditFooter(len(rows), total, opts.offset))
 	return nil
+}
+
+// countTrue counts the true values.
+func countTrue(bs ...bool) int {
+	n := 0
+	for _, b := range bs {
+		if b {
+			n++
+		}
+	}
+	return n
 }

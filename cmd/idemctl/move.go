@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -27,6 +28,7 @@ type moveOptions struct {
 	to       string
 	format   string
 	drain    time.Duration
+	list     bool
 }
 
 func moveCmd() *cobra.Command {
@@ -57,6 +59,7 @@ commits. An interrupted move is finished by the next one. A repair: it needs
 	cmd.Flags().DurationVar(&opts.drain, "drain-timeout", defaultDrain,
 		fmt.Sprintf("how long to let the old owner finish what it already started before fencing it; "+
 			"shorter than the failover controller's StuckAfter (%s), which would cut it", config.FormatDuration(failover.DefaultStuckAfter)))
+	cmd.Flags().BoolVar(&opts.list, "list", false, "print the shard's new entry as a table, not only the summary")
 	addOutputFlag(cmd, &opts.format)
 	return cmd
 }
@@ -123,5 +126,16 @@ func (opts *moveOptions) run(cmd *cobra.Command) error {
 		return err
 	}
 	v := viewOf(e, top.Home(opts.shardNum))
-	return render(cmd.OutOrStdout(), opts.format, table{header: shardHeader, rows: [][]string{v.row()}, v: v})
+	if opts.format == outputJSON {
+		return render(cmd.OutOrStdout(), opts.format, table{v: v})
+	}
+	if opts.list {
+		if err := render(cmd.OutOrStdout(), opts.format, table{header: shardHeader, rows: [][]string{v.row()}}); err != nil {
+			return err
+		}
+	}
+	mv := failover.Moved{Shard: e.Shard, From: cur.Owner, FromEpoch: cur.Epoch, To: e.Owner, Epoch: e.Epoch, State: e.State}
+	_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s (epoch %d -> %d)\n",
+		movesSummary("move", "shard "+strconv.Itoa(e.Shard), []failover.Moved{mv}), cur.Epoch, e.Epoch)
+	return err
 }

@@ -31,7 +31,7 @@ func opGetCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "get OPERATION_ID",
 		Short: "Show an operation by id (a read: no reason needed; the access is logged)",
-		Args:  cobra.ExactArgs(1),
+		Args:  oneArg("OPERATION_ID, the X-Idempotency-Operation-Id of a response"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(format); err != nil {
 				return err
@@ -90,7 +90,7 @@ the JSON type --header gives); another endpoint's body needs --header
 (default Content-Type and Location: give Location for a created resource).`,
 		Example: `  idemctl op reconcile 0f9d...-... --ran --status 201 --body '{"payment_id":"p-1"}' \
       --header "Location: /v1/payments/p-1" --reason "INC-7: charge found at the PSP"`,
-		Args: cobra.ExactArgs(1),
+		Args: oneArg("OPERATION_ID, the X-Idempotency-Operation-Id of a response"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return opts.run(cmd, args)
 		},
@@ -104,8 +104,6 @@ the JSON type --header gives); another endpoint's body needs --header
 	cmd.Flags().StringArrayVar(&opts.headers, "header", nil,
 		"with --ran: a response header \"Name: value\" of the endpoint's response_headers (e.g. Location); repeatable")
 	addOutputFlag(cmd, &opts.format)
-	cmd.MarkFlagsOneRequired("ran", "not-run")
-	cmd.MarkFlagsMutuallyExclusive("ran", "not-run")
 	return cmd
 }
 
@@ -120,6 +118,10 @@ func (opts *opReconcileOptions) run(cmd *cobra.Command, args []string) error {
 	}
 	res := store.Result{State: idempotency.RetryableFailure, ErrorSummary: "reconciled: downstream did not run it"}
 	switch {
+	case opts.ran == opts.notRun:
+		// Checked here, not with cobra's flag groups: their errors name
+		// "the group [ran not-run]", not what to do.
+		return fmt.Errorf("give exactly one of --ran (with --status N: the downstream ran it) and --not-run (it provably did not)")
 	case opts.ran && !cmd.Flags().Changed("status"):
 		return fmt.Errorf("--ran needs --status N: the HTTP status the downstream answered")
 	case opts.ran && (opts.status < 100 || opts.status > 599):

@@ -90,7 +90,7 @@ func loadOpenAPIConfig(path string) (*config.Config, error) {
 	}
 	cfg, err := config.Load(path)
 	if err != nil {
-		return nil, fmt.Errorf("--config: %w", err)
+		return nil, configError(path, err)
 	}
 	return cfg, nil
 }

@@ -170,7 +170,7 @@ func (opts *opListOptions) run(cmd *cobra.Command) error {
 	if page.Next != "" {
 		fmt.Fprintf(cmd.OutOrStdout(), "%d shown, more follow: add --after %s\n", len(rows), page.Next)
 	} else {
-		fmt.Fprintf(cmd.OutOrStdout(), "%d operation(s)\n", len(rows))
+		fmt.Fprintln(cmd.OutOrStdout(), count(len(rows), "operation", "operations"))
 	}
 	return nil
 }

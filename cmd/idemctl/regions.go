@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -29,6 +30,9 @@ type regionView struct {
 	Shards map[string]int `json:"shards"`
 	// Home is how many shards have this region as home.
 	Home int `json:"home_shards"`
+	// HomeElsewhere counts, by owner, the home shards another region owns
+	// or that are not ACTIVE: what a failback of this region would move.
+	HomeElsewhere map[string]int `json:"home_shards_elsewhere,omitempty"`
 }
 
 // instanceView is one live instance of a region.
@@ -126,6 +130,12 @@ func (opts *regionsOptions) run(cmd *cobra.Command) error {
 		}
 		if v := views[top.Home(e.Shard)]; v != nil {
 			v.Home++
+			if owner := viewOf(e, "").Owner; owner != v.Region || e.State != ownership.Active {
+				if v.HomeElsewhere == nil {
+					v.HomeElsewhere = map[string]int{}
+				}
+				v.HomeElsewhere[owner]++
+			}
 		}
 	}
 	out := table{header: []string{"REGION", "STATE", "FOR", "HEALTH", "INSTANCES", "SHARDS OWNED", "HOME SHARDS", "URL"}}
@@ -168,5 +178,35 @@ func (opts *regionsOptions) run(cmd *cobra.Command) error {
 		return err
 	}
 	fmt.Fprintln(cmd.OutOrStdout(), source)
+	for _, h := range failbackHints(list) {
+		fmt.Fprintln(cmd.OutOrStdout(), h)
+	}
 	return nil
+}
+
+// failbackHints says, for each region that is healthy with a live
+// instance while some of its home shards are still owned elsewhere (or
+// not ACTIVE), that a failback is pending, and the command.
+func failbackHints(regions []*regionView) []string {
+	var hints []string
+	for _, v := range regions {
+		if v.State != failover.Healthy || v.Health != "up" || len(v.HomeElsewhere) == 0 {
+			continue
+		}
+		var n int
+		owners := make([]string, 0, len(v.HomeElsewhere))
+		for o, k := range v.HomeElsewhere {
+			n += k
+			owners = append(owners, o)
+		}
+		sort.Strings(owners)
+		where := make([]string, len(owners))
+		for i, o := range owners {
+			where[i] = fmt.Sprintf("%s %d", o, v.HomeElsewhere[o])
+		}
+		hints = append(hints, fmt.Sprintf("failback pending: %s is healthy, but %d of its %d home shards are elsewhere (%s); "+
+			"once what it left in flight is reconciled: idemctl failback %s --reason TEXT",
+			v.Region, n, v.Home, strings.Join(where, ", "), v.Region))
+	}
+	return hints
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"strconv"
 	"strings"
@@ -112,13 +113,14 @@ func shardsCmd() *cobra.Command {
 		Short: "Show the ownership map: counts per owner and state, and the shards selected",
 		Long: `shards reads every shard's entry in the etcd ownership directory (one
 linearizable read) and prints how many shards each region owns in each state.
---owner, --home and --state select shards and list them (home, owner, epoch,
-state); --list lists every selected shard (all 1024 without a filter). -o json
-always carries the counts and the selected shards. A read: it needs no reason
+--owner, --home and --state select shards: the counts are then of the
+selection, and say how many of all shards it holds. --list lists every selected
+shard (home, owner, epoch, state; all 1024 without a filter). -o json always
+carries the counts and the selected shards. A read: it needs no reason
 and changes nothing.`,
 		Example: `  idemctl shards
   idemctl shards --state FAILED_OVER
-  idemctl shards --owner eu-west --home us-east`,
+  idemctl shards --owner eu-west --home us-east --list`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return opts.run(cmd)
@@ -160,20 +162,31 @@ func (opts *shardsOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	counts := map[string]map[string]int{}
 	views := []shardView{}
 	for _, e := range entries {
 		v := viewOf(e, top.Home(e.Shard))
-		if counts[v.Owner] == nil {
-			counts[v.Owner] = map[string]int{}
-		}
-		counts[v.Owner][v.State]++
 		if (opts.owner == "" || v.Owner == opts.owner) && (opts.home == "" || v.Home == opts.home) && (opts.state == "" || v.State == opts.state) {
 			views = append(views, v)
 		}
 	}
-	if opts.format == outputJSON {
-		return render(cmd.OutOrStdout(), opts.format, table{v: map[string]any{"counts": counts, "shards": views}})
+	filtered := opts.owner != "" || opts.home != "" || opts.state != ""
+	return writeShards(cmd.OutOrStdout(), opts.format, views, len(entries), filtered, opts.list)
+}
+
+// writeShards prints the selected shards: how many each owner holds in
+// each state, how many of total were selected, and, with list, each
+// shard. -o json has the counts and every selected shard.
+func writeShards(w io.Writer, format string, views []shardView, total int, filtered, list bool) error {
+	counts := map[string]map[string]int{}
+	for _, v := range views {
+		if counts[v.Owner] == nil {
+			counts[v.Owner] = map[string]int{}
+		}
+		counts[v.Owner][v.State]++
+	}
+	if format == outputJSON {
+		return render(w, format, table{v: map[string]any{"counts": counts, "shards": views,
+			"selected": len(views), "total": total}})
 	}
 	var rows [][]string
 	owners := make([]string, 0, len(counts))
@@ -188,21 +201,30 @@ func (opts *shardsOptions) run(cmd *cobra.Command) error {
 			}
 		}
 	}
-	if err := render(cmd.OutOrStdout(), opts.format, table{header: []string{"OWNER", "STATE", "SHARDS"}, rows: rows}); err != nil {
-		return err
+	if len(rows) > 0 {
+		if err := render(w, format, table{header: []string{"OWNER", "STATE", "SHARDS"}, rows: rows}); err != nil {
+			return err
+		}
+		fmt.Fprintln(w)
 	}
-	if !opts.list && opts.owner == "" && opts.home == "" && opts.state == "" {
-		fmt.Fprintf(cmd.OutOrStdout(), "\n%d shards; list them with --list, or select with --owner, --home, --state\n", len(entries))
-		return nil
+	if list && len(views) > 0 {
+		rows = rows[:0]
+		for _, v := range views {
+			rows = append(rows, v.row())
+		}
+		if err := render(w, format, table{header: shardHeader, rows: rows}); err != nil {
+			return err
+		}
 	}
-	fmt.Fprintln(cmd.OutOrStdout())
-	rows = rows[:0]
-	for _, v := range views {
-		rows = append(rows, v.row())
+	switch {
+	case !filtered && list:
+		fmt.Fprintf(w, "%s\n", count(total, "shard", "shards"))
+	case !filtered:
+		fmt.Fprintf(w, "%s; list them with --list, or select with --owner, --home, --state\n", count(total, "shard", "shards"))
+	case list || len(views) == 0:
+		fmt.Fprintf(w, "%d of %d shards selected\n", len(views), total)
+	default:
+		fmt.Fprintf(w, "%d of %d shards selected; list them with --list\n", len(views), total)
 	}
-	if err := render(cmd.OutOrStdout(), opts.format, table{header: shardHeader, rows: rows}); err != nil {
-		return err
-	}
-	fmt.Fprintf(cmd.OutOrStdout(), "%d of %d shards selected\n", len(views), len(entries))
 	return nil
 }
