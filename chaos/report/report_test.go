@@ -176,3 +176,35 @@ func TestHTMLReportSaysWhatItShows(t *testing.T) {
 		t.Errorf("report shows an unrounded duration %q", m)
 	}
 }
+
+// TestTheReportHeaderAndNotesReadForAPerson: the header shows the command
+// that replays the run (not the process's own path), the commit and the
+// kind of cluster; the in-flight figure is explained; in the direct
+// client mode, a note says that calls sent to the lost region's address
+// count as unavailable and points to the sdk and entry modes, and in
+// those modes it is left out.
+func TestTheReportHeaderAndNotesReadForAPerson(t *testing.T) {
+	page := func(client string) string {
+		in := synthetic()
+		in.Client = client
+		r := Build(in)
+		r.Meta.Command = "idemctl drill run --scenario region-loss-reject --seed 42"
+		r.Meta.Commit, r.Meta.Cluster = "0123abc+modified", "process"
+		var b bytes.Buffer
+		if err := r.WriteHTML(&b); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	direct := page("")
+	for _, want := range []string{`<code id="command">idemctl drill run --scenario region-loss-reject --seed 42</code>`,
+		`<code>0123abc`, `process: one idemd process per region`,
+		`id="in-flight-note"`, `id="direct-mode"`, "counts as unavailable", "--client sdk", "--client entry"} {
+		if !strings.Contains(direct, want) {
+			t.Errorf("direct-mode report lacks %q", want)
+		}
+	}
+	if sdk := page("sdk"); strings.Contains(sdk, `id="direct-mode"`) || !strings.Contains(sdk, `id="in-flight-note"`) {
+		t.Errorf("sdk-mode report: the direct-mode note is there, or the in-flight note is not")
+	}
+}

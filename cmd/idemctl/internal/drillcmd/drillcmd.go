@@ -6,11 +6,14 @@
 package drillcmd
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -22,6 +25,7 @@ import (
 	"github.com/idemcoord/idemcoord/chaos/failpoint"
 	"github.com/idemcoord/idemcoord/chaos/report"
 	"github.com/idemcoord/idemcoord/chaos/scenario"
+	"github.com/idemcoord/idemcoord/internal/buildinfo"
 )
 
 // Values of `idemctl drill run --cluster`.
@@ -262,7 +266,8 @@ func (opts *runOptions) run(cmd *cobra.Command) error {
 	}
 	res, err := chaos.Drill(ctx, chaos.DrillConfig{Scenario: opts.name, Seed: opts.seed, Duration: opts.duration,
 		ReportPath: opts.reportPath, HistoryPath: opts.historyPath, Start: start, Out: out, Terminal: term,
-		Unsafe: opts.unsafe, Client: opts.mode})
+		Unsafe: opts.unsafe, Client: opts.mode, Command: opts.replayCommand(), Commit: sourceCommit(opts.source),
+		Cluster: opts.kind})
 	if opts.format == opts.output.JSON {
 		if rerr := opts.output.Render(cmd.OutOrStdout(), opts.format, summarize(opts.name, opts.seed, opts.mode, res.Report, err)); rerr != nil {
 			return errors.Join(err, rerr)
@@ -272,4 +277,49 @@ func (opts *runOptions) run(cmd *cobra.Command) error {
 		return fmt.Errorf("drill %s seed %d: %w", opts.name, opts.seed, err)
 	}
 	return nil
+}
+
+// replayCommand is the command that replays this run, for the report's
+// header: `idemctl drill run` with the flags that decide the run (not the
+// output files), whatever binary or build cache path ran it.
+func (opts *runOptions) replayCommand() string {
+	args := []string{"idemctl", "drill", "run", "--scenario", opts.name, "--seed", strconv.FormatUint(opts.seed, 10)}
+	if opts.duration > 0 {
+		args = append(args, "--duration", opts.duration.String())
+	}
+	if opts.kind != drillProcess {
+		args = append(args, "--cluster", opts.kind)
+	}
+	if opts.mode != "" && opts.mode != chaos.ClientDirect {
+		args = append(args, "--client", opts.mode)
+	}
+	if opts.unsafe != "" {
+		args = append(args, "--unsafe-drill-mode", opts.unsafe)
+	}
+	return strings.Join(args, " ")
+}
+
+// sourceCommit is the commit of the source drilled: this build's, else
+// (under go run, which records none) the git checkout's at dir or the
+// working directory, with "+modified" for uncommitted changes; "" when
+// neither says.
+func sourceCommit(dir string) string {
+	if info := buildinfo.Read(); info.Commit != "" {
+		if info.Modified {
+			return info.Commit + "+modified"
+		}
+		return info.Commit
+	}
+	if dir == "" {
+		dir = "."
+	}
+	out, err := exec.Command("git", "-C", dir, "rev-parse", "HEAD").Output()
+	if err != nil {
+		return ""
+	}
+	commit := strings.TrimSpace(string(out))
+	if st, err := exec.Command("git", "-C", dir, "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(bytes.TrimSpace(st)) > 0 {
+		commit += "+modified"
+	}
+	return commit
 }
