@@ -165,7 +165,7 @@ func TestHTMLReportSaysWhatItShows(t *testing.T) {
 		`<table id="errors-by-class">`, `<td>503</td><td class="n">2</td>`,
 		`<td class="n">1 keys</td>`, `<a href="#def-I1">I1</a>`, `<dt id="def-I1">`, `<dt id="def-liveness">`,
 		`stale-epoch write rejected &dagger;`, `counted from the drill's own probes`,
-		`GREEN requires both`, `<dt>command</dt>`, `<dt>build</dt>`, `<dt>seed</dt><dd>42 `, `<dt>run length</dt><dd>9.5s `,
+		`GREEN requires both`, `<dt>replay with</dt>`, `<dt>commit</dt>`, `<dt>cluster</dt>`, `<dt>build</dt>`, `<dt>seed</dt><dd>42 `, `<dt>run length</dt><dd>9.5s `,
 		`<dt>clients</dt><dd>direct (`,
 	} {
 		if !strings.Contains(page, want) {
