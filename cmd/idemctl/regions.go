@@ -138,33 +138,7 @@ func (opts *regionsOptions) run(cmd *cobra.Command) error {
 			}
 		}
 	}
-	out := table{header: []string{"REGION", "STATE", "FOR", "HEALTH", "INSTANCES", "SHARDS OWNED", "HOME SHARDS", "URL"}}
-	var list []*regionView
-	for _, name := range order {
-		v := views[name]
-		list = append(list, v)
-		var names, owned []string
-		for _, in := range v.Instances {
-			names = append(names, in.Name)
-		}
-		for _, st := range []ownership.State{ownership.Active, ownership.FailedOver, ownership.Fencing} {
-			if n := v.Shards[string(st)]; n > 0 {
-				owned = append(owned, strconv.Itoa(n)+" "+string(st))
-			}
-		}
-		if len(names) == 0 {
-			names = []string{"-"}
-		}
-		if len(owned) == 0 {
-			owned = []string{"0"}
-		}
-		age := v.For
-		if age == "" {
-			age = "-"
-		}
-		out.rows = append(out.rows, []string{name, string(v.State), age, v.Health, strings.Join(names, ","),
-			strings.Join(owned, ", "), strconv.Itoa(v.Home), v.URL})
-	}
+	out, list := regionsTable(order, views)
 	source := "state: derived from one read (no failover controller has published its view)"
 	if fromController {
 		source = fmt.Sprintf("state: failover controller %s (term %d), published %s ago", view.Controller, view.Term,
@@ -209,4 +183,37 @@ func failbackHints(regions []*regionView) []string {
 			v.Region, n, v.Home, strings.Join(where, ", "), v.Region))
 	}
 	return hints
+}
+
+// regionsTable is the regions in topology order, as a table and as the
+// list -o json prints.
+func regionsTable(order []string, views map[string]*regionView) (table, []*regionView) {
+	out := table{header: []string{"REGION", "STATE", "FOR", "HEALTH", "INSTANCES", "SHARDS OWNED", "HOME SHARDS", "URL"}}
+	var list []*regionView
+	for _, name := range order {
+		v := views[name]
+		list = append(list, v)
+		var names, owned []string
+		for _, in := range v.Instances {
+			names = append(names, in.Name)
+		}
+		for _, st := range []ownership.State{ownership.Active, ownership.FailedOver, ownership.Fencing} {
+			if n := v.Shards[string(st)]; n > 0 {
+				owned = append(owned, strconv.Itoa(n)+" "+string(st))
+			}
+		}
+		if len(names) == 0 {
+			names = []string{"-"}
+		}
+		if len(owned) == 0 {
+			owned = []string{"0"}
+		}
+		age := v.For
+		if age == "" {
+			age = "-"
+		}
+		out.rows = append(out.rows, []string{name, string(v.State), age, v.Health, strings.Join(names, ","),
+			strings.Join(owned, ", "), strconv.Itoa(v.Home), v.URL})
+	}
+	return out, list
 }
