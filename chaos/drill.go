@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/idemcoord/idemcoord/chaos/cluster"
@@ -37,6 +38,10 @@ type DrillConfig struct {
 	Client string
 	// Validate is passed to the checker.
 	Validate validate.Options
+	// Command, Commit and Cluster go into the report's header
+	// (report.Meta): the command that replays the run, the source's
+	// commit, the kind of cluster. Empty keeps the defaults.
+	Command, Commit, Cluster string
 	// Out receives the progress and the text summary.
 	Out io.Writer
 	// Terminal makes the progress a live line.
@@ -74,6 +79,13 @@ func Drill(ctx context.Context, cfg DrillConfig) (Result, error) {
 	if err != nil {
 		return res, err
 	}
+	if cfg.Command != "" {
+		res.Report.Meta.Command = cfg.Command
+	}
+	if cfg.Commit != "" {
+		res.Report.Meta.Commit = cfg.Commit
+	}
+	res.Report.Meta.Cluster = cfg.Cluster
 	if err := res.Report.WriteText(out); err != nil {
 		return res, err
 	}
@@ -81,7 +93,11 @@ func Drill(ctx context.Context, cfg DrillConfig) (Result, error) {
 	if cfg.ReportPath != "" {
 		var b bytes.Buffer
 		if err := res.Report.WriteHTML(&b); err == nil {
-			files = append(files, os.WriteFile(cfg.ReportPath, b.Bytes(), 0o644))
+			err := os.WriteFile(cfg.ReportPath, b.Bytes(), 0o644)
+			if err == nil {
+				fmt.Fprintf(out, "report written to %s\n", absPath(cfg.ReportPath))
+			}
+			files = append(files, err)
 		} else {
 			files = append(files, err)
 		}
@@ -89,7 +105,11 @@ func Drill(ctx context.Context, cfg DrillConfig) (Result, error) {
 	if cfg.HistoryPath != "" {
 		var b bytes.Buffer
 		if err := history.WriteJSONL(&b, res.History); err == nil {
-			files = append(files, os.WriteFile(cfg.HistoryPath, b.Bytes(), 0o644))
+			err := os.WriteFile(cfg.HistoryPath, b.Bytes(), 0o644)
+			if err == nil {
+				fmt.Fprintf(out, "history written to %s\n", absPath(cfg.HistoryPath))
+			}
+			files = append(files, err)
 		} else {
 			files = append(files, err)
 		}
@@ -98,4 +118,13 @@ func Drill(ctx context.Context, cfg DrillConfig) (Result, error) {
 		fmt.Fprintf(out, "stage error: %v\n", e)
 	}
 	return res, errors.Join(append(files, res.Err())...)
+}
+
+// absPath is path made absolute, for a line that says where a file went;
+// path itself when that fails.
+func absPath(path string) string {
+	if abs, err := filepath.Abs(path); err == nil {
+		return abs
+	}
+	return path
 }

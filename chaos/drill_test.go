@@ -31,6 +31,7 @@ func TestDrillRunsAShippedScenarioAndWritesItsFiles(t *testing.T) {
 	res, err := chaos.Drill(ctx, chaos.DrillConfig{Scenario: "sql-partition", Seed: 3, Duration: 15 * time.Second,
 		ReportPath: filepath.Join(dir, "r.html"), HistoryPath: filepath.Join(dir, "h.jsonl"),
 		Start: cluster.StartDev, Out: &out,
+		Command: "idemctl drill run --scenario sql-partition --seed 3 --duration 15s", Cluster: "inprocess",
 		// The dev cluster does not assign shard owners on this branch.
 		Validate: validate.Options{AllowUnownedShards: true}})
 	t.Logf("output:\n%.2500s", out.String())
@@ -47,6 +48,16 @@ func TestDrillRunsAShippedScenarioAndWritesItsFiles(t *testing.T) {
 	page, err := os.ReadFile(filepath.Join(dir, "r.html"))
 	if err != nil || !bytes.Contains(page, []byte(`id="invariants"`)) {
 		t.Errorf("report file: %v", err)
+	}
+	// The run says where the report went; its header has the command to
+	// paste and the kind of cluster, not the test binary's path.
+	if want := "report written to " + filepath.Join(dir, "r.html") + "\n"; !strings.Contains(out.String(), want) {
+		t.Errorf("output does not say %q", want)
+	}
+	for _, want := range []string{"idemctl drill run --scenario sql-partition --seed 3 --duration 15s", "inprocess: the regions in"} {
+		if !bytes.Contains(page, []byte(want)) {
+			t.Errorf("report header lacks %q", want)
+		}
 	}
 	f, err := os.Open(filepath.Join(dir, "h.jsonl"))
 	if err != nil {

@@ -128,7 +128,7 @@ func (c *Client) retry(ctx context.Context, in Intent, keyed bool, retryable fun
 		token, err := c.token(ctx)
 		if err != nil {
 			if attempt > 1 {
-				return nil, &GaveUpError{Attempts: attempt - 1, Err: err}
+				return nil, gaveUp(ambiguous, mayHaveRun, attempt-1, err)
 			}
 			return nil, err
 		}
@@ -164,7 +164,7 @@ func (c *Client) retry(ctx context.Context, in Intent, keyed bool, retryable fun
 		case resp != nil:
 			retryAfter, _ = parseRetryAfter(resp.Header.Get("Retry-After"), c.cfg.Clock.Now())
 			elsewhere = refusedUnrun(resp)
-			mayHaveRun = ambiguous && (mayHaveRun || resp.Status == http.StatusConflict || resp.Status >= 500)
+			mayHaveRun = ambiguous && (mayHaveRun || mayHaveRunBy(resp))
 		case ctx.Err() != nil:
 			return nil, &GaveUpError{Attempts: attempt, Err: err}
 		case !retryableTransport(err):
@@ -178,7 +178,7 @@ func (c *Client) retry(ctx context.Context, in Intent, keyed bool, retryable fun
 			elsewhere = true // refused, DNS, TLS handshake: nothing was sent
 		}
 		if attempt >= c.cfg.MaxAttempts {
-			return resp, &GaveUpError{Attempts: attempt, Err: err}
+			return resp, gaveUp(ambiguous, mayHaveRun, attempt, err)
 		}
 		now := c.cfg.Clock.Now()
 		if elsewhere && route.switchNow(now) {
@@ -188,7 +188,7 @@ func (c *Client) retry(ctx context.Context, in Intent, keyed bool, retryable fun
 		wait := c.wait(attempt, retryAfter)
 		c.logRetry(ctx, attempt, resp, err, wait)
 		if serr := clock.Sleep(ctx, c.cfg.Clock, wait); serr != nil {
-			return resp, &GaveUpError{Attempts: attempt, Err: fmt.Errorf("%w while waiting to retry; last attempt: %w", serr, err)}
+			return resp, gaveUp(ambiguous, mayHaveRun, attempt, fmt.Errorf("%w while waiting to retry; last attempt: %w", serr, err))
 		}
 		// After a transport failure or a refusal the wait was the
 		// budget's price: the retry still leaves the region.

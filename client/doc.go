@@ -79,7 +79,12 @@
 // effect. When Do stops without a final answer (MaxAttempts used up, or the
 // context ended while retrying) it returns a *GaveUpError (errors.Is
 // ErrGaveUp): the intent may or may not have taken effect. Retry later with
-// the same key to learn which; do not switch keys.
+// the same key to learn which; do not switch keys. When instead every
+// attempt provably executed nothing (the gateway refused each before
+// claiming the key, such as the reject policy's 503 while the actor's
+// region is failed over, or no attempt could be sent) it returns a
+// *NotExecutedError (errors.Is ErrNotExecuted): nothing ran and there is
+// nothing to reconcile; retry later with the same key.
 //
 // # Cancelling async work
 //

@@ -78,6 +78,8 @@ func ExampleClient_Do() {
 		fmt.Println("key reused for a different request; new key safe:", problem.NewKeySafe)
 	case errors.Is(err, client.ErrGaveUp):
 		fmt.Println("outcome unknown; retry later with the same key")
+	case errors.Is(err, client.ErrNotExecuted):
+		fmt.Println("refused before anything ran; retry later with the same key")
 	case errors.As(err, &problem):
 		fmt.Println("final answer:", problem.Status, problem.Title)
 	default:

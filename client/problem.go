@@ -25,6 +25,12 @@ var (
 	// ErrGaveUp means Do stopped without a final answer: the intent may or
 	// may not have taken effect. Retry later with the same key to find out.
 	ErrGaveUp = errors.New("client: gave up; the outcome is unknown")
+	// ErrNotExecuted means Do stopped without a final answer and every
+	// attempt provably executed nothing: each was refused by the gateway
+	// before it claimed the key (the reject policy while the actor's
+	// region is failed over, an ownership move, a rate limit), or never
+	// left this process. The key is unused: retry later with it.
+	ErrNotExecuted = errors.New("client: gave up; nothing was executed")
 )
 
 // problemTypeFingerprintMismatch is the last path segment of the problem
@@ -169,3 +175,69 @@ func (e *GaveUpError) Unwrap() error { return e.Err }
 
 // Is reports whether target is ErrGaveUp.
 func (e *GaveUpError) Is(target error) bool { return target == ErrGaveUp }
+
+// NotExecutedError is returned instead of a *GaveUpError when Do stops
+// without a final answer and the answers prove that no attempt executed
+// the intent: the gateway refused each one before claiming the key (a
+// 503 or 429 problem document naming no operation), or the attempt was
+// never sent. Retrying later with the same key is safe, and nothing needs
+// reconciling. It matches ErrNotExecuted with errors.Is, and its Err (the
+// last failure) with errors.Is and errors.As.
+type NotExecutedError struct {
+	// Attempts is how many attempts were made.
+	Attempts int
+	// Err is the last failure: a *ProblemError, a transport error, or the
+	// context's error joined with the last failure.
+	Err error
+}
+
+// Error says how many attempts were made, that none executed the intent,
+// and why the last one failed.
+func (e *NotExecutedError) Error() string {
+	noun := "attempts"
+	if e.Attempts == 1 {
+		noun = "attempt"
+	}
+	return fmt.Sprintf("client: gave up after %d %s, nothing was executed: %v", e.Attempts, noun, e.Err)
+}
+
+// Unwrap returns the last failure.
+func (e *NotExecutedError) Unwrap() error { return e.Err }
+
+// Is reports whether target is ErrNotExecuted.
+func (e *NotExecutedError) Is(target error) bool { return target == ErrNotExecuted }
+
+// provedUnrun reports an answer that proves its attempt executed nothing:
+// the gateway's own refusal before it claimed the key, a 503 or 429
+// problem document that names no operation. A 503 that is not a problem
+// document (a proxy with no backend) proves nothing.
+func provedUnrun(r *Response) bool {
+	if r.Replayed || r.OperationID != "" ||
+		(r.Status != http.StatusServiceUnavailable && r.Status != http.StatusTooManyRequests) {
+		return false
+	}
+	p := newProblem(r)
+	return p.Type != "" && p.OperationID == "" && p.OperationState == ""
+}
+
+// mayHaveRunBy reports a retryable answer that leaves open whether the
+// intent ran: a 409, a 5xx or an answer naming an operation, unless the
+// gateway's refusal proves its attempt executed nothing.
+func mayHaveRunBy(r *Response) bool {
+	if provedUnrun(r) {
+		return false
+	}
+	p := newProblem(r)
+	return r.Status == http.StatusConflict || r.Status >= 500 || r.OperationID != "" ||
+		p.OperationID != "" || p.OperationState != ""
+}
+
+// gaveUp is the error of a Do that stopped without a final answer: a
+// *NotExecutedError when the intent is keyed and no attempt may have run
+// it, else a *GaveUpError (the outcome is unknown).
+func gaveUp(ambiguous, mayHaveRun bool, attempts int, err error) error {
+	if ambiguous && !mayHaveRun {
+		return &NotExecutedError{Attempts: attempts, Err: err}
+	}
+	return &GaveUpError{Attempts: attempts, Err: err}
+}

@@ -120,8 +120,11 @@ func TestDoRetriesConnectionRefusedUntilGivingUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp, err := c.Do(t.Context(), client.Intent{Method: "POST", Path: "/x", Key: "k"})
-	if resp != nil || !errors.Is(err, client.ErrGaveUp) || !errors.Is(err, syscall.ECONNREFUSED) {
-		t.Errorf("Do = %v, %v; want nil and ErrGaveUp wrapping ECONNREFUSED", resp, err)
+	// No attempt was ever written: the give-up says nothing ran, not
+	// that the outcome is unknown.
+	if resp != nil || !errors.Is(err, client.ErrNotExecuted) || errors.Is(err, client.ErrGaveUp) ||
+		!errors.Is(err, syscall.ECONNREFUSED) {
+		t.Errorf("Do = %v, %v; want nil and ErrNotExecuted wrapping ECONNREFUSED", resp, err)
 	}
 	if n := len(rec.waits()); n != 2 {
 		t.Errorf("waited %d times; want 2", n)
@@ -188,4 +191,63 @@ type cancelOnWait struct {
 func (c cancelOnWait) NewTimer(d time.Duration) clock.Timer {
 	c.cancel()
 	return c.Fake.NewTimer(d)
+}
+
+// TestGivingUpOnRejectPolicyRefusalsSaysNothingWasExecuted: a client that
+// runs out of attempts while the endpoint's reject policy answers 503
+// region-failover (the gateway refuses before claiming the key) gets a
+// *NotExecutedError saying nothing was executed, never "outcome unknown";
+// once an earlier attempt may have run (its connection dropped after the
+// request was written), the same refusals end in a *GaveUpError.
+func TestGivingUpOnRejectPolicyRefusalsSaysNothingWasExecuted(t *testing.T) {
+	dropAfterRead := func(w http.ResponseWriter) {
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err == nil {
+			conn.Close()
+		}
+	}
+	tests := []struct {
+		name         string
+		answers      []func(http.ResponseWriter)
+		wantExecuted bool // the outcome is open: ErrGaveUp
+	}{
+		{name: "every attempt refused by the reject policy",
+			answers: []func(http.ResponseWriter){refusal("region-failover", "1")}},
+		{name: "rate limited, then refused by the reject policy",
+			answers: []func(http.ResponseWriter){func(w http.ResponseWriter) {
+				problem(w, http.StatusTooManyRequests, "rate-limited", "", "", false)
+			}, refusal("region-failover", "1")}},
+		{name: "an attempt whose answer was lost, then refusals",
+			answers:      []func(http.ResponseWriter){dropAfterRead, refusal("region-failover", "1")},
+			wantExecuted: true},
+		{name: "a 503 that is no gateway's problem document",
+			answers: []func(http.ResponseWriter){func(w http.ResponseWriter) {
+				w.WriteHeader(http.StatusServiceUnavailable)
+			}},
+			wantExecuted: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &scripted{answers: tt.answers}
+			c, err := client.New(client.Config{BaseURL: serve(t, s), MaxAttempts: 3, Clock: newSleepRecorder(), Token: "tok",
+				HTTPClient: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = c.Do(t.Context(), client.Intent{Method: "POST", Path: "/v1/payments", Key: client.NewKey(), Body: []byte(`{}`)})
+			var ne *client.NotExecutedError
+			var gu *client.GaveUpError
+			switch {
+			case tt.wantExecuted && (!errors.As(err, &gu) || errors.Is(err, client.ErrNotExecuted) ||
+				!strings.Contains(err.Error(), "outcome unknown")):
+				t.Errorf("Do error = %v; want a *GaveUpError saying the outcome is unknown", err)
+			case !tt.wantExecuted && (!errors.As(err, &ne) || errors.Is(err, client.ErrGaveUp) ||
+				strings.Contains(err.Error(), "unknown") || !strings.Contains(err.Error(), "nothing was executed")):
+				t.Errorf("Do error = %v; want a *NotExecutedError saying nothing was executed", err)
+			}
+			if s.count() != 3 {
+				t.Errorf("%d attempts; want 3", s.count())
+			}
+		})
+	}
 }

@@ -156,13 +156,24 @@ func (d *decoder) duration(path string, n *yaml.Node, v reflect.Value) {
 	dur, err := time.ParseDuration(n.Value)
 	if err != nil {
 		if _, numErr := strconv.ParseFloat(n.Value, 64); numErr == nil {
-			d.add(path, n, "%q has no unit; write a duration such as %ss or %sms", n.Value, n.Value, n.Value)
+			d.add(path, n, "%q has no unit; write a duration such as %s", n.Value, unitHint(path, n.Value))
 		} else {
 			d.add(path, n, "%q is not a duration; write a number with a unit: 300ms, 30s, 5m, 24h", n.Value)
 		}
 		return
 	}
 	v.SetInt(int64(dur))
+}
+
+// unitHint suggests units for a bare number given to the duration at
+// path, by the field's scale: a retention (ttl, replay_ttl: "24" meant
+// hours) in hours, anything else in seconds or milliseconds.
+func unitHint(path, value string) string {
+	field := path[strings.LastIndex(path, ".")+1:]
+	if strings.HasSuffix(field, "ttl") || strings.Contains(field, "retention") {
+		return value + "h (hours) or " + value + "m"
+	}
+	return value + "s or " + value + "ms"
 }
 
 // size decodes a ByteSize.

@@ -23,8 +23,11 @@ func TestParseReportsYAMLMistakesAsFieldPaths(t *testing.T) {
 			[]FieldError{{Path: "endpoints[2].leese", Reason: "unknown field; did you mean lease?", Line: 10}}},
 		{"unknown field far from any", strings.Replace(minimal, "store: {", "store: {flavour: cockroach, ", 1),
 			[]FieldError{{Path: "store.flavour", Reason: "unknown field; known fields: backend, connect_timeout, dsn, group_commit, max_conns, patroni", Line: 5}}},
-		{"duration without unit", minimal + "defaults: {ttl: 30}\n",
-			[]FieldError{{Path: "defaults.ttl", Reason: `"30" has no unit; write a duration such as 30s or 30ms`, Line: 10}}},
+		{"duration without unit", minimal + "defaults: {lease: 30}\n",
+			[]FieldError{{Path: "defaults.lease", Reason: `"30" has no unit; write a duration such as 30s or 30ms`, Line: 10}}},
+		// A key's retention is hours: "ttl: 24" meant a day.
+		{"retention without unit", minimal + "defaults: {ttl: 24}\n",
+			[]FieldError{{Path: "defaults.ttl", Reason: `"24" has no unit; write a duration such as 24h (hours) or 24m`, Line: 10}}},
 		{"bad duration", minimal + "defaults: {lease: soon}\n",
 			[]FieldError{{Path: "defaults.lease", Reason: `"soon" is not a duration; write a number with a unit: 300ms, 30s, 5m, 24h`, Line: 10}}},
 		{"decimal size unit", minimal + "  - {name: x, method: GET, path: /x, max_request_bytes: 1MB}\n",

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -28,6 +29,16 @@ type FieldError struct {
 
 // Error returns "path: reason".
 func (e FieldError) Error() string { return e.Path + ": " + e.Reason }
+
+// Located returns "path: reason (line N)", or Error's form when the
+// problem is on no line of the file: what idemd check-config and idemctl
+// --config print.
+func (e FieldError) Located() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("%s (line %d)", e.Error(), e.Line)
+	}
+	return e.Error()
+}
 
 // ValidationError lists every problem of a configuration file: the fields
 // that could not be decoded, in file order, then the invalid values.
@@ -59,6 +70,25 @@ func (p problems) err() error {
 		return nil
 	}
 	return &ValidationError{Errors: p}
+}
+
+// ByLine returns the problems in the order of their lines in the file, as
+// a reader goes through it; problems tied to no line (a missing field)
+// come last, each group in the order found.
+func (e *ValidationError) ByLine() []FieldError {
+	errs := slices.Clone(e.Errors)
+	slices.SortStableFunc(errs, func(a, b FieldError) int {
+		switch {
+		case a.Line == b.Line:
+			return 0
+		case a.Line == 0:
+			return 1
+		case b.Line == 0:
+			return -1
+		}
+		return a.Line - b.Line
+	})
+	return errs
 }
 
 var (

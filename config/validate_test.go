@@ -200,3 +200,21 @@ func TestMisspeltMethodIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestValidationErrorsReadInFileOrderWithTheirLines: ByLine puts the
+// problems in the order of their lines (a reader's order), problems on no
+// line last, and Located adds the line to "path: reason".
+func TestValidationErrorsReadInFileOrderWithTheirLines(t *testing.T) {
+	ve := &ValidationError{Errors: []FieldError{
+		{Path: "defaults.ttl", Reason: "b", Line: 16}, {Path: "store.dsn", Reason: "missing"},
+		{Path: "region", Reason: "a", Line: 2}, {Path: "endpoints[0].lease", Reason: "c", Line: 16},
+	}}
+	var got []string
+	for _, fe := range ve.ByLine() {
+		got = append(got, fe.Located())
+	}
+	want := []string{"region: a (line 2)", "defaults.ttl: b (line 16)", "endpoints[0].lease: c (line 16)", "store.dsn: missing"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("ByLine, Located:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

@@ -132,7 +132,8 @@ type Cluster struct {
 	Regions     []*Region
 	PaymentsURL string
 	BankURL     string
-	// ControlURL serves POST /regions/{name}/stop and /start.
+	// ControlURL serves POST /regions/{name}/stop, /kill and /start, POST
+	// /bank/hang and /bank/heal, and GET / (the list).
 	ControlURL string
 	Bank       *bank.Server
 	// Postgres is the throwaway server (nil with Options.DatabaseURL).

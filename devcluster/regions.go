@@ -2,6 +2,7 @@ package devcluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -34,6 +35,29 @@ func (c *Cluster) StopRegion(ctx context.Context, name string) error {
 	}
 	err := r.Daemon.Shutdown(ctx)
 	r.Daemon = nil
+	return err
+}
+
+// KillRegion stops a region's idemd abruptly, as a crash would: no drain,
+// so the requests it has in flight are cut (their connections closed) and
+// their operations stay IN_PROGRESS until their leases lapse and another
+// region takes them over, which is what `idemctl op list --region` shows
+// and a failover's reconciliation is about. StopRegion is the clean stop.
+func (c *Cluster) KillRegion(name string) error {
+	r := c.Region(name)
+	if r == nil {
+		return fmt.Errorf("devcluster: no region %q", name)
+	}
+	if r.Daemon == nil {
+		return nil
+	}
+	now, cancel := context.WithCancel(context.Background())
+	cancel() // no drain
+	err := r.Daemon.Shutdown(now)
+	r.Daemon = nil
+	if errors.Is(err, context.Canceled) {
+		return nil // the drain it was not given
+	}
 	return err
 }
 

@@ -21,6 +21,9 @@ type RegionNotHealthyError struct {
 	Status RegionStatus
 	// Now is when it was decided, for the state's age.
 	Now time.Time
+	// Hold is the controllers' hold time (Config.HoldTime): a recovering
+	// region is healthy again once its instances have stayed that long.
+	Hold time.Duration
 }
 
 // Error names the region, its state, for how long, and its live
@@ -31,12 +34,32 @@ func (e *RegionNotHealthyError) Error() string {
 	if !s.Since.IsZero() {
 		age = fmt.Sprintf(" for %s", e.Now.Sub(s.Since).Round(time.Second))
 	}
+	if s.State == Recovering && s.Instances > 0 && !s.Since.IsZero() && e.Hold > 0 {
+		// Not dead: held. Say which hold, and when it ends.
+		end := s.Since.Add(e.Hold)
+		left := max(end.Sub(e.Now), 0).Round(time.Second)
+		return fmt.Sprintf("%s %s refused: %s is recovering%s with %s: its instances came back after a failure, "+
+			"and the failover controller calls it healthy once they have stayed up for the hold time (%s), "+
+			"at %s, in %s; a %s before then could be undone by a new failure. Wait until then (idemctl regions), or force it",
+			e.Action, s.Region, s.Region, age, liveInstances(s.Instances), e.Hold, end.UTC().Format(time.RFC3339), left, e.Action)
+	}
 	why := "failing back to it would move its shards to a region that cannot serve them, and the controller would fail them over again"
 	if e.Action == "drain" {
 		why = "a drain is a planned move of a live region; a region that is down is failed over (idemctl failover), so what it left in flight is reconciled"
 	}
-	return fmt.Sprintf("%s %s refused: %s is %s%s with %d live instance(s); %s. Wait until it is healthy (idemctl regions), or force it",
-		e.Action, s.Region, s.Region, s.State, age, s.Instances, why)
+	return fmt.Sprintf("%s %s refused: %s is %s%s with %s; %s. Wait until it is healthy (idemctl regions), or force it",
+		e.Action, s.Region, s.Region, s.State, age, liveInstances(s.Instances), why)
+}
+
+// liveInstances says how many live instances a region has, in words.
+func liveInstances(n int) string {
+	switch n {
+	case 0:
+		return "no live instance"
+	case 1:
+		return "1 live instance"
+	}
+	return fmt.Sprintf("%d live instances", n)
 }
 
 // usable reports whether a region can take shards: healthy in the
@@ -60,7 +83,15 @@ func (r Repair) refuse(action, region string) (forced string, err error) {
 		return "", nil
 	}
 	if !r.Force {
-		return "", &RegionNotHealthyError{Action: action, Status: s, Now: clock.Or(r.Clock).Now()}
+		return "", &RegionNotHealthyError{Action: action, Status: s, Now: clock.Or(r.Clock).Now(), Hold: r.holdTime()}
 	}
-	return fmt.Sprintf(" forced=true (%s was %s with %d live instances)", region, s.State, s.Instances), nil
+	return fmt.Sprintf(" forced=true (%s was %s with %s)", region, s.State, liveInstances(s.Instances)), nil
+}
+
+// holdTime is r.HoldTime, or DefaultHoldTime.
+func (r Repair) holdTime() time.Duration {
+	if r.HoldTime > 0 {
+		return r.HoldTime
+	}
+	return DefaultHoldTime
 }

@@ -54,6 +54,10 @@ type Repair struct {
 	// never drains: the old owner cannot finish anything. Default 0: no
 	// waiting. It must be shorter than StuckAfter (CheckDrain).
 	DrainTimeout time.Duration
+	// HoldTime is the failover controllers' Config.HoldTime, named in a
+	// refused failback of a recovering region (when the hold ends).
+	// Default: the published View's, else DefaultHoldTime.
+	HoldTime time.Duration
 	// StuckAfter is the failover controllers' Config.StuckAfter: after it
 	// a controller finishes a transfer left FENCING, so a longer
 	// DrainTimeout would be cut and is refused. Default
@@ -116,6 +120,9 @@ func (r Repair) away(ctx context.Context, action, region string, final ownership
 	if err != nil {
 		return nil, err
 	}
+	if err := r.noTarget(ctx, action, region, entries, operator, reason, forced); err != nil {
+		return nil, err
+	}
 	var plans []plan
 	var errs []error
 	for _, e := range entries {
@@ -130,6 +137,43 @@ func (r Repair) away(ctx context.Context, action, region string, final ownership
 		plans = append(plans, plan{entry: e, to: to, final: final})
 	}
 	return r.run(ctx, action, region, plans, operator, reason, drain, errs, forced)
+}
+
+// noTarget returns, once, the refusal of a failover or drain of region
+// when no other region may take its shards (none healthy with a live
+// instance), after writing the call's audit row saying why nothing moved;
+// nil when some region may. Per-shard errors would say the same thing once
+// for every shard.
+func (r Repair) noTarget(ctx context.Context, action, region string, entries []ownership.Entry,
+	operator, reason, forced string) error {
+	healthy := r.healthy()
+	if healthy == nil {
+		return nil
+	}
+	var others []string
+	for _, name := range r.Topology.Names() {
+		if name == region {
+			continue
+		}
+		if healthy(name) {
+			return nil
+		}
+		s := r.status(name)
+		others = append(others, fmt.Sprintf("%s %s with %s", name, s.State, liveInstances(s.Instances)))
+	}
+	owned := 0
+	for _, e := range entries {
+		if e.Owner == region && e.State != ownership.Fencing {
+			owned++
+		}
+	}
+	why := "no other region is healthy with a live instance (" + strings.Join(others, ", ") + ")"
+	detail := fmt.Sprintf("region=%s shards_moved=0 of %d: nothing moved, %s", region, owned, why) + forced
+	err := fmt.Errorf("%w: %s %s moved none of its %d shards: %s", ErrNoTarget, action, region, owned, why)
+	if aerr := r.Audit.Audit(ctx, operator, action, reason, detail); aerr != nil {
+		return errors.Join(err, fmt.Errorf("failover: audit %s: %w", action, aerr))
+	}
+	return err
 }
 
 // healthy is the filter of the regions a shard may move to.

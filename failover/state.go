@@ -64,6 +64,10 @@ type regionStatus struct {
 	// at the last read that found the region live: if every one of them
 	// left cleanly (a left marker), the region is failed at once.
 	lastLive map[int64]bool
+	// failedCleanly records that the last move to Failed was because
+	// every instance left cleanly (stopped), not because none answered
+	// for the confirmation delay: the audit says which.
+	failedCleanly bool
 }
 
 // timing is what transitions depend on.
@@ -116,7 +120,7 @@ func (st *regionStatus) observe(now time.Time, rev int64, instances []ownership.
 		switch {
 		case leftCleanly:
 			st.set(now, Failed)
-			st.failedRev = rev
+			st.failedRev, st.failedCleanly = rev, true
 		case !live:
 			st.set(now, Suspect)
 		}
@@ -126,7 +130,7 @@ func (st *regionStatus) observe(now time.Time, rev int64, instances []ownership.
 			st.set(now, Healthy)
 		case leftCleanly, now.Sub(st.since) >= tm.confirm && (st.everLive || now.Sub(tm.started) >= tm.grace):
 			st.set(now, Failed)
-			st.failedRev = rev
+			st.failedRev, st.failedCleanly = rev, leftCleanly
 		}
 	case Failed:
 		if live {
@@ -136,7 +140,7 @@ func (st *regionStatus) observe(now time.Time, rev int64, instances []ownership.
 		switch {
 		case !live:
 			st.set(now, Failed)
-			st.failedRev = rev
+			st.failedRev, st.failedCleanly = rev, leftCleanly
 		case now.Sub(oldest) >= tm.hold:
 			st.set(now, Healthy)
 			st.everLive = true

@@ -126,6 +126,16 @@ func (t *Tracker) failedRevision(region string) int64 {
 	return 0
 }
 
+// failedCleanly reports whether region's last failure was confirmed
+// because its instances all left cleanly (they were stopped), rather than
+// because none answered for the confirmation delay.
+func (t *Tracker) failedCleanly(region string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	st, ok := t.status[region]
+	return ok && st.failedCleanly
+}
+
 // States returns every region's state (empty before the first Refresh).
 func (t *Tracker) States() map[string]RegionState {
 	t.mu.Lock()

@@ -24,6 +24,10 @@ type View struct {
 	Published time.Time `json:"published"`
 	// Regions are the region states, in topology order.
 	Regions []RegionStatus `json:"regions"`
+	// HoldTime is the controller's Config.HoldTime: how long a recovering
+	// region's instances must stay before it is healthy again. Zero in a
+	// view published before it was added.
+	HoldTime time.Duration `json:"hold_time,omitempty"`
 }
 
 // ViewKey is the etcd key of the controller's published View.
@@ -65,7 +69,8 @@ func (c *Controller) publish(ctx context.Context, guard clientv3.Cmp) error {
 	}) {
 		return nil
 	}
-	b, err := json.Marshal(View{Controller: c.cfg.Name, Term: term, Published: c.cfg.Clock.Now(), Regions: regions})
+	b, err := json.Marshal(View{Controller: c.cfg.Name, Term: term, Published: c.cfg.Clock.Now(), Regions: regions,
+		HoldTime: c.cfg.HoldTime})
 	if err != nil {
 		return err
 	}

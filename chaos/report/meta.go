@@ -19,18 +19,45 @@ const definitions = "docs/architecture.md, section Invariants"
 type Meta struct {
 	// Generated is when the report was built.
 	Generated time.Time
-	// Command is the command line of the process that ran the drill.
+	// Command is the command that replays the run, to paste
+	// (`idemctl drill run --scenario ... --seed ...`); by default the
+	// command line of the process, which under `go run` is a build
+	// cache path.
 	Command string
 	// Version is the module version and commit of that process.
 	Version string
+	// Commit is the commit of the source the drill ran ("+modified" with
+	// uncommitted changes), when known.
+	Commit string
+	// Cluster is the kind of cluster drilled (idemctl drill run
+	// --cluster): process or inprocess; empty when not said.
+	Cluster string
 	// Span is the run's length, from its first call to its last return.
 	Span time.Duration
 }
 
 // meta returns the report's metadata for a history spanning span.
 func meta(span time.Duration) Meta {
-	return Meta{Generated: time.Now().UTC(), Command: strings.Join(os.Args, " "), Version: buildinfo.Read().String(),
-		Span: span}
+	info := buildinfo.Read()
+	commit := info.Commit
+	if commit != "" && info.Modified {
+		commit += "+modified"
+	}
+	return Meta{Generated: time.Now().UTC(), Command: strings.Join(os.Args, " "), Version: info.String(),
+		Commit: commit, Span: span}
+}
+
+// ClusterKind says in words what Cluster names.
+func (m Meta) ClusterKind() string {
+	switch m.Cluster {
+	case "process":
+		return "process: one idemd process per region, a 3-member etcd, every link through a toxiproxy"
+	case "inprocess":
+		return "inprocess: the regions in the drill's own process (no pauses, etcd or peer link cuts, crash points or skew)"
+	case "":
+		return "not recorded"
+	}
+	return m.Cluster
 }
 
 // units says what each invariant's "checked" count counts.

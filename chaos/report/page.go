@@ -19,13 +19,14 @@ dl.meta{display:grid;grid-template-columns:max-content auto;gap:2px 12px;font-si
 <h1>Drill <code>{{.Scenario}}</code>, seed {{.Seed}}</h1>
 <p class="verdict" id="verdict">{{if not .Safe}}<span class="fail">VIOLATIONS</span>{{else if not .Green}}<span class="fail">safe, but not covered: {{range .Missing}}{{.}} {{end}}</span>{{else}}<span class="pass">GREEN</span>{{end}}</p>
 <p class="note" id="green-requires">GREEN requires both: every invariant below holds (the run is <i>safe</i>), and every coverage counter is above zero (the run exercised the stale-epoch fence, a takeover, a 40001 retry, an ambiguous outcome resolved and a move under load).</p>
-<p>{{.Requests}} requests, {{.Acked}} acknowledged ({{.Replayed}} replayed), {{.Mismatches}} answered 422, <b>{{.Duplicates}} duplicates</b>.</p>
+<p>{{.Requests}} requests, {{.Acked}} acknowledged ({{.Replayed}} replayed), {{.Mismatches}} answered 422, <b>{{.Duplicates}} duplicate{{if ne .Duplicates 1}}s{{end}}</b>.</p>
 <dl class="meta" id="meta">
 <dt>generated</dt><dd>{{.Meta.Generated.Format "2006-01-02 15:04:05 UTC"}}</dd>
-<dt>command</dt><dd><code>{{.Meta.Command}}</code></dd>
+<dt>replay with</dt><dd><code id="command">{{.Meta.Command}}</code></dd>
 <dt>seed</dt><dd>{{.Seed}} (the same seed replays the same faults and workload)</dd>
+<dt>commit</dt><dd id="commit">{{if .Meta.Commit}}<code>{{.Meta.Commit}}</code>{{else}}not recorded{{end}}</dd>
 <dt>build</dt><dd>{{.Meta.Version}}</dd>
-<dt>cluster</dt><dd>as the command's <code>--cluster</code> says (default <code>process</code>: one idemd process per region)</dd>
+<dt>cluster</dt><dd id="cluster">{{.Meta.ClusterKind}}</dd>
 <dt>clients</dt><dd>{{.Client}} (<code>direct</code>: each call to one region's address; <code>sdk</code>: the multi-region Go SDK; <code>entry</code>: through the HAProxy global entry)</dd>
 <dt>run length</dt><dd>{{dur .Meta.Span}} from the first request to the last answer</dd>
 </dl>
@@ -55,13 +56,15 @@ dl.meta{display:grid;grid-template-columns:max-content auto;gap:2px 12px;font-si
 <table id="latency"><tr><th></th><th>n</th><th>p50</th><th>p90</th><th>p99</th><th>max</th></tr>
 <tr><td>acknowledged requests (call to answer)</td><td class="n">{{.Latency.N}}</td><td class="n">{{dur .Latency.P50}}</td><td class="n">{{dur .Latency.P90}}</td><td class="n">{{dur .Latency.P99}}</td><td class="n">{{dur .Latency.Max}}</td></tr>
 <tr><td>failover (region out to a moved actor's first success in its new owner)</td><td class="n">{{.Failover.N}}</td><td class="n">{{dur .Failover.P50}}</td><td class="n">{{dur .Failover.P90}}</td><td class="n">{{dur .Failover.P99}}</td><td class="n">{{dur .Failover.Max}}</td></tr>
-<tr id="in-flight"><td>in-flight intents of the lost region (region out to their final answer)</td><td class="n">{{.InFlight.N}}</td><td class="n">{{dur .InFlight.P50}}</td><td class="n">{{dur .InFlight.P90}}</td><td class="n">{{dur .InFlight.P99}}</td><td class="n">{{dur .InFlight.Max}}</td></tr>
+<tr id="in-flight"><td>in-flight intents of the lost region (region out to their final answer; see below)</td><td class="n">{{.InFlight.N}}</td><td class="n">{{dur .InFlight.P50}}</td><td class="n">{{dur .InFlight.P90}}</td><td class="n">{{dur .InFlight.P99}}</td><td class="n">{{dur .InFlight.Max}}</td></tr>
 </table>
+<p class="note" id="in-flight-note">In-flight intents are the intents the lost region was running when it died: an affected actor's call that was open at that moment. Their figure is the time from the region's death to each one's final answer, which comes after the failover, once the new owner has taken the operation over (its lease lapsed) and replayed, resolved or re-run it.</p>
 <table id="availability"><tr><th>availability inside region-loss windows</th><th>client calls</th><th>answered</th><th>share</th></tr>
 <tr id="availability-unaffected"><td>actors the lost region did not own (<code>availability_unaffected</code>)</td><td class="n">{{.Unaffected.Calls}}</td><td class="n">{{.Unaffected.OK}}</td><td class="n">{{.Unaffected}}</td></tr>
 <tr id="availability-affected"><td>actors the lost region owned (<code>availability_affected</code>)</td><td class="n">{{.Affected.Calls}}</td><td class="n">{{.Affected.OK}}</td><td class="n">{{.Affected}}</td></tr>
 </table>
-<p class="note">A client call is what the caller's code sees: one request in the direct and entry client modes, one SDK <code>Do</code> (with its own retries and region switches) in the sdk mode; it is available when it got a final answer: a success, or a 4xx that retrying cannot change (a changed body's 422). An actor's owner is the region that served its last success before the fault. A reject-policy 503 is not available: on a reject endpoint an affected actor counts as available only after its failover is accepted.</p>
+{{if eq .Client "direct"}}<p class="note" id="direct-mode"><b>Client mode <code>direct</code>:</b> each call goes to one region's address and is not retried elsewhere, so every call sent to the lost region's address while it is down counts as unavailable, whatever the other regions could have answered. That is the floor, not what a multi-region client sees: run with <code>--client sdk</code> (the Go SDK, which moves to another region) or <code>--client entry</code> (the HAProxy global entry) for that.</p>
+{{end}}<p class="note">A client call is what the caller's code sees: one request in the direct and entry client modes, one SDK <code>Do</code> (with its own retries and region switches) in the sdk mode; it is available when it got a final answer: a success, or a 4xx that retrying cannot change (a changed body's 422). An actor's owner is the region that served its last success before the fault. A reject-policy 503 is not available: on a reject endpoint an affected actor counts as available only after its failover is accepted.</p>
 <table id="false-failovers"><tr><th>region failovers</th><th>false failovers (a region no fault took out)</th></tr>
 <tr><td class="n">{{.RegionFailovers}}</td><td class="n">{{len .FalseFailovers}}{{range .FalseFailovers}}; {{.Region}} at {{printf "%.1fs" .At}} ({{.Shards}} shards){{end}}</td></tr>
 </table>

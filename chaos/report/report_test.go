@@ -165,7 +165,7 @@ func TestHTMLReportSaysWhatItShows(t *testing.T) {
 		`<table id="errors-by-class">`, `<td>503</td><td class="n">2</td>`,
 		`<td class="n">1 keys</td>`, `<a href="#def-I1">I1</a>`, `<dt id="def-I1">`, `<dt id="def-liveness">`,
 		`stale-epoch write rejected &dagger;`, `counted from the drill's own probes`,
-		`GREEN requires both`, `<dt>command</dt>`, `<dt>build</dt>`, `<dt>seed</dt><dd>42 `, `<dt>run length</dt><dd>9.5s `,
+		`GREEN requires both`, `<dt>replay with</dt>`, `<dt>commit</dt>`, `<dt>cluster</dt>`, `<dt>build</dt>`, `<dt>seed</dt><dd>42 `, `<dt>run length</dt><dd>9.5s `,
 		`<dt>clients</dt><dd>direct (`,
 	} {
 		if !strings.Contains(page, want) {
@@ -174,5 +174,37 @@ func TestHTMLReportSaysWhatItShows(t *testing.T) {
 	}
 	if m := regexp.MustCompile(`\d+\.\d{4,}(ms|µs|s)`).FindString(page); m != "" {
 		t.Errorf("report shows an unrounded duration %q", m)
+	}
+}
+
+// TestTheReportHeaderAndNotesReadForAPerson: the header shows the command
+// that replays the run (not the process's own path), the commit and the
+// kind of cluster; the in-flight figure is explained; in the direct
+// client mode, a note says that calls sent to the lost region's address
+// count as unavailable and points to the sdk and entry modes, and in
+// those modes it is left out.
+func TestTheReportHeaderAndNotesReadForAPerson(t *testing.T) {
+	page := func(client string) string {
+		in := synthetic()
+		in.Client = client
+		r := Build(in)
+		r.Meta.Command = "idemctl drill run --scenario region-loss-reject --seed 42"
+		r.Meta.Commit, r.Meta.Cluster = "0123abc+modified", "process"
+		var b bytes.Buffer
+		if err := r.WriteHTML(&b); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	direct := page("")
+	for _, want := range []string{`<code id="command">idemctl drill run --scenario region-loss-reject --seed 42</code>`,
+		`<code>0123abc`, `process: one idemd process per region`,
+		`id="in-flight-note"`, `id="direct-mode"`, "counts as unavailable", "--client sdk", "--client entry"} {
+		if !strings.Contains(direct, want) {
+			t.Errorf("direct-mode report lacks %q", want)
+		}
+	}
+	if sdk := page("sdk"); strings.Contains(sdk, `id="direct-mode"`) || !strings.Contains(sdk, `id="in-flight-note"`) {
+		t.Errorf("sdk-mode report: the direct-mode note is there, or the in-flight note is not")
 	}
 }

@@ -30,10 +30,15 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 	return t, nil
 }
 
+// auditOptions are the flags of `idemctl audit`, read by its run.
+type auditOptions struct {
+	sf                                      connFlags
+	since, actor, operation, action, output string
+	shard, limit, offset                    int
+}
+
 func auditCmd() *cobra.Command {
-	var sf connFlags
-	var since, actor, operation, action, output string
-	var shard, limit, offset int
+	var opts auditOptions
 	cmd := &cobra.Command{
 		Use:   "audit [--since DURATION|TIME] [--action A] [--shard N | --actor A | --operation ID] [--limit N] [--offset N]",
 		Short: "Show the repair audit: who changed what, when and why",
@@ -51,81 +56,18 @@ rows at a time and says how many the selection holds ("100 of 343 shown");
   idemctl audit --shard 17 -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
-			if limit < 1 || limit > 10000 {
-				return fmt.Errorf("--limit: must be within 1 and 10000, got %d", limit)
-			}
-			if offset < 0 {
-				return fmt.Errorf("--offset: must not be negative, got %d", offset)
-			}
-			f := store.AuditFilter{Actor: actor, Action: action, Limit: limit, Offset: offset}
-			var err error
-			if f.Since, err = parseSince(since, time.Now()); err != nil {
-				return err
-			}
-			if cmd.Flags().Changed("shard") {
-				if shard < 0 {
-					return fmt.Errorf("--shard: must not be negative, got %d", shard)
-				}
-				f.Shard = &shard
-			}
-			if operation != "" {
-				id, err := uuid.Parse(operation)
-				if err != nil {
-					return fmt.Errorf("--operation: %w", err)
-				}
-				f.Operation = &id
-			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
-			defer cancel()
-			s, err := sf.open(ctx)
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			rows, err := s.QueryAudit(ctx, f)
-			if err != nil {
-				return err
-			}
-			if rows == nil {
-				rows = []store.AuditRow{}
-			}
-			total, err := s.CountAudit(ctx, f)
-			if err != nil {
-				return err
-			}
-			t := table{header: []string{"AT", "OPERATOR", "ACTION", "REASON", "DETAIL", "OPERATION", "ACTOR"}, v: rows}
-			for _, r := range rows {
-				op := ""
-				if r.OperationID != nil {
-					op = r.OperationID.String()
-				}
-				t.rows = append(t.rows, []string{r.At.UTC().Format(time.RFC3339), r.Operator, r.Action, r.Reason,
-					r.Detail, op, r.ActorScope})
-			}
-			if output == outputJSON {
-				t.v = map[string]any{"rows": rows, "total": total, "offset": offset}
-				return render(cmd.OutOrStdout(), output, t)
-			}
-			if err := render(cmd.OutOrStdout(), output, t); err != nil {
-				return err
-			}
-			fmt.Fprintln(cmd.OutOrStdout(), auditFooter(len(rows), total, offset))
-			return nil
+			return opts.run(cmd)
 		},
 	}
-	sf.addStore(cmd)
-	cmd.Flags().StringVar(&since, "since", "", "keep rows of the last DURATION (90m) or from an RFC 3339 TIME")
-	cmd.Flags().IntVar(&shard, "shard", 0, "keep rows about this shard")
-	cmd.Flags().StringVar(&actor, "actor", "", "keep rows about this actor scope (tenant/subject)")
-	cmd.Flags().StringVar(&operation, "operation", "", "keep rows about this operation id")
-	cmd.Flags().StringVar(&action, "action", "", "keep rows of this action (move_fence, region_failover, failover, failback, drain, failover_accept, reconcile, ...)")
-	cmd.Flags().IntVar(&limit, "limit", 100, "at most this many rows")
-	cmd.Flags().IntVar(&offset, "offset", 0, "skip this many rows of the selection first (the next page)")
-	cmd.MarkFlagsMutuallyExclusive("shard", "actor", "operation")
-	addOutputFlag(cmd, &output)
+	opts.sf.addStore(cmd)
+	cmd.Flags().StringVar(&opts.since, "since", "", "keep rows of the last DURATION (90m) or from an RFC 3339 TIME")
+	cmd.Flags().IntVar(&opts.shard, "shard", 0, "keep rows about this shard")
+	cmd.Flags().StringVar(&opts.actor, "actor", "", "keep rows about this actor scope (tenant/subject)")
+	cmd.Flags().StringVar(&opts.operation, "operation", "", "keep rows about this operation id")
+	cmd.Flags().StringVar(&opts.action, "action", "", "keep rows of this action (move_fence, region_failover, failover, failback, drain, failover_accept, reconcile, ...)")
+	cmd.Flags().IntVar(&opts.limit, "limit", 100, "at most this many rows")
+	cmd.Flags().IntVar(&opts.offset, "offset", 0, "skip this many rows of the selection first (the next page)")
+	addOutputFlag(cmd, &opts.output)
 	return cmd
 }
 
@@ -141,4 +83,85 @@ func auditFooter(shown, total, offset int) string {
 		return fmt.Sprintf("%d of %d shown (rows %d-%d); next: --offset %d", shown, total, offset+1, offset+shown, offset+shown)
 	}
 	return fmt.Sprintf("%d of %d shown (rows %d-%d)", shown, total, offset+1, offset+shown)
+}
+
+// run is `idemctl audit`'s work, its flags read into opts.
+func (opts *auditOptions) run(cmd *cobra.Command) error {
+	if err := checkOutput(opts.output); err != nil {
+		return err
+	}
+	if opts.limit < 1 || opts.limit > 10000 {
+		return fmt.Errorf("--limit: must be within 1 and 10000, got %d", opts.limit)
+	}
+	if opts.offset < 0 {
+		return fmt.Errorf("--offset: must not be negative, got %d", opts.offset)
+	}
+	if given := countTrue(cmd.Flags().Changed("shard"), opts.actor != "", opts.operation != ""); given > 1 {
+		return fmt.Errorf("give at most one of --shard, --actor and --operation: each selects the rows of one thing")
+	}
+	f := store.AuditFilter{Actor: opts.actor, Action: opts.action, Limit: opts.limit, Offset: opts.offset}
+	var err error
+	if f.Since, err = parseSince(opts.since, time.Now()); err != nil {
+		return err
+	}
+	if cmd.Flags().Changed("shard") {
+		if opts.shard < 0 {
+			return fmt.Errorf("--shard: must not be negative, got %d", opts.shard)
+		}
+		f.Shard = &opts.shard
+	}
+	if opts.operation != "" {
+		id, err := uuid.Parse(opts.operation)
+		if err != nil {
+			return fmt.Errorf("--operation: %w", err)
+		}
+		f.Operation = &id
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
+	defer cancel()
+	s, err := opts.sf.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	rows, err := s.QueryAudit(ctx, f)
+	if err != nil {
+		return err
+	}
+	if rows == nil {
+		rows = []store.AuditRow{}
+	}
+	total, err := s.CountAudit(ctx, f)
+	if err != nil {
+		return err
+	}
+	t := table{header: []string{"AT", "OPERATOR", "ACTION", "REASON", "DETAIL", "OPERATION", "ACTOR"}, v: rows}
+	for _, r := range rows {
+		op := ""
+		if r.OperationID != nil {
+			op = r.OperationID.String()
+		}
+		t.rows = append(t.rows, []string{r.At.UTC().Format(time.RFC3339), r.Operator, r.Action, r.Reason,
+			r.Detail, op, r.ActorScope})
+	}
+	if opts.output == outputJSON {
+		t.v = map[string]any{"rows": rows, "total": total, "offset": opts.offset}
+		return render(cmd.OutOrStdout(), opts.output, t)
+	}
+	if err := render(cmd.OutOrStdout(), opts.output, t); err != nil {
+		return err
+	}
+	fmt.Fprintln(cmd.OutOrStdout(), auditFooter(len(rows), total, opts.offset))
+	return nil
+}
+
+// countTrue counts the true values.
+func countTrue(bs ...bool) int {
+	n := 0
+	for _, b := range bs {
+		if b {
+			n++
+		}
+	}
+	return n
 }

@@ -27,8 +27,8 @@ func auditTotal(t *testing.T, conn []string, args ...string) (rows, total int) {
 // (342 shard moves and the region's row in the audit), `idemctl audit`
 // shows 100 rows and says how many there are and how to see the next
 // ones, --action keeps one action, --offset pages; `idemctl shards`
-// prints the counts only, and --owner/--home/--state list the shards
-// selected, saying how many of all.
+// prints the counts only, --owner/--home/--state count the shards
+// selected, saying how many of all, and --list lists them.
 func TestAuditAndShardsSayHowMuchTheyShow(t *testing.T) {
 	c := devCluster(t)
 	conn := []string{"--config", c.Region("eu-west").ConfigPath}
@@ -59,6 +59,11 @@ func TestAuditAndShardsSayHowMuchTheyShow(t *testing.T) {
 		t.Errorf("shards without a filter: want the counts only\n%s%s", r.stdout, r.stderr)
 	}
 	r = runCtl(t, nil, append([]string{"shards", "--home", "us-east", "--state", "failed_over"}, conn...)...)
+	if strings.Count(r.stdout, "\n") > 6 || !strings.HasSuffix(r.stdout, "342 of 1024 shards selected; list them with --list\n") ||
+		regexp.MustCompile(`(?m)^(eu-west|ap-south|us-east)\s+ACTIVE`).MatchString(r.stdout) {
+		t.Errorf("shards --home us-east --state failed_over: want the selection's counts only, ending with how many of all\n%s", r.stdout)
+	}
+	r = runCtl(t, nil, append([]string{"shards", "--home", "us-east", "--state", "failed_over", "--list"}, conn...)...)
 	rows := regexp.MustCompile(`(?m)^\d+\s+us-east\s+\S+\s+2\s+FAILED_OVER\s*$`).FindAllString(r.stdout, -1)
 	if len(rows) != 342 || !strings.HasSuffix(r.stdout, "342 of 1024 shards selected\n") {
 		t.Errorf("shards --home us-east --state failed_over: %d FAILED_OVER rows at epoch 2, ending %q; want 342", len(rows), lastLine(r.stdout))

@@ -78,7 +78,7 @@ func runCtl(t *testing.T, env []string, args ...string) result {
 	case errors.As(err, &ee):
 		r.code = ee.ExitCode()
 	case err != nil:
-		t.Fatalf("idemctl %s: %v", strings.Join(args, " "), err)
+		t.Fatalf("idemctl %s: %v\n%s", strings.Join(args, " "), err, errb.String())
 	}
 	return r
 }

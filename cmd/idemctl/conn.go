@@ -60,7 +60,7 @@ func (f *regionRepairFlags) open(ctx context.Context) (*conn, error) {
 		return nil, err
 	}
 	if len(cfg.Regions) < 2 {
-		return nil, fmt.Errorf("--config: %d region(s): failover needs a multi-region topology", len(cfg.Regions))
+		return nil, fmt.Errorf("--config: %s: failover needs a multi-region topology", count(len(cfg.Regions), "region", "regions"))
 	}
 	store, err := f.conn.openWith(ctx, storeOpts{maxConns: repairStoreConns})
 	if err != nil {

@@ -30,7 +30,7 @@ nothing.`,
 			}
 			cfg, err := config.Load(path)
 			if err != nil {
-				return err
+				return configError(path, err)
 			}
 			top, err := region.FromConfig(cfg)
 			if err != nil {

@@ -35,9 +35,14 @@ func TestRepairCommandsNameTheMissingFlag(t *testing.T) {
 		{[]string{"failover", "accept", "--shard", "1", "--region", "r", "--operator", "me", "--reason", "x"}, "exactly one of"},
 		{[]string{"drain", "us-east", "--operator", "me", "--reason", "x", "-o", "yaml"}, "--output"},
 		{[]string{"drain", "us-east", "--operator", "me", "--reason", "x"}, "--config not set"},
-		{[]string{"failover"}, "accepts 1 arg"},
+		{[]string{"failover"}, "idemctl failover needs REGION, the region to fail over"},
 		{[]string{"audit", "--since", "yesterday", "--dsn", "postgres://x"}, "--since"},
-		{[]string{"audit", "--shard", "1", "--actor", "a", "--dsn", "postgres://x"}, "none of the others"},
+		{[]string{"audit", "--shard", "1", "--actor", "a", "--dsn", "postgres://x"}, "at most one of --shard, --actor and --operation"},
+		{[]string{"op", "reconcile", "0f9d0000-0000-0000-0000-000000000000", "--reason", "x", "--dsn", "postgres://x"},
+			"exactly one of --ran (with --status N: the downstream ran it) and --not-run"},
+		{[]string{"op", "lst"}, `unknown command "lst" for "idemctl op"; did you mean "list"?`},
+		{[]string{"failover", "acept", "--operator", "me", "--reason", "x", "--config", threeRegions(t)},
+			`"acept" is not a region of the topology (us-east, eu-west, ap-south); did you mean "idemctl failover accept"?`},
 	}
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
@@ -47,6 +52,18 @@ func TestRepairCommandsNameTheMissingFlag(t *testing.T) {
 			}
 		})
 	}
+}
+
+// threeRegions writes a three-region configuration and returns its path.
+func threeRegions(t *testing.T) string {
+	t.Helper()
+	t.Setenv("IDEMD_HS256_SECRET", "0123456789abcdef0123456789abcdef")
+	path := filepath.Join(t.TempDir(), "idemd.yaml")
+	if err := os.WriteFile(path, []byte(config.Example+"\nshards: 6\nregions:\n  - {name: us-east, url: http://u.invalid}\n"+
+		"  - {name: eu-west, url: http://e.invalid}\n  - {name: ap-south, url: http://a.invalid}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 func TestFailoverAcceptFailbackAndAuditFromTheCommandLine(t *testing.T) {

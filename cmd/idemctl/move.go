@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -18,16 +19,20 @@ import (
 // call that started before the move can still record its answer.
 const defaultDrain = 10 * time.Second
 
+// moveOptions are the flags of `idemctl move`, read by its run.
+type moveOptions struct {
+	f        connFlags
+	af       auditFlags
+	shardNum int
+	actor    string
+	to       string
+	format   string
+	drain    time.Duration
+	list     bool
+}
+
 func moveCmd() *cobra.Command {
-	var (
-		f        connFlags
-		af       auditFlags
-		shardNum int
-		actor    string
-		to       string
-		format   string
-		drain    time.Duration
-	)
+	var opts moveOptions
 	cmd := &cobra.Command{
 		Use:   "move (--shard N | --actor TENANT/SUBJECT) --to REGION --reason TEXT",
 		Short: "Move a shard to another region: a planned, fenced transfer (audited)",
@@ -42,78 +47,95 @@ commits. An interrupted move is finished by the next one. A repair: it needs
 --operator and --reason.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			byShard, byActor := cmd.Flags().Changed("shard"), actor != ""
-			var errs []error
-			errs = append(errs, checkOutput(format), af.checkRepair(),
-				failover.CheckDrain("--drain-timeout", drain, failover.DefaultStuckAfter))
-			switch {
-			case byShard == byActor:
-				errs = append(errs, errors.New("give exactly one of --shard N and --actor TENANT/SUBJECT"))
-			case byActor:
-				errs = append(errs, checkActorScope(actor))
-			}
-			if to == "" {
-				errs = append(errs, errors.New("missing --to REGION: the region that will own the shard"))
-			}
-			if err := errors.Join(errs...); err != nil {
-				return err
-			}
-			top, cfg, err := f.topology()
-			if err != nil {
-				return err
-			}
-			if !top.Has(to) {
-				return fmt.Errorf("--to: %q is not a region of the topology %v", to, top.Names())
-			}
-			if byActor {
-				shardNum = shard.Of(actor, cfg.Shards)
-			}
-			if shardNum < 0 || shardNum >= cfg.Shards {
-				return fmt.Errorf("--shard: must be within 0 and %d, got %d", cfg.Shards-1, shardNum)
-			}
-			store, err := f.open(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer store.Close()
-			cli, err := f.client(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer cli.Close()
-			ctx, cancel := etcdContext(cmd)
-			defer cancel()
-			dir := ownership.NewDirectory(cli, store, quiet())
-			cur, err := dir.Get(ctx, shardNum)
-			if err != nil {
-				return err
-			}
-			if cur.Owner == to && cur.State == ownership.Active {
-				v := viewOf(cur, top.Home(shardNum))
-				if format == outputJSON {
-					return render(cmd.OutOrStdout(), format, table{v: map[string]any{"moved": false, "shard": v}})
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "shard %d is already owned by %s (epoch %d, ACTIVE): nothing moved, nothing audited\n",
-					shardNum, to, cur.Epoch)
-				return nil
-			}
-			e, err := dir.Move(ctx, shardNum, to, ownership.Active, af.operator, af.reason, ownership.DrainFor(drain))
-			if err != nil {
-				return err
-			}
-			v := viewOf(e, top.Home(shardNum))
-			return render(cmd.OutOrStdout(), format, table{header: shardHeader, rows: [][]string{v.row()}, v: v})
+			return opts.run(cmd)
 		},
 	}
-	f.addCluster(cmd)
-	f.addStore(cmd)
-	af.add(cmd, "why the shard moves, recorded in the audit (required)")
-	cmd.Flags().IntVar(&shardNum, "shard", 0, "shard to move")
-	cmd.Flags().StringVar(&actor, "actor", "", "move the shard of this actor scope TENANT/SUBJECT")
-	cmd.Flags().StringVar(&to, "to", "", "region that will own the shard (required)")
-	cmd.Flags().DurationVar(&drain, "drain-timeout", defaultDrain,
+	opts.f.addCluster(cmd)
+	opts.f.addStore(cmd)
+	opts.af.add(cmd, "why the shard moves, recorded in the audit (required)")
+	cmd.Flags().IntVar(&opts.shardNum, "shard", 0, "shard to move")
+	cmd.Flags().StringVar(&opts.actor, "actor", "", "move the shard of this actor scope TENANT/SUBJECT")
+	cmd.Flags().StringVar(&opts.to, "to", "", "region that will own the shard (required)")
+	cmd.Flags().DurationVar(&opts.drain, "drain-timeout", defaultDrain,
 		fmt.Sprintf("how long to let the old owner finish what it already started before fencing it; "+
 			"shorter than the failover controller's StuckAfter (%s), which would cut it", config.FormatDuration(failover.DefaultStuckAfter)))
-	addOutputFlag(cmd, &format)
+	cmd.Flags().BoolVar(&opts.list, "list", false, "print the shard's new entry as a table, not only the summary")
+	addOutputFlag(cmd, &opts.format)
 	return cmd
+}
+
+// run is `idemctl move`'s work, its flags read into opts.
+func (opts *moveOptions) run(cmd *cobra.Command) error {
+	byShard, byActor := cmd.Flags().Changed("shard"), opts.actor != ""
+	var errs []error
+	errs = append(errs, checkOutput(opts.format), opts.af.checkRepair(),
+		failover.CheckDrain("--drain-timeout", opts.drain, failover.DefaultStuckAfter))
+	switch {
+	case byShard == byActor:
+		errs = append(errs, errors.New("give exactly one of --shard N and --actor TENANT/SUBJECT"))
+	case byActor:
+		errs = append(errs, checkActorScope(opts.actor))
+	}
+	if opts.to == "" {
+		errs = append(errs, errors.New("missing --to REGION: the region that will own the shard"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	top, cfg, err := opts.f.topology()
+	if err != nil {
+		return err
+	}
+	if !top.Has(opts.to) {
+		return fmt.Errorf("--to: %q is not a region of the topology %v", opts.to, top.Names())
+	}
+	if byActor {
+		opts.shardNum = shard.Of(opts.actor, cfg.Shards)
+	}
+	if opts.shardNum < 0 || opts.shardNum >= cfg.Shards {
+		return fmt.Errorf("--shard: must be within 0 and %d, got %d", cfg.Shards-1, opts.shardNum)
+	}
+	store, err := opts.f.open(cmd.Context())
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	cli, err := opts.f.client(cmd.Context())
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	ctx, cancel := etcdContext(cmd)
+	defer cancel()
+	dir := ownership.NewDirectory(cli, store, quiet())
+	cur, err := dir.Get(ctx, opts.shardNum)
+	if err != nil {
+		return err
+	}
+	if cur.Owner == opts.to && cur.State == ownership.Active {
+		v := viewOf(cur, top.Home(opts.shardNum))
+		if opts.format == outputJSON {
+			return render(cmd.OutOrStdout(), opts.format, table{v: map[string]any{"moved": false, "shard": v}})
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "shard %d is already owned by %s (epoch %d, ACTIVE): nothing moved, nothing audited\n",
+			opts.shardNum, opts.to, cur.Epoch)
+		return nil
+	}
+	e, err := dir.Move(ctx, opts.shardNum, opts.to, ownership.Active, opts.af.operator, opts.af.reason, ownership.DrainFor(opts.drain))
+	if err != nil {
+		return err
+	}
+	v := viewOf(e, top.Home(opts.shardNum))
+	if opts.format == outputJSON {
+		return render(cmd.OutOrStdout(), opts.format, table{v: v})
+	}
+	if opts.list {
+		if err := render(cmd.OutOrStdout(), opts.format, table{header: shardHeader, rows: [][]string{v.row()}}); err != nil {
+			return err
+		}
+	}
+	mv := failover.Moved{Shard: e.Shard, From: cur.Owner, FromEpoch: cur.Epoch, To: e.Owner, Epoch: e.Epoch, State: e.State}
+	_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s (epoch %d -> %d)\n",
+		movesSummary("move", "shard "+strconv.Itoa(e.Shard), []failover.Moved{mv}), cur.Epoch, e.Epoch)
+	return err
 }

@@ -31,7 +31,7 @@ func opGetCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "get OPERATION_ID",
 		Short: "Show an operation by id (a read: no reason needed; the access is logged)",
-		Args:  cobra.ExactArgs(1),
+		Args:  oneArg("OPERATION_ID, the X-Idempotency-Operation-Id of a response"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(format); err != nil {
 				return err
@@ -62,13 +62,18 @@ func opGetCmd() *cobra.Command {
 	return cmd
 }
 
+// opReconcileOptions are the flags of `idemctl op reconcile`, read by its run.
+type opReconcileOptions struct {
+	sf           connFlags
+	af           auditFlags
+	ran, notRun  bool
+	status       int
+	body, format string
+	headers      []string
+}
+
 func opReconcileCmd() *cobra.Command {
-	var sf connFlags
-	var af auditFlags
-	var ran, notRun bool
-	var status int
-	var body, format string
-	var headers []string
+	var opts opReconcileOptions
 	cmd := &cobra.Command{
 		Use:   "reconcile OPERATION_ID (--ran --status N [--body BODY] [--header 'Name: value']... | --not-run) --reason TEXT",
 		Short: "Settle an OUTCOME_UNKNOWN operation after checking the downstream (a repair, audited)",
@@ -85,75 +90,82 @@ the JSON type --header gives); another endpoint's body needs --header
 (default Content-Type and Location: give Location for a created resource).`,
 		Example: `  idemctl op reconcile 0f9d...-... --ran --status 201 --body '{"payment_id":"p-1"}' \
       --header "Location: /v1/payments/p-1" --reason "INC-7: charge found at the PSP"`,
-		Args: cobra.ExactArgs(1),
+		Args: oneArg("OPERATION_ID, the X-Idempotency-Operation-Id of a response"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(format); err != nil {
-				return err
-			}
-			id, err := uuid.Parse(args[0])
-			if err != nil {
-				return fmt.Errorf("OPERATION_ID %q is not a UUID (it is the X-Idempotency-Operation-Id of a response)", args[0])
-			}
-			res := store.Result{State: idempotency.RetryableFailure, ErrorSummary: "reconciled: downstream did not run it"}
-			switch {
-			case ran && !cmd.Flags().Changed("status"):
-				return fmt.Errorf("--ran needs --status N: the HTTP status the downstream answered")
-			case ran && (status < 100 || status > 599):
-				return fmt.Errorf("--status %d is not an HTTP status (100-599)", status)
-			case !ran && (cmd.Flags().Changed("status") || cmd.Flags().Changed("body") || len(headers) > 0):
-				return fmt.Errorf("--status, --body and --header describe what ran: use them with --ran, not --not-run")
-			}
-			if err := af.checkRepair(); err != nil {
-				return err
-			}
-			s, err := sf.open(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			if ran {
-				rec, err := s.AdminLookup(cmd.Context(), af.operator, "reconcile: "+af.reason, id)
-				if errors.Is(err, store.ErrNotFound) {
-					return fmt.Errorf("operation %s: %w: nothing reconciled", id, err)
-				}
-				if err != nil {
-					return err
-				}
-				if rec.State != idempotency.OutcomeUnknown {
-					return fmt.Errorf("operation %s is %s, not OUTCOME_UNKNOWN: nothing to reconcile, nothing changed", id, rec.State)
-				}
-				ep, err := sf.endpointOf(rec.Scope.Endpoint)
-				if err != nil {
-					return err
-				}
-				snap, err := reconciledSnapshot(ep, status, body, headers)
-				if err != nil {
-					return err
-				}
-				res = store.Result{State: idempotency.Completed, Snapshot: snap}
-			}
-			if err := s.ReconcileUnknown(cmd.Context(), af.operator, af.reason, id, res); err != nil {
-				if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrNotUnknown) {
-					// Which operation, and that nothing changed (idemctl op get shows its state).
-					return fmt.Errorf("operation %s: %w: nothing reconciled, nothing changed (idemctl op get %s shows it)", id, err, id)
-				}
-				return err
-			}
-			return render(cmd.OutOrStdout(), format, table{header: []string{"OPERATION", "STATE", "AUDITED AS"},
-				rows: [][]string{{id.String(), string(res.State), af.operator}},
-				v:    map[string]any{"operation_id": id, "state": res.State, "operator": af.operator, "reason": af.reason}})
+			return opts.run(cmd, args)
 		},
 	}
-	sf.addStore(cmd)
-	af.add(cmd, "why, e.g. a ticket (required; recorded in repair_audit)")
-	cmd.Flags().BoolVar(&ran, "ran", false, "the downstream ran it")
-	cmd.Flags().BoolVar(&notRun, "not-run", false, "the downstream provably did not run it")
-	cmd.Flags().IntVar(&status, "status", 0, "with --ran: the HTTP status of its response")
-	cmd.Flags().StringVar(&body, "body", "", "with --ran: the response body (valid JSON for a JSON endpoint)")
-	cmd.Flags().StringArrayVar(&headers, "header", nil,
+	opts.sf.addStore(cmd)
+	opts.af.add(cmd, "why, e.g. a ticket (required; recorded in repair_audit)")
+	cmd.Flags().BoolVar(&opts.ran, "ran", false, "the downstream ran it")
+	cmd.Flags().BoolVar(&opts.notRun, "not-run", false, "the downstream provably did not run it")
+	cmd.Flags().IntVar(&opts.status, "status", 0, "with --ran: the HTTP status of its response")
+	cmd.Flags().StringVar(&opts.body, "body", "", "with --ran: the response body (valid JSON for a JSON endpoint)")
+	cmd.Flags().StringArrayVar(&opts.headers, "header", nil,
 		"with --ran: a response header \"Name: value\" of the endpoint's response_headers (e.g. Location); repeatable")
-	addOutputFlag(cmd, &format)
-	cmd.MarkFlagsOneRequired("ran", "not-run")
-	cmd.MarkFlagsMutuallyExclusive("ran", "not-run")
+	addOutputFlag(cmd, &opts.format)
 	return cmd
+}
+
+// run is `idemctl op reconcile`'s work, its flags read into opts.
+func (opts *opReconcileOptions) run(cmd *cobra.Command, args []string) error {
+	if err := checkOutput(opts.format); err != nil {
+		return err
+	}
+	id, err := uuid.Parse(args[0])
+	if err != nil {
+		return fmt.Errorf("OPERATION_ID %q is not a UUID (it is the X-Idempotency-Operation-Id of a response)", args[0])
+	}
+	res := store.Result{State: idempotency.RetryableFailure, ErrorSummary: "reconciled: downstream did not run it"}
+	switch {
+	case opts.ran == opts.notRun:
+		// Checked here, not with cobra's flag groups: their errors name
+		// "the group [ran not-run]", not what to do.
+		return fmt.Errorf("give exactly one of --ran (with --status N: the downstream ran it) and --not-run (it provably did not)")
+	case opts.ran && !cmd.Flags().Changed("status"):
+		return fmt.Errorf("--ran needs --status N: the HTTP status the downstream answered")
+	case opts.ran && (opts.status < 100 || opts.status > 599):
+		return fmt.Errorf("--status %d is not an HTTP status (100-599)", opts.status)
+	case !opts.ran && (cmd.Flags().Changed("status") || cmd.Flags().Changed("body") || len(opts.headers) > 0):
+		return fmt.Errorf("--status, --body and --header describe what ran: use them with --ran, not --not-run")
+	}
+	if err := opts.af.checkRepair(); err != nil {
+		return err
+	}
+	s, err := opts.sf.open(cmd.Context())
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	if opts.ran {
+		rec, err := s.AdminLookup(cmd.Context(), opts.af.operator, "reconcile: "+opts.af.reason, id)
+		if errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("operation %s: %w: nothing reconciled", id, err)
+		}
+		if err != nil {
+			return err
+		}
+		if rec.State != idempotency.OutcomeUnknown {
+			return fmt.Errorf("operation %s is %s, not OUTCOME_UNKNOWN: nothing to reconcile, nothing changed", id, rec.State)
+		}
+		ep, err := opts.sf.endpointOf(rec.Scope.Endpoint)
+		if err != nil {
+			return err
+		}
+		snap, err := reconciledSnapshot(ep, opts.status, opts.body, opts.headers)
+		if err != nil {
+			return err
+		}
+		res = store.Result{State: idempotency.Completed, Snapshot: snap}
+	}
+	if err := s.ReconcileUnknown(cmd.Context(), opts.af.operator, opts.af.reason, id, res); err != nil {
+		if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrNotUnknown) {
+			// Which operation, and that nothing changed (idemctl op get shows its state).
+			return fmt.Errorf("operation %s: %w: nothing reconciled, nothing changed (idemctl op get %s shows it)", id, err, id)
+		}
+		return err
+	}
+	return render(cmd.OutOrStdout(), opts.format, table{header: []string{"OPERATION", "STATE", "AUDITED AS"},
+		rows: [][]string{{id.String(), string(res.State), opts.af.operator}},
+		v:    map[string]any{"operation_id": id, "state": res.State, "operator": opts.af.operator, "reason": opts.af.reason}})
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"regexp"
 	"strings"
 
@@ -11,6 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/idemcoord/idemcoord/config"
+	"github.com/idemcoord/idemcoord/devcluster/devstate"
 )
 
 // problemTypes are the problem types (docs/http-contract.md) a coordinated
@@ -23,29 +25,34 @@ var problemTypes = []string{"invalid-key", "missing-key", "unauthorized", "body-
 	"cancel-undetermined", "invalid-parameter", "first-sent-expired", "first-sent-in-future", "invalid-first-sent",
 	"replay-expired"}
 
+// openapiVersion is the OpenAPI version `idemctl openapi` writes: 3.1,
+// whose schemas are JSON Schema 2020-12.
+const openapiVersion = "3.1.0"
+
 // keyStatuses are the values of Idempotency-Status.
 var keyStatuses = []string{"created", "replayed", "in-progress", "conflict", "ignored", "rejected"}
 
 func openapiCmd() *cobra.Command {
 	var path, format string
 	cmd := &cobra.Command{
-		Use:   "openapi --config FILE",
-		Short: "Print the idempotency contract of every coordinated endpoint as an OpenAPI 3.0 fragment",
+		Use:   "openapi [--config FILE]",
+		Short: "Print the idempotency contract of every coordinated endpoint as an OpenAPI 3.1 document",
 		Long: `openapi reads an idemd configuration and prints, for every coordinated
 endpoint (method and path), what idemcoord adds to the upstream's API: the
 Idempotency-Key header (required or not, its forms and retention), the
 Idempotency-First-Sent header, the answers the gateway gives itself as
 problem documents, and the Idempotency-Status, Idempotent-Replayed,
 Idempotency-Key-Expires and X-Idempotency-Operation-Id headers; the
-endpoint's settings are under x-idempotency. It is a complete OpenAPI 3.0.3
+endpoint's settings are under x-idempotency. It is a complete OpenAPI 3.1
 document (YAML, or JSON with --output json) to merge into the upstream's
-own description. It connects to nothing.`,
+own description. Without --config it reads the running dev cluster's
+configuration (the one --port-base names). It connects to nothing.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(format); err != nil {
 				return err
 			}
-			cfg, err := config.Load(path)
+			cfg, err := loadOpenAPIConfig(path)
 			if err != nil {
 				return err
 			}
@@ -64,11 +71,28 @@ own description. It connects to nothing.`,
 			return err
 		},
 	}
-	cmd.Flags().StringVar(&path, "config", "", "idemd configuration file (required)")
-	cmd.MarkFlagRequired("config")
+	cmd.Flags().StringVar(&path, "config", os.Getenv("IDEMCOORD_CONFIG"),
+		"idemd configuration file (default $IDEMCOORD_CONFIG, else the running dev cluster's)")
 	addOutputFlag(cmd, &format)
 	cmd.Flags().Lookup("output").Usage = "output format: table (the document as YAML) or json"
 	return cmd
+}
+
+// loadOpenAPIConfig loads path, or without one the configuration of the dev
+// cluster --port-base names (its regions share the endpoints).
+func loadOpenAPIConfig(path string) (*config.Config, error) {
+	if path == "" {
+		st, err := devState()
+		if err != nil {
+			return nil, fmt.Errorf("--config not set and %w", err)
+		}
+		path = st.Configs[devstate.Regions[0]]
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		return nil, configError(path, err)
+	}
+	return cfg, nil
 }
 
 type obj = map[string]any
@@ -87,7 +111,7 @@ func openapiDoc(cfg *config.Config) obj {
 		item[strings.ToLower(ep.Method)] = operationOf(ep)
 	}
 	return obj{
-		"openapi": "3.0.3",
+		"openapi": openapiVersion,
 		"info": obj{"title": "idemcoord idempotency contract", "version": "1",
 			"description": "What the idemcoord gateway adds to each coordinated endpoint (docs/http-contract.md)."},
 		"paths":      paths,

@@ -12,6 +12,8 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 
 	"github.com/idemcoord/idemcoord/config"
+	"github.com/idemcoord/idemcoord/devcluster"
+	"github.com/idemcoord/idemcoord/devcluster/devstate"
 )
 
 // openapiConfig is the README's example plus a shadow endpoint, a
@@ -62,7 +64,8 @@ func runOpenAPI(t *testing.T, format string) []byte {
 }
 
 // TestOpenAPIFragmentValidatesAndDescribesEveryEndpoint: idemctl openapi
-// prints a document that a real OpenAPI validator (kin-openapi) accepts,
+// prints an OpenAPI 3.1 document that a real OpenAPI validator
+// (kin-openapi, by its 3.1 rules) accepts,
 // in YAML and in JSON, with one operation per coordinated endpoint, whose
 // Idempotency-Key is required as configured, whose retention and problem
 // answers are stated, and whose answers carry Idempotency-Status.
@@ -83,8 +86,13 @@ func TestOpenAPIFragmentValidatesAndDescribesEveryEndpoint(t *testing.T) {
 			if err != nil {
 				t.Fatalf("loading: %v\n%s", err, out)
 			}
+			if doc.OpenAPI != "3.1.0" || !doc.IsOpenAPI31OrLater() {
+				t.Fatalf("openapi: %q, want 3.1.0", doc.OpenAPI)
+			}
+			// kin-openapi validates a 3.1 document by the 3.1 rules (JSON
+			// Schema 2020-12) once the version says 3.1.
 			if err := doc.Validate(context.Background()); err != nil {
-				t.Fatalf("the fragment does not validate: %v\n%s", err, out)
+				t.Fatalf("the document does not validate as OpenAPI 3.1: %v\n%s", err, out)
 			}
 			for _, ep := range cfg.Endpoints {
 				item := doc.Paths.Find(ep.Path)
@@ -147,4 +155,52 @@ func contains(vs []any, want string) bool {
 		}
 	}
 	return false
+}
+
+// TestOpenAPIReadsTheDevClusterThePortBaseNames: without --config,
+// idemctl openapi reads the configuration of the dev cluster --port-base
+// names, like every other command, and says how to point it at one when
+// that cluster is not running.
+func TestOpenAPIReadsTheDevClusterThePortBaseNames(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	t.Setenv("IDEMCOORD_CONFIG", "")
+	t.Setenv("IDEMD_HS256_SECRET", "0123456789abcdef0123456789abcdef")
+	for base, extra := range map[int]string{7000: "", 7100: openapiConfig} {
+		path := filepath.Join(t.TempDir(), "idemd.yaml")
+		if err := os.WriteFile(path, []byte(config.Example+extra), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		st := devcluster.State{PortBase: base, PID: os.Getpid(), Configs: map[string]string{devstate.Regions[0]: path}}
+		if err := devcluster.WriteState(devcluster.StatePath(base), st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run := func(args ...string) (string, error) {
+		cmd := rootCmd()
+		var out bytes.Buffer
+		cmd.SetOut(&out)
+		cmd.SetArgs(args)
+		err := cmd.Execute()
+		return out.String(), err
+	}
+	out, err := run("openapi", "--port-base", "7100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "/v1/refunds:") {
+		t.Errorf("--port-base 7100: the document lacks that cluster's endpoint /v1/refunds:\n%s", out)
+	}
+	out, err = run("openapi", "--port-base", "7000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out, "/v1/refunds:") {
+		t.Errorf("--port-base 7000 printed the other cluster's endpoints:\n%s", out)
+	}
+	if _, err := run("openapi"); err == nil || !strings.Contains(err.Error(), "--port-base") {
+		t.Errorf("two clusters running, no --port-base: %v, want an error asking for --port-base", err)
+	}
+	if _, err := run("openapi", "--port-base", "7200"); err == nil || !strings.Contains(err.Error(), "--config not set") {
+		t.Errorf("--port-base of no cluster: %v, want an error naming --config", err)
+	}
 }

@@ -31,16 +31,19 @@ type opRow struct {
 	LeaseExpiresAt string `json:"lease_expires_at,omitempty"`
 }
 
+// opListOptions are the flags of `idemctl op list`, read by its run.
+type opListOptions struct {
+	sf                   connFlags
+	af                   auditFlags
+	reg, endpoint, after string
+	format               string
+	states               []string
+	shard, limit         int
+	olderThan            time.Duration
+}
+
 func opListCmd() *cobra.Command {
-	var (
-		sf                   connFlags
-		af                   auditFlags
-		reg, endpoint, after string
-		format               string
-		states               []string
-		shard, limit         int
-		olderThan            time.Duration
-	)
+	var opts opListOptions
 	cmd := &cobra.Command{
 		Use:   "list (--region R | --shard N) [--state S]... [--endpoint E] [--older-than D]",
 		Short: "List the operations a region or a shard left in flight (a read; the access is logged)",
@@ -56,106 +59,20 @@ the --after cursor of the next one. The regions list and the store come from
   idemctl op list --shard 17 --state OUTCOME_UNKNOWN --older-than 10m -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			hasShard := cmd.Flags().Changed("shard")
-			var errs []error
-			errs = append(errs, checkOutput(format))
-			if hasShard == (reg != "") {
-				errs = append(errs, errors.New("give exactly one of --region R and --shard N"))
-			}
-			for _, st := range states {
-				if s := idempotency.State(strings.ToUpper(st)); !s.Valid() {
-					errs = append(errs, fmt.Errorf("--state %q: not a state (IN_PROGRESS, OUTCOME_UNKNOWN, COMPLETED, RETRYABLE_FAILURE, TERMINAL_FAILURE, CANCELLED, PENDING)", st))
-				}
-			}
-			if limit < 1 || limit > opListMaxLimit {
-				errs = append(errs, fmt.Errorf("--limit: must be within 1 and %d, got %d", opListMaxLimit, limit))
-			}
-			if olderThan < 0 {
-				errs = append(errs, fmt.Errorf("--older-than: must not be negative, got %s", olderThan))
-			}
-			if err := errors.Join(errs...); err != nil {
-				return err
-			}
-			top, cfg, err := sf.topology()
-			if err != nil {
-				return err
-			}
-			f := store.OperationFilter{Endpoint: endpoint, OlderThan: olderThan, Limit: limit, After: after}
-			for _, st := range states {
-				f.States = append(f.States, strings.ToUpper(st))
-			}
-			switch {
-			case hasShard && (shard < 0 || shard >= cfg.Shards):
-				return fmt.Errorf("--shard: must be within 0 and %d, got %d", cfg.Shards-1, shard)
-			case hasShard:
-				f.Shards = []int{shard}
-			case !top.Has(reg):
-				return fmt.Errorf("--region: %q is not a region of the topology %v", reg, top.Names())
-			default:
-				for sh := range cfg.Shards {
-					if top.Home(sh) == reg {
-						f.Shards = append(f.Shards, sh)
-					}
-				}
-			}
-			s, err := sf.open(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			operator, reason := af.forRead()
-			page, err := s.ListOperations(cmd.Context(), operator, reason, f)
-			if err != nil {
-				return err
-			}
-			rows := []opRow{}
-			t := table{header: []string{"OPERATION", "STATE", "ACTOR", "ENDPOINT", "SHARD", "EPOCH", "ATTEMPTS", "LAST_STAGE", "UPDATED", "LEASE_EXPIRES"}}
-			for _, r := range page.Operations {
-				row := opRow{OperationID: r.OperationID.String(), State: string(r.State), Actor: r.Scope.Actor,
-					Endpoint: r.Scope.Endpoint, Shard: r.Token.Shard, Epoch: r.Token.Epoch, Attempts: r.Attempts,
-					LastStage: r.LastStage, UpdatedAt: r.UpdatedAt.UTC().Format(time.RFC3339)}
-				if !r.LeaseExpiresAt.IsZero() {
-					row.LeaseExpiresAt = r.LeaseExpiresAt.UTC().Format(time.RFC3339)
-				}
-				rows = append(rows, row)
-				t.rows = append(t.rows, []string{row.OperationID, row.State, row.Actor, row.Endpoint, strconv.Itoa(row.Shard),
-					strconv.FormatInt(row.Epoch, 10), strconv.Itoa(row.Attempts), dash(row.LastStage), row.UpdatedAt, dash(row.LeaseExpiresAt)})
-			}
-			if format == outputJSON {
-				t.v = map[string]any{"operations": rows, "next": page.Next}
-				return render(cmd.OutOrStdout(), format, t)
-			}
-			if len(rows) == 0 && after == "" {
-				// Nothing to reconcile: said in words, not as an empty table.
-				where := fmt.Sprintf("the shards whose home is %s", reg)
-				if hasShard {
-					where = fmt.Sprintf("shard %d", shard)
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "no operation %s on %s\n", strings.Join(f.States, " or "), where)
-				return nil
-			}
-			if err := render(cmd.OutOrStdout(), format, t); err != nil {
-				return err
-			}
-			if page.Next != "" {
-				fmt.Fprintf(cmd.OutOrStdout(), "%d shown, more follow: add --after %s\n", len(rows), page.Next)
-			} else {
-				fmt.Fprintf(cmd.OutOrStdout(), "%d operation(s)\n", len(rows))
-			}
-			return nil
+			return opts.run(cmd)
 		},
 	}
-	sf.addStore(cmd)
-	af.add(cmd, "why you are looking (optional; logged with the access)")
-	cmd.Flags().StringVar(&reg, "region", "", "list the operations of the shards whose home is this region")
-	cmd.Flags().IntVar(&shard, "shard", 0, "list the operations of this shard")
-	cmd.Flags().StringSliceVar(&states, "state", []string{string(idempotency.InProgress), string(idempotency.OutcomeUnknown)},
+	opts.sf.addStore(cmd)
+	opts.af.add(cmd, "why you are looking (optional; logged with the access)")
+	cmd.Flags().StringVar(&opts.reg, "region", "", "list the operations of the shards whose home is this region")
+	cmd.Flags().IntVar(&opts.shard, "shard", 0, "list the operations of this shard")
+	cmd.Flags().StringSliceVar(&opts.states, "state", []string{string(idempotency.InProgress), string(idempotency.OutcomeUnknown)},
 		"keep operations in these states (repeatable or comma-separated)")
-	cmd.Flags().StringVar(&endpoint, "endpoint", "", "keep one endpoint's operations (its name in the configuration)")
-	cmd.Flags().DurationVar(&olderThan, "older-than", 0, "keep operations not updated for this long (e.g. 10m)")
-	cmd.Flags().IntVar(&limit, "limit", 100, "rows per page (at most 1000)")
-	cmd.Flags().StringVar(&after, "after", "", "the cursor a full page printed: the next page")
-	addOutputFlag(cmd, &format)
+	cmd.Flags().StringVar(&opts.endpoint, "endpoint", "", "keep one endpoint's operations (its name in the configuration)")
+	cmd.Flags().DurationVar(&opts.olderThan, "older-than", 0, "keep operations not updated for this long (e.g. 10m)")
+	cmd.Flags().IntVar(&opts.limit, "limit", 100, "rows per page (at most 1000)")
+	cmd.Flags().StringVar(&opts.after, "after", "", "the cursor a full page printed: the next page")
+	addOutputFlag(cmd, &opts.format)
 	return cmd
 }
 
@@ -165,4 +82,95 @@ func dash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// run is `idemctl op list`'s work, its flags read into opts.
+func (opts *opListOptions) run(cmd *cobra.Command) error {
+	hasShard := cmd.Flags().Changed("shard")
+	var errs []error
+	errs = append(errs, checkOutput(opts.format))
+	if hasShard == (opts.reg != "") {
+		errs = append(errs, errors.New("give exactly one of --region R and --shard N"))
+	}
+	for _, st := range opts.states {
+		if s := idempotency.State(strings.ToUpper(st)); !s.Valid() {
+			errs = append(errs, fmt.Errorf("--state %q: not a state (IN_PROGRESS, OUTCOME_UNKNOWN, COMPLETED, RETRYABLE_FAILURE, TERMINAL_FAILURE, CANCELLED, PENDING)", st))
+		}
+	}
+	if opts.limit < 1 || opts.limit > opListMaxLimit {
+		errs = append(errs, fmt.Errorf("--limit: must be within 1 and %d, got %d", opListMaxLimit, opts.limit))
+	}
+	if opts.olderThan < 0 {
+		errs = append(errs, fmt.Errorf("--older-than: must not be negative, got %s", opts.olderThan))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	top, cfg, err := opts.sf.topology()
+	if err != nil {
+		return err
+	}
+	f := store.OperationFilter{Endpoint: opts.endpoint, OlderThan: opts.olderThan, Limit: opts.limit, After: opts.after}
+	for _, st := range opts.states {
+		f.States = append(f.States, strings.ToUpper(st))
+	}
+	switch {
+	case hasShard && (opts.shard < 0 || opts.shard >= cfg.Shards):
+		return fmt.Errorf("--shard: must be within 0 and %d, got %d", cfg.Shards-1, opts.shard)
+	case hasShard:
+		f.Shards = []int{opts.shard}
+	case !top.Has(opts.reg):
+		return fmt.Errorf("--region: %q is not a region of the topology %v", opts.reg, top.Names())
+	default:
+		for sh := range cfg.Shards {
+			if top.Home(sh) == opts.reg {
+				f.Shards = append(f.Shards, sh)
+			}
+		}
+	}
+	s, err := opts.sf.open(cmd.Context())
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	operator, reason := opts.af.forRead()
+	page, err := s.ListOperations(cmd.Context(), operator, reason, f)
+	if err != nil {
+		return err
+	}
+	rows := []opRow{}
+	t := table{header: []string{"OPERATION", "STATE", "ACTOR", "ENDPOINT", "SHARD", "EPOCH", "ATTEMPTS", "LAST_STAGE", "UPDATED", "LEASE_EXPIRES"}}
+	for _, r := range page.Operations {
+		row := opRow{OperationID: r.OperationID.String(), State: string(r.State), Actor: r.Scope.Actor,
+			Endpoint: r.Scope.Endpoint, Shard: r.Token.Shard, Epoch: r.Token.Epoch, Attempts: r.Attempts,
+			LastStage: r.LastStage, UpdatedAt: r.UpdatedAt.UTC().Format(time.RFC3339)}
+		if !r.LeaseExpiresAt.IsZero() {
+			row.LeaseExpiresAt = r.LeaseExpiresAt.UTC().Format(time.RFC3339)
+		}
+		rows = append(rows, row)
+		t.rows = append(t.rows, []string{row.OperationID, row.State, row.Actor, row.Endpoint, strconv.Itoa(row.Shard),
+			strconv.FormatInt(row.Epoch, 10), strconv.Itoa(row.Attempts), dash(row.LastStage), row.UpdatedAt, dash(row.LeaseExpiresAt)})
+	}
+	if opts.format == outputJSON {
+		t.v = map[string]any{"operations": rows, "next": page.Next}
+		return render(cmd.OutOrStdout(), opts.format, t)
+	}
+	if len(rows) == 0 && opts.after == "" {
+		// Nothing to reconcile: said in words, not as an empty table.
+		where := fmt.Sprintf("the shards whose home is %s", opts.reg)
+		if hasShard {
+			where = fmt.Sprintf("shard %d", opts.shard)
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "no operation %s on %s\n", strings.Join(f.States, " or "), where)
+		return nil
+	}
+	if err := render(cmd.OutOrStdout(), opts.format, t); err != nil {
+		return err
+	}
+	if page.Next != "" {
+		fmt.Fprintf(cmd.OutOrStdout(), "%d shown, more follow: add --after %s\n", len(rows), page.Next)
+	} else {
+		fmt.Fprintln(cmd.OutOrStdout(), count(len(rows), "operation", "operations"))
+	}
+	return nil
 }

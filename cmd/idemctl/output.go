@@ -61,3 +61,27 @@ func writeRow(w io.Writer, cols []string) {
 	}
 	io.WriteString(w, "\n")
 }
+
+// count is n and noun, the noun in the plural unless n is 1: "1 batch",
+// "3 batches", "0 operations".
+func count(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+// oneArg accepts exactly one positional argument, and otherwise names it
+// (what: "REGION, the region to fail over") instead of cobra's "accepts 1
+// arg(s), received 0".
+func oneArg(what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		switch {
+		case len(args) == 0:
+			return fmt.Errorf("%s needs %s (see %s --help)", cmd.CommandPath(), what, cmd.CommandPath())
+		case len(args) > 1:
+			return fmt.Errorf("%s takes one argument, %s; got %d: %q", cmd.CommandPath(), what, len(args), args)
+		}
+		return nil
+	}
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -29,6 +30,9 @@ type regionView struct {
 	Shards map[string]int `json:"shards"`
 	// Home is how many shards have this region as home.
 	Home int `json:"home_shards"`
+	// HomeElsewhere counts, by owner, the home shards another region owns
+	// or that are not ACTIVE: what a failback of this region would move.
+	HomeElsewhere map[string]int `json:"home_shards_elsewhere,omitempty"`
 }
 
 // instanceView is one live instance of a region.
@@ -41,11 +45,14 @@ type instanceView struct {
 	CreateRevision int64 `json:"create_revision"`
 }
 
+// regionsOptions are the flags of `idemctl regions`, read by its run.
+type regionsOptions struct {
+	f      connFlags
+	format string
+}
+
 func regionsCmd() *cobra.Command {
-	var (
-		f      connFlags
-		format string
-	)
+	var opts regionsOptions
 	cmd := &cobra.Command{
 		Use:   "regions",
 		Short: "Show each region's failover state and for how long, live instances and the shards it owns",
@@ -63,102 +70,150 @@ live instance and down with none, and the ownership directory. A read: it needs
 no reason and changes nothing.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(format); err != nil {
-				return err
-			}
-			top, _, cli, err := f.connect(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer cli.Close()
-			ctx, cancel := etcdContext(cmd)
-			defer cancel()
-			instances, err := ownership.Instances(ctx, cli, ownership.DefaultPrefix, "")
-			if err != nil {
-				return err
-			}
-			sts, view, fromController, err := failover.Current(ctx, cli, ownership.DefaultPrefix, top)
-			if err != nil {
-				return err
-			}
-			now := time.Now()
-			entries, _, err := ownership.NewDirectory(cli, nil, quiet()).List(ctx)
-			if err != nil {
-				return err
-			}
-			views := map[string]*regionView{}
-			var order []string
-			for _, r := range top.Regions() {
-				views[r.Name] = &regionView{Region: r.Name, URL: r.URL, Health: "down", Shards: map[string]int{},
-					Instances: []instanceView{}}
-				order = append(order, r.Name)
-			}
-			for _, st := range sts {
-				v := views[st.Region]
-				v.State = st.State
-				if !st.Since.IsZero() {
-					since := st.Since.UTC()
-					v.Since, v.For = &since, now.Sub(since).Round(time.Second).String()
-				}
-			}
-			for _, in := range instances {
-				if v := views[in.Region]; v != nil {
-					v.Instances = append(v.Instances, instanceView{Name: in.Name, Since: in.Since, CreateRevision: in.CreateRevision})
-					v.Health = "up"
-				}
-			}
-			for _, e := range entries {
-				if v := views[viewOf(e, "").Owner]; v != nil {
-					v.Shards[string(e.State)]++
-				}
-				if v := views[top.Home(e.Shard)]; v != nil {
-					v.Home++
-				}
-			}
-			out := table{header: []string{"REGION", "STATE", "FOR", "HEALTH", "INSTANCES", "SHARDS OWNED", "HOME SHARDS", "URL"}}
-			var list []*regionView
-			for _, name := range order {
-				v := views[name]
-				list = append(list, v)
-				var names, owned []string
-				for _, in := range v.Instances {
-					names = append(names, in.Name)
-				}
-				for _, st := range []ownership.State{ownership.Active, ownership.FailedOver, ownership.Fencing} {
-					if n := v.Shards[string(st)]; n > 0 {
-						owned = append(owned, strconv.Itoa(n)+" "+string(st))
-					}
-				}
-				if len(names) == 0 {
-					names = []string{"-"}
-				}
-				if len(owned) == 0 {
-					owned = []string{"0"}
-				}
-				age := v.For
-				if age == "" {
-					age = "-"
-				}
-				out.rows = append(out.rows, []string{name, string(v.State), age, v.Health, strings.Join(names, ","),
-					strings.Join(owned, ", "), strconv.Itoa(v.Home), v.URL})
-			}
-			source := "state: derived from one read (no failover controller has published its view)"
-			if fromController {
-				source = fmt.Sprintf("state: failover controller %s (term %d), published %s ago", view.Controller, view.Term,
-					now.Sub(view.Published).Round(time.Second))
-			}
-			if format == outputJSON {
-				out.v = map[string]any{"regions": list, "source": source, "controller_view": fromController}
-				return render(cmd.OutOrStdout(), format, out)
-			}
-			if err := render(cmd.OutOrStdout(), format, out); err != nil {
-				return err
-			}
-			fmt.Fprintln(cmd.OutOrStdout(), source)
-			return nil
+			return opts.run(cmd)
 		},
 	}
-	f.addCluster(cmd)
-	addOutputFlag(cmd, &format)
+	opts.f.addCluster(cmd)
+	addOutputFlag(cmd, &opts.format)
 	return cmd
+}
+
+// run is `idemctl regions`'s work, its flags read into opts.
+func (opts *regionsOptions) run(cmd *cobra.Command) error {
+	if err := checkOutput(opts.format); err != nil {
+		return err
+	}
+	top, _, cli, err := opts.f.connect(cmd.Context())
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	ctx, cancel := etcdContext(cmd)
+	defer cancel()
+	instances, err := ownership.Instances(ctx, cli, ownership.DefaultPrefix, "")
+	if err != nil {
+		return err
+	}
+	sts, view, fromController, err := failover.Current(ctx, cli, ownership.DefaultPrefix, top)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	entries, _, err := ownership.NewDirectory(cli, nil, quiet()).List(ctx)
+	if err != nil {
+		return err
+	}
+	views := map[string]*regionView{}
+	var order []string
+	for _, r := range top.Regions() {
+		views[r.Name] = &regionView{Region: r.Name, URL: r.URL, Health: "down", Shards: map[string]int{},
+			Instances: []instanceView{}}
+		order = append(order, r.Name)
+	}
+	for _, st := range sts {
+		v := views[st.Region]
+		v.State = st.State
+		if !st.Since.IsZero() {
+			since := st.Since.UTC()
+			v.Since, v.For = &since, now.Sub(since).Round(time.Second).String()
+		}
+	}
+	for _, in := range instances {
+		if v := views[in.Region]; v != nil {
+			v.Instances = append(v.Instances, instanceView{Name: in.Name, Since: in.Since, CreateRevision: in.CreateRevision})
+			v.Health = "up"
+		}
+	}
+	for _, e := range entries {
+		if v := views[viewOf(e, "").Owner]; v != nil {
+			v.Shards[string(e.State)]++
+		}
+		if v := views[top.Home(e.Shard)]; v != nil {
+			v.Home++
+			if owner := viewOf(e, "").Owner; owner != v.Region || e.State != ownership.Active {
+				if v.HomeElsewhere == nil {
+					v.HomeElsewhere = map[string]int{}
+				}
+				v.HomeElsewhere[owner]++
+			}
+		}
+	}
+	out, list := regionsTable(order, views)
+	source := "state: derived from one read (no failover controller has published its view)"
+	if fromController {
+		source = fmt.Sprintf("state: failover controller %s (term %d), published %s ago", view.Controller, view.Term,
+			now.Sub(view.Published).Round(time.Second))
+	}
+	if opts.format == outputJSON {
+		out.v = map[string]any{"regions": list, "source": source, "controller_view": fromController}
+		return render(cmd.OutOrStdout(), opts.format, out)
+	}
+	if err := render(cmd.OutOrStdout(), opts.format, out); err != nil {
+		return err
+	}
+	fmt.Fprintln(cmd.OutOrStdout(), source)
+	for _, h := range failbackHints(list) {
+		fmt.Fprintln(cmd.OutOrStdout(), h)
+	}
+	return nil
+}
+
+// failbackHints says, for each region that is healthy with a live
+// instance while some of its home shards are still owned elsewhere (or
+// not ACTIVE), that a failback is pending, and the command.
+func failbackHints(regions []*regionView) []string {
+	var hints []string
+	for _, v := range regions {
+		if v.State != failover.Healthy || v.Health != "up" || len(v.HomeElsewhere) == 0 {
+			continue
+		}
+		var n int
+		owners := make([]string, 0, len(v.HomeElsewhere))
+		for o, k := range v.HomeElsewhere {
+			n += k
+			owners = append(owners, o)
+		}
+		sort.Strings(owners)
+		where := make([]string, len(owners))
+		for i, o := range owners {
+			where[i] = fmt.Sprintf("%s %d", o, v.HomeElsewhere[o])
+		}
+		hints = append(hints, fmt.Sprintf("failback pending: %s is healthy, but %d of its %d home shards are elsewhere (%s); "+
+			"once what it left in flight is reconciled: idemctl failback %s --reason TEXT",
+			v.Region, n, v.Home, strings.Join(where, ", "), v.Region))
+	}
+	return hints
+}
+
+// regionsTable is the regions in topology order, as a table and as the
+// list -o json prints.
+func regionsTable(order []string, views map[string]*regionView) (table, []*regionView) {
+	out := table{header: []string{"REGION", "STATE", "FOR", "HEALTH", "INSTANCES", "SHARDS OWNED", "HOME SHARDS", "URL"}}
+	var list []*regionView
+	for _, name := range order {
+		v := views[name]
+		list = append(list, v)
+		var names, owned []string
+		for _, in := range v.Instances {
+			names = append(names, in.Name)
+		}
+		for _, st := range []ownership.State{ownership.Active, ownership.FailedOver, ownership.Fencing} {
+			if n := v.Shards[string(st)]; n > 0 {
+				owned = append(owned, strconv.Itoa(n)+" "+string(st))
+			}
+		}
+		if len(names) == 0 {
+			names = []string{"-"}
+		}
+		if len(owned) == 0 {
+			owned = []string{"0"}
+		}
+		age := v.For
+		if age == "" {
+			age = "-"
+		}
+		out.rows = append(out.rows, []string{name, string(v.State), age, v.Health, strings.Join(names, ","),
+			strings.Join(owned, ", "), strconv.Itoa(v.Home), v.URL})
+	}
+	return out, list
 }

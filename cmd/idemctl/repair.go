@@ -154,7 +154,8 @@ are in progress or whose outcome is unknown are never deleted.`,
 				return render(cmd.OutOrStdout(), format, table{v: map[string]any{"deleted": total, "batches": batches,
 					"operator": af.operator, "reason": af.reason}})
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "deleted %d expired records in %d batches (audited: %s)\n", total, batches, af.operator)
+			fmt.Fprintf(cmd.OutOrStdout(), "deleted %s in %s (audited: %s)\n",
+				count(total, "expired record", "expired records"), count(batches, "batch", "batches"), af.operator)
 			return nil
 		},
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"strconv"
 	"strings"
@@ -96,105 +97,134 @@ home. A read: it needs no reason and changes nothing.`,
 	return cmd
 }
 
+// shardsOptions are the flags of `idemctl shards`, read by its run.
+type shardsOptions struct {
+	f            connFlags
+	format       string
+	owner, state string
+	home         string
+	list         bool
+}
+
 func shardsCmd() *cobra.Command {
-	var (
-		f            connFlags
-		format       string
-		owner, state string
-		home         string
-		list         bool
-	)
+	var opts shardsOptions
 	cmd := &cobra.Command{
 		Use:   "shards [--owner R] [--home R] [--state S] [--list]",
 		Short: "Show the ownership map: counts per owner and state, and the shards selected",
 		Long: `shards reads every shard's entry in the etcd ownership directory (one
 linearizable read) and prints how many shards each region owns in each state.
---owner, --home and --state select shards and list them (home, owner, epoch,
-state); --list lists every selected shard (all 1024 without a filter). -o json
-always carries the counts and the selected shards. A read: it needs no reason
+--owner, --home and --state select shards: the counts are then of the
+selection, and say how many of all shards it holds. --list lists every selected
+shard (home, owner, epoch, state; all 1024 without a filter). -o json always
+carries the counts and the selected shards. A read: it needs no reason
 and changes nothing.`,
 		Example: `  idemctl shards
   idemctl shards --state FAILED_OVER
-  idemctl shards --owner eu-west --home us-east`,
+  idemctl shards --owner eu-west --home us-east --list`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(format); err != nil {
-				return err
-			}
-			state = strings.ToUpper(state)
-			switch ownership.State(state) {
-			case "", ownership.Active, ownership.FailedOver, ownership.Fencing:
-			default:
-				return fmt.Errorf("--state: %q is not a shard state (ACTIVE, FAILED_OVER, FENCING)", state)
-			}
-			top, _, cli, err := f.connect(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer cli.Close()
-			for flag, r := range map[string]string{"--owner": owner, "--home": home} {
-				if r != "" && !top.Has(r) {
-					return fmt.Errorf("%s: %q is not a region of the topology %v", flag, r, top.Names())
-				}
-			}
-			ctx, cancel := etcdContext(cmd)
-			defer cancel()
-			entries, _, err := ownership.NewDirectory(cli, nil, quiet()).List(ctx)
-			if err != nil {
-				return err
-			}
-			counts := map[string]map[string]int{}
-			views := []shardView{}
-			for _, e := range entries {
-				v := viewOf(e, top.Home(e.Shard))
-				if counts[v.Owner] == nil {
-					counts[v.Owner] = map[string]int{}
-				}
-				counts[v.Owner][v.State]++
-				if (owner == "" || v.Owner == owner) && (home == "" || v.Home == home) && (state == "" || v.State == state) {
-					views = append(views, v)
-				}
-			}
-			if format == outputJSON {
-				return render(cmd.OutOrStdout(), format, table{v: map[string]any{"counts": counts, "shards": views}})
-			}
-			var rows [][]string
-			owners := make([]string, 0, len(counts))
-			for o := range counts {
-				owners = append(owners, o)
-			}
-			sort.Strings(owners)
-			for _, o := range owners {
-				for _, st := range []ownership.State{ownership.Active, ownership.FailedOver, ownership.Fencing} {
-					if n := counts[o][string(st)]; n > 0 {
-						rows = append(rows, []string{o, string(st), strconv.Itoa(n)})
-					}
-				}
-			}
-			if err := render(cmd.OutOrStdout(), format, table{header: []string{"OWNER", "STATE", "SHARDS"}, rows: rows}); err != nil {
-				return err
-			}
-			if !list && owner == "" && home == "" && state == "" {
-				fmt.Fprintf(cmd.OutOrStdout(), "\n%d shards; list them with --list, or select with --owner, --home, --state\n", len(entries))
-				return nil
-			}
-			fmt.Fprintln(cmd.OutOrStdout())
-			rows = rows[:0]
-			for _, v := range views {
-				rows = append(rows, v.row())
-			}
-			if err := render(cmd.OutOrStdout(), format, table{header: shardHeader, rows: rows}); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%d of %d shards selected\n", len(views), len(entries))
-			return nil
+			return opts.run(cmd)
 		},
 	}
-	f.addCluster(cmd)
-	cmd.Flags().StringVar(&owner, "owner", "", "select the shards this region owns")
-	cmd.Flags().StringVar(&home, "home", "", "select the shards whose home is this region")
-	cmd.Flags().StringVar(&state, "state", "", "select the shards in this state: ACTIVE, FAILED_OVER or FENCING")
-	cmd.Flags().BoolVar(&list, "list", false, "list the selected shards (every shard without --owner, --home or --state)")
-	addOutputFlag(cmd, &format)
+	opts.f.addCluster(cmd)
+	cmd.Flags().StringVar(&opts.owner, "owner", "", "select the shards this region owns")
+	cmd.Flags().StringVar(&opts.home, "home", "", "select the shards whose home is this region")
+	cmd.Flags().StringVar(&opts.state, "state", "", "select the shards in this state: ACTIVE, FAILED_OVER or FENCING")
+	cmd.Flags().BoolVar(&opts.list, "list", false, "list the selected shards (every shard without --owner, --home or --state)")
+	addOutputFlag(cmd, &opts.format)
 	return cmd
+}
+
+// run is `idemctl shards`'s work, its flags read into opts.
+func (opts *shardsOptions) run(cmd *cobra.Command) error {
+	if err := checkOutput(opts.format); err != nil {
+		return err
+	}
+	opts.state = strings.ToUpper(opts.state)
+	switch ownership.State(opts.state) {
+	case "", ownership.Active, ownership.FailedOver, ownership.Fencing:
+	default:
+		return fmt.Errorf("--state: %q is not a shard state (ACTIVE, FAILED_OVER, FENCING)", opts.state)
+	}
+	top, _, cli, err := opts.f.connect(cmd.Context())
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	for flag, r := range map[string]string{"--owner": opts.owner, "--home": opts.home} {
+		if r != "" && !top.Has(r) {
+			return fmt.Errorf("%s: %q is not a region of the topology %v", flag, r, top.Names())
+		}
+	}
+	ctx, cancel := etcdContext(cmd)
+	defer cancel()
+	entries, _, err := ownership.NewDirectory(cli, nil, quiet()).List(ctx)
+	if err != nil {
+		return err
+	}
+	views := []shardView{}
+	for _, e := range entries {
+		v := viewOf(e, top.Home(e.Shard))
+		if (opts.owner == "" || v.Owner == opts.owner) && (opts.home == "" || v.Home == opts.home) && (opts.state == "" || v.State == opts.state) {
+			views = append(views, v)
+		}
+	}
+	filtered := opts.owner != "" || opts.home != "" || opts.state != ""
+	return writeShards(cmd.OutOrStdout(), opts.format, views, len(entries), filtered, opts.list)
+}
+
+// writeShards prints the selected shards: how many each owner holds in
+// each state, how many of total were selected, and, with list, each
+// shard. -o json has the counts and every selected shard.
+func writeShards(w io.Writer, format string, views []shardView, total int, filtered, list bool) error {
+	counts := map[string]map[string]int{}
+	for _, v := range views {
+		if counts[v.Owner] == nil {
+			counts[v.Owner] = map[string]int{}
+		}
+		counts[v.Owner][v.State]++
+	}
+	if format == outputJSON {
+		return render(w, format, table{v: map[string]any{"counts": counts, "shards": views,
+			"selected": len(views), "total": total}})
+	}
+	var rows [][]string
+	owners := make([]string, 0, len(counts))
+	for o := range counts {
+		owners = append(owners, o)
+	}
+	sort.Strings(owners)
+	for _, o := range owners {
+		for _, st := range []ownership.State{ownership.Active, ownership.FailedOver, ownership.Fencing} {
+			if n := counts[o][string(st)]; n > 0 {
+				rows = append(rows, []string{o, string(st), strconv.Itoa(n)})
+			}
+		}
+	}
+	if len(rows) > 0 {
+		if err := render(w, format, table{header: []string{"OWNER", "STATE", "SHARDS"}, rows: rows}); err != nil {
+			return err
+		}
+		fmt.Fprintln(w)
+	}
+	if list && len(views) > 0 {
+		rows = rows[:0]
+		for _, v := range views {
+			rows = append(rows, v.row())
+		}
+		if err := render(w, format, table{header: shardHeader, rows: rows}); err != nil {
+			return err
+		}
+	}
+	switch {
+	case !filtered && list:
+		fmt.Fprintf(w, "%s\n", count(total, "shard", "shards"))
+	case !filtered:
+		fmt.Fprintf(w, "%s; list them with --list, or select with --owner, --home, --state\n", count(total, "shard", "shards"))
+	case list || len(views) == 0:
+		fmt.Fprintf(w, "%d of %d shards selected\n", len(views), total)
+	default:
+		fmt.Fprintf(w, "%d of %d shards selected; list them with --list\n", len(views), total)
+	}
+	return nil
 }

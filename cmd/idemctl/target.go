@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -90,10 +91,26 @@ func (f *connFlags) load() (*config.Config, error) {
 	}
 	cfg, err := config.Load(f.config)
 	if err != nil {
-		return nil, fmt.Errorf("--config: %w", err)
+		return nil, configError(f.config, err)
 	}
 	f.cfg = cfg
 	return cfg, nil
+}
+
+// configError is the error of a --config file that does not load: its
+// problems one per line, in file order, with their field paths and lines,
+// exactly as idemd check-config prints them.
+func configError(path string, err error) error {
+	var ve *config.ValidationError
+	if !errors.As(err, &ve) {
+		return fmt.Errorf("--config: %w", err)
+	}
+	lines := make([]string, 0, len(ve.Errors))
+	for _, fe := range ve.ByLine() {
+		lines = append(lines, fe.Located())
+	}
+	return fmt.Errorf("--config %s: %s (idemd check-config %s says the same):\n%s", path,
+		count(len(lines), "error", "errors"), path, strings.Join(lines, "\n"))
 }
 
 // dev returns the running dev cluster's state, for a command not pointed

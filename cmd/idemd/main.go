@@ -46,6 +46,8 @@ region it lands in, and answer with the result of that one run.`,
 	// A misspelt flag gets the one probably meant, as idemctl's do.
 	root.SetFlagErrorFunc(flagsuggest.Suggest)
 	root.AddCommand(runCmd(), checkConfigCmd(), dev, versionCmd())
+	// A misspelt command, one line naming the one probably meant.
+	flagsuggest.Groups(root)
 	return root
 }
 

@@ -40,6 +40,12 @@ start instead, for a first deployment.`,
 			if err != nil {
 				return err
 			}
+			// The secrets are read before anything connects: a missing
+			// one is the configuration's mistake, said at once, not after
+			// the store and etcd were reached (or timed out).
+			if _, err := cfg.AuthConfig(); err != nil {
+				return err
+			}
 			opts := daemon.Options{Logger: log, Migrate: migrate}
 			stopDrill, err := startDrill(cfg, &opts, log) // refused outside the drill build
 			if err != nil {
@@ -101,12 +107,8 @@ environment variable (auth.hs256_secret_env) must be set, as for run.`,
 			}
 			var verr *config.ValidationError
 			if errors.As(err, &verr) {
-				for _, fe := range verr.Errors {
-					line := ""
-					if fe.Line > 0 {
-						line = fmt.Sprintf(" (line %d)", fe.Line)
-					}
-					fmt.Fprintf(cmd.ErrOrStderr(), "%s: %s%s\n", fe.Path, fe.Reason, line)
+				for _, fe := range verr.ByLine() {
+					fmt.Fprintln(cmd.ErrOrStderr(), fe.Located())
 				}
 				if n := len(verr.Errors); n == 1 {
 					return fmt.Errorf("%s: 1 error", args[0])

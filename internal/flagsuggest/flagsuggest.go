@@ -44,6 +44,57 @@ func Suggest(cmd *cobra.Command, err error) error {
 	return fmt.Errorf("%s; did you mean --%s? (see %s --help)", msg, best, cmd.CommandPath())
 }
 
+// Subcommand returns the name of cmd's subcommand that word probably
+// meant ("acept" for "accept"): one within maxDistance edits, or one that
+// word is a prefix of; "" when none is that close.
+func Subcommand(cmd *cobra.Command, word string) string {
+	best, bestD := "", maxDistance+1
+	for _, c := range cmd.Commands() {
+		if !c.IsAvailableCommand() {
+			continue
+		}
+		for _, name := range append([]string{c.Name()}, c.Aliases...) {
+			d := distance(word, name)
+			if word != "" && strings.HasPrefix(name, word) {
+				d = min(d, 1)
+			}
+			if d < bestD {
+				best, bestD = c.Name(), d
+			}
+		}
+	}
+	return best
+}
+
+// UnknownSubcommand is the one-line error for word given to cmd, a
+// command that only groups subcommands: it names the subcommand probably
+// meant, or points at --help.
+func UnknownSubcommand(cmd *cobra.Command, word string) error {
+	if s := Subcommand(cmd, word); s != "" {
+		return fmt.Errorf("unknown command %q for %q; did you mean %q? (see %s --help)", word, cmd.CommandPath(), s, cmd.CommandPath())
+	}
+	return fmt.Errorf("unknown command %q for %q (see %s --help)", word, cmd.CommandPath(), cmd.CommandPath())
+}
+
+// Groups makes every command under root that only groups subcommands
+// (no Run of its own) answer an unknown subcommand with UnknownSubcommand
+// instead of cobra's several lines (or, below the root, its help and exit
+// status 0), and print its help when given none.
+func Groups(root *cobra.Command) {
+	if root.HasSubCommands() && root.Run == nil && root.RunE == nil {
+		root.Args = cobra.ArbitraryArgs
+		root.RunE = func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return cmd.Help()
+			}
+			return UnknownSubcommand(cmd, args[0])
+		}
+	}
+	for _, c := range root.Commands() {
+		Groups(c)
+	}
+}
+
 // distance is the Levenshtein distance of a and b.
 func distance(a, b string) int {
 	prev := make([]int, len(b)+1)

@@ -6,11 +6,14 @@
 package drillcmd
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -22,6 +25,7 @@ import (
 	"github.com/idemcoord/idemcoord/chaos/failpoint"
 	"github.com/idemcoord/idemcoord/chaos/report"
 	"github.com/idemcoord/idemcoord/chaos/scenario"
+	"github.com/idemcoord/idemcoord/internal/buildinfo"
 )
 
 // Values of `idemctl drill run --cluster`.
@@ -100,15 +104,20 @@ type Output struct {
 	Render func(w io.Writer, format string, v any) error
 }
 
+// runOptions are the flags of `idemctl drill run`, read by its run, and
+// the output handling it was given.
+type runOptions struct {
+	name, reportPath, historyPath, format string
+	unsafe, kind, source, binary, mode    string
+	seed                                  uint64
+	duration                              time.Duration
+	output                                Output
+}
+
 // Command returns `idemctl drill`, its output through o.
 func Command(o Output) *cobra.Command {
 	drill := &cobra.Command{Use: "drill", Short: "Run chaos drills against a throwaway cluster"}
-	var (
-		name, reportPath, historyPath, format string
-		unsafe, kind, source, binary, mode    string
-		seed                                  uint64
-		duration                              time.Duration
-	)
+	opts := runOptions{output: o}
 	run := &cobra.Command{
 		Use:   "run --scenario NAME --seed N",
 		Short: "Run one seeded drill and check every invariant",
@@ -145,67 +154,25 @@ explained; must not fail over: a failover in its window is a false one):
   idemctl drill run --scenario mixed --seed 42 --duration 10m --report drill.html`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Check(format); err != nil {
-				return err
-			}
-			if _, err := scenario.Load(name); err != nil {
-				return err
-			}
-			if err := chaos.CheckClientMode(mode); err != nil {
-				return fmt.Errorf("--client: %w", err)
-			}
-			// The build's progress goes to stderr, with the line below.
-			start, err := drillStarter(kind, source, binary, cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
-			// The outputs are checked before a run that may take minutes:
-			// a report that cannot be written must not be found out at
-			// the end of a green run.
-			if err := errors.Join(checkWritable("--report", reportPath), checkWritable("--history", historyPath)); err != nil {
-				return err
-			}
-			if kind == drillProcess && binary == "" {
-				fmt.Fprintln(cmd.ErrOrStderr(), "building idemd with -tags drill (about 2 minutes on a cold build cache; --idemd BIN reuses a build)...")
-			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			// With --output json the progress and the text summary go to
-			// stderr; stdout holds only the JSON.
-			out, term := cmd.OutOrStdout(), isTerminal(cmd.OutOrStdout())
-			if format == o.JSON {
-				out, term = cmd.ErrOrStderr(), false
-			}
-			res, err := chaos.Drill(ctx, chaos.DrillConfig{Scenario: name, Seed: seed, Duration: duration,
-				ReportPath: reportPath, HistoryPath: historyPath, Start: start, Out: out, Terminal: term,
-				Unsafe: unsafe, Client: mode})
-			if format == o.JSON {
-				if rerr := o.Render(cmd.OutOrStdout(), format, summarize(name, seed, mode, res.Report, err)); rerr != nil {
-					return errors.Join(err, rerr)
-				}
-			}
-			if err != nil {
-				return fmt.Errorf("drill %s seed %d: %w", name, seed, err)
-			}
-			return nil
+			return opts.run(cmd)
 		},
 	}
-	run.Flags().StringVar(&name, "scenario", "", "scenario to run (required): "+strings.Join(scenario.Names(), ", "))
-	run.Flags().Uint64Var(&seed, "seed", 1, "seed of the faults and the workload (the same seed replays the same drill)")
-	run.Flags().DurationVar(&duration, "duration", 0, "length of the main phase (default: the scenario's)")
-	run.Flags().StringVar(&reportPath, "report", "", "write the HTML report to `FILE`")
-	run.Flags().StringVar(&historyPath, "history", "", "write the history as JSON lines to `FILE` (for a recheck)")
-	run.Flags().StringVar(&unsafe, "unsafe-drill-mode", "", "break the coordinator on purpose so the checker must report violations, one of "+
+	run.Flags().StringVar(&opts.name, "scenario", "", "scenario to run (required): "+strings.Join(scenario.Names(), ", "))
+	run.Flags().Uint64Var(&opts.seed, "seed", 1, "seed of the faults and the workload (the same seed replays the same drill)")
+	run.Flags().DurationVar(&opts.duration, "duration", 0, "length of the main phase (default: the scenario's)")
+	run.Flags().StringVar(&opts.reportPath, "report", "", "write the HTML report to `FILE`")
+	run.Flags().StringVar(&opts.historyPath, "history", "", "write the history as JSON lines to `FILE` (for a recheck)")
+	run.Flags().StringVar(&opts.unsafe, "unsafe-drill-mode", "", "break the coordinator on purpose so the checker must report violations, one of "+
 		strings.Join(cluster.UnsafeModes(), ", ")+" (docs/drills.md says what each breaks); drills only")
-	run.Flags().StringVar(&kind, "cluster", drillProcess, "cluster to drill: "+drillProcess+" (an idemd process per region) or "+
+	run.Flags().StringVar(&opts.kind, "cluster", drillProcess, "cluster to drill: "+drillProcess+" (an idemd process per region) or "+
 		drillInProcess+" (regions in this process; fewer fault families)")
-	run.Flags().StringVar(&source, "source", "", "idemcoord module `DIR` to build the drill idemd from (default: found at or above the working directory)")
-	run.Flags().StringVar(&binary, "idemd", "", "an idemd `BIN` built with -tags drill, instead of building one")
-	run.Flags().StringVar(&mode, "client", chaos.ClientDirect, "how the drill's clients reach the cluster: "+chaos.ClientDirect+
+	run.Flags().StringVar(&opts.source, "source", "", "idemcoord module `DIR` to build the drill idemd from (default: found at or above the working directory)")
+	run.Flags().StringVar(&opts.binary, "idemd", "", "an idemd `BIN` built with -tags drill, instead of building one")
+	run.Flags().StringVar(&opts.mode, "client", chaos.ClientDirect, "how the drill's clients reach the cluster: "+chaos.ClientDirect+
 		" (each attempt to one region's address, the baseline), "+chaos.ClientSDK+" (the multi-region Go SDK with every region) or "+
 		chaos.ClientEntry+" (through the HAProxy global entry; needs haproxy)")
 	run.MarkFlagRequired("scenario")
-	o.AddFlag(run, &format)
+	opts.output.AddFlag(run, &opts.format)
 	drill.AddCommand(run)
 	return drill
 }
@@ -262,4 +229,97 @@ func checkWritable(flag, path string) error {
 		os.Remove(path)
 	}
 	return nil
+}
+
+// run is `idemctl drill run`'s work, its flags read into opts.
+func (opts *runOptions) run(cmd *cobra.Command) error {
+	if err := opts.output.Check(opts.format); err != nil {
+		return err
+	}
+	if _, err := scenario.Load(opts.name); err != nil {
+		return err
+	}
+	if err := chaos.CheckClientMode(opts.mode); err != nil {
+		return fmt.Errorf("--client: %w", err)
+	}
+	// The build's progress goes to stderr, with the line below.
+	start, err := drillStarter(opts.kind, opts.source, opts.binary, cmd.ErrOrStderr())
+	if err != nil {
+		return err
+	}
+	// The outputs are checked before a run that may take minutes:
+	// a report that cannot be written must not be found out at
+	// the end of a green run.
+	if err := errors.Join(checkWritable("--report", opts.reportPath), checkWritable("--history", opts.historyPath)); err != nil {
+		return err
+	}
+	if opts.kind == drillProcess && opts.binary == "" {
+		fmt.Fprintln(cmd.ErrOrStderr(), "building idemd with -tags drill (about 2 minutes on a cold build cache; --idemd BIN reuses a build)...")
+	}
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	// With --output json the progress and the text summary go to
+	// stderr; stdout holds only the JSON.
+	out, term := cmd.OutOrStdout(), isTerminal(cmd.OutOrStdout())
+	if opts.format == opts.output.JSON {
+		out, term = cmd.ErrOrStderr(), false
+	}
+	res, err := chaos.Drill(ctx, chaos.DrillConfig{Scenario: opts.name, Seed: opts.seed, Duration: opts.duration,
+		ReportPath: opts.reportPath, HistoryPath: opts.historyPath, Start: start, Out: out, Terminal: term,
+		Unsafe: opts.unsafe, Client: opts.mode, Command: opts.replayCommand(), Commit: sourceCommit(opts.source),
+		Cluster: opts.kind})
+	if opts.format == opts.output.JSON {
+		if rerr := opts.output.Render(cmd.OutOrStdout(), opts.format, summarize(opts.name, opts.seed, opts.mode, res.Report, err)); rerr != nil {
+			return errors.Join(err, rerr)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("drill %s seed %d: %w", opts.name, opts.seed, err)
+	}
+	return nil
+}
+
+// replayCommand is the command that replays this run, for the report's
+// header: `idemctl drill run` with the flags that decide the run (not the
+// output files), whatever binary or build cache path ran it.
+func (opts *runOptions) replayCommand() string {
+	args := []string{"idemctl", "drill", "run", "--scenario", opts.name, "--seed", strconv.FormatUint(opts.seed, 10)}
+	if opts.duration > 0 {
+		args = append(args, "--duration", opts.duration.String())
+	}
+	if opts.kind != drillProcess {
+		args = append(args, "--cluster", opts.kind)
+	}
+	if opts.mode != "" && opts.mode != chaos.ClientDirect {
+		args = append(args, "--client", opts.mode)
+	}
+	if opts.unsafe != "" {
+		args = append(args, "--unsafe-drill-mode", opts.unsafe)
+	}
+	return strings.Join(args, " ")
+}
+
+// sourceCommit is the commit of the source drilled: this build's, else
+// (under go run, which records none) the git checkout's at dir or the
+// working directory, with "+modified" for uncommitted changes; "" when
+// neither says.
+func sourceCommit(dir string) string {
+	if info := buildinfo.Read(); info.Commit != "" {
+		if info.Modified {
+			return info.Commit + "+modified"
+		}
+		return info.Commit
+	}
+	if dir == "" {
+		dir = "."
+	}
+	out, err := exec.Command("git", "-C", dir, "rev-parse", "HEAD").Output()
+	if err != nil {
+		return ""
+	}
+	commit := strings.TrimSpace(string(out))
+	if st, err := exec.Command("git", "-C", dir, "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(bytes.TrimSpace(st)) > 0 {
+		commit += "+modified"
+	}
+	return commit
 }

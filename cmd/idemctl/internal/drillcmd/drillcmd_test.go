@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -132,6 +133,28 @@ func TestDrillRunHelpListsEveryFaultKind(t *testing.T) {
 	for _, d := range failpoint.Defs() {
 		if line := fmt.Sprintf("%s (%s): %s", d.Kind, d.Class, d.Doc); !strings.Contains(out.String(), line) {
 			t.Errorf("help does not list %q:\n%s", line, out.String())
+		}
+	}
+}
+
+// TestTheReportNamesTheCommandThatReplaysTheRun: the command in the
+// report's header is `idemctl drill run` with the flags that decide the
+// run (scenario, seed, duration, cluster, client, unsafe mode), not the
+// output files, whatever binary ran it.
+func TestTheReportNamesTheCommandThatReplaysTheRun(t *testing.T) {
+	tests := []struct {
+		opts runOptions
+		want string
+	}{
+		{runOptions{name: "mixed", seed: 42, kind: drillProcess, mode: "direct", reportPath: "r.html"},
+			"idemctl drill run --scenario mixed --seed 42"},
+		{runOptions{name: "region-loss-transfer", seed: 7, duration: 30 * time.Second, kind: drillInProcess, mode: "sdk",
+			unsafe: "no-fence"},
+			"idemctl drill run --scenario region-loss-transfer --seed 7 --duration 30s --cluster inprocess --client sdk --unsafe-drill-mode no-fence"},
+	}
+	for _, tt := range tests {
+		if got := tt.opts.replayCommand(); got != tt.want {
+			t.Errorf("replayCommand() = %q, want %q", got, tt.want)
 		}
 	}
 }

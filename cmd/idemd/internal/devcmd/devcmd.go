@@ -162,7 +162,7 @@ func printCluster(w io.Writer, st devcluster.State, statePath, token string) {
 		fmt.Fprintf(tw, "etcd member %d\t%s\n", i+1, e)
 	}
 	fmt.Fprintf(tw, "metrics (per region)\t%s/metrics\n", st.Regions[devcluster.Regions[0]])
-	fmt.Fprintf(tw, "dev control\t%s (POST /regions/NAME/stop, /start)\n", st.ControlURL)
+	fmt.Fprintf(tw, "dev control\t%s (POST /regions/NAME/stop, /kill, /start; /bank/hang, /heal; GET / lists them)\n", st.ControlURL)
 	if st.EntryURL != "" {
 		fmt.Fprintf(tw, "global entry (HAProxy)\t%s\n", st.EntryURL)
 	}
@@ -198,11 +198,19 @@ func printCluster(w io.Writer, st devcluster.State, statePath, token string) {
 		"(its actors get 503 until failback or idemctl failover accept) and POST /v1/transfers is\n"+
 		"failover: transfer (the new owner serves them as soon as the shards moved). Try a transfer:\n\n")
 	fmt.Fprintf(w, "  curl -si %s/v1/transfers -H \"Authorization: Bearer $TOKEN\" -H 'Idempotency-Key: transfer-1' \\\n    --json '{\"amount\":\"5.00\",\"currency\":\"EUR\",\"reference\":\"transfer-1\"}'\n", st.Regions[devcluster.Regions[0]])
-	fmt.Fprintf(w, "\nWatch a failover: stop a region, see its state and its shards move, bring it back:\n\n"+
-		"  curl -X POST %[1]s/regions/us-east/stop\n  go run ./cmd/idemctl --port-base %[2]d regions\n"+
-		"  go run ./cmd/idemctl --port-base %[2]d shards\n  curl -X POST %[1]s/regions/us-east/start\n"+
-		"  go run ./cmd/idemctl --port-base %[2]d failback us-east --reason 'region back'   # once regions says healthy\n",
-		st.ControlURL, st.PortBase)
+	// The region to stop is the demo actor's owner: stopping another
+	// would fail over nothing the curls above touched.
+	owner := st.Demo.Owner
+	if owner == "" {
+		owner = devcluster.Regions[0]
+	}
+	fmt.Fprintf(w, "\nWatch a failover: stop the region that owns actor demo (%[3]s), see its state and its shards move, bring it back:\n\n"+
+		"  curl -X POST %[1]s/regions/%[3]s/stop\n  go run ./cmd/idemctl --port-base %[2]d regions\n"+
+		"  go run ./cmd/idemctl --port-base %[2]d shards --home %[3]s\n  curl -X POST %[1]s/regions/%[3]s/start\n"+
+		"  go run ./cmd/idemctl --port-base %[2]d failback %[3]s --reason 'region back'   # once regions says healthy\n"+
+		"\nTo leave work in flight instead (what a failover's reconciliation is about): POST %[1]s/bank/hang,\n"+
+		"send a payment, POST %[1]s/regions/%[3]s/kill, then idemctl op list --region %[3]s (GET %[1]s/ lists it all).\n",
+		st.ControlURL, st.PortBase, owner)
 	fmt.Fprintln(w, "\nCtrl-C stops everything.")
 }
 
