@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -212,8 +213,10 @@ func (h *haStore) memberIn(region string) (string, error) {
 }
 
 // failback hands the primary to region's member by a planned switchover
-// when it is the synchronous standby (see below): at start, so the
-// primary begins in the first region when it can.
+// (at start, so the primary begins in the first region). Patroni switches
+// a strict cluster over only to its synchronous standby, so when the
+// member is not it, both standbys are made synchronous for the switchover
+// (synchronous_node_count 2) and the count is set back after it.
 func (h *haStore) failback(ctx context.Context, region string) error {
 	home, err := h.memberIn(region)
 	if err != nil {
@@ -222,18 +225,60 @@ func (h *haStore) failback(ctx context.Context, region string) error {
 	if err := h.cl.WaitHealthy(ctx); err != nil {
 		return err
 	}
-	ms, err := h.cl.Status(ctx)
-	if err != nil {
+	if pr, err := h.cl.Primary(ctx); err != nil || pr.Name == home {
 		return err
 	}
-	for _, m := range ms {
-		// Patroni switches a strict cluster over to its synchronous
-		// standby only: elsewhere the primary stays where it is.
-		if m.Name == home && (m.Role == patronilocal.RoleSyncStandby || h.async && m.Role == patronilocal.RoleReplica) {
-			return h.cl.Switchover(ctx, home)
+	if !h.async {
+		if err := h.patchConfig(ctx, `{"synchronous_node_count":2}`); err != nil {
+			return err
+		}
+		defer h.patchConfig(context.WithoutCancel(ctx), `{"synchronous_node_count":1}`)
+		if err := h.waitRole(ctx, home, patronilocal.RoleSyncStandby); err != nil {
+			return err
 		}
 	}
-	return nil
+	return h.cl.Switchover(ctx, home)
+}
+
+// patchConfig changes the cluster's dynamic configuration in the DCS
+// (Patroni's REST PATCH /config, as `patronictl edit-config`).
+func (h *haStore) patchConfig(ctx context.Context, body string) error {
+	var errs []error
+	for _, base := range h.cl.RESTURLs() {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPatch, base+"/config", strings.NewReader(body))
+		if err != nil {
+			return err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			return nil
+		}
+		errs = append(errs, fmt.Errorf("cluster: PATCH %s/config: %s", base, resp.Status))
+	}
+	return errors.Join(errs...)
+}
+
+// waitRole waits until member has role.
+func (h *haStore) waitRole(ctx context.Context, member, role string) error {
+	ctx, cancel := context.WithTimeout(ctx, storeFailoverWait)
+	defer cancel()
+	for {
+		if ms, err := h.cl.Status(ctx); err == nil {
+			for _, m := range ms {
+				if m.Name == member && m.Role == role && m.State == patronilocal.StateStreaming {
+					return nil
+				}
+			}
+		}
+		if err := clock.Sleep(ctx, clock.Real(), storePoll); err != nil {
+			return fmt.Errorf("cluster: store member %s never became %s: %w", member, role, err)
+		}
+	}
 }
 
 // store returns the replicated store, or an error naming the option a
@@ -299,11 +344,12 @@ func (p *Process) CutStorePrimary(ctx context.Context, region string) (string, e
 
 // HealStoreMember implements failpoint.StoreTarget: once a successor runs
 // as primary, member is brought back as the fault left it (its links
-// restored, resumed, or restarted); its rejoin (a demotion and pg_rewind
-// for an old primary) is awaited in the background and recorded with the
-// failover, so the next fault need not wait for it. The primary is not
-// switched back: with strict synchronous replication Patroni switches
-// over only to the synchronous standby.
+// restored, resumed, or restarted) and the heal waits until it streams
+// from the successor again (an old primary demotes itself and rejoins
+// through pg_rewind) and the cluster is healthy: with strict synchronous
+// replication only the synchronous standby may be promoted, so the next
+// fault must find one. The primary is not switched back: Patroni switches
+// a strict cluster over only to its synchronous standby.
 func (p *Process) HealStoreMember(ctx context.Context, region, member string) error {
 	ctx, cancel := healing(ctx)
 	defer cancel()
@@ -317,27 +363,24 @@ func (p *Process) HealStoreMember(ctx context.Context, region, member string) er
 	if err := errors.Join(p.toxics.Restore(ctx, member, linkPGIn), p.toxics.Restore(ctx, member, linkDCS)); err != nil {
 		return err
 	}
-	h.bringBack(member)
-	return werr
+	return errors.Join(werr, h.bringBack(ctx, member))
 }
 
 // bringBack resumes member if its process runs (a no-op for a member
-// that was never stopped), else restarts it, and waits in the background
-// until it streams again.
-func (h *haStore) bringBack(member string) {
-	h.done.Add(1)
-	if err := h.cl.Resume(member); err == nil {
-		go func() { defer h.done.Done(); h.rejoined(context.Background(), member) }()
-		return
-	}
-	go func() {
-		defer h.done.Done()
-		ctx, cancel := context.WithTimeout(context.Background(), storeFailoverWait)
-		defer cancel()
-		if h.cl.Restart(ctx, member) == nil {
-			h.rejoined(ctx, member)
+// that was never stopped), else restarts it, and waits until it streams
+// again and the cluster is healthy.
+func (h *haStore) bringBack(ctx context.Context, member string) error {
+	ctx, cancel := context.WithTimeout(ctx, storeFailoverWait)
+	defer cancel()
+	if err := h.cl.Resume(member); err != nil {
+		if err := h.cl.Restart(ctx, member); err != nil {
+			return err
 		}
-	}()
+	}
+	if err := h.rejoined(ctx, member); err != nil {
+		return err
+	}
+	return h.cl.WaitHealthy(ctx)
 }
 
 // rejoined waits until member streams from the primary again, and records
@@ -472,8 +515,8 @@ func (p *Process) LoseRegion(ctx context.Context, region string) error {
 }
 
 // RestoreRegion implements failpoint.RegionLossTarget: etcd member first,
-// then, once the store promoted a successor, the store member (its rejoin
-// awaited in the background), then the idemd and its failback.
+// then, once the store promoted a successor, the store member (until it
+// streams again), then the idemd and its failback.
 func (p *Process) RestoreRegion(ctx context.Context, region string) error {
 	hctx, cancel := healing(ctx)
 	defer cancel()
@@ -491,6 +534,8 @@ func (p *Process) RestoreRegion(ctx context.Context, region string) error {
 	wctx, wcancel := context.WithTimeout(hctx, storeFailoverWait)
 	_, werr := h.cl.WaitNewPrimary(wctx, member)
 	wcancel()
-	h.bringBack(member)
+	if err := h.bringBack(hctx, member); err != nil {
+		return errors.Join(werr, err)
+	}
 	return errors.Join(werr, p.Restart(ctx, region))
 }

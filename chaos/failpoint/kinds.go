@@ -128,19 +128,19 @@ var registry = []Def{
 		Apply: on(inRegion(ProcessTarget.Pause), inRegion(ProcessTarget.Resume))},
 	{Kind: KillStorePrimary, Class: ClassOther,
 		Doc: "SIGKILL of the primary (Patroni and PostgreSQL) of the store cluster homed in a region; " +
-			"heals, once a standby was promoted, by restarting it (it rejoins through pg_rewind) and a switchover back",
+			"heals, once a standby was promoted, by restarting it and waiting until it streams again (it rejoins through pg_rewind)",
 		Apply: storeFault(StoreTarget.KillStorePrimary)},
 	{Kind: PauseStorePrimary, Class: ClassOther,
 		Doc: "SIGSTOP of the primary of the store cluster homed in a region, past its leader ttl (a zombie primary); " +
-			"heals, once a standby was promoted, by SIGCONT (it must demote itself and rejoin) and a switchover back",
+			"heals, once a standby was promoted, by SIGCONT and waiting until it demoted itself and streams again",
 		Apply: storeFault(StoreTarget.PauseStorePrimary)},
 	{Kind: CutStorePrimary, Class: ClassOther,
 		Doc: "cuts the primary of the store cluster homed in a region from etcd and from its replicas; " +
-			"heals, once a standby was promoted, by restoring its links (it rejoins) and a switchover back",
+			"heals, once a standby was promoted, by restoring its links and waiting until it streams again",
 		Apply: storeFault(StoreTarget.CutStorePrimary)},
 	{Kind: RegionLossFull, Class: ClassRegionLoss,
 		Doc: "kills a region's idemd, its store members and its etcd member together; heals by restarting " +
-			"etcd, the members (rejoined, the primary switched back) and the idemd, and a failback",
+			"etcd, the members (streaming again) and the idemd, and a failback",
 		Apply: on(inRegion(RegionLossTarget.LoseRegion), inRegion(RegionLossTarget.RestoreRegion))},
 }
 

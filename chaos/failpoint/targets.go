@@ -81,8 +81,8 @@ type StoreTarget interface {
 	// (its inbound replication link and its DCS links).
 	CutStorePrimary(ctx context.Context, region string) (member string, err error)
 	// HealStoreMember undoes what the injection did to member (restart,
-	// SIGCONT, restore) once a successor was promoted, waits until it
-	// streams again, and fails the primary back.
+	// SIGCONT, restore) once a successor was promoted and waits until it
+	// streams again.
 	HealStoreMember(ctx context.Context, region, member string) error
 }
 
@@ -91,7 +91,7 @@ type StoreTarget interface {
 type RegionLossTarget interface {
 	// LoseRegion kills them all by SIGKILL (etcd: a hard stop).
 	LoseRegion(ctx context.Context, region string) error
-	// RestoreRegion restarts the etcd member, the store members (which
-	// rejoin, the primary failed back) and the idemd (failed back).
+	// RestoreRegion restarts the etcd member, the store members (until
+	// they stream again) and the idemd (failed back).
 	RestoreRegion(ctx context.Context, region string) error
 }
