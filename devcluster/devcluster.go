@@ -55,6 +55,10 @@ type Options struct {
 	PortBase int
 	// DatabaseURL, if set, is used instead of a throwaway PostgreSQL.
 	DatabaseURL string
+	// Store is StoreSingle (default: one throwaway PostgreSQL) or StoreHA:
+	// one Patroni cluster per home region on the dev etcd (Stores), and
+	// the throwaway PostgreSQL holds only the demo services' tables.
+	Store string
 	// UpstreamTimeout bounds each gateway-to-payments call. Default 10s.
 	UpstreamTimeout time.Duration
 	// BankTimeout bounds each payments-to-bank call. Default 10s.
@@ -128,9 +132,16 @@ type Cluster struct {
 	Bank       *bank.Server
 	// Postgres is the throwaway server (nil with Options.DatabaseURL).
 	Postgres *pglocal.Server
-	// DSN is the database every region and the demo services use.
-	DSN  string
-	Etcd *etcdlocal.Cluster
+	// DSN is the store every region uses; with StoreHA the multi-host DSN
+	// of the first region's Patroni cluster.
+	DSN string
+	// DemoDSN is the database of the demo payments service and bank (DSN
+	// unless StoreHA).
+	DemoDSN string
+	// Stores are the Patroni clusters, one per home region in Regions
+	// order (Options.Store StoreHA; nil otherwise).
+	Stores []*StoreCluster
+	Etcd   *etcdlocal.Cluster
 	// Pool is a connection pool for inspection (payments, bank charges).
 	Pool *pgxpool.Pool
 	// Topology is the regions list every region's configuration carries:
@@ -169,6 +180,17 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if opts.UpstreamDedup == "" {
 		opts.UpstreamDedup = "none"
 	}
+	switch opts.Store {
+	case "":
+		opts.Store = StoreSingle
+	case StoreSingle:
+	case StoreHA:
+		if opts.DatabaseURL != "" {
+			return nil, errors.New("devcluster: store ha starts its own PostgreSQL clusters; it takes no database URL")
+		}
+	default:
+		return nil, fmt.Errorf("devcluster: store %q: want %q or %q", opts.Store, StoreSingle, StoreHA)
+	}
 	// A busy port found after PostgreSQL and etcd started would cost
 	// seconds and leave the user a bind error without the way out.
 	if err := CheckPorts(opts.PortBase); err != nil {
@@ -191,8 +213,22 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		}
 		c.DSN = c.Postgres.DSN("postgres")
 	}
+	c.DemoDSN = c.DSN
 	if c.Etcd, err = etcdlocal.Start(ctx, Regions, etcdlocal.Options{}); err != nil {
 		return nil, err
+	}
+	if opts.Store == StoreHA {
+		if err := c.startStores(ctx, opts.Logger); err != nil {
+			return nil, err
+		}
+		// TODO(router): every region uses the first region's cluster, one
+		// replicated store, until the store backend's router (a
+		// `store: {backend: patroni}` config routing each shard to its home
+		// region's cluster) lands; then each region's config lists every
+		// cluster (storeState has their DSNs and REST URLs). Pointing each
+		// region at its own cluster without the router would lose a moved
+		// shard's records.
+		c.DSN = c.Stores[0].DSN()
 	}
 	if err := c.startDemo(ctx, opts); err != nil {
 		return nil, err
@@ -253,7 +289,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 
 // startDemo starts the bank and the payments service.
 func (c *Cluster) startDemo(ctx context.Context, opts Options) error {
-	pc, err := pgxpool.ParseConfig(c.DSN)
+	pc, err := pgxpool.ParseConfig(c.DemoDSN)
 	if err != nil {
 		return err
 	}
@@ -412,6 +448,7 @@ func (c *Cluster) Close(ctx context.Context) error {
 	if c.Pool != nil {
 		c.Pool.Close()
 	}
+	errs = append(errs, c.closeStores()) // before etcd, their DCS
 	if c.Etcd != nil {
 		c.Etcd.Close()
 	}

@@ -44,7 +44,7 @@ func SweepStale() []int { return devstate.SweepStale() }
 func (c *Cluster) State() State {
 	st := State{PortBase: c.portBase, PID: os.Getpid(), Regions: map[string]string{}, Configs: map[string]string{},
 		PaymentsURL: c.PaymentsURL, BankURL: c.BankURL, ControlURL: c.ControlURL, EntryURL: c.EntryURL, DSN: c.DSN, Etcd: c.Etcd.Endpoints(),
-		DataDir: c.Dir, Secret: hex.EncodeToString(c.secret), Demo: c.Owner("demo")}
+		DataDir: c.Dir, Secret: hex.EncodeToString(c.secret), Demo: c.Owner("demo"), Store: c.opts.Store, StoreClusters: c.storeState()}
 	if c.Postgres != nil {
 		st.PostgresDir = c.Postgres.Dir()
 	}

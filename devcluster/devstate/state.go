@@ -45,6 +45,12 @@ type State struct {
 	// (empty with --database-url). Both are removed when it stops.
 	DataDir     string `json:"data_dir"`
 	PostgresDir string `json:"postgres_dir,omitempty"`
+	// Store is the store mode, StoreSingle or StoreHA (empty in state
+	// files of older clusters: single).
+	Store string `json:"store,omitempty"`
+	// StoreClusters are the Patroni clusters of a StoreHA cluster, one per
+	// home region in Regions order.
+	StoreClusters []StoreCluster `json:"store_clusters,omitempty"`
 	// Configs maps each region to its idemd.yaml, the same file a user
 	// runs with `idemd run --config`.
 	Configs map[string]string `json:"configs"`

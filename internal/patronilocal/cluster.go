@@ -82,8 +82,9 @@ func Version(ctx context.Context) (string, error) {
 	return m, nil
 }
 
-// Start writes each member's Patroni configuration, starts every member
-// and waits until the cluster has a primary and a streaming synchronous
+// Start writes each member's Patroni configuration, starts the first
+// member (which bootstraps the cluster and is its first primary), then the
+// others (which clone it), and waits until the cluster has a primary and a streaming synchronous
 // standby (with strict synchronous mode no write commits before then).
 // Stop it with Stop. It refuses Patroni older than 4.
 func Start(ctx context.Context, cfg Config) (*Cluster, error) {
@@ -98,7 +99,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	sweep()
+	Sweep()
 	c := &Cluster{cfg: cfg, dir: cfg.BaseDir, bindir: bindir, patroni: patroni}
 	if c.dir == "" {
 		if c.dir, err = os.MkdirTemp("/tmp", dirPrefix); err != nil {
@@ -117,16 +118,32 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		c.Stop()
 		return nil, err
 	}
-	for _, m := range c.members {
+	c.cfg.logger().Info("patroni cluster starting", "scope", cfg.Scope, "members", len(c.members), "dir", c.dir)
+	// The first member bootstraps alone, so it is the first primary (a
+	// region's cluster starts with its primary in that region); the others
+	// then clone it.
+	if err := c.spawn(c.members[0]); err != nil {
+		c.Stop()
+		return nil, err
+	}
+	first := c.members[0].spec.Name
+	if err := c.waitFor(ctx, func(ms []MemberStatus) bool {
+		return len(ms) > 0 && ms[0].Name == first && ms[0].Role == RoleLeader && ms[0].State == StateRunning
+	}); err != nil {
+		logs := c.logTails()
+		c.Stop()
+		return nil, fmt.Errorf("patronilocal: %s did not bootstrap: %w\n%s", cfg.Scope, err, logs)
+	}
+	for _, m := range c.members[1:] {
 		if err := c.spawn(m); err != nil {
 			c.Stop()
 			return nil, err
 		}
 	}
-	c.cfg.logger().Info("patroni cluster starting", "scope", cfg.Scope, "members", len(c.members), "dir", c.dir)
 	if err := c.WaitHealthy(ctx); err != nil {
+		logs := c.logTails()
 		c.Stop()
-		return nil, fmt.Errorf("patronilocal: %s did not become healthy: %w\n%s", cfg.Scope, err, c.logTails())
+		return nil, fmt.Errorf("patronilocal: %s did not become healthy: %w\n%s", cfg.Scope, err, logs)
 	}
 	return c, nil
 }
@@ -216,6 +233,10 @@ func (c *Cluster) Members() []MemberSpec { return append([]MemberSpec(nil), c.cf
 // Scope returns the cluster's Patroni scope.
 func (c *Cluster) Scope() string { return c.cfg.Scope }
 
+// LeaderKey returns the DCS (etcd) key that holds the cluster's leader:
+// Patroni keeps it under a lease of ttl seconds, renewed every loop_wait.
+func (c *Cluster) LeaderKey() string { return c.cfg.namespace() + c.cfg.Scope + "/leader" }
+
 // Dir returns the directory holding the members' data and logs.
 func (c *Cluster) Dir() string { return c.dir }
 
@@ -254,6 +275,24 @@ func (c *Cluster) RESTURLs() []string {
 	out := make([]string, len(c.members))
 	for i, m := range c.members {
 		out[i] = m.restURL()
+	}
+	return out
+}
+
+// MemberEndpoint is where one member listens.
+type MemberEndpoint struct {
+	MemberSpec
+	// Addr is the member's PostgreSQL host:port.
+	Addr string
+	// REST is the member's Patroni REST base URL.
+	REST string
+}
+
+// Endpoints returns every member's addresses, in Config order.
+func (c *Cluster) Endpoints() []MemberEndpoint {
+	out := make([]MemberEndpoint, len(c.members))
+	for i, m := range c.members {
+		out[i] = MemberEndpoint{MemberSpec: m.spec, Addr: "127.0.0.1:" + strconv.Itoa(m.pgPort), REST: m.restURL()}
 	}
 	return out
 }

@@ -71,7 +71,14 @@ func (c *Cluster) memberYAML(m *member) ([]byte, error) {
 					"parameters":    params,
 				},
 			},
-			"initdb": []any{map[string]any{"encoding": "UTF8"}, map[string]any{"locale": "C"}},
+			// Patroni refuses initdb's nosync, which saves seconds of
+			// fsync per start; a custom bootstrap runs initdb with it.
+			"method": "fastinit",
+			"fastinit": map[string]any{
+				"command": fmt.Sprintf("%s -D %s -U postgres -A trust -E UTF8 --locale=C --no-sync --no-instructions",
+					filepath.Join(c.bindir, "initdb"), m.dataDir()),
+				"no_params": true,
+			},
 		},
 		"postgresql": map[string]any{
 			"listen":          pgAddr,

@@ -198,10 +198,10 @@ func statOf(pid int) (ppid int, state string, ok bool) {
 	return ppid, fields[0], err == nil
 }
 
-// sweep kills members of clusters whose starting process died without
+// Sweep kills members of clusters whose starting process died without
 // stopping them (a test binary killed by its timeout) and removes their
 // directories: each would otherwise hold memory, ports and DCS keys.
-func sweep() {
+func Sweep() {
 	dirs, _ := filepath.Glob(filepath.Join("/tmp", dirPrefix+"*"))
 	for _, dir := range dirs {
 		b, err := os.ReadFile(filepath.Join(dir, ownerFile))

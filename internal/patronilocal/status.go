@@ -244,3 +244,26 @@ func (c *Cluster) Switchover(ctx context.Context, candidate string) error {
 	}
 	return c.WaitHealthy(ctx)
 }
+
+// ProbePrimary asks member restURL's GET /primary, which Patroni answers
+// 200 only on a running primary holding the leader key (the HAProxy check).
+// It returns nil on 200. The DCS keeps a dead primary's leader key for up
+// to its ttl, so /cluster alone would still name it leader.
+func ProbePrimary(ctx context.Context, restURL string) error {
+	ctx, cancel := context.WithTimeout(ctx, restTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, restURL+"/primary", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s/primary: %s", restURL, resp.Status)
+	}
+	return nil
+}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/idemcoord/idemcoord/deploy/haproxy"
 	"github.com/idemcoord/idemcoord/devcluster"
+	"github.com/idemcoord/idemcoord/internal/patronilocal"
 	"github.com/idemcoord/idemcoord/internal/reach"
 )
 
@@ -33,6 +34,7 @@ func Command(newLogger Logger) *cobra.Command {
 	var (
 		portBase          int
 		dbURL             string
+		storeMode         string
 		logFormat, logLvl string
 	)
 	cmd := &cobra.Command{
@@ -51,7 +53,16 @@ terminal closes; what a killed cluster left behind is removed by the next
 Each cluster keeps its own state file, named by its port base, for idemctl:
 several clusters can run side by side on different --port-base values, and
 idemctl's --port-base says which one it talks to. The ports are checked before
-anything starts.`,
+anything starts.
+
+--store ha replaces the store with one Patroni-managed PostgreSQL cluster per
+home region (three members each: the first primary in its home region, a
+synchronous standby and a third member in the other regions; strict
+synchronous replication; the dev etcd as Patroni's DCS under
+/idemcoord-dev/patroni/) and prints its members; "idemctl store status" shows
+their roles, lag and timelines. It needs Patroni 4 (Debian trixie's package
+"patroni") and takes about a minute to start; the default, --store single, is
+one throwaway PostgreSQL.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			log, err := newLogger(logFormat, logLvl)
@@ -62,6 +73,13 @@ anything starts.`,
 			// remove its data like Ctrl-C, not leave PostgreSQL running.
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 			defer stop()
+			if storeMode != devcluster.StoreSingle && storeMode != devcluster.StoreHA {
+				return fmt.Errorf("--store %q: want %s or %s", storeMode, devcluster.StoreSingle, devcluster.StoreHA)
+			}
+			if storeMode == devcluster.StoreHA && dbURL != "" {
+				return errors.New("--store ha starts its own PostgreSQL clusters; drop --database-url")
+			}
+			patronilocal.Sweep() // Patroni members a killed --store ha cluster left
 			for _, pid := range devcluster.SweepStale() {
 				fmt.Fprintf(cmd.ErrOrStderr(), "removed what a dev cluster that died (pid %d) left behind\n", pid)
 			}
@@ -73,8 +91,15 @@ anything starts.`,
 					return fmt.Errorf("--database-url: %w", err)
 				}
 			}
-			fmt.Fprintln(cmd.ErrOrStderr(), "starting PostgreSQL, etcd, demo services and three regions...")
-			c, err := devcluster.Start(ctx, devcluster.Options{PortBase: portBase, DatabaseURL: dbURL, Logger: log})
+			if storeMode == devcluster.StoreHA {
+				if _, err := patronilocal.Version(ctx); err != nil {
+					return fmt.Errorf("--store ha: %w", err)
+				}
+				fmt.Fprintln(cmd.ErrOrStderr(), "starting PostgreSQL, etcd, three Patroni clusters (about a minute), demo services and three regions...")
+			} else {
+				fmt.Fprintln(cmd.ErrOrStderr(), "starting PostgreSQL, etcd, demo services and three regions...")
+			}
+			c, err := devcluster.Start(ctx, devcluster.Options{PortBase: portBase, DatabaseURL: dbURL, Logger: log, Store: storeMode})
 			if err != nil && dbURL != "" {
 				return fmt.Errorf("with --database-url %s: %w", redactDSN(dbURL), err)
 			}
@@ -103,12 +128,16 @@ anything starts.`,
 				return err
 			}
 			printCluster(cmd.OutOrStdout(), st, statePath, token)
+			if len(st.StoreClusters) > 0 {
+				printStoreMembers(ctx, cmd.OutOrStdout(), st)
+			}
 			<-ctx.Done()
 			return nil
 		},
 	}
 	cmd.Flags().IntVar(&portBase, "port-base", devcluster.DefaultPortBase, "port of the first region's gateway; the others follow")
 	cmd.Flags().StringVar(&dbURL, "database-url", "", "use this PostgreSQL/CockroachDB URL instead of a throwaway PostgreSQL")
+	cmd.Flags().StringVar(&storeMode, "store", devcluster.StoreSingle, "store: single (one throwaway PostgreSQL) or ha (a Patroni cluster per home region)")
 	cmd.Flags().StringVar(&logFormat, "log-format", "text", "log format: json or text")
 	cmd.Flags().StringVar(&logLvl, "log-level", "warn", "log level: debug, info, warn or error")
 	return cmd
