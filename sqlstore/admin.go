@@ -58,6 +58,8 @@ func (s *Store) AuditedCleanup(ctx context.Context, operator, reason string, bat
 // actor by subject alone. It scans the records table: an operator's aid,
 // never on a request path.
 func (s *Store) ActorScopes(ctx context.Context, subject string, limit int) ([]string, error) {
+	ctx, done := s.call(ctx) // a deadline for every statement: a frozen primary keeps its connections open
+	defer done()
 	rows, err := s.pool.Query(ctx, `SELECT DISTINCT actor_scope FROM idempotency_records
 		WHERE right(actor_scope, length($1) + 1) = '/' || $1 ORDER BY actor_scope LIMIT $2`, subject, limit)
 	if err != nil {

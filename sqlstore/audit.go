@@ -57,6 +57,8 @@ func auditArgs(f store.AuditFilter) []any {
 // CountAudit returns how many audit rows f selects (Limit and Offset
 // aside): what a page of QueryAudit is "N of".
 func (s *Store) CountAudit(ctx context.Context, f store.AuditFilter) (int, error) {
+	ctx, done := s.call(ctx) // a deadline for every statement: a frozen primary keeps its connections open
+	defer done()
 	var n int64
 	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM repair_audit `+auditWhere, auditArgs(f)...).Scan(&n); err != nil {
 		return 0, fmt.Errorf("sqlstore: count audit: %w", err)
@@ -66,6 +68,8 @@ func (s *Store) CountAudit(ctx context.Context, f store.AuditFilter) (int, error
 
 // QueryAudit returns the audit rows f selects, newest first.
 func (s *Store) QueryAudit(ctx context.Context, f store.AuditFilter) ([]store.AuditRow, error) {
+	ctx, done := s.call(ctx) // a deadline for every statement: a frozen primary keeps its connections open
+	defer done()
 	if f.Limit <= 0 {
 		f.Limit = 100
 	}

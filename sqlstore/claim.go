@@ -67,6 +67,9 @@ func (s *Store) begin(ctx context.Context, req store.ClaimRequest) (store.Claim,
 		if errors.As(err, &exhausted) && errors.Is(exhausted.Err, errMovedOn) {
 			exhausted.Err = nil // no failure: the record kept changing under the claim
 		}
+		if errors.As(err, new(*UnreplicatedCommitError)) {
+			unsure = true // our claim may stand on the primary alone
+		}
 		if unsure && !req.Pending {
 			// Our insert may have committed, unknown to everyone: release
 			// it once the store answers (release.go). (A PENDING claim is
@@ -295,6 +298,8 @@ func nonce() string {
 // bootstrapped: such a shard admits nobody) from the fence table. Callers cache it as a hint; every write
 // checks it again.
 func (s *Store) Fence(ctx context.Context, shard int) (epoch int64, owner string, err error) {
+	ctx, done := s.call(ctx) // a deadline for every statement: a frozen primary keeps its connections open
+	defer done()
 	err = s.pool.QueryRow(ctx, `SELECT epoch, owner_region FROM shard_fences WHERE shard = $1`, shard).Scan(&epoch, &owner)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, "", fmt.Errorf("sqlstore: shard %d has no fence row: %w", shard, fencing.ErrStaleEpoch)

@@ -111,6 +111,7 @@ func (s *Store) claim(ctx context.Context, req store.ClaimRequest, owner string,
 		rec.Scope.Key = req.Scope.Key
 		return true, nil
 	case j.err != nil && ambiguous(stmtOutcome(j.err)):
+		markUnreplicated(ctx, j.err)
 		return false, j.err
 	}
 	return s.claimRow(ctx, s.pool, req, owner, opID, state, rec, now)
@@ -158,6 +159,10 @@ func claimBatchArgs(batch []*member[claimJob]) []any {
 func (s *Store) claimBatch(ctx context.Context, batch []*member[claimJob]) {
 	ctx, cancel := context.WithTimeout(ctx, s.loop.Budget.Total)
 	defer cancel()
+	// The batch's own commit watch: a sync-rep warning on its commit is
+	// every member's, not its leader's call's (syncrep.go).
+	w := &commitWatch{}
+	ctx = context.WithValue(ctx, watchKey{}, w)
 	s.metrics.batch(ctx, "claim", len(batch))
 	byOp := make(map[uuid.UUID]*claimJob, len(batch))
 	for _, m := range batch {
@@ -201,6 +206,9 @@ func (s *Store) claimBatch(ctx context.Context, batch []*member[claimJob]) {
 		rows.Close()
 		if err == nil {
 			err = rows.Err()
+		}
+		if err == nil && w.unreplicated.Load() != nil {
+			err = s.batchReplicated(ctx, w)
 		}
 	}
 	if err != nil {

@@ -148,6 +148,8 @@ func checkOperator(operator, reason string) error {
 
 // AuditLog returns the newest audit entries, newest first.
 func (s *Store) AuditLog(ctx context.Context, limit int) ([]store.AuditEntry, error) {
+	ctx, done := s.call(ctx) // a deadline for every statement: a frozen primary keeps its connections open
+	defer done()
 	rows, err := s.pool.Query(ctx, `SELECT id, operator, action, reason, operation_id, COALESCE(actor_scope, ''), detail
 		FROM repair_audit ORDER BY at DESC, id LIMIT $1`, limit)
 	if err != nil {

@@ -15,6 +15,8 @@ import (
 // ShardCount returns the shard count recorded by BootstrapFences, or
 // ErrNotBootstrapped.
 func (s *Store) ShardCount(ctx context.Context) (int, error) {
+	ctx, done := s.call(ctx) // a deadline for every statement: a frozen primary keeps its connections open
+	defer done()
 	var n int
 	err := s.pool.QueryRow(ctx, `SELECT shards FROM shard_config WHERE id = 1`).Scan(&n)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -31,6 +33,8 @@ func (s *Store) ShardCount(ctx context.Context) (int, error) {
 // no rows when the store is not bootstrapped. (Migration 0001 leaves
 // unowned rows for shards 0..1023; those past the count are not returned.)
 func (s *Store) Fences(ctx context.Context) ([]store.FenceRow, error) {
+	ctx, done := s.call(ctx) // a deadline for every statement: a frozen primary keeps its connections open
+	defer done()
 	rows, err := s.pool.Query(ctx, `SELECT f.shard, f.epoch, f.owner_region
 		FROM shard_fences AS f, shard_config AS c
 		WHERE c.id = 1 AND f.shard < c.shards ORDER BY f.shard`)
@@ -51,17 +55,29 @@ func (s *Store) Fences(ctx context.Context) ([]store.FenceRow, error) {
 // left their home owner. It never changes a row that has an owner, so it is
 // safe to run on every start of every instance, concurrently.
 func (s *Store) BootstrapFences(ctx context.Context, shards int, home func(shard int) string) error {
+	return s.BootstrapOwnFences(ctx, shards, home, nil)
+}
+
+// BootstrapOwnFences is BootstrapFences for the shards mine accepts only
+// (every shard when mine is nil): a store that holds some of the shards
+// (one cluster of the patroni backend) gives an owner to its own, and
+// leaves the others without one, so a shard routed to the wrong cluster
+// admits nobody there.
+func (s *Store) BootstrapOwnFences(ctx context.Context, shards int, home func(shard int) string, mine func(shard int) bool) error {
 	if shards < 1 {
 		return fmt.Errorf("sqlstore: bootstrap: shard count must be at least 1, got %d", shards)
 	}
 	if home == nil {
 		return errors.New("sqlstore: bootstrap: home must be set")
 	}
-	nums := make([]int32, shards)
-	owners := make([]string, shards)
+	nums := make([]int32, 0, shards)
+	owners := make([]string, 0, shards)
 	for i := range shards {
-		nums[i], owners[i] = int32(i), home(i)
-		if strings.TrimSpace(owners[i]) == "" {
+		if mine != nil && !mine(i) {
+			continue
+		}
+		nums, owners = append(nums, int32(i)), append(owners, home(i))
+		if strings.TrimSpace(home(i)) == "" {
 			return fmt.Errorf("sqlstore: bootstrap: shard %d has no home region", i)
 		}
 	}

@@ -55,6 +55,8 @@ func fencedOut(req store.ClaimRequest, rec store.Record) bool {
 // shards' ranges; on PostgreSQL it scans the table. scan.After pages as
 // for Stranded.
 func (s *Store) Fenced(ctx context.Context, scan store.StrandedScan) ([]store.Queued, error) {
+	ctx, done := s.call(ctx) // a deadline for every statement: a frozen primary keeps its connections open
+	defer done()
 	if scan.Limit <= 0 {
 		return nil, fmt.Errorf("sqlstore: fenced: Limit must be positive, got %d", scan.Limit)
 	}

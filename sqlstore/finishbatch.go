@@ -92,6 +92,7 @@ func (s *Store) finishFirst(ctx context.Context, u *fencedUpdate) (bool, error) 
 		}
 		return true, nil
 	case j.err != nil && ambiguous(stmtOutcome(j.err)):
+		markUnreplicated(ctx, j.err)
 		return false, j.err
 	}
 	return u.run(ctx, s, s.pool)
@@ -137,6 +138,10 @@ func finishBatchArgs(batch []*member[finishJob]) []any {
 func (s *Store) finishBatch(ctx context.Context, batch []*member[finishJob]) {
 	ctx, cancel := context.WithTimeout(ctx, s.loop.Budget.Total)
 	defer cancel()
+	// The batch's own commit watch: a sync-rep warning on its commit is
+	// every member's, not its leader's call's (syncrep.go).
+	w := &commitWatch{}
+	ctx = context.WithValue(ctx, watchKey{}, w)
 	s.metrics.batch(ctx, "finish", len(batch))
 	n := len(batch)
 	args := append([]any{s.now()}, finishBatchArgs(batch)...)
@@ -166,6 +171,9 @@ func (s *Store) finishBatch(ctx context.Context, batch []*member[finishJob]) {
 		rows.Close()
 		if err == nil {
 			err = rows.Err()
+		}
+		if err == nil && w.unreplicated.Load() != nil {
+			err = s.batchReplicated(ctx, w)
 		}
 	}
 	if err != nil {

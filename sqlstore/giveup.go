@@ -20,9 +20,11 @@ func unreachable(err error) bool {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		// The server answered; only "cannot connect now" classes are an
-		// outage: 08 connection exceptions, 57P01-03 shutdowns.
+		// outage: 08 connection exceptions, 57P01-03 shutdowns, and a
+		// server that takes no writes (primary.go).
 		c := pgErr.Code
-		return len(c) == 5 && (c[:2] == "08" || c == "57P01" || c == "57P02" || c == "57P03")
+		// 25006 is a standby or a demoted primary: no primary answered.
+		return len(c) == 5 && (c[:2] == "08" || c == "57P01" || c == "57P02" || c == "57P03") || readOnly(pgErr)
 	}
 	var connErr *pgconn.ConnectError
 	if errors.As(err, &connErr) {

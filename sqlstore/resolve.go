@@ -59,6 +59,8 @@ func (s *Store) prepareResolve(rec store.Record, tok fencing.Token, res store.Re
 // Lookup returns the operation with id opID if it belongs to actor. Another
 // actor's operation is ErrNotFound: its existence is not revealed.
 func (s *Store) Lookup(ctx context.Context, actor string, opID uuid.UUID) (store.Record, error) {
+	ctx, done := s.call(ctx) // a deadline for every statement: a frozen primary keeps its connections open
+	defer done()
 	var rec store.Record
 	err := scanRecord(s.pool.QueryRow(ctx, `SELECT `+recordCols+` FROM idempotency_records
 		WHERE operation_id = $1 AND actor_scope = $2`, opID, actor), &rec)

@@ -12,6 +12,8 @@ import (
 // backlog, each scan bounded by limit rows (limit <= 0 means
 // DefaultStatsLimit). It is a read: it never changes a record.
 func (s *Store) Stats(ctx context.Context, limit int, stuckAfter time.Duration) (store.Stats, error) {
+	ctx, done := s.call(ctx) // a deadline for every statement: a frozen primary keeps its connections open
+	defer done()
 	if limit <= 0 {
 		limit = store.DefaultStatsLimit
 	}

@@ -161,7 +161,12 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("sqlstore: dsn: %w", err)
 	}
 	pc.MaxConns = cfg.MaxConns
-	pc.ConnConfig.Tracer = cfg.Tracer
+	// A commit the synchronous standby did not confirm is not a success,
+	// and a server that no longer takes writes is left (primary.go,
+	// syncrep.go).
+	pc.ConnConfig.Tracer = commitTracer{next: cfg.Tracer}
+	pc.ConnConfig.OnNotice = onNotice
+	pc.ConnConfig.OnPgError = onPgError
 	// Every implicit (single-statement) transaction is serializable too.
 	pc.ConnConfig.RuntimeParams["default_transaction_isolation"] = "serializable"
 	pc.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
@@ -245,8 +250,13 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 // Cockroach reports whether the store is CockroachDB.
 func (s *Store) Cockroach() bool { return s.cockroach }
 
-// Ping checks that the store answers.
-func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
+// Ping checks that the store answers, within the store's per-call
+// budget when ctx has no deadline.
+func (s *Store) Ping(ctx context.Context) error {
+	ctx, done := s.call(ctx)
+	defer done()
+	return s.pool.Ping(ctx)
+}
 
 // Close stops the background release of unconfirmed claims (release.go)
 // and closes the pool.

@@ -14,6 +14,8 @@ import (
 // expired first. It only reads: a caller takes each over with TakeOver,
 // which lets only one instance win.
 func (s *Store) Stranded(ctx context.Context, scan store.StrandedScan) ([]store.Queued, error) {
+	ctx, done := s.call(ctx) // a deadline for every statement: a frozen primary keeps its connections open
+	defer done()
 	if scan.Limit <= 0 {
 		return nil, fmt.Errorf("sqlstore: stranded: Limit must be positive, got %d", scan.Limit)
 	}

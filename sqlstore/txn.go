@@ -16,12 +16,14 @@ import (
 )
 
 // retryable reports whether err is a serialization failure (40001), a
-// deadlock (40P01) or CockroachDB's older restart code (CR000): the
+// deadlock (40P01), CockroachDB's older restart code (CR000) or a server
+// that no longer takes writes (25006, a demoted primary whose connection
+// onPgError closed: the next attempt connects to the new one): the
 // transaction did not commit and may be re-run whole.
 func retryable(err error) bool {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
-		return pgErr.Code == "40001" || pgErr.Code == "40P01" || pgErr.Code == "CR000"
+		return pgErr.Code == "40001" || pgErr.Code == "40P01" || pgErr.Code == "CR000" || readOnly(pgErr)
 	}
 	return false
 }
@@ -49,6 +51,9 @@ func ambiguous(err error) bool {
 	if errors.As(err, &connErr) {
 		return false // no connection, so nothing was sent
 	}
+	if errors.As(err, new(*UnreplicatedCommitError)) {
+		return true // committed on the primary only (syncrep.go)
+	}
 	var netErr net.Error
 	return errors.As(err, &netErr) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, context.DeadlineExceeded) ||
@@ -74,7 +79,10 @@ func (s *Store) retry(ctx context.Context, op string, attempt func(ctx context.C
 func (s *Store) do(ctx context.Context, op string, again func(error) bool, attempt func(ctx context.Context) error) error {
 	// An inner loop that gave up spent the call's budget: the outer one
 	// gives up with it instead of wrapping it again.
-	err := s.loop.Do(ctx, op, func(err error) bool { return !gaveUp(err) && again(err) }, attempt)
+	ctx, w := watching(ctx)
+	err := s.loop.Do(ctx, op, func(err error) bool { return !gaveUp(err) && again(err) }, func(ctx context.Context) error {
+		return s.confirm(ctx, w, attempt(ctx))
+	})
 	if err == nil {
 		return nil // before the targets below, which escape: no allocation on success
 	}
@@ -86,6 +94,9 @@ func (s *Store) do(ctx context.Context, op string, again func(error) bool, attem
 	case errors.As(err, &ex) && errors.As(ex.Err, &amb):
 		// The store kept losing the answer: that is an outage, not contention.
 		return &stillAmbiguous{op: op, attempts: ex.Attempts, err: ex.Err}
+	case errors.As(err, &ex) && unreachable(ex.Err):
+		// No server took writes (no primary yet): an outage too.
+		return &store.UnavailableError{Err: ex}
 	case errors.As(err, &ex):
 		return &store.RetriesExhaustedError{Op: op, Attempts: ex.Attempts, Err: ex.Err}
 	}

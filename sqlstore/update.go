@@ -384,6 +384,8 @@ func (s *Store) Finish(ctx context.Context, l *store.Lease, res store.Result) er
 
 // Read returns the record of a scope, for the actor of the scope only.
 func (s *Store) Read(ctx context.Context, sc store.Scope) (store.Record, error) {
+	ctx, done := s.call(ctx) // a deadline for every statement: a frozen primary keeps its connections open
+	defer done()
 	rec, err := s.readHash(ctx, sc.Actor, sc.Endpoint, sc.Key.Hash())
 	rec.Scope.Key = sc.Key
 	return rec, err
