@@ -446,21 +446,29 @@ func (h *haStore) measure(kind, old string, death time.Time) {
 // firstCommit polls member (the new primary) for the first coordinator
 // record written after death: the first write committed on it. A
 // record's updated_at is its last write's transaction start, which on
-// the new primary comes after its promotion.
+// the new primary comes after its promotion. Each poll opens its own
+// connection: the new primary may drop connections (a restart to take
+// its synchronous standby), and one broken connection must not end the
+// measurement.
 func (h *haStore) firstCommit(ctx context.Context, member string, death time.Time) (time.Time, error) {
 	dsn, err := h.cl.MemberDSN(member)
 	if err != nil {
 		return time.Time{}, err
 	}
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		return time.Time{}, err
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	for {
+	poll := func() (*time.Time, error) {
+		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		conn, err := pgx.Connect(pctx, dsn)
+		if err != nil {
+			return nil, err
+		}
+		defer conn.Close(context.WithoutCancel(ctx))
 		var at *time.Time
-		err := conn.QueryRow(ctx, `SELECT min(updated_at) FROM idempotency_records WHERE updated_at > $1`, death).Scan(&at)
-		if err == nil && at != nil {
+		err = conn.QueryRow(pctx, `SELECT min(updated_at) FROM idempotency_records WHERE updated_at > $1`, death).Scan(&at)
+		return at, err
+	}
+	for {
+		if at, err := poll(); err == nil && at != nil {
 			return *at, nil
 		}
 		if err := clock.Sleep(ctx, clock.Real(), storePoll); err != nil {
@@ -504,10 +512,13 @@ func (p *Process) LoseRegion(ctx context.Context, region string) error {
 	if err := p.Kill(ctx, region); err != nil {
 		return err
 	}
-	death := time.Now()
+	// The other regions write to the primary until its member dies: its
+	// death is after the kill, not before (a write they committed in
+	// between is not the successor's first).
 	if err := errors.Join(h.cl.Kill(member), p.members.KillMember(ctx, region)); err != nil {
 		return err
 	}
+	death := time.Now()
 	if wasPrimary {
 		h.measure(string(failpoint.RegionLossFull), member, death)
 	}
