@@ -66,7 +66,7 @@ func Drill(ctx context.Context, cfg DrillConfig) (Result, error) {
 	if out == nil {
 		out = io.Discard
 	}
-	c, err := cfg.Start(ctx, cluster.Options{Policy: string(sc.Policy), Lease: sc.Lease, Unsafe: cfg.Unsafe})
+	c, err := cfg.Start(ctx, cluster.Options{Policy: string(sc.Policy), Lease: sc.Lease, Unsafe: cfg.Unsafe, Store: sc.Store})
 	if err != nil {
 		return Result{}, fmt.Errorf("chaos: start cluster: %w", err)
 	}

@@ -160,6 +160,11 @@ func Run(ctx context.Context, sc scenario.Scenario, seed uint64, c cluster.Clust
 		return res, err
 	}
 	pr.once(ctx, keep) // a final probe after healing
+	log.Info("drill: replaying acknowledged answers")
+	if err := tr.ReplayAcked(ctx); err != nil {
+		return res, err
+	}
+	recordStoreFailovers(c, rec)
 	res.History = rec.History()
 	res.StageErrors = errs
 	verdict, err := Recheck(ctx, res.History, c, opts.Validate)
@@ -171,6 +176,26 @@ func Run(ctx context.Context, sc scenario.Scenario, seed uint64, c cluster.Clust
 		Client: opts.Client})
 	log.Info("drill: checked", "violations", len(verdict.Violations), "green", verdict.Green())
 	return res, nil
+}
+
+// recordStoreFailovers adds the replicated store's failovers the faults
+// caused (cluster.StoreFailovers) to the history as ProbeStoreFailover
+// records, their wall times turned into the recorder's offsets.
+func recordStoreFailovers(c cluster.Cluster, rec *history.Recorder) {
+	sf, ok := c.(cluster.StoreFailovers)
+	if !ok {
+		return
+	}
+	at := func(t time.Time) int64 { return int64(t.Sub(rec.Start())) }
+	for _, f := range sf.StoreFailovers() {
+		op := history.Operation{Kind: history.KindProbe, Probe: history.ProbeStoreFailover, Fault: f.Fault,
+			Call: at(f.Death), SentTo: f.Old, ServedBy: f.New, Shard: -1,
+			Detail: fmt.Sprintf("old timeline %d, new timeline %d, rejoined %v", f.OldTimeline, f.NewTimeline, f.Rejoined)}
+		if !f.FirstCommit.IsZero() {
+			op.Return = at(f.FirstCommit)
+		}
+		rec.Add(op)
+	}
 }
 
 // waitFaults returns once the schedule's last fault should have healed.

@@ -25,7 +25,19 @@ type Options struct {
 	// Unsafe starts the coordinator in its drills-only unsafe mode (the
 	// checker must then report violations).
 	Unsafe string
+	// Store is the SQL store the regions use: "" (StoreSingle) for one
+	// throwaway PostgreSQL, StoreHA for the replicated store (Patroni;
+	// the process cluster only).
+	Store string
 }
+
+// Values of Options.Store.
+const (
+	// StoreSingle is one throwaway PostgreSQL shared by every region.
+	StoreSingle = "single"
+	// StoreHA is PostgreSQL replicated across the regions under Patroni.
+	StoreHA = "ha"
+)
 
 // Cluster is the topology every drill needs. Stop ends everything the
 // cluster started.

@@ -70,6 +70,7 @@ type Process struct {
 	secret  string // the HS256 secret (its hex text is the key)
 
 	pg      *pglocal.Server
+	ha      *haStore // Options.Store StoreHA: the Patroni cluster
 	etcd    *etcdlocal.Cluster
 	members *EtcdMembers
 	demo    *demo
@@ -120,7 +121,10 @@ func ProcessStarter(pc ProcessConfig) Starter {
 }
 
 func startProcesses(ctx context.Context, pc ProcessConfig, opts Options) (_ *Process, err error) {
-	if opts.Unsafe != "" {
+	if err := checkStore(&opts); err != nil {
+		return nil, err
+	}
+	if opts.Unsafe != "" && opts.Unsafe != UnsafeAsyncReplication {
 		if _, err := unsafemode.Wrap(opts.Unsafe, ""); err != nil {
 			return nil, err
 		}
@@ -186,6 +190,9 @@ func drillBinary(ctx context.Context, pc ProcessConfig) (string, error) {
 // services, and the drill's own connections to them (direct, never
 // through a proxy: the drill is not what its faults cut).
 func (p *Process) startStores(ctx context.Context) (err error) {
+	if p.opts.Store == StoreHA {
+		return p.startHAStores(ctx)
+	}
 	if p.pg, err = pglocal.Start(ctx); err != nil {
 		return err
 	}
@@ -234,7 +241,6 @@ func (p *Process) writeConfigs() error {
 		p.regions = append(p.regions, &procRegion{name: name, listen: listen, control: control,
 			config: filepath.Join(p.dir, name+".yaml"), log: log})
 	}
-	dsn := p.pg.DSN("postgres")
 	for _, r := range p.regions {
 		f := regionFile{Region: r.name, Listen: r.listen, SecretFile: secretFile, Policy: p.opts.Policy,
 			Lease: p.opts.Lease, UpstreamTimeout: upstreamTimeout(p.opts.Lease)}
@@ -243,11 +249,9 @@ func (p *Process) writeConfigs() error {
 			return err
 		}
 		f.Upstream = "http://" + up
-		sql, err := p.toxics.Add(r.name, "sql", p.pg.Addr())
-		if err != nil {
+		if f.DSN, err = p.regionDSN(r.name); err != nil {
 			return err
 		}
-		f.DSN = strings.Replace(dsn, p.pg.Addr(), sql, 1)
 		for i, ep := range p.etcd.Endpoints() {
 			addr, err := p.toxics.AddTo(r.name, "etcd", devcluster.Regions[i], strings.TrimPrefix(ep, "http://"))
 			if err != nil {
@@ -301,7 +305,26 @@ func (p *Process) Token(_ context.Context, subject string) (string, error) {
 func (p *Process) Tenant() string { return devcluster.Tenant }
 
 // DSN implements Cluster: the direct URL, not a region's proxy.
-func (p *Process) DSN() string { return p.pg.DSN("postgres") }
+func (p *Process) DSN() string {
+	if p.ha != nil {
+		return p.ha.cl.DSN()
+	}
+	return p.pg.DSN("postgres")
+}
+
+// regionDSN returns the store URL region's idemd uses, through its own
+// proxies (its "sql" link): the one PostgreSQL, or every member of the
+// replicated store, its own region's first.
+func (p *Process) regionDSN(region string) (string, error) {
+	if p.ha != nil {
+		return p.ha.regionDSN(p.toxics, region)
+	}
+	sql, err := p.toxics.Add(region, "sql", p.pg.Addr())
+	if err != nil {
+		return "", err
+	}
+	return strings.Replace(p.pg.DSN("postgres"), p.pg.Addr(), sql, 1), nil
+}
 
 // Home implements Homes: a shard's home is the region at its index modulo
 // the number of regions (the regions list's order).
@@ -333,6 +356,9 @@ func (p *Process) Stop(ctx context.Context) error {
 	}
 	if p.pg != nil {
 		errs = append(errs, p.pg.Close())
+	}
+	if p.ha != nil {
+		errs = append(errs, p.ha.cl.Stop())
 	}
 	if p.dir != "" && !p.keepDir {
 		os.RemoveAll(p.dir)

@@ -49,7 +49,7 @@ func (p *Process) spec(r *procRegion) ProcSpec {
 		}
 	}
 	env = append(env, EnvDrillControl+"="+r.control)
-	if p.opts.Unsafe != "" {
+	if p.opts.Unsafe != "" && p.opts.Unsafe != UnsafeAsyncReplication {
 		env = append(env, EnvDrillUnsafe+"="+p.opts.Unsafe)
 	}
 	return ProcSpec{Path: p.bin, Args: []string{"run", "--config", r.config, "--log-format", "json"}, Env: env,

@@ -219,3 +219,21 @@ func (t *Toxics) restore(ctx context.Context, names []string) error {
 	}
 	return nil
 }
+
+// Base puts a fixed latency on the named proxy's answers (the link's
+// round trip between two regions), outside the toxics a fault adds:
+// Restore and Clean leave it alone.
+func (t *Toxics) Base(name string, latency time.Duration) error {
+	t.mu.Lock()
+	p := t.proxies[name]
+	t.mu.Unlock()
+	if p == nil {
+		return fmt.Errorf("cluster: no proxy %s", name)
+	}
+	doc := fmt.Sprintf(`{"name":"rtt","type":"latency","stream":"downstream","toxicity":1.0,"attributes":{"latency":%d}}`,
+		latency.Milliseconds())
+	if _, err := p.Toxics.AddToxicJson(strings.NewReader(doc)); err != nil {
+		return fmt.Errorf("cluster: base latency on %s: %w", name, err)
+	}
+	return nil
+}

@@ -26,6 +26,12 @@ const (
 	ClockSkew      Kind = "clock_skew"
 	CutPeer        Kind = "cut_peer"
 	ShortPause     Kind = "short_pause"
+	// The replicated store's faults (a cluster started with the store
+	// "ha": one Patroni cluster per home region).
+	KillStorePrimary  Kind = "kill_store_primary"
+	PauseStorePrimary Kind = "pause_store_primary"
+	CutStorePrimary   Kind = "cut_store_primary"
+	RegionLossFull    Kind = "region_loss_full"
 )
 
 // ShortPauseMax is the longest a ShortPause lasts (Plan cuts a longer
@@ -120,6 +126,34 @@ var registry = []Def{
 		Doc: "SIGSTOP of a region's idemd for at most 1.5 s, under its liveness budget (a GC pause, " +
 			"a noisy neighbour); heals by SIGCONT",
 		Apply: on(inRegion(ProcessTarget.Pause), inRegion(ProcessTarget.Resume))},
+	{Kind: KillStorePrimary, Class: ClassOther,
+		Doc: "SIGKILL of the primary (Patroni and PostgreSQL) of the store cluster homed in a region; " +
+			"heals, once a standby was promoted, by restarting it and waiting until it streams again (it rejoins through pg_rewind)",
+		Apply: storeFault(StoreTarget.KillStorePrimary)},
+	{Kind: PauseStorePrimary, Class: ClassOther,
+		Doc: "SIGSTOP of the primary of the store cluster homed in a region, past its leader ttl (a zombie primary); " +
+			"heals, once a standby was promoted, by SIGCONT and waiting until it demoted itself and streams again",
+		Apply: storeFault(StoreTarget.PauseStorePrimary)},
+	{Kind: CutStorePrimary, Class: ClassOther,
+		Doc: "cuts the primary of the store cluster homed in a region from etcd and from its replicas; " +
+			"heals, once a standby was promoted, by restoring its links and waiting until it streams again",
+		Apply: storeFault(StoreTarget.CutStorePrimary)},
+	{Kind: RegionLossFull, Class: ClassRegionLoss,
+		Doc: "kills a region's idemd, its store members and its etcd member together; heals by restarting " +
+			"etcd, the members (streaming again) and the idemd, and a failback",
+		Apply: on(inRegion(RegionLossTarget.LoseRegion), inRegion(RegionLossTarget.RestoreRegion))},
+}
+
+// storeFault builds the Apply of a fault on a store cluster's primary:
+// the heal brings back the member the injection hit.
+func storeFault(inject func(StoreTarget, context.Context, string) (string, error)) Apply {
+	return with(func(ctx context.Context, t StoreTarget, f Fault) (Heal, error) {
+		member, err := inject(t, ctx, f.Region)
+		if err != nil {
+			return nil, err
+		}
+		return func(ctx context.Context) error { return t.HealStoreMember(ctx, f.Region, member) }, nil
+	})
 }
 
 // pauseFor is how long a PauseRegion lasts at least: past the lease, so

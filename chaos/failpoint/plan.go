@@ -17,6 +17,10 @@ var ErrInvalidSpec = errors.New("failpoint: invalid spec")
 type Spec struct {
 	// Kinds are the kinds to draw from, uniformly. Empty means no faults.
 	Kinds []Kind `yaml:"kinds"`
+	// InOrder takes the kinds in their order, one fault each, round and
+	// round, instead of drawing them: a scenario that must hold every kind
+	// at every seed (a zombie primary and a killed one).
+	InOrder bool `yaml:"in_order"`
 	// Count is how many faults the schedule holds, one after another.
 	Count int `yaml:"count"`
 	// Regions are the regions a fault may target.
@@ -129,7 +133,12 @@ func Plan(spec Spec, seed uint64) (Schedule, error) {
 	}
 	slot := (spec.Duration - spec.Warmup - spec.Cooldown) / time.Duration(spec.Count)
 	for i := range spec.Count {
-		f := Fault{Kind: spec.Kinds[rng.IntN(len(spec.Kinds))]}
+		var f Fault
+		if spec.InOrder {
+			f.Kind = spec.Kinds[i%len(spec.Kinds)]
+		} else {
+			f.Kind = spec.Kinds[rng.IntN(len(spec.Kinds))]
+		}
 		f.For = spec.MinFor + between(rng, spec.MaxFor-spec.MinFor)
 		d, _ := Lookup(f.Kind) // Validate checked every kind
 		if !d.ClusterWide {

@@ -63,3 +63,35 @@ type ClockTarget interface {
 	// Skew moves region's clock by d (negative is back); Skew by 0 undoes it.
 	Skew(ctx context.Context, region string, d time.Duration) error
 }
+
+// StoreTarget acts on the replicated store (one Patroni cluster per home
+// region): region names the cluster homed there. Each injection returns
+// the member it hit; the heal waits until the cluster promoted a successor
+// before it brings that member back (it rejoins through pg_rewind), then
+// hands the primary back to the home region's member (a planned
+// switchover, the failback).
+type StoreTarget interface {
+	// KillStorePrimary sends SIGKILL to the primary's Patroni and every
+	// PostgreSQL process of it.
+	KillStorePrimary(ctx context.Context, region string) (member string, err error)
+	// PauseStorePrimary sends SIGSTOP to them: a zombie primary once its
+	// leader key's ttl ran out.
+	PauseStorePrimary(ctx context.Context, region string) (member string, err error)
+	// CutStorePrimary cuts the primary from etcd and from its replicas
+	// (its inbound replication link and its DCS links).
+	CutStorePrimary(ctx context.Context, region string) (member string, err error)
+	// HealStoreMember undoes what the injection did to member (restart,
+	// SIGCONT, restore) once a successor was promoted and waits until it
+	// streams again.
+	HealStoreMember(ctx context.Context, region, member string) error
+}
+
+// RegionLossTarget takes a whole region out: its idemd, its store members
+// and its etcd member together.
+type RegionLossTarget interface {
+	// LoseRegion kills them all by SIGKILL (etcd: a hard stop).
+	LoseRegion(ctx context.Context, region string) error
+	// RestoreRegion restarts the etcd member, the store members (until
+	// they stream again) and the idemd (failed back).
+	RestoreRegion(ctx context.Context, region string) error
+}

@@ -54,6 +54,12 @@ const (
 	// region by the planned, drained transfer (`idemctl move`), under load.
 	// The fence audit, not this record, is what the checker counts.
 	ProbePlannedMove = "planned_move"
+	// ProbeStoreFailover: a failover of the replicated store a fault
+	// caused. Call is the primary's death, Return the first write
+	// committed on its successor (0 if none was seen); SentTo names the
+	// old primary, ServedBy the new one; Detail the timelines the old
+	// one rejoined on.
+	ProbeStoreFailover = "store_failover"
 )
 
 // Operation is one recorded event. Times are nanoseconds since the
@@ -117,7 +123,12 @@ type Operation struct {
 	// and in-flight times. The checker still treats it as an unknown
 	// outcome.
 	Cut bool `json:"cut,omitempty"`
-	// Fault is the fault's kind (KindFault), e.g. "kill_region".
+	// AckReplay marks an attempt of the drill's last phase: an intent an
+	// answer acknowledged, re-sent with its key and body once everything
+	// healed, whose answer must be the acknowledged one (acked_lost).
+	AckReplay bool `json:"ack_replay,omitempty"`
+	// Fault is the fault's kind (KindFault), e.g. "kill_region"; on a
+	// ProbeStoreFailover, the kind of the fault that caused it.
 	Fault string `json:"fault,omitempty"`
 	// Effective is, for a fault, when its injection took effect (since
 	// the recorder's start, like Call): the injector returned, so a

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"fmt"
 	"slices"
 	"sort"
 	"strconv"
@@ -129,6 +130,22 @@ type Report struct {
 	// run took out (falseFailovers).
 	RegionFailovers int
 	FalseFailovers  []FalseFailover
+	// AckReplayed and AckedLost are the checker's: the keys whose
+	// acknowledged answer was re-sent after the drill, and those whose
+	// replay did not get it back.
+	AckReplayed, AckedLost int
+	// StoreFailover is over the replicated store's failovers: from the
+	// primary's death to the first write committed on its successor
+	// (history.ProbeStoreFailover); StoreFailoversUnmeasured counts those
+	// with no write seen on a successor.
+	StoreFailover            Percentiles
+	StoreFailoversUnmeasured int
+	// Zombies counts the store primaries paused past their ttl
+	// (pause_store_primary); ZombiesRejoined those that came back as a
+	// standby streaming from their successor. A zombie that acknowledged a
+	// write after its successor was promoted would lose it to its rewind:
+	// AckedLost counts it.
+	Zombies, ZombiesRejoined int
 	// Table is the invariant table, in validate.Invariants order.
 	Table []Row
 	// Coverage and Missing are the coverage counters and the zero ones.
@@ -201,6 +218,25 @@ func Build(in Input) Report {
 		r.Faults = append(r.Faults, w)
 	}
 	r.Failover, r.InFlight = percentiles(failover), percentiles(inFlight)
+	r.AckReplayed, r.AckedLost = in.Result.AckReplayed, in.Result.AckedLost
+	var store []time.Duration
+	for _, op := range h.Filter(history.KindProbe) {
+		if op.Probe != history.ProbeStoreFailover {
+			continue
+		}
+		if op.Return > op.Call {
+			store = append(store, time.Duration(op.Return-op.Call))
+		} else {
+			r.StoreFailoversUnmeasured++
+		}
+		if op.Fault == string(failpoint.PauseStorePrimary) {
+			r.Zombies++
+			if zombieRejoined(op.Detail) {
+				r.ZombiesRejoined++
+			}
+		}
+	}
+	r.StoreFailover = percentiles(store)
 	r.RegionFailovers = len(in.Result.Failovers)
 	r.FalseFailovers = falseFailovers(h, in.Result.Failovers)
 	for _, inv := range validate.Invariants {
@@ -212,6 +248,17 @@ func Build(in Input) Report {
 		}
 	}
 	return r
+}
+
+// zombieRejoined reads a ProbeStoreFailover's detail: the old primary
+// rejoined (streams from its successor again).
+func zombieRejoined(detail string) bool {
+	var oldTL, newTL int
+	var rejoined bool
+	if _, err := fmt.Sscanf(detail, "old timeline %d, new timeline %d, rejoined %t", &oldTL, &newTL, &rejoined); err != nil {
+		return false
+	}
+	return rejoined
 }
 
 func errorClass(op history.Operation) string {

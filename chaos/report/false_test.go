@@ -54,7 +54,7 @@ func TestAFailoverOfARegionNoFaultTookOutCountsAsFalse(t *testing.T) {
 // a region over is never among them.
 func TestRegionLossKindsAreTheRegistrysAndExplainAFailover(t *testing.T) {
 	want := map[string]bool{"kill_region": true, "pause_region": true, "cut_etcd": true, "cut_sql": true,
-		"cut_both": true, "crash_point": true}
+		"cut_both": true, "crash_point": true, "region_loss_full": true}
 	if diff := cmp.Diff(want, RegionLoss); diff != "" {
 		t.Errorf("RegionLoss (-want +got):\n%s", diff)
 	}

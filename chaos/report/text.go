@@ -44,6 +44,16 @@ func (r Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "availability in region-loss windows (client calls with a final answer): unaffected actors %s, affected actors %s\n",
 		r.Unaffected, r.Affected)
 	fmt.Fprintf(&b, "in-flight intents of the lost region (region out -> final answer, n=%d): %s\n", r.InFlight.N, r.InFlight)
+	if r.AckReplayed > 0 {
+		fmt.Fprintf(&b, "acknowledged answers re-sent after the drill: %d, lost (acked_lost): %d\n", r.AckReplayed, r.AckedLost)
+	}
+	if r.StoreFailover.N > 0 || r.StoreFailoversUnmeasured > 0 {
+		fmt.Fprintf(&b, "store failover (primary's death -> first write committed on its successor, n=%d, %d unmeasured): %s\n",
+			r.StoreFailover.N, r.StoreFailoversUnmeasured, r.StoreFailover)
+	}
+	if r.Zombies > 0 {
+		fmt.Fprintf(&b, "zombie store primaries: %d, rejoined as a standby of their successor: %d\n", r.Zombies, r.ZombiesRejoined)
+	}
 	fmt.Fprintf(&b, "region failovers: %d, false (a region no fault took out): %d", r.RegionFailovers, len(r.FalseFailovers))
 	for _, f := range r.FalseFailovers {
 		fmt.Fprintf(&b, "; %s at %.1fs (%d shards)", f.Region, f.At, f.Shards)

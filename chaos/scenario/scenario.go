@@ -51,6 +51,10 @@ type Scenario struct {
 	// ProbeInterval is how often the drill probes the store (a stale-epoch
 	// write, a provoked 40001). 0 disables probes.
 	ProbeInterval time.Duration `yaml:"probe_interval"`
+	// Store is the SQL store the cluster runs on: "single" (the default,
+	// one PostgreSQL) or "ha" (PostgreSQL replicated across the regions
+	// under Patroni, which the store faults need).
+	Store string `yaml:"store"`
 }
 
 // Traffic is the YAML form of traffic.Profile; each field means what the
@@ -132,6 +136,9 @@ func (s Scenario) Validate() error {
 	}
 	if s.Lease <= 0 {
 		bad("lease", "must be positive")
+	}
+	if s.Store != "" && s.Store != "single" && s.Store != "ha" {
+		bad("store", "must be single or ha, got %q", s.Store)
 	}
 	if s.ProbeInterval < 0 {
 		bad("probe_interval", "must not be negative")

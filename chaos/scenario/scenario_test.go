@@ -11,8 +11,9 @@ import (
 )
 
 func TestEveryShippedScenarioLoadsAndPlans(t *testing.T) {
-	want := []string{"crash-points", "etcd-leader-kill", "etcd-partition", "mixed", "peer-partition", "region-loss-reject",
-		"region-loss-transfer", "short-pause", "slow-region", "sql-partition", "zombie-pause"}
+	want := []string{"crash-points", "etcd-leader-kill", "etcd-partition", "mixed", "peer-partition", "region-loss-full",
+		"region-loss-reject", "region-loss-transfer", "short-pause", "slow-region", "sql-partition", "store-failover",
+		"zombie-pause"}
 	if got := Names(); !slices.Equal(got, want) {
 		t.Fatalf("Names() = %v, want %v", got, want)
 	}

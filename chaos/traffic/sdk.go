@@ -93,7 +93,7 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	op := history.Operation{Kind: history.KindRequest, ClientID: w.id, Actor: w.scope, Intent: in.n,
 		Attempt: in.attempts, ClientCall: call.n, Endpoint: http.MethodPost + " " + r.tr.t.Path, Key: in.key,
 		Reference: in.body.Reference, BodyHash: history.Hash(call.body), SentTo: r.regionOf[req.URL.Host],
-		Shard: w.shard}
+		Shard: w.shard, AckReplay: w.replaying}
 	op.Call = rec.Now()
 	res, err := r.base.RoundTrip(req)
 	var body []byte

@@ -33,7 +33,7 @@ func (w *worker) send(ctx context.Context, in *intent, region int, body []byte) 
 	rec := w.tr.rec
 	op := history.Operation{Kind: history.KindRequest, ClientID: w.id, Actor: w.scope, Intent: in.n,
 		Attempt: in.attempts, Endpoint: http.MethodPost + " " + w.tr.t.Path, Key: in.key, Reference: in.body.Reference,
-		BodyHash: history.Hash(body), SentTo: w.tr.t.Regions[region].Name, Shard: w.shard}
+		BodyHash: history.Hash(body), SentTo: w.tr.t.Regions[region].Name, Shard: w.shard, AckReplay: w.replaying}
 	op.Call = rec.Now()
 	resp, err := w.clients[region].Do(tctx, client.Intent{Method: http.MethodPost, Path: w.tr.t.Path, Key: in.key, Body: body,
 		Header: in.header})

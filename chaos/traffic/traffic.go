@@ -103,6 +103,18 @@ func (tr *Traffic) Settle(ctx context.Context) error {
 	return tr.each(func(w *worker) error { return w.settle(ctx) })
 }
 
+// ReplayAcked re-sends, once every fault healed and Settle ran, every
+// intent an answer acknowledged, with its key and original body, through
+// each worker's own client (the SDK in the sdk mode), until a final answer,
+// Profile.SettleTimeout or ctx ends. Its attempts are recorded marked
+// AckReplay: the checker wants each to get the acknowledged answer
+// (validate's acked_lost), the answer a client retrying later would get.
+func (tr *Traffic) ReplayAcked(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, tr.p.SettleTimeout)
+	defer cancel()
+	return tr.each(func(w *worker) error { w.replayAcked(ctx); return nil })
+}
+
 // each runs fn on every worker concurrently and waits for all.
 func (tr *Traffic) each(fn func(*worker) error) error {
 	var wg sync.WaitGroup

@@ -26,6 +26,8 @@ type worker struct {
 	sdk     *client.Client   // Target.SDK: the one multi-region client
 	calls   int64            // Target.SDK: the Do calls made so far
 	intents []*intent
+	// replaying marks the attempts of ReplayAcked (AckReplay).
+	replaying bool
 }
 
 // intent is one business intent and what became of it.
@@ -37,6 +39,8 @@ type intent struct {
 	attempts int
 	final    bool // the last attempt ended the intent
 	acked    bool // an attempt of the original body was acknowledged
+	// ackStatus is the first acknowledged answer's status.
+	ackStatus int
 	// header carries Idempotency-First-Sent, stamped when the intent
 	// began: every call of the intent sends the same value, as a client
 	// retrying an intent across Do calls must (the server takes another
@@ -92,6 +96,30 @@ func (w *worker) settle(ctx context.Context) error {
 	return nil
 }
 
+// replayAcked re-sends each acknowledged intent's original body until a
+// final answer (at most maxReplayCalls calls) or ctx ends.
+func (w *worker) replayAcked(ctx context.Context) {
+	w.replaying = true
+	defer func() { w.replaying = false }()
+	for _, in := range w.intents {
+		if !in.acked {
+			continue
+		}
+		for tries := 0; tries < maxReplayCalls && ctx.Err() == nil; tries++ {
+			op, retryAfter := w.call(ctx, in, in.body.Bytes())
+			if op.Ends() {
+				break
+			}
+			if err := clock.Sleep(ctx, w.tr.clock(), w.wait(in.attempts, retryAfter)); err != nil {
+				return
+			}
+		}
+	}
+}
+
+// maxReplayCalls bounds ReplayAcked's calls per intent.
+const maxReplayCalls = 20
+
 // drive sends in's original body until a final answer, limit calls in
 // all, or ctx ends.
 func (w *worker) drive(ctx context.Context, in *intent, limit int) error {
@@ -101,6 +129,9 @@ func (w *worker) drive(ctx context.Context, in *intent, limit int) error {
 			in.region = (in.region + 1 + w.rng.IntN(len(w.clients)-1)) % len(w.clients)
 		}
 		op, retryAfter := w.call(ctx, in, body)
+		if op.Acknowledged() && !in.acked {
+			in.ackStatus = op.Status
+		}
 		in.acked = in.acked || op.Acknowledged()
 		if in.final = op.Ends(); in.final {
 			return nil

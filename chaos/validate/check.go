@@ -148,6 +148,9 @@ func Check(h history.History, st State, opts Options) Result {
 	add(ix.checkTransitions(res.Checked)...)
 	add(ix.checkOverlap(res.Checked)...)
 	add(ix.checkLiveness(res.Checked)...)
+	lost, replayed := ix.checkAckedLost()
+	add(lost...)
+	res.AckedLost, res.AckReplayed = len(lost), replayed
 	sortViolations(res.Violations)
 	res.Coverage = ix.coverage()
 	res.Failovers = failovers(st)

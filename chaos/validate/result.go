@@ -134,6 +134,10 @@ type Result struct {
 	// audited, oldest first: what the drill's report checks against its
 	// faults (a failover of a region no fault took out is a false one).
 	Failovers []Failover
+	// AckReplayed counts the keys whose acknowledged answer the drill
+	// re-sent after healing; AckedLost those whose replay did not get the
+	// acknowledged answer back (each also an I7 violation).
+	AckReplayed, AckedLost int
 }
 
 // Of returns the violations of invariant i.

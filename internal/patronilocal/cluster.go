@@ -260,6 +260,16 @@ func (c *Cluster) MemberDSN(name string) (string, error) {
 	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", m.pgPort), nil
 }
 
+// ListenAddr returns the host:port member name's PostgreSQL listens on
+// (not the address it advertises: see Config.Advertise).
+func (c *Cluster) ListenAddr(name string) (string, error) {
+	m, err := c.member(name)
+	if err != nil {
+		return "", err
+	}
+	return "127.0.0.1:" + strconv.Itoa(m.pgPort), nil
+}
+
 // RESTURLs returns every member's Patroni REST base URL, in Config order.
 func (c *Cluster) RESTURLs() []string {
 	out := make([]string, len(c.members))

@@ -44,6 +44,10 @@ type MemberSpec struct {
 	// Region is the region the member stands for; it is written to the
 	// member's Patroni tags and reported by Status.
 	Region string
+	// EtcdEndpoints, when set, are the DCS endpoints this member's Patroni
+	// dials instead of Config.EtcdEndpoints (a drill puts a proxy per
+	// member in front of etcd, to cut one member from the DCS alone).
+	EtcdEndpoints []string
 }
 
 // Config describes one Patroni-managed PostgreSQL cluster.
@@ -84,6 +88,12 @@ type Config struct {
 	Parameters map[string]string
 	// Logger receives the cluster's lifecycle events (default: discard).
 	Logger *slog.Logger
+	// Advertise, when set, returns the address a member advertises as its
+	// postgresql.connect_address (what its replicas, pg_rewind and the
+	// DCS's conn_url dial), given the address it listens on: a drill puts
+	// a proxy there, to slow or cut the member's replication links.
+	// Default: the listen address.
+	Advertise func(member, listen string) (string, error)
 }
 
 // DefaultConfig returns a config with Patroni 4's fastest allowed timers
@@ -132,6 +142,13 @@ func (c Config) Validate() error {
 	for i, e := range c.EtcdEndpoints {
 		if _, err := etcdHost(e); err != nil {
 			bad(fmt.Sprintf("etcd_endpoints[%d]", i), "%v", err)
+		}
+	}
+	for i, m := range c.Members {
+		for j, e := range m.EtcdEndpoints {
+			if _, err := etcdHost(e); err != nil {
+				bad(fmt.Sprintf("members[%d].etcd_endpoints[%d]", i, j), "%v", err)
+			}
 		}
 	}
 	if len(c.BaseDir) > 60 {

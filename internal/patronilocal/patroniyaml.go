@@ -11,8 +11,12 @@ import (
 
 // memberYAML is the Patroni configuration of member m.
 func (c *Cluster) memberYAML(m *member) ([]byte, error) {
-	hosts := make([]string, len(c.cfg.EtcdEndpoints))
-	for i, e := range c.cfg.EtcdEndpoints {
+	endpoints := c.cfg.EtcdEndpoints
+	if len(m.spec.EtcdEndpoints) > 0 {
+		endpoints = m.spec.EtcdEndpoints
+	}
+	hosts := make([]string, len(endpoints))
+	for i, e := range endpoints {
 		h, err := etcdHost(e)
 		if err != nil {
 			return nil, err
@@ -37,6 +41,14 @@ func (c *Cluster) memberYAML(m *member) ([]byte, error) {
 	maps.Copy(params, c.cfg.Parameters)
 	restAddr := "127.0.0.1:" + strconv.Itoa(m.restPort)
 	pgAddr := "127.0.0.1:" + strconv.Itoa(m.pgPort)
+	connectAddr := pgAddr
+	if c.cfg.Advertise != nil {
+		a, err := c.cfg.Advertise(m.spec.Name, pgAddr)
+		if err != nil {
+			return nil, fmt.Errorf("patronilocal: %s: advertise: %w", m.spec.Name, err)
+		}
+		connectAddr = a
+	}
 	user := map[string]any{"username": "postgres"}
 	doc := map[string]any{
 		"scope":     c.cfg.Scope,
@@ -70,7 +82,7 @@ func (c *Cluster) memberYAML(m *member) ([]byte, error) {
 		},
 		"postgresql": map[string]any{
 			"listen":          pgAddr,
-			"connect_address": pgAddr,
+			"connect_address": connectAddr,
 			"data_dir":        m.dataDir(),
 			"bin_dir":         c.bindir,
 			"pgpass":          filepath.Join(m.dir, "pgpass"),

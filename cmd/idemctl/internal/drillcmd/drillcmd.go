@@ -85,8 +85,25 @@ type drillSummary struct {
 	// RegionFailovers counts the region failovers the controllers made;
 	// FalseFailovers those of a region no fault of the drill took out
 	// (killed, paused past its lease, cut from etcd or SQL, crashed).
-	RegionFailovers int      `json:"region_failovers"`
-	FalseFailovers  int      `json:"false_failovers"`
+	RegionFailovers int `json:"region_failovers"`
+	FalseFailovers  int `json:"false_failovers"`
+	// AckReplayed counts the acknowledged answers re-sent after the drill;
+	// AckedLost those whose retry did not get the acknowledged answer.
+	AckReplayed int `json:"acked_replayed"`
+	AckedLost   int `json:"acked_lost"`
+	// StoreFailoverP50 and P99 are, in seconds, the replicated store's
+	// failovers from the primary's death to the first write committed on
+	// its successor (null on a single PostgreSQL or without a failover);
+	// StoreFailovers counts them, StoreFailoversUnmeasured those with no
+	// write seen on a successor.
+	StoreFailoverP50         *float64 `json:"store_failover_p50"`
+	StoreFailoverP99         *float64 `json:"store_failover_p99"`
+	StoreFailovers           int      `json:"store_failovers"`
+	StoreFailoversUnmeasured int      `json:"store_failovers_unmeasured"`
+	// ZombiePrimaries counts the store primaries paused past their ttl,
+	// ZombiesRejoined those that rejoined on their successor's timeline.
+	ZombiePrimaries int      `json:"zombie_primaries"`
+	ZombiesRejoined int      `json:"zombies_rejoined"`
 	Missing         []string `json:"missing_coverage,omitempty"`
 	Violations      []string `json:"violations,omitempty"`
 	Error           string   `json:"error,omitempty"`
@@ -163,7 +180,7 @@ explained; must not fail over: a failover in its window is a false one):
 	run.Flags().StringVar(&opts.reportPath, "report", "", "write the HTML report to `FILE`")
 	run.Flags().StringVar(&opts.historyPath, "history", "", "write the history as JSON lines to `FILE` (for a recheck)")
 	run.Flags().StringVar(&opts.unsafe, "unsafe-drill-mode", "", "break the coordinator on purpose so the checker must report violations, one of "+
-		strings.Join(cluster.UnsafeModes(), ", ")+" (docs/drills.md says what each breaks); drills only")
+		strings.Join(append(cluster.UnsafeModes(), cluster.UnsafeAsyncReplication), ", ")+" (docs/drills.md says what each breaks); drills only")
 	run.Flags().StringVar(&opts.kind, "cluster", drillProcess, "cluster to drill: "+drillProcess+" (an idemd process per region) or "+
 		drillInProcess+" (regions in this process; fewer fault families)")
 	run.Flags().StringVar(&opts.source, "source", "", "idemcoord module `DIR` to build the drill idemd from (default: found at or above the working directory)")
@@ -196,6 +213,13 @@ func summarize(name string, seed uint64, mode string, r report.Report, err error
 	}
 	s.InFlightResolvedP50, s.InFlightResolvedP99 = r.InFlight.P50.String(), r.InFlight.P99.String()
 	s.RegionFailovers, s.FalseFailovers = r.RegionFailovers, len(r.FalseFailovers)
+	s.AckReplayed, s.AckedLost = r.AckReplayed, r.AckedLost
+	if r.StoreFailover.N > 0 {
+		p50, p99 := r.StoreFailover.P50.Seconds(), r.StoreFailover.P99.Seconds()
+		s.StoreFailoverP50, s.StoreFailoverP99 = &p50, &p99
+	}
+	s.StoreFailovers, s.StoreFailoversUnmeasured = r.StoreFailover.N+r.StoreFailoversUnmeasured, r.StoreFailoversUnmeasured
+	s.ZombiePrimaries, s.ZombiesRejoined = r.Zombies, r.ZombiesRejoined
 	for _, row := range r.Table {
 		for _, v := range row.Violations {
 			s.Violations = append(s.Violations, fmt.Sprintf("%s: %s", row.Invariant, v.Message))
