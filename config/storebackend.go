@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -46,12 +47,13 @@ type PatroniCluster struct {
 	// Regions are the home regions whose shards this cluster holds.
 	// Default: the region named like the cluster, when no other cluster
 	// lists it and Shards is empty. Each region belongs to at most one
-	// cluster.
+	// cluster without Shards. With Shards, Regions only filter them.
 	Regions []string `yaml:"regions"`
 	// Shards are explicit shard ranges ("0-511", "700") this cluster
-	// holds whatever their home: how one region's shards spread over
-	// several clusters. They win over Regions, and must not overlap
-	// another cluster's.
+	// holds: with Regions, only the shards in them homed in those
+	// regions (how one region's shards spread over several clusters and
+	// stay local); without, all of them. They win over other clusters'
+	// Regions, and must not overlap another cluster's.
 	Shards []string `yaml:"shards"`
 }
 
@@ -122,6 +124,7 @@ func (c *Config) checkPatroni(p *problems, ps *PatroniStore) {
 	if len(c.Regions) == 0 {
 		known[c.Region] = true
 	}
+	home := c.homeRegions()
 	for i, cl := range ps.Clusters {
 		path := fmt.Sprintf("store.patroni.clusters[%d]", i)
 		if !regionRE.MatchString(cl.Name) {
@@ -139,6 +142,8 @@ func (c *Config) checkPatroni(p *problems, ps *PatroniStore) {
 			switch j, dup := regionOf[r]; {
 			case !known[r]:
 				p.add(rp, "%q is not a region of this deployment", r)
+			case len(cl.Shards) > 0:
+				// A filter of the cluster's ranges, not a region it holds.
 			case dup:
 				p.add(rp, "%q is already held by store.patroni.clusters[%d]", r, j)
 			default:
@@ -157,6 +162,9 @@ func (c *Config) checkPatroni(p *problems, ps *PatroniStore) {
 				continue
 			}
 			for n := r.First; n <= r.Last; n++ {
+				if len(cl.Regions) > 0 && !slices.Contains(cl.Regions, home(n)) {
+					continue
+				}
 				if j, dup := owner[n]; dup && j != i {
 					p.add(sp, "shard %d is already held by store.patroni.clusters[%d]", n, j)
 					break
@@ -181,7 +189,6 @@ func (c *Config) checkPatroni(p *problems, ps *PatroniStore) {
 		}
 	}
 	// Every shard needs a cluster: its range's, or its home region's.
-	home := c.homeRegions()
 	for n := range c.Shards {
 		if _, ok := owner[n]; ok {
 			continue

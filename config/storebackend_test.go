@@ -1,6 +1,7 @@
 package config
 
 import (
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -62,10 +63,12 @@ func TestStoreBackendErrorsNameTheFieldAndWhy(t *testing.T) {
   patroni:
     audit_cluster: nowhere
     clusters:
-      - {name: a, dsn: a, regions: [us-east, eu-west, ap-south], shards: ["0-10", "9-3"]}
-      - {name: b, dsn: b, regions: [us-east], shards: ["5", "2000"]}
-`, []string{"store.patroni.clusters[0].shards[1]", "store.patroni.clusters[1].regions[0]",
-			"store.patroni.clusters[1].shards[0]", "store.patroni.clusters[1].shards[1]", "store.patroni.audit_cluster"}},
+      - {name: a, dsn: a, regions: [us-east, eu-west, ap-south]}
+      - {name: b, dsn: b, regions: [us-east]}
+      - {name: c, dsn: c, shards: ["0-10", "9-3"]}
+      - {name: d, dsn: d, shards: ["5", "2000"]}
+`, []string{"store.patroni.clusters[1].regions[0]", "store.patroni.clusters[2].shards[1]",
+			"store.patroni.clusters[3].shards[0]", "store.patroni.clusters[3].shards[1]", "store.patroni.audit_cluster"}},
 		{"a region without a cluster", `store:
   backend: patroni
   patroni:
@@ -86,5 +89,26 @@ func TestStoreBackendErrorsNameTheFieldAndWhy(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestTheDocsPatroniExampleValidates: docs/store.md's patroni example,
+// copied into a three-region file, validates as it stands.
+func TestTheDocsPatroniExampleValidates(t *testing.T) {
+	doc, err := os.ReadFile("../docs/store.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := strings.Index(string(doc), "store:\n  backend: patroni\n")
+	if start < 0 {
+		t.Fatal("docs/store.md has no patroni example")
+	}
+	end := strings.Index(string(doc)[start:], "```")
+	c := mustParse(t, patroniStore(string(doc)[start:start+end]))
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(c.Store.Patroni.Clusters); n != 4 {
+		t.Fatalf("%d clusters, want 4", n)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -74,7 +75,8 @@ func New(clusters []Cluster, shards int, route func(shard int) int, audit int) (
 }
 
 // Routes returns the index of the cluster of each shard, from cfg: a
-// shard named by a cluster's explicit ranges goes there; else to the
+// shard named by a cluster's explicit ranges (and homed in its regions,
+// when it lists any) goes there; else to the
 // cluster that lists its home region (or is named like it, when it lists
 // neither regions nor shards). config.Validate has checked that every
 // shard has one.
@@ -82,16 +84,21 @@ func Routes(cfg *config.PatroniStore, shards int, home func(int) string) (func(i
 	byRange := map[int]int{}
 	byRegion := map[string]int{}
 	for i, c := range cfg.Clusters {
-		for _, r := range c.Regions {
-			byRegion[r] = i
+		if len(c.Shards) == 0 {
+			for _, r := range c.Regions {
+				byRegion[r] = i
+			}
 		}
 		for _, raw := range c.Shards {
 			r, err := config.ParseShardRange(raw)
 			if err != nil {
 				return nil, fmt.Errorf("store.patroni.clusters[%d].shards: %w", i, err)
 			}
-			for n := r.First; n <= r.Last; n++ {
-				byRange[n] = i
+			for n := r.First; n <= min(r.Last, shards-1); n++ {
+				// With regions, only the range's shards homed there.
+				if len(c.Regions) == 0 || slices.Contains(c.Regions, home(n)) {
+					byRange[n] = i
+				}
 			}
 		}
 	}

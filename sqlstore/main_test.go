@@ -2,18 +2,20 @@ package sqlstore_test
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/idemcoord/idemcoord/clock"
+	"github.com/idemcoord/idemcoord/internal/etcdtest"
 	"github.com/idemcoord/idemcoord/internal/pgtest"
 	"github.com/idemcoord/idemcoord/shard"
 	"github.com/idemcoord/idemcoord/sqlstore"
 	"github.com/idemcoord/idemcoord/store/storetest"
 )
 
-func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+// TestMain runs the tests on a throwaway PostgreSQL, and stops the
+// embedded etcd the real Patroni clusters use as their DCS.
+func TestMain(m *testing.M) { etcdtest.Main(m) }
 
 // newClock returns the database clock tests move by hand
 // (sqlstore.Config.DBClock).

@@ -130,23 +130,6 @@ func (f *connFlags) dev(what string) (devstate.State, error) {
 	return st, nil
 }
 
-// resolve returns the store URL: --dsn (or $IDEMCOORD_DSN), else
-// --config's store.dsn, else the running dev cluster's.
-func (f *connFlags) resolve() (string, error) {
-	if f.dsn != "" {
-		return f.dsn, nil
-	}
-	cfg, err := f.load()
-	if err != nil {
-		return "", err
-	}
-	if cfg != nil {
-		return cfg.Store.DSN, nil
-	}
-	st, err := f.dev("--dsn")
-	return st.DSN, err
-}
-
 // open connects to the store within --connect-timeout. It never
 // migrates: a store without the schema fails with sqlstore.ErrSchemaMissing
 // ("run idemctl migrate"). Commands use it through the store contract.
