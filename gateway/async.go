@@ -76,7 +76,7 @@ func (g *Gateway) runAsync(ctx context.Context, c *call, claim store.Claim, in I
 	g.metrics.upstreamResult(ctx, c.ep.Name, string(res.State))
 	if err == nil {
 		sctx, cancel := context.WithTimeout(ctx, storeCallTimeout)
-		if err := g.cfg.Store.DropRequest(sctx, in.OperationID); err != nil {
+		if err := g.store.DropRequest(sctx, in.OperationID); err != nil {
 			g.log.WarnContext(ctx, "stored async request not dropped; cleanup will", "operation_id", in.OperationID, "err", err)
 		}
 		cancel()
@@ -91,7 +91,7 @@ func (g *Gateway) saveRequest(ctx context.Context, c *call, lease *store.Lease) 
 	}
 	sctx, cancel := context.WithTimeout(ctx, storeCallTimeout)
 	defer cancel()
-	return g.cfg.Store.SaveRequest(sctx, lease, b)
+	return g.store.SaveRequest(sctx, lease, b)
 }
 
 // release gives up a claim this instance will not run: nothing was sent,
@@ -102,7 +102,7 @@ func (g *Gateway) saveRequest(ctx context.Context, c *call, lease *store.Lease) 
 func (g *Gateway) release(ctx context.Context, c *call, lease *store.Lease, why string) {
 	sctx, cancel := context.WithTimeout(ctx, storeCallTimeout)
 	defer cancel()
-	if err := g.cfg.Store.Release(sctx, lease, "never sent: "+why); err != nil && !errors.Is(err, store.ErrLostOwnership) {
+	if err := g.store.Release(sctx, lease, "never sent: "+why); err != nil && !errors.Is(err, store.ErrLostOwnership) {
 		g.log.WarnContext(ctx, "claim not released yet: the store releases it once it answers", "operation_id",
 			lease.OperationID, "key", c.key, "err", err)
 	}
@@ -161,7 +161,7 @@ func (g *Gateway) operation(w http.ResponseWriter, r *http.Request) {
 			Status: http.StatusBadRequest}, 0)
 		return
 	}
-	rec, err := g.cfg.Store.Lookup(r.Context(), p.Scope(), id)
+	rec, err := g.store.Lookup(r.Context(), p.Scope(), id)
 	if err == nil && wait > 0 && running(rec, g.clock.Now()) {
 		var outcome waitOutcome
 		rec, outcome = g.waits.wait(r.Context(), rec.Scope.Endpoint, rec, g.clock.Now().Add(wait))
@@ -169,7 +169,7 @@ func (g *Gateway) operation(w http.ResponseWriter, r *http.Request) {
 		case waitGone:
 			return
 		case waitFinished:
-			rec, err = g.cfg.Store.Lookup(r.Context(), p.Scope(), id)
+			rec, err = g.store.Lookup(r.Context(), p.Scope(), id)
 		}
 	}
 	if errors.Is(err, store.ErrNotFound) {

@@ -148,7 +148,7 @@ func (g *Gateway) cancelOperation(w http.ResponseWriter, r *http.Request) {
 	// The DELETE's store calls, its rounds' included, share one budget.
 	share := retry.NewShare(retry.Default.Store)
 	sctx, done := share.Call(ctx, storeCallTimeout)
-	rec, err := g.cfg.Store.Lookup(sctx, actor, id)
+	rec, err := g.store.Lookup(sctx, actor, id)
 	done()
 	if errors.Is(err, store.ErrNotFound) {
 		writeProblem(w, notFound, 0)
@@ -160,8 +160,8 @@ func (g *Gateway) cancelOperation(w http.ResponseWriter, r *http.Request) {
 	}
 	advertiseRetention(w, rec)
 	ep := g.endpoint(rec.Scope.Endpoint)
-	canceller, _ := g.cfg.Next.(Canceller)
-	cs := g.cfg.Store
+	canceller := g.canceller
+	cs := g.store
 	if ep == nil || ep.CancelPath == "" || canceller == nil {
 		g.cancelled(ctx, rec.Scope.Endpoint, "unsupported", id, "")
 		writeProblem(w, problem{Type: "not-cancellable", Title: "operation cannot be cancelled",

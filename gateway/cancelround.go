@@ -86,7 +86,7 @@ func (cr *cancelRun) round(r round) stepResult {
 	// Moved on (a heartbeat, a stage, the worker's own CANCELLED), or the
 	// commit's outcome was lost: read again and decide again.
 	sctx, done = r.store(ctx)
-	cr.rec, err = g.cfg.Store.Lookup(sctx, cr.in.Actor, id)
+	cr.rec, err = g.store.Lookup(sctx, cr.in.Actor, id)
 	done()
 	if err != nil {
 		g.cancelStoreDown(ctx, w, ep.Name, id, err)

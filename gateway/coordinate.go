@@ -288,7 +288,7 @@ func (g *Gateway) decide(ctx context.Context, c *call, req store.ClaimRequest, c
 func (g *Gateway) resolve(ctx context.Context, c *call, tok fencing.Token, rec store.Record) bool {
 	in := Invocation{Request: c.r, Body: c.body, OperationID: rec.OperationID, Actor: c.actor, Endpoint: c.ep}
 	var res store.Result
-	switch v, a := g.cfg.Next.Resolve(ctx, in); v {
+	switch v, a := g.next.Resolve(ctx, in); v {
 	case Ran:
 		// Classified like a live answer: a retryable status re-runs on the
 		// next retry, exactly as if the upstream had answered in time.
@@ -299,7 +299,7 @@ func (g *Gateway) resolve(ctx context.Context, c *call, tok fencing.Token, rec s
 		return false
 	}
 	sctx, cancel := context.WithTimeout(ctx, storeCallTimeout)
-	err := g.cfg.Store.Resolve(sctx, rec, tok, res)
+	err := g.store.Resolve(sctx, rec, tok, res)
 	cancel()
 	if err != nil && !errors.Is(err, store.ErrLostOwnership) {
 		g.log.WarnContext(ctx, "resolve failed", "operation_id", rec.OperationID, "err", err)

@@ -121,8 +121,12 @@ type Gateway struct {
 	// passthrough decorated with their spans (tracing.go).
 	store store.Store
 	next  Executor
-	log   *slog.Logger
-	mux   *http.ServeMux
+	// canceller is Config.Next's cancel capability, nil if it has none.
+	canceller Canceller
+	// fenceLister is Config.Store's fence listing, nil if it has none.
+	fenceLister fenceLister
+	log         *slog.Logger
+	mux         *http.ServeMux
 	// root serves every request the mux routes to "/" (see rootOnly).
 	root  http.Handler
 	clock clock.Clock
@@ -184,20 +188,29 @@ func New(cfg Config) (*Gateway, error) {
 	if err != nil {
 		return nil, err
 	}
-	routes, err := newRouting(&cfg, m)
-	if err != nil {
-		return nil, err
-	}
 	cfg.Clock = clock.Or(cfg.Clock)
 	if cfg.TracerProvider == nil {
 		cfg.TracerProvider = otel.GetTracerProvider()
 	}
+	tracer := cfg.TracerProvider.Tracer(tracerName)
+	// The one store handle and the one executor handle: decorated once,
+	// here. The capabilities found by assertion are read off the raw
+	// handles before Config lets go of them; nothing after New reaches
+	// cfg.Store or cfg.Next (TestRequestCodeReachesNoRawHandle).
+	st, next := decorate(cfg.TracerProvider, tracer, cfg.Store, cfg.Next)
+	canceller, _ := cfg.Next.(Canceller)
+	lister, _ := cfg.Store.(fenceLister)
+	cfg.Store, cfg.Next = nil, nil
+	routes, err := newRouting(&cfg, st, m)
+	if err != nil {
+		return nil, err
+	}
 	g := &Gateway{cfg: cfg, router: router, policies: map[string]idempotency.Policy{}, metrics: m,
-		log: cfg.Logger, fences: newFenceCache(cfg.Store, cfg.Shards, cfg.Region), routes: routes, clock: cfg.Clock,
-		durations: map[string]*durationEstimate{}, tracer: cfg.TracerProvider.Tracer(tracerName), shadowed: shadowed}
-	g.store, g.next = decorate(cfg.TracerProvider, g.tracer, cfg.Store, cfg.Next)
+		log: cfg.Logger, fences: newFenceCache(st, cfg.Shards, cfg.Region), routes: routes, clock: cfg.Clock,
+		durations: map[string]*durationEstimate{}, tracer: tracer, shadowed: shadowed,
+		store: st, next: next, canceller: canceller, fenceLister: lister}
 	g.limits = newLimiter(g.clock, cfg.Endpoints)
-	g.waits = newWaits(cfg.Store, g.clock, g.log, cfg.Endpoints)
+	g.waits = newWaits(st, g.clock, g.log, cfg.Endpoints)
 	if g.secrets, err = newSealers(cfg.Endpoints); err != nil {
 		return nil, err
 	}
@@ -327,7 +340,7 @@ func (g *Gateway) readyz(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	// The body names the part that is not usable (store, etcd liveness,
 	// ownership cache) and why, for the operator reading a failed probe.
-	if err := g.cfg.Store.Ping(ctx); err != nil {
+	if err := g.store.Ping(ctx); err != nil {
 		http.Error(w, "not ready: store: "+err.Error(), http.StatusServiceUnavailable)
 		return
 	}

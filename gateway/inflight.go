@@ -55,7 +55,7 @@ const DefaultMoveSweepInterval = 500 * time.Millisecond
 // for them; nil then. What the region owns when it is called was not just
 // received.
 func (g *Gateway) moveSweepLoop() func(context.Context) error {
-	fs := g.cfg.Store
+	fs := g.store
 	groups := g.fencedEndpoints()
 	if g.cfg.Recovery.Disabled || g.routes == nil || len(groups) == 0 {
 		return nil
@@ -256,7 +256,7 @@ func (g *Gateway) settleFenced(ctx context.Context, fs store.Queue, q store.Queu
 // does, once the verdict says it never ran.
 func (g *Gateway) resolveTaken(ctx context.Context, c *call, lease *store.Lease, in Invocation) {
 	var res store.Result
-	switch v, a := g.cfg.Next.Resolve(ctx, in); v {
+	switch v, a := g.next.Resolve(ctx, in); v {
 	case Ran:
 		res = g.result(c, a)
 	case NotRun:

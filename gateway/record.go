@@ -175,7 +175,7 @@ func (g *Gateway) finish(ctx context.Context, rb recording, c *call, lease *stor
 		// record with.
 		return err
 	}
-	rec, lerr := g.cfg.Store.Lookup(sctx, c.actor, lease.OperationID)
+	rec, lerr := g.store.Lookup(sctx, c.actor, lease.OperationID)
 	switch {
 	case lerr != nil:
 		return fmt.Errorf("gateway: reading the record after a takeover: %w", lerr)
@@ -184,7 +184,7 @@ func (g *Gateway) finish(ctx context.Context, rb recording, c *call, lease *stor
 	case rec.State != idempotency.OutcomeUnknown:
 		return err
 	}
-	if rerr := g.cfg.Store.Resolve(sctx, rec, lease.Token, res); rerr != nil {
+	if rerr := g.store.Resolve(sctx, rec, lease.Token, res); rerr != nil {
 		if errors.Is(rerr, store.ErrLostOwnership) || errors.Is(rerr, store.ErrNotUnknown) {
 			return errTakerRunning // moved on meanwhile: look again
 		}

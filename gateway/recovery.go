@@ -52,7 +52,7 @@ type RecoveryConfig struct {
 // recovery is disabled or no endpoint is async. The loop returns when its
 // context ends, having waited for the runs it started.
 func (g *Gateway) recoveryLoop() func(context.Context) error {
-	rs := g.cfg.Store
+	rs := g.store
 	if g.cfg.Recovery.Disabled || !g.anyAsync() {
 		return nil
 	}

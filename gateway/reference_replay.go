@@ -67,7 +67,7 @@ func (g *Gateway) replayReference(ctx context.Context, c *call, rec store.Record
 		c.w.WriteHeader(rec.Snapshot.Status)
 		return bodyAllowed(rec.Snapshot.Status)
 	}}
-	g.cfg.Next.Pass(w, req)
+	g.next.Pass(w, req)
 	w.end()
 	switch {
 	case w.started:

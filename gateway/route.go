@@ -12,10 +12,12 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/config"
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/region"
 	"github.com/idemcoord/idemcoord/shard"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // ownershipRetryAfter is the Retry-After of a 503 caused by ownership (a
@@ -48,6 +50,8 @@ type routing struct {
 	counter  metric.Int64Counter
 	metrics  *metrics
 	log      *slog.Logger
+	// clock times the move/failover hold (settle.go).
+	clock clock.Clock
 }
 
 // fenceReader reads a shard's authoritative fence (*sqlstore.Store).
@@ -57,7 +61,7 @@ type fenceReader interface {
 
 // newRouting returns nil in single-region mode (no Owners). cfg has its
 // defaults filled in (Shards, Logger).
-func newRouting(cfg *Config, m *metrics) (*routing, error) {
+func newRouting(cfg *Config, st store.Store, m *metrics) (*routing, error) {
 	if cfg.Owners == nil {
 		return nil, nil
 	}
@@ -80,9 +84,9 @@ func newRouting(cfg *Config, m *metrics) (*routing, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &routing{local: cfg.Region, topo: cfg.Topology, owners: cfg.Owners, shards: cfg.Shards, fences: cfg.Store,
+	return &routing{local: cfg.Region, topo: cfg.Topology, owners: cfg.Owners, shards: cfg.Shards, fences: st,
 		health: cfg.Health, redirect: cfg.Routing == config.RoutingRedirect, client: forwardClient(cfg.ForwardTransport),
-		timeout: cfg.ForwardTimeout, counter: counter, metrics: m, log: cfg.Logger}, nil
+		timeout: cfg.ForwardTimeout, counter: counter, metrics: m, log: cfg.Logger, clock: clock.Or(cfg.Clock)}, nil
 }
 
 // claimToken returns the fencing token under which this region claims the

@@ -13,6 +13,7 @@ import (
 
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/config"
 	"github.com/idemcoord/idemcoord/gateway"
 	"github.com/idemcoord/idemcoord/region"
@@ -23,9 +24,10 @@ import (
 // staticOwners stands in for the ownership directory's watch-fed cache (not
 // for a store): a fixed shard -> owner map that counts its lookups.
 type staticOwners struct {
-	mu     sync.Mutex
-	shards map[int]shardOwner
-	calls  atomic.Int64
+	mu      sync.Mutex
+	shards  map[int]shardOwner
+	calls   atomic.Int64
+	changed chan struct{} // closed and replaced by every set, as ownership.Cache's
 }
 
 type shardOwner struct {
@@ -36,7 +38,17 @@ type shardOwner struct {
 
 var _ gateway.Owners = (*staticOwners)(nil)
 
-func newOwners() *staticOwners { return &staticOwners{shards: map[int]shardOwner{}} }
+func newOwners() *staticOwners {
+	return &staticOwners{shards: map[int]shardOwner{}, changed: make(chan struct{})}
+}
+
+// Changed returns a channel closed at the next set, as
+// ownership.Cache.Changed does at the next revision.
+func (o *staticOwners) Changed() <-chan struct{} {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.changed
+}
 
 // Owner implements gateway.Owners.
 func (o *staticOwners) Owner(shard int) (string, int64, string, bool) {
@@ -51,6 +63,8 @@ func (o *staticOwners) set(shard int, region string, epoch int64, state string) 
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.shards[shard] = shardOwner{region, epoch, state}
+	close(o.changed)
+	o.changed = make(chan struct{})
 }
 
 // regionGW is one region of a test deployment: its gateway, served over
@@ -88,6 +102,8 @@ type regionsOptions struct {
 	upstream func(name string) http.Handler
 	// recovery, if set, is both gateways' recovery configuration.
 	recovery gateway.RecoveryConfig
+	// clock, if set, is both gateways' clock (Config.Clock).
+	clock clock.Clock
 }
 
 // actorShard is the shard of the test actor t/alice.
@@ -139,7 +155,7 @@ func startRegions(t testing.TB, s *sqlstore.Store, owner string, o regionsOption
 		g, err := gateway.New(gateway.Config{Region: r.name, Worker: r.name + "-w", Store: s, Auth: verifier(t),
 			Endpoints: endpoints(t, benchEndpoint+o.endpoint), Next: gateway.NewProxy(r.startUpstream(t, serve), nil),
 			Owners: owners, Topology: topo, Routing: o.routing, Meter: o.meter, Logger: o.logger, Health: health,
-			Recovery: o.recovery})
+			Recovery: o.recovery, Clock: o.clock})
 		if err != nil {
 			t.Fatal(err)
 		}

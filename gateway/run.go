@@ -130,7 +130,7 @@ func (g *Gateway) perform(ctx context.Context, c *call, claim store.Claim, in In
 	if c.ep.ResolvePath == "" && lease.LastStage == "" {
 		// No way to ask the upstream later: leave a mark before sending.
 		sctx, cancel := context.WithTimeout(ctx, storeCallTimeout)
-		err = g.cfg.Store.RecordStage(sctx, lease, stageSending)
+		err = g.store.RecordStage(sctx, lease, stageSending)
 		cancel()
 		if err != nil {
 			// Nothing is sent, and the client is told so; the mark may
@@ -139,7 +139,7 @@ func (g *Gateway) perform(ctx context.Context, c *call, claim store.Claim, in In
 			return Answer{}, store.Result{}, false, err
 		}
 	}
-	guard := newLeaseGuard(g.cfg.Store, g.clock, lease, c.policy.Lease, c.claimedAt)
+	guard := newLeaseGuard(g.store, g.clock, lease, c.policy.Lease, c.claimedAt)
 	stop := g.heartbeat(ctx, c, guard)
 	a, res, replayed, err = g.execute(ctx, c, claim, in, guard)
 	stop()
@@ -176,7 +176,7 @@ func (g *Gateway) unsent(ctx context.Context, c *call, lease *store.Lease, err e
 	g.log.WarnContext(ctx, "not sent: lease could not be confirmed", "operation_id", lease.OperationID, "key", c.key, "err", err)
 	sctx, cancel := context.WithTimeout(ctx, storeCallTimeout)
 	defer cancel()
-	if err := g.cfg.Store.Release(sctx, lease, "not sent: the lease could not be confirmed"); err != nil &&
+	if err := g.store.Release(sctx, lease, "not sent: the lease could not be confirmed"); err != nil &&
 		!errors.Is(err, store.ErrLostOwnership) {
 		g.log.WarnContext(ctx, "claim not released yet: the store releases it once it answers", "operation_id",
 			lease.OperationID, "key", c.key, "err", err)
@@ -202,7 +202,7 @@ func (g *Gateway) execute(ctx context.Context, c *call, claim store.Claim, in In
 	}
 	switch {
 	case crashed && c.ep.ResolvePath != "":
-		switch v, a := g.cfg.Next.Resolve(ctx, in); v {
+		switch v, a := g.next.Resolve(ctx, in); v {
 		case Ran:
 			res := g.result(c, a)
 			final := res.State.Terminal()

@@ -16,42 +16,68 @@ import (
 // for a whole Retry-After (one second, the least it can say), so a
 // failover that completes 50 ms later still costs that client a second,
 // and one that takes 1.2 s costs two. Instead the gateway holds the
-// request, re-reading its directory cache (no I/O), and routes it as soon
-// as the shard settles; only a shard still between owners after
-// settleHold is refused as before. Nothing has run when the hold begins,
-// so holding is always safe.
+// request, waiting on the directory cache's change signal (no I/O), and
+// routes it as soon as the shard settles; only a shard still between
+// owners after settleHold is refused as before. Nothing has run when the
+// hold begins, so holding is always safe.
 const (
 	// settleHold bounds the hold: as long as a failover's pending phase
 	// takes on a loaded machine (measured in region-loss-transfer drills
 	// at a load average above 20: 1-2 s), far below any client's or
-	// proxy's timeout (the SDK's 30 s, the global entry's 60 s). It is
-	// measured on the real clock, like the forward timeout: it is
-	// latency, not protocol time.
+	// proxy's timeout (the SDK's 30 s, the global entry's 60 s). It runs
+	// on the gateway's injected clock (Config.Clock), so a test moves it.
 	settleHold = 2 * time.Second
-	// settlePoll is how often a held request re-reads the cache.
+	// settlePoll is how often a held request re-reads the region health
+	// view, which has no change signal of its own (a suspect owner may
+	// recover without the directory changing). Changes of the directory
+	// wake the hold at once, through ownersChanged. On the injected
+	// clock, like settleHold.
 	settlePoll = 50 * time.Millisecond
 )
 
+// ownersChanged is the change signal of an Owners that has one
+// (*ownership.Cache): a channel closed at the next change of the
+// directory.
+type ownersChanged interface {
+	Changed() <-chan struct{}
+}
+
+var _ ownersChanged = (*ownership.Cache)(nil)
+
+// changed returns the owners' change signal, or nil (a channel that never
+// fires) when they have none.
+func (rt *routing) changed() <-chan struct{} {
+	if oc, ok := rt.owners.(ownersChanged); ok {
+		return oc.Changed()
+	}
+	return nil
+}
+
 // settled returns the shard's owner, epoch and state from the directory
 // cache once the shard is not between owners for c's endpoint, or as they
-// are when settleHold has passed or ctx ended.
+// are when settleHold has passed on the gateway's clock or ctx ended. It
+// waits on the cache's change signal, and re-reads the health view every
+// settlePoll.
 func (rt *routing) settled(ctx context.Context, c *call, shard int) (owner string, epoch int64, state string, ok bool) {
+	changed := rt.changed() // taken before the read: a change after it fires
 	owner, epoch, state, ok = rt.owners.Owner(shard)
 	if !ok || !rt.between(c, owner, state) {
 		return owner, epoch, state, ok
 	}
-	deadline := time.NewTimer(settleHold)
+	deadline := rt.clock.NewTimer(settleHold)
 	defer deadline.Stop()
-	tick := time.NewTicker(settlePoll)
+	tick := rt.clock.NewTicker(settlePoll)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return owner, epoch, state, ok
-		case <-deadline.C:
+		case <-deadline.C():
 			return owner, epoch, state, ok
-		case <-tick.C:
+		case <-changed:
+		case <-tick.C():
 		}
+		changed = rt.changed()
 		owner, epoch, state, ok = rt.owners.Owner(shard)
 		if !ok || !rt.between(c, owner, state) {
 			return owner, epoch, state, ok

@@ -5,7 +5,9 @@ import (
 	"net/http"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/failover"
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/gateway"
@@ -61,5 +63,46 @@ func TestARequestArrivingWhileAFailoverIsPendingIsServedOnceTheMoveLands(t *test
 	}
 	if west.upstream.Load() != 1 || east.received.Load() != 0 {
 		t.Errorf("west's upstream ran %d times, east received %d; want 1 and 0", west.upstream.Load(), east.received.Load())
+	}
+}
+
+// TestAHeldRequestIsRefusedWhenTheHoldEndsOnTheGatewaysClock: east, the
+// actor's owner, has failed and its shard is never moved. West holds the
+// request, and the hold is timed by west's injected clock: nothing is
+// answered until the test moves that clock past the hold's bound, and
+// then the request is refused (503, nothing run) as an unsettled shard
+// is. A hold on the real clock would never register with the test's
+// clock, and the test would wait for it in vain.
+func TestAHeldRequestIsRefusedWhenTheHoldEndsOnTheGatewaysClock(t *testing.T) {
+	s := openStore(t, 8)
+	clk := clock.NewFake(time.Now())
+	health := &failingRegion{dead: "east", asked: make(chan struct{})}
+	east, west := startRegions(t, s, "east", regionsOptions{endpoint: "    failover: transfer\n",
+		health: func(string) gateway.RegionHealth { return health }, clock: clk})
+	type answer struct {
+		status int
+		h      http.Header
+		b      string
+	}
+	base := clk.Waiters() // the gateways' own loops on the clock
+	done := make(chan answer, 1)
+	go func() {
+		st, h, b := do(t, post(t, west.url+"/v1/things", token(t, "alice"), "never-settles", routeBody))
+		done <- answer{st, h, b}
+	}()
+	<-health.asked
+	clk.BlockUntil(base + 2) // the hold's bound and its health re-read
+	select {
+	case a := <-done:
+		t.Fatalf("answered %s before the hold's bound passed on the gateway's clock", describe(a.status, a.h, a.b))
+	default:
+	}
+	clk.Advance(2 * time.Second)
+	a := <-done
+	if a.status != http.StatusServiceUnavailable {
+		t.Errorf("got %s, want 503: the shard never settled", describe(a.status, a.h, a.b))
+	}
+	if west.upstream.Load() != 0 || east.received.Load() != 0 {
+		t.Errorf("west's upstream ran %d times, east received %d; want 0 and 0", west.upstream.Load(), east.received.Load())
 	}
 }

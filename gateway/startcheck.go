@@ -24,7 +24,7 @@ func (g *Gateway) checkFences(ctx context.Context) error {
 	if g.cfg.Owners != nil {
 		return nil
 	}
-	fl, ok := g.cfg.Store.(fenceLister)
+	fl, ok := g.fenceLister, g.fenceLister != nil
 	if !ok {
 		return nil
 	}

@@ -131,6 +131,16 @@ func (c *Cache) WaitRevision(ctx context.Context, rev int64) error {
 	}
 }
 
+// Changed returns a channel closed at the next change of the cache: a
+// revision applied or the watch established. A caller waiting for an
+// entry to change takes the channel, reads the entry, and waits on the
+// channel if the entry is not what it waits for.
+func (c *Cache) Changed() <-chan struct{} {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.changed
+}
+
 // WaitReady blocks until the watch is established (Ready returns nil), or
 // ctx ends.
 func (c *Cache) WaitReady(ctx context.Context) error {
