@@ -1,4 +1,8 @@
-package chaos_test
+// Package storedrills_test runs the drills that kill the replicated store
+// (PostgreSQL under Patroni). They are a package of their own so that
+// their minutes count against their own go test timeout and run beside
+// the other drills of package chaos, not after them.
+package storedrills_test
 
 import (
 	"context"
@@ -66,7 +70,8 @@ func storeDrill(t *testing.T, name string, seed uint64, d time.Duration, mode st
 
 func logStoreFigures(t *testing.T, r report.Report) {
 	t.Helper()
-	logFigures(t, r)
+	t.Logf("figures %s seed %d: requests=%d acked=%d duplicates=%d region_failovers=%d",
+		r.Scenario, r.Seed, r.Requests, r.Acked, r.Duplicates, r.RegionFailovers)
 	t.Logf("figures %s seed %d: acked_replayed=%d acked_lost=%d store_failover_n=%d (unmeasured %d) p50=%v p99=%v zombies=%d rejoined=%d",
 		r.Scenario, r.Seed, r.AckReplayed, r.AckedLost, r.StoreFailover.N, r.StoreFailoversUnmeasured,
 		r.StoreFailover.P50, r.StoreFailover.P99, r.Zombies, r.ZombiesRejoined)
