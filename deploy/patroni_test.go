@@ -2,13 +2,18 @@ package deploy_test
 
 import (
 	"fmt"
+	"net/url"
+	"os"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/idemcoord/idemcoord/config"
 )
 
 // patroniConfig is the part of patroni.yml the tests read.
@@ -232,6 +237,108 @@ func checkPatroniSafety(t *testing.T, where string, cfg *patroniConfig) {
 	for _, tag := range []string{"nofailover", "nosync"} {
 		if v, _ := cfg.Tags[tag].(bool); v {
 			t.Errorf("%s: tag %s is set: a member's region must be able to hold the primary and the standby", where, tag)
+		}
+	}
+}
+
+// patroniStoreFile is the store block of idemd.yaml for the patroni backend.
+const patroniStoreFile = "patroni/idemd-store.yaml"
+
+// TestPatroniStoreBlockReachesEachClustersMembers puts the store block of
+// patroni/idemd-store.yaml into each region's idemd.yaml and checks that
+// config.Parse accepts it as store.backend: patroni, that there is one
+// cluster per region, and that each cluster's DSN is multi-host with
+// target_session_attrs=read-write over exactly that cluster's three
+// deployed members (their connect addresses), its home member first.
+func TestPatroniStoreBlockReachesEachClustersMembers(t *testing.T) {
+	addrs := map[string][]string{} // scope -> connect addresses
+	home := map[string]string{}
+	for _, region := range regions {
+		for _, cm := range build(t, "patroni/overlays/"+region).configMaps {
+			d := cm.Data
+			if d["PATRONI_SCOPE"] == "" {
+				continue
+			}
+			addrs[d["PATRONI_SCOPE"]] = append(addrs[d["PATRONI_SCOPE"]], d["PATRONI_POSTGRESQL_CONNECT_ADDRESS"])
+			if d["PATRONI_SCOPE"] == region {
+				home[region] = d["PATRONI_POSTGRESQL_CONNECT_ADDRESS"]
+			}
+		}
+	}
+
+	b, err := os.ReadFile(patroniStoreFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var block map[string]any
+	if err := yaml.UnmarshalStrict(b, &block); err != nil {
+		t.Fatalf("%s: %v", patroniStoreFile, err)
+	}
+	if len(block) != 1 || block["store"] == nil {
+		t.Fatalf("%s: want only a store block", patroniStoreFile)
+	}
+	for _, region := range regions {
+		o := build(t, "k8s/overlays/"+region)
+		cm := one(t, "ConfigMap", o.configMaps)
+		var doc map[string]any
+		if err := yaml.Unmarshal([]byte(cm.Data["idemd.yaml"]), &doc); err != nil {
+			t.Fatal(err)
+		}
+		doc["store"] = block["store"]
+		y, err := yaml.Marshal(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := config.Parse(y)
+		if err != nil {
+			t.Fatalf("%s: config.Parse rejects idemd.yaml with %s: %v", region, patroniStoreFile, err)
+		}
+		if cfg.Store.Backend != config.PatroniStoreBackend || cfg.Store.DSN != "" {
+			t.Fatalf("%s: backend %q dsn %q, want patroni without a top-level dsn", region, cfg.Store.Backend, cfg.Store.DSN)
+		}
+		var names []string
+		for _, c := range cfg.Store.Patroni.Clusters {
+			names = append(names, c.Name)
+			u, err := url.Parse(c.DSN)
+			if err != nil {
+				t.Fatalf("%s: cluster %s: %v", region, c.Name, err)
+			}
+			if q := u.Query(); q.Get("target_session_attrs") != "read-write" || q.Get("sslmode") != "verify-full" {
+				t.Errorf("%s: cluster %s: want target_session_attrs=read-write and sslmode=verify-full, got %v", region, c.Name, q)
+			}
+			if u.User.Username() == "" {
+				t.Errorf("%s: cluster %s: no user", region, c.Name)
+			}
+			if _, hasPassword := u.User.Password(); hasPassword {
+				t.Errorf("%s: cluster %s: a password in the DSN (it comes from PGPASSWORD)", region, c.Name)
+			}
+			// The hosts as pgx reads them (TLS off here: the CA file
+			// exists only in the pod).
+			q := u.Query()
+			q.Set("sslmode", "disable")
+			q.Del("sslrootcert")
+			plain := *u
+			plain.RawQuery = q.Encode()
+			pc, err := pgconn.ParseConfig(plain.String())
+			if err != nil {
+				t.Fatalf("%s: cluster %s: pgconn: %v", region, c.Name, err)
+			}
+			hosts := []string{fmt.Sprintf("%s:%d", pc.Host, pc.Port)}
+			for _, f := range pc.Fallbacks {
+				hosts = append(hosts, fmt.Sprintf("%s:%d", f.Host, f.Port))
+			}
+			if len(hosts) == 0 || hosts[0] != home[c.Name] {
+				t.Errorf("%s: cluster %s: first host %v, want the home member %s", region, c.Name, hosts, home[c.Name])
+			}
+			got, want := slices.Clone(hosts), slices.Clone(addrs[c.Name])
+			sort.Strings(got)
+			sort.Strings(want)
+			if !slices.Equal(got, want) || len(want) != len(regions) {
+				t.Errorf("%s: cluster %s: DSN hosts %v, want the cluster's members %v", region, c.Name, got, want)
+			}
+		}
+		if !slices.Equal(names, regions) {
+			t.Errorf("%s: clusters %v, want one per region %v", region, names, regions)
 		}
 	}
 }
