@@ -14,10 +14,13 @@ import (
 
 	"github.com/idemcoord/idemcoord/authn"
 	"github.com/idemcoord/idemcoord/daemon"
+	"github.com/idemcoord/idemcoord/internal/etcdtest"
 	"github.com/idemcoord/idemcoord/internal/pgtest"
 )
 
-func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+// TestMain runs the tests with a throwaway PostgreSQL and the shared embedded
+// etcd (for the real Patroni cluster of the Patroni rules test).
+func TestMain(m *testing.M) { etcdtest.Main(m) }
 
 // notYetExported are the metric names the alert rules or the dashboard use
 // that a real idemd does not show on /metrics yet. Each entry says what is
