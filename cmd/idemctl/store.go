@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/idemcoord/idemcoord/internal/patronilocal"
+	"github.com/idemcoord/idemcoord/internal/patronirest"
 )
 
 // storeStatusTimeout bounds asking one cluster's members.
@@ -37,7 +37,7 @@ type storeClusterView struct {
 	// Writable is true when the cluster has a primary that answers and a
 	// streaming synchronous standby, the state in which it commits.
 	Writable bool                        `json:"writable"`
-	Members  []patronilocal.MemberStatus `json:"members"`
+	Members  []patronirest.MemberStatus `json:"members"`
 	// Error says why no member's REST API answered.
 	Error string `json:"error,omitempty"`
 }
@@ -129,7 +129,7 @@ func readStoreCluster(ctx context.Context, tg storeTarget) storeClusterView {
 	ctx, cancel := context.WithTimeout(ctx, storeStatusTimeout)
 	defer cancel()
 	v := storeClusterView{Cluster: tg.name, Lag: -1}
-	ms, err := patronilocal.ReadStatus(ctx, tg.rest)
+	ms, err := patronirest.ReadStatus(ctx, tg.rest)
 	if err != nil {
 		v.Error = err.Error()
 		return v
@@ -138,13 +138,13 @@ func readStoreCluster(ctx context.Context, tg storeTarget) storeClusterView {
 	var syncStreaming, primaryRunning bool
 	for _, m := range ms {
 		switch m.Role {
-		case patronilocal.RoleLeader:
+		case patronirest.RoleLeader:
 			v.Primary, v.Timeline = m.Name, m.Timeline
-			v.PrimaryAnswers = patronilocal.ProbePrimary(ctx, m.REST) == nil
-			primaryRunning = m.State == patronilocal.StateRunning && v.PrimaryAnswers
-		case patronilocal.RoleSyncStandby:
+			v.PrimaryAnswers = patronirest.ProbePrimary(ctx, m.REST) == nil
+			primaryRunning = m.State == patronirest.StateRunning && v.PrimaryAnswers
+		case patronirest.RoleSyncStandby:
 			v.SyncStandby, v.Lag = m.Name, m.Lag
-			syncStreaming = m.State == patronilocal.StateStreaming
+			syncStreaming = m.State == patronirest.StateStreaming
 		}
 	}
 	v.Writable = primaryRunning && syncStreaming
