@@ -36,7 +36,7 @@ type storeClusterView struct {
 	PrimaryAnswers bool `json:"primary_answers"`
 	// Writable is true when the cluster has a primary that answers and a
 	// streaming synchronous standby, the state in which it commits.
-	Writable bool                        `json:"writable"`
+	Writable bool                       `json:"writable"`
 	Members  []patronirest.MemberStatus `json:"members"`
 	// Error says why no member's REST API answered.
 	Error string `json:"error,omitempty"`
