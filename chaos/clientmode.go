@@ -61,7 +61,7 @@ func clientTarget(ctx context.Context, c cluster.Cluster, mode string) (traffic.
 		t.SDK = true
 		return t, func() {}, nil
 	case ClientEntry:
-		cfg := haproxy.Config{Listen: "127.0.0.1:0"}
+		cfg := haproxy.Config{Listen: "127.0.0.1:0", UpstreamTimeout: t.UpstreamTimeout}
 		for _, r := range c.Regions() {
 			reg, err := haproxy.RegionFromURL(r.Name, r.URL)
 			if err != nil {

@@ -227,6 +227,9 @@ func target(c cluster.Cluster) traffic.Target {
 	if s, ok := c.(cluster.Shards); ok {
 		t.Shards = s.Shards()
 	}
+	if u, ok := c.(cluster.Upstream); ok {
+		t.UpstreamTimeout = u.UpstreamTimeout()
+	}
 	return t
 }
 

@@ -69,6 +69,11 @@ type Intent struct {
 	// Idempotency-Key (use Key); an Authorization header in it is
 	// overridden when Config has a token.
 	Header http.Header
+	// UpstreamTimeout is the upstream_timeout of the endpoint this intent
+	// calls, when it differs from Config.UpstreamTimeout: it sets the
+	// intent's response-header timeout (Config.ResponseHeaderTimeout).
+	// Zero means Config.UpstreamTimeout.
+	UpstreamTimeout time.Duration
 }
 
 // PostJSON marshals v once and POSTs it to path under key with Do: every
@@ -214,6 +219,9 @@ func ambiguousEnd(attempts int, err error) error {
 func (c *Client) prepare(in Intent, keyed bool) (string, http.Header, error) {
 	if in.Method == "" {
 		return "", nil, fmt.Errorf("%w: Method is empty", ErrInvalidIntent)
+	}
+	if in.UpstreamTimeout < 0 {
+		return "", nil, fmt.Errorf("%w: UpstreamTimeout %v is negative; 0 means Config.UpstreamTimeout", ErrInvalidIntent, in.UpstreamTimeout)
 	}
 	if in.Key != "" || keyed {
 		if err := checkKey(in.Key); err != nil {

@@ -40,6 +40,19 @@ const (
 	// moves on instead of spending the whole attempt's DefaultTimeout.
 	DefaultDialTimeout = 3 * time.Second
 
+	// DefaultUpstreamTimeout is the coordinator's default upstream_timeout
+	// (config.DefaultUpstreamTimeout, 10 s): how long a gateway lets an
+	// endpoint's upstream call run before it answers that the outcome is
+	// unknown. Config.UpstreamTimeout and Intent.UpstreamTimeout say an
+	// endpoint's own value when its configuration sets another.
+	DefaultUpstreamTimeout = 10 * time.Second
+
+	// DefaultAnswerSlack is what a gateway may add to the upstream call
+	// before its answer's headers leave: a move or failover hold (at most
+	// 2 s) and the store writes around the call. The response-header
+	// timeout is the endpoint's upstream timeout plus this.
+	DefaultAnswerSlack = 2 * time.Second
+
 	// MaxRetryWait caps any single wait, Retry-After included. A server that
 	// asks for more than a minute is misconfigured or overloaded, and a
 	// client blocked that long holds its caller hostage; retrying sooner is
@@ -68,6 +81,25 @@ type Config struct {
 	// DefaultTimeout that returns 3xx answers instead of following them,
 	// since a 303 would turn the request into a GET without its body.
 	HTTPClient *http.Client
+
+	// UpstreamTimeout is the upstream_timeout the endpoints called through
+	// this Client are configured with (docs/configuration.md), which the
+	// response-header timeout is derived from. Intent.UpstreamTimeout
+	// overrides it for one intent. Default DefaultUpstreamTimeout.
+	UpstreamTimeout time.Duration
+
+	// ResponseHeaderTimeout bounds how long an attempt waits for the
+	// answer's headers once the request is written. A region that stops
+	// answering (a paused process keeps its connections open) is then
+	// left: the attempt counts as one that may have run, and the next one
+	// goes, under the same key and first-sent time, to the next region
+	// after the usual backoff, where the coordinator either answers from
+	// the one run's record or waits for it. Default: the intent's upstream
+	// timeout plus DefaultAnswerSlack, the longest a live gateway takes.
+	// A negative value turns it off (only HTTPClient.Timeout bounds an
+	// attempt). It runs on the wall clock, like the transport's own
+	// timeouts; Clock paces only the waits between attempts.
+	ResponseHeaderTimeout time.Duration
 
 	// Token is a static bearer token sent as "Authorization: Bearer".
 	// Optional; set at most one of Token and TokenSource. It overrides an
@@ -129,6 +161,9 @@ func (c Config) withDefaults() Config {
 			},
 		}
 	}
+	if c.UpstreamTimeout == 0 {
+		c.UpstreamTimeout = DefaultUpstreamTimeout
+	}
 	if c.MaxAttempts == 0 {
 		c.MaxAttempts = DefaultMaxAttempts
 	}
@@ -176,6 +211,8 @@ func (c Config) Validate() error {
 	}
 	d := c.withDefaults()
 	switch {
+	case c.UpstreamTimeout < 0:
+		return bad("UpstreamTimeout", "%v is negative; 0 means the default %v", c.UpstreamTimeout, DefaultUpstreamTimeout)
 	case d.MaxAttempts < 1:
 		return bad("MaxAttempts", "%d is negative; 0 means the default %d", c.MaxAttempts, DefaultMaxAttempts)
 	case d.BaseDelay < 0:

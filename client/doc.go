@@ -68,7 +68,17 @@
 // Every attempt counts against MaxAttempts, and every wait and breaker
 // time runs on Config.Clock. The default HTTPClient gives up connecting
 // after DefaultDialTimeout, so an unreachable region costs seconds, not
-// the whole DefaultTimeout.
+// the whole DefaultTimeout. A region that read the request and then
+// stopped answering (a paused process keeps its connections open) costs
+// the response-header timeout: the endpoint's upstream timeout
+// (Config.UpstreamTimeout, Intent.UpstreamTimeout) plus DefaultAnswerSlack,
+// after which the attempt ends with ErrNoAnswerInTime, counts as one that
+// may have run, and the retry goes to the next region under the same key
+// and first-sent time, where the coordinator answers from the one run's
+// record, waits for it, or takes it over once the paused region's lease
+// is fenced. Set Config.UpstreamTimeout to the endpoints' configured
+// upstream_timeout so a stalled region is left as soon as a live gateway
+// would have answered.
 //
 // # Results
 //

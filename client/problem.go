@@ -17,6 +17,13 @@ var (
 	// ErrInvalidIntent means Do refused an Intent before sending anything;
 	// the wrapping error names the field.
 	ErrInvalidIntent = errors.New("client: invalid intent")
+	// ErrNoAnswerInTime means an attempt's request was written but no
+	// answer's headers came within the response-header timeout
+	// (Config.ResponseHeaderTimeout): the region may be paused or cut off
+	// after reading it, so the attempt may have run. Do retries it under
+	// the same key in the next region; a *GaveUpError wraps it when it
+	// was the last attempt.
+	ErrNoAnswerInTime = errors.New("client: no answer within the response-header timeout")
 	// ErrFingerprintMismatch means the server answered 422: the key was
 	// already used for a different request (method, path or body). Nothing
 	// ran. The caller reused a key across intents; it must not retry this

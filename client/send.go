@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -30,8 +31,13 @@ func (c *Client) send(ctx context.Context, target string, in Intent, header http
 		body = bytes.NewReader(in.Body)
 	}
 	var wrote atomic.Bool
-	trace := &httptrace.ClientTrace{WroteHeaders: func() { wrote.Store(true) }}
-	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), in.Method, target, body)
+	wait := c.answerWait(ctx, in)
+	defer wait.stop()
+	trace := &httptrace.ClientTrace{
+		WroteHeaders: func() { wrote.Store(true) },
+		WroteRequest: func(httptrace.WroteRequestInfo) { wait.arm() },
+	}
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(wait.ctx, trace), in.Method, target, body)
 	if err != nil {
 		return nil, false, fmt.Errorf("%w: %w", ErrInvalidIntent, err)
 	}
@@ -40,7 +46,13 @@ func (c *Client) send(ctx context.Context, target string, in Intent, header http
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	res, err := c.cfg.HTTPClient.Do(req)
+	inTime := wait.answered()
 	if err != nil {
+		if !inTime {
+			// The timer struck: the request was written and no answer
+			// came, so the attempt may have run.
+			return nil, true, fmt.Errorf("%w (%v after the request was written): %w", ErrNoAnswerInTime, wait.d, err)
+		}
 		return nil, wrote.Load() || !unsent(err), err
 	}
 	defer res.Body.Close()
@@ -53,6 +65,82 @@ func (c *Client) send(ctx context.Context, target string, in Intent, header http
 		return resp, true, nil
 	}
 	return resp, true, newProblem(resp)
+}
+
+// answerWait is one attempt's response-header timeout: armed when the
+// request is written, disarmed when the answer's headers arrive. It runs
+// on the wall clock, as the transport's own dial and read timeouts do:
+// it guards against a real process or link that stopped, while
+// Config.Clock paces the waits between attempts (tests that move a fake
+// clock to skip a backoff must not also strike every attempt).
+type answerWait struct {
+	ctx    context.Context
+	d      time.Duration
+	cancel context.CancelFunc
+
+	mu     sync.Mutex
+	timer  *time.Timer
+	struck bool // the timer fired before the answer
+	ended  bool // answered or stopped: arm does nothing
+}
+
+// answerWait returns the response-header timeout of one attempt of in:
+// Config.ResponseHeaderTimeout, else the intent's upstream timeout plus
+// DefaultAnswerSlack; off (never strikes) when it is negative.
+func (c *Client) answerWait(ctx context.Context, in Intent) *answerWait {
+	d := c.cfg.ResponseHeaderTimeout
+	if d == 0 {
+		up := in.UpstreamTimeout
+		if up == 0 {
+			up = c.cfg.UpstreamTimeout
+		}
+		d = up + DefaultAnswerSlack
+	}
+	w := &answerWait{ctx: ctx, d: d, cancel: func() {}}
+	if d > 0 {
+		w.ctx, w.cancel = context.WithCancel(ctx)
+	}
+	return w
+}
+
+// arm starts the timer once the request is written.
+func (w *answerWait) arm() {
+	if w.d <= 0 {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ended || w.timer != nil {
+		return
+	}
+	w.timer = time.AfterFunc(w.d, func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if !w.ended {
+			w.struck = true
+			w.cancel()
+		}
+	})
+}
+
+// answered disarms the timer as the answer's headers arrive and reports
+// whether they came in time.
+func (w *answerWait) answered() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.ended {
+		w.ended = true
+		if w.timer != nil {
+			w.timer.Stop()
+		}
+	}
+	return !w.struck
+}
+
+// stop releases the attempt's timer and context once it is over.
+func (w *answerWait) stop() {
+	w.answered()
+	w.cancel()
 }
 
 // logSwitch records a retry sent to another region at once, without the

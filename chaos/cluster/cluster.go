@@ -106,6 +106,14 @@ type Shards interface {
 	Shards() int
 }
 
+// Upstream is implemented by a cluster that knows its endpoint's
+// upstream_timeout, which an SDK client is told (client.Config
+// UpstreamTimeout) to derive its response-header timeout from, and the
+// global entry its server timeout.
+type Upstream interface {
+	UpstreamTimeout() time.Duration
+}
+
 // Homes is implemented by a cluster that knows each shard's home region
 // (its owner at epoch 1), so the checker can test that a region served a
 // first run only while it owned the shard (I6).

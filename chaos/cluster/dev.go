@@ -72,3 +72,6 @@ func (d *Dev) Stop(ctx context.Context) error { return d.c.Close(ctx) }
 // something else than the coordinator in front of it (a test proving the
 // checker catches a coordinator that does not deduplicate).
 func (d *Dev) Upstream() string { return d.c.PaymentsURL }
+
+// UpstreamTimeout is the endpoint's upstream_timeout in this cluster.
+func (d *Dev) UpstreamTimeout() time.Duration { return devUpstreamTimeout }

@@ -365,3 +365,6 @@ func (p *Process) Stop(ctx context.Context) error {
 	}
 	return errors.Join(errs...)
 }
+
+// UpstreamTimeout is the endpoint's upstream_timeout in this cluster.
+func (p *Process) UpstreamTimeout() time.Duration { return upstreamTimeout(p.opts.Lease) }

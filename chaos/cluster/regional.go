@@ -212,3 +212,6 @@ func (r *Regional) Directory(ctx context.Context) (map[int]validate.DirectoryEnt
 	}
 	return nil, errNoRegionRunning
 }
+
+// UpstreamTimeout is the endpoint's upstream_timeout in this cluster.
+func (r *Regional) UpstreamTimeout() time.Duration { return devUpstreamTimeout }

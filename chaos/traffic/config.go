@@ -141,6 +141,10 @@ type Target struct {
 	// attempt it makes is recorded. Regions need names the SDK accepts
 	// (client.Region.Name).
 	SDK bool
+	// UpstreamTimeout is the endpoint's upstream_timeout; the SDK clients
+	// derive their response-header timeout from it (client.Config
+	// UpstreamTimeout). Zero means the SDK's default.
+	UpstreamTimeout time.Duration
 }
 
 // Validate reports every unusable field.

@@ -32,7 +32,7 @@ func (tr *Traffic) sdkClient(i int, token func(context.Context) (string, error))
 			rt.regionOf[u.Host] = r.Name
 		}
 	}
-	c, err := client.New(client.Config{Regions: regions, TokenSource: token,
+	c, err := client.New(client.Config{Regions: regions, TokenSource: token, UpstreamTimeout: tr.t.UpstreamTimeout,
 		HTTPClient: &http.Client{Timeout: tr.p.AttemptTimeout, Transport: rt,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
 		MaxAttempts: tr.p.MaxAttempts, BaseDelay: tr.p.RetryDelay, MaxDelay: max(maxRetryWait, tr.p.RetryDelay),

@@ -24,10 +24,15 @@ const (
 	// DefaultConnectTimeout bounds connecting to a region; a region that
 	// does not accept within it is skipped for this request.
 	DefaultConnectTimeout = time.Second
-	// DefaultServerTimeout bounds waiting for a region's answer: longer
-	// than a gateway's longest (the dev cluster's upstream timeout, 10 s,
-	// plus its forwarding slack, 5 s, with room).
+	// DefaultServerTimeout bounds waiting for a region's answer when
+	// Config.UpstreamTimeout is not set: longer than a gateway's longest
+	// for any upstream timeout up to 55 s.
 	DefaultServerTimeout = 60 * time.Second
+	// AnswerSlack is what a live gateway may add to the endpoint's
+	// upstream timeout before its answer leaves (a move or failover hold
+	// of at most 2 s, the store writes around the call); with
+	// Config.UpstreamTimeout set, ServerTimeout defaults to their sum.
+	AnswerSlack = 2 * time.Second
 	// DefaultClientTimeout bounds a client's silence.
 	DefaultClientTimeout = 65 * time.Second
 	// DefaultCheckInterval is the /readyz check period of a healthy
@@ -56,6 +61,12 @@ type Config struct {
 	// AdminSocket, if set, is the path of HAProxy's admin socket (server
 	// states, draining a region by hand).
 	AdminSocket string
+	// UpstreamTimeout is the endpoints' upstream_timeout (the longest, if
+	// they differ). When set, ServerTimeout defaults to it plus
+	// AnswerSlack, so a keyed request whose region stopped answering is
+	// sent to another region as soon as a live gateway would have
+	// answered, instead of after DefaultServerTimeout.
+	UpstreamTimeout time.Duration
 	// ConnectTimeout, ServerTimeout, ClientTimeout and CheckInterval
 	// default to the Default constants.
 	ConnectTimeout, ServerTimeout, ClientTimeout, CheckInterval time.Duration
@@ -99,6 +110,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ServerTimeout == 0 {
 		c.ServerTimeout = DefaultServerTimeout
+		if c.UpstreamTimeout > 0 {
+			c.ServerTimeout = c.UpstreamTimeout + AnswerSlack
+		}
 	}
 	if c.ClientTimeout == 0 {
 		c.ClientTimeout = DefaultClientTimeout
@@ -132,6 +146,9 @@ func (c Config) Validate() error {
 		if host, port, err := net.SplitHostPort(r.Addr); err != nil || host == "" || port == "" {
 			return fmt.Errorf("haproxy: Regions[%d].Addr: want host:port, got %q", i, r.Addr)
 		}
+	}
+	if c.UpstreamTimeout < 0 {
+		return fmt.Errorf("haproxy: UpstreamTimeout: %v is negative", c.UpstreamTimeout)
 	}
 	d := c.withDefaults()
 	for name, v := range map[string]time.Duration{"ConnectTimeout": d.ConnectTimeout, "ServerTimeout": d.ServerTimeout,

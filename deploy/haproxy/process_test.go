@@ -5,6 +5,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -82,5 +85,95 @@ func waitStates(t *testing.T, ctx context.Context, e *Entry, want map[string]boo
 			t.Fatalf("entry states %v (%v); want %v", got, err, want)
 		case <-time.After(25 * time.Millisecond):
 		}
+	}
+}
+
+// TestEntrySendsAKeyedRequestElsewhereWhenItsRegionGoesSilent: real
+// haproxy in front of a region that reads requests and never answers (a
+// paused idemd keeps its connections) and a live one. A request with an
+// Idempotency-Key is sent again, to the live region, once the server
+// timeout strikes, and gets its answer; a request without a key is never
+// sent twice: its client gets the 504 problem.
+func TestEntrySendsAKeyedRequestElsewhereWhenItsRegionGoesSilent(t *testing.T) {
+	if _, err := Binary(); err != nil {
+		t.Skip(err)
+	}
+	var silentReads, liveReads atomic.Int32
+	release := make(chan struct{})
+	silent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/readyz" {
+			return // healthy to the checks: only requests hang
+		}
+		silentReads.Add(1)
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	live := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/readyz" {
+			return
+		}
+		liveReads.Add(1)
+		w.Header().Set("X-Idempotency-Region", "live")
+		w.WriteHeader(http.StatusCreated)
+	}))
+	t.Cleanup(live.Close)
+	t.Cleanup(silent.Close)
+	t.Cleanup(func() { close(release) })
+	cfg := Config{Listen: "127.0.0.1:0", ServerTimeout: 300 * time.Millisecond,
+		Regions: []Region{{Name: "silent", Addr: silent.Listener.Addr().String()}, {Name: "live", Addr: live.Listener.Addr().String()}}}
+	e, err := Start(t.Context(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	waitStates(t, ctx, e, map[string]bool{"silent": true, "live": true})
+
+	post := func(key string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, e.URL+"/v1/payments", strings.NewReader(`{"amount":1}`))
+		if key != "" {
+			req.Header.Set("Idempotency-Key", key)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res
+	}
+	// Round robin: of any two requests in a row one goes to the silent
+	// region first; send until each kind met it.
+	for i := 0; silentReads.Load() < 2 && i < 20; i++ {
+		before := silentReads.Load()
+		res := post(`"k` + strconv.Itoa(i) + `"`)
+		if res.StatusCode != http.StatusCreated || res.Header.Get("X-Idempotency-Region") != "live" {
+			t.Fatalf("keyed request %d: %d from %q; want the live region's 201 (sent there after the silent one timed out: %v)",
+				i, res.StatusCode, res.Header.Get("X-Idempotency-Region"), silentReads.Load() > before)
+		}
+	}
+	if silentReads.Load() < 2 {
+		t.Fatalf("the silent region read %d requests; the test needs it to read keyed ones", silentReads.Load())
+	}
+	liveBefore := liveReads.Load()
+	var got504 bool
+	for i := 0; i < 4 && !got504; i++ {
+		silentBefore := silentReads.Load()
+		res := post("")
+		if silentReads.Load() > silentBefore {
+			if res.StatusCode != http.StatusGatewayTimeout {
+				t.Fatalf("an unkeyed request the silent region read: %d; want 504 (never sent a second time)", res.StatusCode)
+			}
+			got504 = true
+		}
+	}
+	if !got504 {
+		t.Fatal("no unkeyed request reached the silent region")
+	}
+	if n := liveReads.Load() - liveBefore; n > 3 {
+		t.Errorf("the live region read %d unkeyed requests for at most 3 sent to it", n)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 var update = flag.Bool("update", false, "rewrite haproxy.cfg from the template")
@@ -67,31 +68,62 @@ func checkLoads(t *testing.T, cfg []byte) {
 	}
 }
 
-// TestConfigNeverResendsAWrittenRequest: the rendered backend retries only
-// on conn-failure (the request could not be sent) and has no L7 retry
-// keyword, and nothing shuts down a region's sessions when it is marked
-// down (which would cut requests that are running there).
-func TestConfigNeverResendsAWrittenRequest(t *testing.T) {
+// TestConfigResendsAWrittenRequestOnlyUnderItsKey: the rendered backend
+// retries on conn-failure (the request could not be sent) and on
+// response-timeout (the region read it and went silent), turns every
+// retry but conn-failure off for a request without an Idempotency-Key,
+// never retries on an answer (empty, junk or a status), and nothing shuts
+// down a region's sessions when it is marked down (which would cut
+// requests that are running there).
+func TestConfigResendsAWrittenRequestOnlyUnderItsKey(t *testing.T) {
 	got, err := Render(example)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var retryOn []string
+	var retryOn, disable []string
 	for _, line := range strings.Split(string(got), "\n") {
 		f := strings.Fields(line)
-		if len(f) > 0 && f[0] == "retry-on" {
+		switch {
+		case len(f) > 0 && f[0] == "retry-on":
 			retryOn = append(retryOn, strings.Join(f[1:], " "))
+		case len(f) > 1 && f[0] == "http-request" && f[1] == "disable-l7-retry":
+			disable = append(disable, strings.Join(f[2:], " "))
 		}
 	}
-	if len(retryOn) != 1 || retryOn[0] != "conn-failure" {
-		t.Fatalf("retry-on lines %q; want exactly one, conn-failure", retryOn)
+	if len(retryOn) != 1 || retryOn[0] != "conn-failure response-timeout" {
+		t.Fatalf("retry-on lines %q; want exactly one, conn-failure response-timeout", retryOn)
 	}
-	for _, bad := range []string{"empty-response", "junk-response", "response-timeout", "all-retryable-errors", "shutdown-sessions", "http-request-retry"} {
+	if len(disable) != 1 || disable[0] != "if !{ req.hdr(Idempotency-Key) -m found }" {
+		t.Fatalf("disable-l7-retry rules %q; want exactly one, for every request without an Idempotency-Key", disable)
+	}
+	for _, bad := range []string{"empty-response", "junk-response", "all-retryable-errors", "shutdown-sessions", "http-request-retry", "retry-on 5", "retry-on 4"} {
 		for _, line := range strings.Split(string(got), "\n") {
 			if l := strings.TrimSpace(line); !strings.HasPrefix(l, "#") && strings.Contains(l, bad) {
 				t.Fatalf("the configuration uses %q: %s", bad, l)
 			}
 		}
+	}
+}
+
+// TestTheServerTimeoutFollowsTheEndpointsUpstreamTimeout: with the
+// endpoints' upstream timeout given, a region's silence is cut at that
+// timeout plus AnswerSlack; without it, at DefaultServerTimeout; an
+// explicit ServerTimeout wins.
+func TestTheServerTimeoutFollowsTheEndpointsUpstreamTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  Config
+		want time.Duration
+	}{
+		{Config{}, DefaultServerTimeout},
+		{Config{UpstreamTimeout: 1500 * time.Millisecond}, 3500 * time.Millisecond},
+		{Config{UpstreamTimeout: time.Second, ServerTimeout: 9 * time.Second}, 9 * time.Second},
+	} {
+		if got := tc.cfg.withDefaults().ServerTimeout; got != tc.want {
+			t.Errorf("%+v: ServerTimeout %v, want %v", tc.cfg, got, tc.want)
+		}
+	}
+	if _, err := Render(Config{Listen: ":80", Regions: example.Regions, UpstreamTimeout: -time.Second}); err == nil || !strings.Contains(err.Error(), "UpstreamTimeout") {
+		t.Errorf("a negative UpstreamTimeout: %v, want an error naming it", err)
 	}
 }
 
