@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
@@ -55,6 +56,12 @@ type PatroniCluster struct {
 	// stay local); without, all of them. They win over other clusters'
 	// Regions, and must not overlap another cluster's.
 	Shards []string `yaml:"shards"`
+	// REST are the members' Patroni REST API base URLs
+	// (http(s)://host:8008), one per member, any order: `idemctl store
+	// status --config` asks them (GET /cluster, then GET /primary on the
+	// leader) for the cluster's primary, synchronous standby, lag and
+	// timeline. idemd does not use them. Optional.
+	REST []string `yaml:"rest"`
 }
 
 var (
@@ -137,6 +144,17 @@ func (c *Config) checkPatroni(p *problems, ps *PatroniStore) {
 		if strings.TrimSpace(cl.DSN) == "" {
 			p.add(path+".dsn", "required (a multi-host URL of the cluster's members with target_session_attrs=read-write)")
 		}
+		seenREST := map[string]int{}
+		for k, raw := range cl.REST {
+			rp := fmt.Sprintf("%s.rest[%d]", path, k)
+			if why := restURLProblem(raw); why != "" {
+				p.add(rp, "%s, got %q", why, raw)
+			} else if j, dup := seenREST[raw]; dup {
+				p.add(rp, "%q is already %s.rest[%d]", raw, path, j)
+			} else {
+				seenREST[raw] = k
+			}
+		}
 		for k, r := range cl.Regions {
 			rp := fmt.Sprintf("%s.regions[%d]", path, k)
 			switch j, dup := regionOf[r]; {
@@ -208,4 +226,23 @@ func (c *Config) homeRegions() func(int) string {
 		return func(int) string { return c.Region }
 	}
 	return func(n int) string { return c.Regions[n%len(c.Regions)].Name }
+}
+
+// restURLProblem says why raw is not a Patroni REST API base URL
+// (http(s)://host:port), or "" when it is one.
+func restURLProblem(raw string) string {
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("not a URL (%v)", err)
+	case u.Scheme != "http" && u.Scheme != "https":
+		return "must be an http:// or https:// URL of a member's Patroni REST API, e.g. http://10.0.0.1:8008"
+	case u.Host == "" || u.Hostname() == "":
+		return "has no host; want e.g. http://10.0.0.1:8008"
+	case u.User != nil:
+		return "must not carry credentials"
+	case u.Path != "" && u.Path != "/" || u.RawQuery != "" || u.Fragment != "":
+		return "must be the API's base URL, without a path, query or fragment (idemctl adds /cluster and /primary)"
+	}
+	return ""
 }

@@ -69,6 +69,13 @@ func TestStoreBackendErrorsNameTheFieldAndWhy(t *testing.T) {
       - {name: d, dsn: d, shards: ["5", "2000"]}
 `, []string{"store.patroni.clusters[1].regions[0]", "store.patroni.clusters[2].shards[1]",
 			"store.patroni.clusters[3].shards[0]", "store.patroni.clusters[3].shards[1]", "store.patroni.audit_cluster"}},
+		{"bad Patroni REST URLs", `store:
+  backend: patroni
+  patroni:
+    clusters:
+      - {name: us-east, dsn: a, regions: [us-east, eu-west, ap-south], rest: ["10.0.0.1:8008", "ftp://h:8008", "http://h:8008/cluster", "http://h:8008", "http://h:8008", "http://:8008"]}
+`, []string{"store.patroni.clusters[0].rest[0]", "store.patroni.clusters[0].rest[1]", "store.patroni.clusters[0].rest[2]",
+			"store.patroni.clusters[0].rest[4]", "store.patroni.clusters[0].rest[5]"}},
 		{"a region without a cluster", `store:
   backend: patroni
   patroni:

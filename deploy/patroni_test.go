@@ -151,6 +151,12 @@ func TestPatroniClustersAreStrictSynchronousOverThreeRegions(t *testing.T) {
 				}) {
 					t.Errorf("%s: %s: patroni.yml is not what the container runs with", region, ss.Name)
 				}
+				// Patroni as the container's PID 1 reaps the postmaster
+				// it orphans; under a shell or another non-reaping init,
+				// every switchover waits on a zombie (docs/store-ha.md).
+				if len(c.Command) == 0 || c.Command[0] != "patroni" && c.Command[0] != "tini" {
+					t.Errorf("%s: %s: command %v: want patroni (or tini) as the container's PID 1", region, ss.Name, c.Command)
+				}
 			}
 			if member == nil || cfg == nil {
 				t.Fatalf("%s: %s: want a member ConfigMap (envFrom) and a mounted patroni.yml", region, ss.Name)
@@ -252,6 +258,7 @@ const patroniStoreFile = "patroni/idemd-store.yaml"
 // deployed members (their connect addresses), its home member first.
 func TestPatroniStoreBlockReachesEachClustersMembers(t *testing.T) {
 	addrs := map[string][]string{} // scope -> connect addresses
+	rests := map[string][]string{} // scope -> REST base URLs
 	home := map[string]string{}
 	for _, region := range regions {
 		for _, cm := range build(t, "patroni/overlays/"+region).configMaps {
@@ -260,6 +267,7 @@ func TestPatroniStoreBlockReachesEachClustersMembers(t *testing.T) {
 				continue
 			}
 			addrs[d["PATRONI_SCOPE"]] = append(addrs[d["PATRONI_SCOPE"]], d["PATRONI_POSTGRESQL_CONNECT_ADDRESS"])
+			rests[d["PATRONI_SCOPE"]] = append(rests[d["PATRONI_SCOPE"]], "http://"+d["PATRONI_RESTAPI_CONNECT_ADDRESS"])
 			if d["PATRONI_SCOPE"] == region {
 				home[region] = d["PATRONI_POSTGRESQL_CONNECT_ADDRESS"]
 			}
@@ -335,6 +343,13 @@ func TestPatroniStoreBlockReachesEachClustersMembers(t *testing.T) {
 			sort.Strings(want)
 			if !slices.Equal(got, want) || len(want) != len(regions) {
 				t.Errorf("%s: cluster %s: DSN hosts %v, want the cluster's members %v", region, c.Name, got, want)
+			}
+			// idemctl store status --config asks these.
+			gotREST, wantREST := slices.Clone(c.REST), slices.Clone(rests[c.Name])
+			sort.Strings(gotREST)
+			sort.Strings(wantREST)
+			if !slices.Equal(gotREST, wantREST) || len(wantREST) != len(regions) {
+				t.Errorf("%s: cluster %s: rest %v, want the cluster's members' REST APIs %v", region, c.Name, gotREST, wantREST)
 			}
 		}
 		if !slices.Equal(names, regions) {

@@ -349,7 +349,7 @@ store:
   patroni:
     clusters:
 {{- range .Clusters}}
-      - {name: {{.Name}}, dsn: "{{.DSN}}", regions: [{{.Name}}]}
+      - {name: {{.Name}}, dsn: "{{.DSN}}", regions: [{{.Name}}], rest: [{{range $i, $u := .REST}}{{if $i}}, {{end}}"{{$u}}"{{end}}]}
 {{- end}}
 {{- else}}
   dsn: {{.DSN}}

@@ -43,7 +43,7 @@ func newPatroniDatabase(t *testing.T, c *patronilocal.Cluster) string {
 }
 
 // withDatabase returns dsn naming database db.
-func withDatabase(t *testing.T, dsn, db string) string {
+func withDatabase(t testing.TB, dsn, db string) string {
 	u, err := url.Parse(dsn)
 	if err != nil {
 		t.Fatal(err)

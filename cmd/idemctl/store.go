@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/idemcoord/idemcoord/config"
 	"github.com/idemcoord/idemcoord/internal/patronirest"
 )
 
@@ -66,8 +66,10 @@ leader key, so its name, until the key's ttl runs out), each member's state, rep
 starts a new one).
 
 The clusters come from --rest NAME=URL[,URL...] (repeatable: one per cluster,
-the members' Patroni REST base URLs), else from the running dev cluster started
-with "idemd dev --store ha". A read: it changes nothing.`,
+the members' Patroni REST base URLs), else from --config FILE (a region's
+idemd.yaml with store.backend: patroni: each of store.patroni.clusters with its
+rest: list), else from the running dev cluster started with
+"idemd dev --store ha". A read: it changes nothing.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(format); err != nil {
@@ -86,13 +88,14 @@ with "idemd dev --store ha". A read: it changes nothing.`,
 	}
 	status.Flags().StringArrayVar(&rest, "rest", nil,
 		"a cluster and its members' Patroni REST URLs, NAME=URL[,URL...] (repeatable; default the running dev cluster's)")
-	status.Flags().StringVar(&config, "config", "", "a region's idemd.yaml (not yet: its store section has no Patroni clusters; use --rest)")
+	status.Flags().StringVar(&config, "config", "", "a region's idemd.yaml: its store.patroni.clusters and each one's rest URLs")
 	addOutputFlag(status, &format)
 	store.AddCommand(status)
 	return store
 }
 
-// storeTargets returns the clusters to ask: --rest, else the dev cluster's.
+// storeTargets returns the clusters to ask: --rest, else --config's, else
+// the dev cluster's.
 func storeTargets(rest []string, config string) ([]storeTarget, error) {
 	if len(rest) > 0 {
 		var out []storeTarget
@@ -106,9 +109,7 @@ func storeTargets(rest []string, config string) ([]storeTarget, error) {
 		return out, nil
 	}
 	if config != "" {
-		// TODO(store-backend): read the Patroni clusters' REST URLs from
-		// the store section once its `backend: patroni` shape lands.
-		return nil, errors.New("--config: the store section lists no Patroni clusters yet; name them with --rest NAME=URL[,URL...]")
+		return configStoreTargets(config)
 	}
 	st, err := devState()
 	if err != nil {
@@ -174,4 +175,32 @@ func storeTable(views []storeClusterView) table {
 		}
 	}
 	return t
+}
+
+// configStoreTargets returns the Patroni clusters of the idemd config at
+// path, with their members' REST URLs (store.patroni.clusters[].rest).
+func configStoreTargets(path string) ([]storeTarget, error) {
+	cfg, err := config.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	if b := cfg.Store.Backend; b != config.PatroniStoreBackend {
+		if b == "" {
+			b = config.DefaultStoreBackend
+		}
+		return nil, fmt.Errorf("--config %s: store.backend is %q, not %q: its store is one PostgreSQL, not Patroni clusters", path, b, config.PatroniStoreBackend)
+	}
+	var out []storeTarget
+	var missing []string
+	for i, cl := range cfg.Store.Patroni.Clusters {
+		if len(cl.REST) == 0 {
+			missing = append(missing, fmt.Sprintf("store.patroni.clusters[%d].rest (%s)", i, cl.Name))
+			continue
+		}
+		out = append(out, storeTarget{name: cl.Name, rest: cl.REST})
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("--config %s: %s empty: list each member's Patroni REST URL there (e.g. rest: [http://10.0.0.1:8008, ...]), or name the clusters with --rest NAME=URL[,URL...]", path, strings.Join(missing, ", "))
+	}
+	return out, nil
 }

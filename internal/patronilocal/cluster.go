@@ -154,6 +154,9 @@ func (c *Cluster) setUp() error {
 	if err := os.WriteFile(filepath.Join(c.dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
 		return err
 	}
+	if err := os.WriteFile(filepath.Join(c.dir, reaperFile), []byte(reaperPy), 0o644); err != nil {
+		return err
+	}
 	uid, gid := -1, -1
 	if os.Geteuid() == 0 {
 		u, err := user.Lookup("postgres")
@@ -200,7 +203,9 @@ func (c *Cluster) spawn(m *member) error {
 		return err
 	}
 	defer logf.Close()
-	cmd := exec.Command(c.patroni, filepath.Join(m.dir, "patroni.yml"))
+	// Through the reaper (reaper.go), so an exited postmaster is reaped at
+	// once and a switchover's demotion does not wait on its zombie.
+	cmd := exec.Command("/usr/bin/python3", filepath.Join(c.dir, reaperFile), c.patroni, filepath.Join(m.dir, "patroni.yml"))
 	cmd.Dir = m.dir
 	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + m.dir, "LANG=C.UTF-8", "LC_ALL=C.UTF-8"}
 	cmd.Stdout, cmd.Stderr = logf, logf

@@ -84,6 +84,11 @@ type Config struct {
 	// commits wait instead of going asynchronous (RPO 0, at the cost of
 	// availability). DefaultConfig sets it.
 	Strict bool
+	// SyncStandbys is synchronous_node_count: how many standbys each
+	// commit waits for (0: 1). Cluster.SetSyncStandbys changes it on a
+	// running cluster (a planned switchover raises it to 2 for its
+	// length: docs/runbook.md).
+	SyncStandbys int
 	// Parameters are extra postgresql.conf settings for every member.
 	Parameters map[string]string
 	// Logger receives the cluster's lifecycle events (default: discard).
@@ -173,6 +178,9 @@ func (c Config) Validate() error {
 		if d.v%time.Second != 0 {
 			bad(d.field, "%v is not whole seconds (Patroni counts in seconds)", d.v)
 		}
+	}
+	if c.SyncStandbys < 0 || len(c.Members) > 1 && c.SyncStandbys > len(c.Members)-1 {
+		bad("sync_standbys", "%d: want 1 to %d (the members other than the primary), or 0 for 1", c.SyncStandbys, len(c.Members)-1)
 	}
 	if c.Async && c.Strict {
 		bad("strict", "synchronous_mode_strict needs synchronous replication; Async is set")

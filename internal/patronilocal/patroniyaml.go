@@ -65,6 +65,7 @@ func (c *Cluster) memberYAML(m *member) ([]byte, error) {
 				"maximum_lag_on_failover": 1 << 20,
 				"synchronous_mode":        !c.cfg.Async,
 				"synchronous_mode_strict": c.cfg.Strict,
+				"synchronous_node_count":  max(c.cfg.SyncStandbys, 1),
 				"postgresql": map[string]any{
 					"use_pg_rewind": true,
 					"use_slots":     true,

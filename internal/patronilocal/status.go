@@ -165,3 +165,57 @@ func (c *Cluster) Switchover(ctx context.Context, candidate string) error {
 	}
 	return c.WaitHealthy(ctx)
 }
+
+// SetSyncStandbys sets the cluster's synchronous_node_count (how many
+// standbys each commit waits for) in the DCS, through a member's REST
+// PATCH /config as `patronictl edit-config -s synchronous_node_count=N`
+// does, and waits until the primary has n streaming synchronous standbys
+// (and the other members stream).
+func (c *Cluster) SetSyncStandbys(ctx context.Context, n int) error {
+	if n < 1 || n >= len(c.members) {
+		return fmt.Errorf("patronilocal: %s: %d synchronous standbys: want 1 to %d", c.cfg.Scope, n, len(c.members)-1)
+	}
+	body, _ := json.Marshal(map[string]int{"synchronous_node_count": n})
+	var last error
+	for _, base := range c.liveRESTURLs() {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPatch, base+"/config", bytes.NewReader(body))
+		if err != nil {
+			return err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			last = err
+			continue
+		}
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			last = fmt.Errorf("patronilocal: PATCH %s/config: %s: %s", base, resp.Status, msg)
+			continue
+		}
+		return c.WaitSynced(ctx, n)
+	}
+	return fmt.Errorf("patronilocal: %s: set synchronous_node_count %d: %w", c.cfg.Scope, n, last)
+}
+
+// WaitSynced waits until the cluster is settled with n synchronous
+// standbys: a running primary, exactly n streaming members in the
+// sync_standby role, and every other member streaming.
+func (c *Cluster) WaitSynced(ctx context.Context, n int) error {
+	want := len(c.members)
+	return c.waitFor(ctx, func(ms []MemberStatus) bool {
+		var leader, sync, streaming int
+		for _, m := range ms {
+			switch {
+			case m.Role == RoleLeader && m.State == StateRunning:
+				leader++
+			case m.State == StateStreaming:
+				streaming++
+				if m.Role == RoleSyncStandby {
+					sync++
+				}
+			}
+		}
+		return leader == 1 && sync == n && leader+streaming == want
+	})
+}

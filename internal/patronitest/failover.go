@@ -31,6 +31,9 @@ type KillTiming struct {
 	FirstCommit time.Duration
 	// Total is the kill to the first acknowledged write.
 	Total time.Duration
+	// Prep is a prepared switchover's preparation, before the request
+	// (MeasureSwitchover): not part of Total.
+	Prep time.Duration
 }
 
 // MeasureKill kills c's primary while w writes, and times each phase until
@@ -163,21 +166,46 @@ func watchPromotion(ctx context.Context, c *patronilocal.Cluster, old string, ou
 	}
 }
 
-// MeasureSwitchover switches c's primary over to its synchronous standby
-// (POST /switchover, as `patronictl switchover` does) while w writes, and
-// times the phases from the request to w's first write acknowledged by the
-// new primary: Expire is then the old primary's demotion (its next HA
-// loop, a checkpoint, its shutdown) until it releases the leader key.
-func MeasureSwitchover(ctx context.Context, c *patronilocal.Cluster, cli *clientv3.Client, w *Writer) (KillTiming, error) {
+// MeasureSwitchover switches c's primary over (POST /switchover, as
+// `patronictl switchover` does) while w writes, and times the phases from
+// the request to w's first write acknowledged by the new primary: Expire
+// is then the old primary's demotion (its HA loop, a checkpoint, its
+// shutdown) until it releases the leader key. It starts from a settled
+// cluster (a synchronous standby and the third member streaming).
+//
+// prepared runs the planned switchover of docs/runbook.md: both standbys
+// are made synchronous first (synchronous_node_count 2, timed as Prep,
+// outside Total: no request waits on it), so the third member races for
+// the released key, loses, and follows the new primary at once, instead
+// of sitting out Patroni's 2 s "not the healthiest node" pause while
+// every commit on the new primary waits for a standby; the count is set
+// back to 1 after. Without prepared, the switchover goes to the one
+// synchronous standby as the cluster stands.
+func MeasureSwitchover(ctx context.Context, c *patronilocal.Cluster, cli *clientv3.Client, w *Writer, prepared bool) (KillTiming, error) {
+	if err := c.WaitSynced(ctx, 1); err != nil {
+		return KillTiming{}, err
+	}
+	var prep time.Duration
+	if prepared {
+		p0 := time.Now()
+		if err := c.SetSyncStandbys(ctx, 2); err != nil {
+			return KillTiming{}, err
+		}
+		prep = time.Since(p0)
+	}
 	old, err := c.Primary(ctx)
 	if err != nil {
 		return KillTiming{}, err
 	}
 	kt, err := measure(ctx, c, cli, w, old, func() error { return c.Switchover(ctx, "") })
+	kt.Prep = prep
 	if err != nil {
 		return kt, err
 	}
-	return kt, c.WaitHealthy(ctx)
+	if prepared {
+		return kt, c.SetSyncStandbys(ctx, 1)
+	}
+	return kt, c.WaitSynced(ctx, 1)
 }
 
 // Percentile is the nearest-rank p-th percentile (0 < p <= 100) of ds.
@@ -203,6 +231,12 @@ func Report(kts []KillTiming) string {
 		{"promote (PostgreSQL leaves recovery)", func(k KillTiming) time.Duration { return k.Promote }},
 		{"first commit (reconnect + sync standby)", func(k KillTiming) time.Duration { return k.FirstCommit }},
 		{"total (fault to first commit)", func(k KillTiming) time.Duration { return k.Total }},
+	}
+	if len(kts) > 0 && kts[0].Prep > 0 {
+		phases = append(phases, struct {
+			name string
+			get  func(KillTiming) time.Duration
+		}{"prep, before the request (synchronous_node_count 2 until both standbys are synchronous)", func(k KillTiming) time.Duration { return k.Prep }})
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "| phase (n=%d) | p50 | p99 | max |\n|---|---|---|---|\n", len(kts))

@@ -36,6 +36,12 @@ type Ack struct {
 	// acknowledged, and Server the PostgreSQL address that acknowledged it.
 	Start, At time.Time
 	Server    string
+	// Inserted is whether this attempt inserted the row. A retry of a
+	// row an earlier, cancelled attempt committed (locally, and on the
+	// standby) inserts nothing, writes no commit record and so waits for
+	// no synchronous standby: it proves nothing about the new primary
+	// committing.
+	Inserted bool
 }
 
 // probeDDL is the table a Writer writes.
@@ -97,7 +103,7 @@ func (w *Writer) run(ctx context.Context) {
 				}
 			}
 			actx, cancel := context.WithTimeout(ctx, w.attempt)
-			_, err = conn.Exec(actx, `INSERT INTO failover_probe (id) VALUES ($1) ON CONFLICT DO NOTHING`, id)
+			tag, err := conn.Exec(actx, `INSERT INTO failover_probe (id) VALUES ($1) ON CONFLICT DO NOTHING`, id)
 			cancel()
 			if err != nil {
 				// Ambiguous (a cancelled commit may have committed
@@ -111,7 +117,7 @@ func (w *Writer) run(ctx context.Context) {
 				server = a.String()
 			}
 			w.mu.Lock()
-			w.acks = append(w.acks, Ack{ID: id, Start: start, At: time.Now(), Server: server})
+			w.acks = append(w.acks, Ack{ID: id, Start: start, At: time.Now(), Server: server, Inserted: tag.RowsAffected() == 1})
 			w.mu.Unlock()
 			break
 		}
@@ -126,13 +132,14 @@ func sleep(ctx context.Context, d time.Duration) {
 }
 
 // FirstAckAfter returns the first request acknowledged after t by a
-// server other than not (a member's host:port), waiting up to wait.
+// server other than not (a member's host:port) that inserted its row (a
+// commit that needed the synchronous standby), waiting up to wait.
 func (w *Writer) FirstAckAfter(ctx context.Context, t time.Time, not string, wait time.Duration) (Ack, bool) {
 	deadline := time.Now().Add(wait)
 	for {
 		w.mu.Lock()
 		for _, a := range w.acks {
-			if a.At.After(t) && !sameAddr(a.Server, not) {
+			if a.At.After(t) && a.Inserted && !sameAddr(a.Server, not) {
 				w.mu.Unlock()
 				return a, true
 			}
