@@ -24,6 +24,7 @@ import (
 	"github.com/idemcoord/idemcoord/failover"
 	"github.com/idemcoord/idemcoord/gateway"
 	"github.com/idemcoord/idemcoord/internal/lifecycle"
+	"github.com/idemcoord/idemcoord/internal/tracelog"
 	"github.com/idemcoord/idemcoord/ownership"
 	"github.com/idemcoord/idemcoord/region"
 	"github.com/idemcoord/idemcoord/store"
@@ -36,7 +37,9 @@ const LivenessPrefix = ownership.DefaultPrefix + "liveness/"
 
 // Options are what a configuration file does not say.
 type Options struct {
-	// Logger is the base logger. Default slog.Default().
+	// Logger is the base logger. Default slog.Default(). The daemon adds
+	// the region, and trace_id and span_id to every line logged in a span
+	// (internal/tracelog).
 	Logger *slog.Logger
 	// Transport, if set, carries upstream calls (tests inject faults here).
 	Transport http.RoundTripper
@@ -129,7 +132,10 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &Daemon{cfg: cfg, opts: opts, log: opts.Logger.With("region", cfg.Region), served: make(chan struct{})}, nil
+	// Every line logged with a request's (or another span's) context
+	// carries its trace_id and span_id.
+	log := slog.New(tracelog.Wrap(opts.Logger.Handler())).With("region", cfg.Region)
+	return &Daemon{cfg: cfg, opts: opts, log: log, served: make(chan struct{})}, nil
 }
 
 // Start is New, then Daemon.Start for as long as Close or Shutdown is not

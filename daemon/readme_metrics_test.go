@@ -40,7 +40,7 @@ func readmeMetrics(t *testing.T) map[string]readmeMetric {
 	out := map[string]readmeMetric{}
 	for _, line := range strings.Split(section, "\n") {
 		cells := strings.Split(line, "|")
-		if len(cells) < 5 || !strings.HasPrefix(strings.TrimSpace(cells[1]), "`idemcoord_") {
+		if len(cells) < 5 || !idemdFamily(strings.Trim(strings.TrimSpace(cells[1]), "`")) {
 			continue
 		}
 		name := strings.Trim(strings.TrimSpace(cells[1]), "`")
@@ -57,7 +57,18 @@ func readmeMetrics(t *testing.T) map[string]readmeMetric {
 	return out
 }
 
-// scrapedFamilies returns the idemcoord_ families of one scrape with
+// idemdFamilies are the prefixes of the families idemd exports itself:
+// its own (idemcoord_) and the OpenTelemetry semantic conventions'
+// histograms, as the Prometheus exporter names http.server.request.duration
+// and db.client.operation.duration.
+var idemdFamilies = []string{"idemcoord_", "http_server_request_duration_seconds", "db_client_operation_duration_seconds"}
+
+// idemdFamily reports whether name is one of idemd's own families.
+func idemdFamily(name string) bool {
+	return slices.ContainsFunc(idemdFamilies, func(p string) bool { return strings.HasPrefix(name, p) })
+}
+
+// scrapedFamilies returns idemd's own families of one scrape with
 // their type and the labels of their series (minus the ones on every
 // series), and the labels seen on every series of any family.
 func scrapedFamilies(t *testing.T, addr string) (map[string]readmeMetric, []string) {
@@ -76,7 +87,7 @@ func scrapedFamilies(t *testing.T, addr string) (map[string]readmeMetric, []stri
 	for sc.Scan() {
 		line := sc.Text()
 		if f := strings.Fields(line); len(f) == 4 && f[0] == "#" && f[1] == "TYPE" {
-			if strings.HasPrefix(f[2], "idemcoord_") {
+			if idemdFamily(f[2]) {
 				fams[f[2]] = readmeMetric{kind: f[3]}
 				labelsOf[f[2]] = map[string]bool{}
 			}
@@ -113,7 +124,9 @@ func scrapedFamilies(t *testing.T, addr string) (map[string]readmeMetric, []stri
 
 // TestRunbookMetricsTableMatchesScrape starts a real idemd, sends a first
 // run, a replay and a passthrough, and checks docs/runbook.md's metrics table
-// against /metrics: the same idemcoord_ families, types and labels, and
+// against /metrics: the same families of idemd's own (idemcoord_, and the
+// semantic conventions' HTTP server and database client histograms), types
+// and labels, and
 // region and service_name on every series (runtime and process included).
 func TestRunbookMetricsTableMatchesScrape(t *testing.T) {
 	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

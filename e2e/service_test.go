@@ -19,12 +19,20 @@ const (
 	metricRequests  = "idemcoord_http_requests_total"
 	metricDecisions = "idemcoord_decisions_total"
 	metricEvents    = "idemcoord_events_total"
+	// The OpenTelemetry semantic conventions' histograms
+	// (http.server.request.duration, db.client.operation.duration), as
+	// the exporter writes their sample counts.
+	metricHTTPServer = "http_server_request_duration_seconds_count"
+	metricDBClient   = "db_client_operation_duration_seconds_count"
 )
 
 // TestServiceEndpoints checks what operators and load balancers rely on:
 // /healthz and /readyz answer 200 in every region, and after a first run
 // and a replay, /metrics counts both in the request counter (result label)
-// and in the store's outcome counter (outcome label).
+// and in the store's outcome counter (outcome label), and in the semantic
+// conventions' histograms: http_server_request_duration_seconds by the
+// endpoint's route template, db_client_operation_duration_seconds by the
+// store call (a claim each).
 func TestServiceEndpoints(t *testing.T) {
 	c := sharedCluster(t)
 	ctx, cancel := context.WithTimeout(t.Context(), requestTimeout)
@@ -59,6 +67,18 @@ func TestServiceEndpoints(t *testing.T) {
 		was, now := before.sum(m.name, m.label, `endpoint="create-payment"`), after.sum(m.name, m.label, `endpoint="create-payment"`)
 		if now-was < 1 {
 			t.Errorf("%s{%s} went from %v to %v; want it to grow by at least 1", m.name, m.label, was, now)
+		}
+	}
+	for _, m := range []struct {
+		name   string
+		labels []string
+	}{
+		{metricHTTPServer, []string{`http_request_method="POST"`, `http_route="/v1/payments"`, `http_response_status_code="201"`, `url_scheme="http"`}},
+		{metricDBClient, []string{`db_operation_name="claim"`, `db_system_name="postgresql"`}},
+	} {
+		was, now := before.sum(m.name, m.labels...), after.sum(m.name, m.labels...)
+		if now-was < 2 {
+			t.Errorf("%s%v went from %v to %v; want it to grow by at least 2 (the first run and the replay)", m.name, m.labels, was, now)
 		}
 	}
 	if t.Failed() {

@@ -197,7 +197,10 @@ func New(cfg Config) (*Gateway, error) {
 	// here. The capabilities found by assertion are read off the raw
 	// handles before Config lets go of them; nothing after New reaches
 	// cfg.Store or cfg.Next (TestRequestCodeReachesNoRawHandle).
-	st, next := decorate(cfg.TracerProvider, tracer, cfg.Store, cfg.Next)
+	st, next, err := decorate(cfg.TracerProvider, cfg.Meter, tracer, cfg.Store, cfg.Next)
+	if err != nil {
+		return nil, err
+	}
 	canceller, _ := cfg.Next.(Canceller)
 	lister, _ := cfg.Store.(fenceLister)
 	cfg.Store, cfg.Next = nil, nil

@@ -2,10 +2,15 @@ package gateway
 
 import (
 	"context"
+	"net/http"
+	"strconv"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/semconv/v1.43.0/httpconv"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/idemcoord/idemcoord/idempotency"
@@ -40,6 +45,13 @@ type metrics struct {
 	requests metric.Int64Counter
 	upstream metric.Int64Counter
 	latency  metric.Float64Histogram
+	// server is http.server.request.duration (the HTTP semantic
+	// conventions; Prometheus http_server_request_duration_seconds), by
+	// method, route, scheme and status; its attribute sets are built once
+	// per combination seen (serverSets, under serverMu).
+	server     metric.Float64Histogram
+	serverMu   sync.RWMutex
+	serverSets map[serverKey][]metric.RecordOption
 	// sets are the attribute sets of the labels known when the gateway
 	// starts (each endpoint with each request result, cancel outcome and
 	// upstream state), built once, with the option lists the instruments
@@ -81,7 +93,7 @@ func (m *metrics) known(endpoint, key, value string) []metric.AddOption {
 }
 
 func newMetrics(m metric.Meter, endpoints []string) (*metrics, error) {
-	mt := metrics{sets: map[labels]measurement{}}
+	mt := metrics{sets: map[labels]measurement{}, serverSets: map[serverKey][]metric.RecordOption{}}
 	var err error
 	if mt.requests, err = m.Int64Counter("idemcoord.http.requests",
 		metric.WithDescription("Requests by endpoint and result: the claim decision (first_run, replay, fingerprint_conflict, in_progress, takeover, outcome_unknown), or passthrough (endpoint (unmatched) when no endpoint matched), async_accepted, forwarded, redirected, or the refusal (store_unavailable, unauthorized, ...).")); err != nil {
@@ -100,6 +112,11 @@ func newMetrics(m metric.Meter, endpoints []string) (*metrics, error) {
 		metric.WithDescription("Time to answer a request, by endpoint and result (as idemcoord.http.requests).")); err != nil {
 		return nil, err
 	}
+	server, err := httpconv.NewServerRequestDuration(m)
+	if err != nil {
+		return nil, err
+	}
+	mt.server = server.Inst()
 	ctx := context.Background()
 	for _, ep := range endpoints {
 		for _, r := range requestResults {
@@ -141,4 +158,36 @@ func (m *metrics) cancel(ctx context.Context, endpoint, outcome string) {
 
 func (m *metrics) upstreamResult(ctx context.Context, endpoint, state string) {
 	m.upstream.Add(ctx, 1, m.attrs(endpoint, "state", state).add...)
+}
+
+// serverKey is one attribute set of http.server.request.duration.
+type serverKey struct {
+	method, route, scheme string
+	status                int
+}
+
+// served observes one request's http.server.request.duration: the
+// conventions' required http.request.method and url.scheme, http.route
+// when an endpoint matched, the status, and error.type (the status) for a
+// 5xx.
+func (m *metrics) served(ctx context.Context, rt *serverRoute, r *http.Request, status int, start time.Time) {
+	k := serverKey{method: rt.method, route: rt.route, scheme: scheme(r), status: status}
+	m.serverMu.RLock()
+	o, ok := m.serverSets[k]
+	m.serverMu.RUnlock()
+	if !ok {
+		attrs := []attribute.KeyValue{semconv.HTTPRequestMethodKey.String(k.method), semconv.URLScheme(k.scheme),
+			semconv.HTTPResponseStatusCode(status)}
+		if k.route != "" {
+			attrs = append(attrs, semconv.HTTPRoute(k.route))
+		}
+		if status >= 500 {
+			attrs = append(attrs, semconv.ErrorTypeKey.String(strconv.Itoa(status)))
+		}
+		o = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(attrs...))}
+		m.serverMu.Lock()
+		m.serverSets[k] = o
+		m.serverMu.Unlock()
+	}
+	m.server.Record(ctx, time.Since(start).Seconds(), o...)
 }

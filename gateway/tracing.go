@@ -3,29 +3,39 @@ package gateway
 import (
 	"context"
 	"net/http"
+	"strconv"
+	"sync"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/idemcoord/idemcoord/internal/idemconv"
 	"github.com/idemcoord/idemcoord/store"
+	"github.com/idemcoord/idemcoord/store/storeotel"
 )
 
-// Span names and attributes. Spans carry the endpoint, the operation id
-// and the decision; never the raw key, a body or a token.
+// Span names and attributes. The request's server span is named
+// "{method} {route}" (the endpoint's configured route template; the
+// method alone for a request no endpoint matched) and carries the HTTP
+// semantic conventions' attributes; every store call is a database client
+// span (store/storeotel). The idemcoord-specific attributes are under the
+// idemcoord. namespace (internal/idemconv): the endpoint, the operation
+// id, the decision; never the raw key, a body or a token.
 const (
-	SpanRequest  = "idemcoord.request"
-	SpanClaim    = "idemcoord.claim"
 	SpanUpstream = "idemcoord.upstream"
-	SpanFinish   = "idemcoord.finish"
 
-	AttrEndpoint    = "idemcoord.endpoint"
-	AttrOperationID = "idemcoord.operation_id"
-	AttrDecision    = "idemcoord.decision"
-	AttrResult      = "idemcoord.result"
-	AttrState       = "idemcoord.state"
+	AttrEndpoint    = string(idemconv.Endpoint)
+	AttrOperationID = string(idemconv.OperationID)
+	AttrDecision    = string(idemconv.Decision)
+	AttrResult      = string(idemconv.Result)
+	AttrState       = string(idemconv.State)
+	AttrRegion      = string(idemconv.Region)
 )
 
 // tracerName is the instrumentation scope of the gateway's spans.
@@ -35,54 +45,45 @@ const tracerName = "github.com/idemcoord/idemcoord/gateway"
 var propagator = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
 
 // traceRequests wraps the request handler in a server span that continues
-// the client's trace (W3C traceparent) and records the answer's status.
-// Under the no-op provider (idemd with tracing off) there is no span to
-// make: next is served as it is, as decorate leaves the store and the
-// executor.
+// the client's trace (W3C traceparent), named and attributed by the HTTP
+// semantic conventions, and observes http.server.request.duration (with
+// tracing off too). Under the no-op provider (idemd with tracing off)
+// there is no span to make, as decorate leaves the executor.
 func (g *Gateway) traceRequests(next http.Handler) http.Handler {
-	if _, off := g.cfg.TracerProvider.(noop.TracerProvider); off {
-		return next
-	}
+	routes := newServerRoutes(g.cfg.Endpoints)
+	_, off := g.cfg.TracerProvider.(noop.TracerProvider)
+	region := idemconv.Region.String(g.cfg.Region)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx := propagator.Extract(r.Context(), headerCarrier(r.Header))
-		ctx, span := g.tracer.Start(ctx, SpanRequest, serverSpan, methodAttribute(r.Method))
-		defer span.End()
-		if !span.IsRecording() {
-			// Nothing to record the status on (a span never starts
-			// recording later); the span still goes down in the context.
-			next.ServeHTTP(w, r.WithContext(ctx))
+		start := time.Now()
+		rt := routes.of(g.router, r.Method, r.URL.Path)
+		sw := newStatusWriter(w)
+		defer sw.free()
+		if off {
+			next.ServeHTTP(sw, r)
+			g.metrics.served(r.Context(), rt, r, sw.status, start)
 			return
 		}
-		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
-		next.ServeHTTP(sw, r.WithContext(ctx))
-		span.SetAttributes(attribute.Int("http.response.status_code", sw.status))
-		if sw.status >= 500 {
-			span.SetStatus(codes.Error, http.StatusText(sw.status))
+		ctx := propagator.Extract(r.Context(), headerCarrier(r.Header))
+		ctx, span := g.tracer.Start(ctx, rt.span, serverSpan, rt.start)
+		defer span.End()
+		recording := span.IsRecording()
+		if recording {
+			span.SetAttributes(requestAttributes(r, rt, region)...)
 		}
+		next.ServeHTTP(sw, r.WithContext(ctx))
+		if recording {
+			span.SetAttributes(semconv.HTTPResponseStatusCode(sw.status))
+			if sw.status >= 500 {
+				span.SetAttributes(semconv.ErrorTypeKey.String(strconv.Itoa(sw.status)))
+				span.SetStatus(codes.Error, http.StatusText(sw.status))
+			}
+		}
+		g.metrics.served(ctx, rt, r, sw.status, start)
 	})
 }
 
 // serverSpan is the request span's kind, made once.
 var serverSpan = trace.WithSpanKind(trace.SpanKindServer)
-
-// methodAttributes are the request span's method attribute of the common
-// methods, made once.
-var methodAttributes = func() map[string]trace.SpanStartEventOption {
-	m := map[string]trace.SpanStartEventOption{}
-	for _, method := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut,
-		http.MethodPatch, http.MethodDelete, http.MethodOptions} {
-		m[method] = trace.WithAttributes(attribute.String("http.request.method", method))
-	}
-	return m
-}()
-
-// methodAttribute is the request span's method attribute.
-func methodAttribute(method string) trace.SpanStartEventOption {
-	if o, ok := methodAttributes[method]; ok {
-		return o
-	}
-	return trace.WithAttributes(attribute.String("http.request.method", method))
-}
 
 // headerCarrier is propagation.HeaderCarrier that finds the propagator's
 // own headers (traceparent, tracestate, baggage) under their canonical
@@ -145,25 +146,31 @@ func injectTrace(r *http.Request) {
 
 // The pipeline's store and executor calls are decorated, not detoured
 // through: New wraps the store and the executor the pipeline calls
-// (Gateway.store, Gateway.next) in tracedStore and tracedExecutor (see
-// decorate: not with the no-op provider), and the pipeline code
-// (coordinate.go, run.go, record.go, the passthrough) calls them as it
-// would call the bare ones. Only the calls that make a request's span tree
-// are decorated: the claim (Begin), the upstream call (Execute), the
-// result's finish (Finish) and the passthrough (Pass, which carries the
-// request span on); other calls go to Config.Store and Config.Next as they
-// are.
+// (Gateway.store, Gateway.next), and the pipeline code (coordinate.go,
+// run.go, record.go, the passthrough) calls them as it would call the
+// bare ones. Every store call is a database client span and an
+// observation of db.client.operation.duration (storeotel); the claim also
+// puts its decision on the request span (tracedStore); the upstream call
+// (Execute) and the passthrough (Pass, which carries the request span on)
+// are the executor's (tracedExecutor).
 
-// decorate returns the store and executor the pipeline calls: st and next
-// with the pipeline's spans, or as they are when tp is the no-op provider
-// (idemd with tracing off), whose spans would record nothing and only
-// carry the client's trace context on, which the bare executor sends
-// upstream with the client's other headers anyway.
-func decorate(tp trace.TracerProvider, tracer trace.Tracer, st store.Store, next Executor) (store.Store, Executor) {
-	if _, off := tp.(noop.TracerProvider); off {
-		return st, next
+// decorate returns the store and executor the pipeline calls: st as
+// storeotel's database client calls (spans under tp, the histogram on
+// meter), and, unless tp is the no-op provider (idemd with tracing off),
+// with the claim's decision on the request span and next with the
+// upstream span. With tracing off the executor is next as it is: its
+// spans would record nothing and only carry the client's trace context
+// on, which the bare executor sends upstream with the client's other
+// headers anyway.
+func decorate(tp trace.TracerProvider, meter metric.Meter, tracer trace.Tracer, st store.Store, next Executor) (store.Store, Executor, error) {
+	ost, err := storeotel.New(st, storeotel.Config{TracerProvider: tp, Meter: meter})
+	if err != nil {
+		return nil, nil, err
 	}
-	return tracedStore{st, tracer}, tracedExecutor{next, tracer}
+	if _, off := tp.(noop.TracerProvider); off {
+		return ost, next, nil
+	}
+	return tracedStore{ost}, tracedExecutor{next, tracer}, nil
 }
 
 // untraced reports whether ctx is outside any trace: it carries a span
@@ -187,35 +194,21 @@ func untraced(ctx context.Context) bool {
 // span.
 var noSpan = trace.SpanFromContext(context.Background())
 
-// tracedStore is a store whose Begin and Finish run in the claim and
-// finish spans. Everything else is the store's own.
+// tracedStore is storeotel's store whose Begin also puts the claim's
+// decision and operation id on the request span.
 type tracedStore struct {
 	store.Store
-	tracer trace.Tracer
 }
 
-// Begin is the store's Begin in a claim span; the decision and operation
-// id go on it and on the request span.
+// Begin is the store's Begin (a claim client span, storeotel's); the
+// decision and operation id go on the request span too.
 func (s tracedStore) Begin(ctx context.Context, req store.ClaimRequest) (store.Claim, error) {
-	if untraced(ctx) {
-		return s.Store.Begin(ctx, req)
-	}
-	parent := trace.SpanFromContext(ctx)
-	ctx, span := s.tracer.Start(ctx, SpanClaim, trace.WithAttributes(attribute.String(AttrEndpoint, req.Scope.Endpoint)))
-	defer span.End()
 	claim, err := s.Store.Begin(ctx, req)
-	if err != nil {
-		span.RecordError(err)
-		span.SetStatus(codes.Error, "claim failed")
-		return claim, err
+	if parent := trace.SpanFromContext(ctx); err == nil && parent.IsRecording() {
+		parent.SetAttributes(attribute.String(AttrDecision, claim.Outcome.String()),
+			attribute.String(AttrOperationID, claim.Record.OperationID.String()))
 	}
-	if span.IsRecording() || parent.IsRecording() {
-		attrs := []attribute.KeyValue{attribute.String(AttrDecision, claim.Outcome.String()),
-			attribute.String(AttrOperationID, claim.Record.OperationID.String())}
-		span.SetAttributes(attrs...)
-		parent.SetAttributes(attrs...)
-	}
-	return claim, nil
+	return claim, err
 }
 
 // traceDecision sets decision on the request span in ctx, when it records:
@@ -225,22 +218,6 @@ func traceDecision(ctx context.Context, decision store.Outcome) {
 	if s := trace.SpanFromContext(ctx); s.IsRecording() {
 		s.SetAttributes(attribute.String(AttrDecision, decision.String()))
 	}
-}
-
-// Finish is the store's Finish in a finish span.
-func (s tracedStore) Finish(ctx context.Context, l *store.Lease, res store.Result) error {
-	if untraced(ctx) {
-		return s.Store.Finish(ctx, l, res)
-	}
-	ctx, span := s.tracer.Start(ctx, SpanFinish, trace.WithAttributes(
-		attribute.String(AttrOperationID, l.OperationID.String()), attribute.String(AttrState, string(res.State))))
-	defer span.End()
-	err := s.Store.Finish(ctx, l, res)
-	if err != nil {
-		span.RecordError(err)
-		span.SetStatus(codes.Error, "finish failed")
-	}
-	return err
 }
 
 // tracedExecutor is an executor whose Execute runs in a client span, and
@@ -271,7 +248,7 @@ func (e tracedExecutor) Execute(ctx context.Context, in Invocation) Answer {
 		span.RecordError(redact(a.Err))
 		span.SetStatus(codes.Error, "upstream call failed")
 	} else {
-		span.SetAttributes(attribute.Int("http.response.status_code", a.Status))
+		span.SetAttributes(semconv.HTTPResponseStatusCode(a.Status))
 	}
 	return a
 }
@@ -282,6 +259,24 @@ type statusWriter struct {
 	http.ResponseWriter
 	status int
 	wrote  bool
+}
+
+// statusWriters are the request spans' writers, reused: one per request
+// would be an allocation of every request's.
+var statusWriters = sync.Pool{New: func() any { return new(statusWriter) }}
+
+// newStatusWriter returns a writer for w from the pool; free returns it
+// once the handler has returned (nothing writes to w after that).
+func newStatusWriter(w http.ResponseWriter) *statusWriter {
+	sw := statusWriters.Get().(*statusWriter)
+	*sw = statusWriter{ResponseWriter: w, status: http.StatusOK}
+	return sw
+}
+
+// free puts w back in the pool.
+func (w *statusWriter) free() {
+	*w = statusWriter{}
+	statusWriters.Put(w)
 }
 
 func (w *statusWriter) WriteHeader(code int) {

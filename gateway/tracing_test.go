@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -11,17 +12,18 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/idemcoord/idemcoord/gateway"
 )
 
-// spanTree renders the spans as "parent>child" edges plus each span's
-// decision, so a test compares the whole tree at once.
+// spanTree renders the spans as "parent>child" edges (each span by its
+// label), so a test compares the whole tree at once.
 func spanTree(spans tracetest.SpanStubs) []string {
 	names := map[string]string{}
 	for _, s := range spans {
-		names[s.SpanContext.SpanID().String()] = s.Name
+		names[s.SpanContext.SpanID().String()] = label(s)
 	}
 	var edges []string
 	for _, s := range spans {
@@ -29,10 +31,31 @@ func spanTree(spans tracetest.SpanStubs) []string {
 		if parent == "" {
 			parent = "root"
 		}
-		edges = append(edges, parent+">"+s.Name)
+		edges = append(edges, parent+">"+label(s))
 	}
 	slices.Sort(edges)
 	return edges
+}
+
+// label is a span's name, or "db:" and its db.operation.name for a
+// database client span (whose name ends in the test database's name).
+func label(s tracetest.SpanStub) string {
+	if op := attr(s, "db.operation.name"); op != "" {
+		return "db:" + op
+	}
+	return s.Name
+}
+
+// serverSpan returns the server span among spans.
+func serverSpan(t *testing.T, spans tracetest.SpanStubs) tracetest.SpanStub {
+	t.Helper()
+	for _, s := range spans {
+		if s.SpanKind == trace.SpanKindServer {
+			return s
+		}
+	}
+	t.Fatalf("no server span among %v", spanTree(spans))
+	return tracetest.SpanStub{}
 }
 
 // attr returns the span's attribute key, or "".
@@ -45,9 +68,17 @@ func attr(s tracetest.SpanStub, key string) string {
 	return ""
 }
 
-func TestSpanTreeOfFirstRunAndReplay(t *testing.T) {
-	exp := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+// TestAFirstRunAndItsReplayAreTracedByTheSemanticConventions: one first
+// run and its replay, recorded in-process. The server span is named
+// "{method} {route}" by the endpoint's route template and carries the
+// HTTP conventions' attributes; every store call under it is a database
+// client span (db.system.name postgresql, db.operation.name,
+// db.namespace); the idemcoord-specific facts are idemcoord.* attributes;
+// no attribute carries the raw key or the body; the upstream gets the
+// upstream span's trace context.
+func TestAFirstRunAndItsReplayAreTracedByTheSemanticConventions(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	defer tp.Shutdown(t.Context())
 
 	var upstreamTraceparent string
@@ -59,23 +90,27 @@ func TestSpanTreeOfFirstRunAndReplay(t *testing.T) {
 	}))
 	defer upstream.Close()
 	u, _ := url.Parse(upstream.URL)
-	g, err := gateway.New(gateway.Config{Region: "test", Worker: "w", Store: openStore(t, 4), Auth: verifier(t),
+	st := openStore(t, 4)
+	g, err := gateway.New(gateway.Config{Region: "test", Worker: "w", Store: st, Auth: verifier(t),
 		Endpoints: endpoints(t, ""), Next: gateway.NewProxy(u, nil), TracerProvider: tp})
 	srv := served(t, g, err)
+	host, port, _ := net.SplitHostPort(strings.TrimPrefix(srv.URL, "http://"))
 
 	const key = "secret-looking-key-123"
 	body := `{"name":"a"}`
+	seen := 0
 	for _, tt := range []struct {
 		name     string
 		tree     []string
 		decision string
 	}{
-		{"first run", []string{"idemcoord.request>idemcoord.claim", "idemcoord.request>idemcoord.finish",
-			"idemcoord.request>idemcoord.upstream", "root>idemcoord.request"}, "first_run"},
-		{"replay", []string{"idemcoord.request>idemcoord.claim", "root>idemcoord.request"}, "replay"},
+		// The first request reads its shard's fence (cached after), and
+		// the run records its sending stage before the upstream call.
+		{"first run", []string{"POST /v1/things>db:claim", "POST /v1/things>db:fence", "POST /v1/things>db:finish",
+			"POST /v1/things>db:record_stage", "POST /v1/things>idemcoord.upstream", "root>POST /v1/things"}, "first_run"},
+		{"replay", []string{"POST /v1/things>db:claim", "root>POST /v1/things"}, "replay"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			exp.Reset()
 			resp, err := http.DefaultClient.Do(post(t, srv.URL+"/v1/things", token(t, "alice"), key, body))
 			if err != nil {
 				t.Fatal(err)
@@ -85,13 +120,25 @@ func TestSpanTreeOfFirstRunAndReplay(t *testing.T) {
 			if resp.StatusCode != http.StatusCreated {
 				t.Fatalf("status %d, want 201", resp.StatusCode)
 			}
-			spans := exp.GetSpans()
+			ended := rec.Ended()
+			spans := tracetest.SpanStubsFromReadOnlySpans(ended[seen:])
+			seen = len(ended)
 			if got := spanTree(spans); !slices.Equal(got, tt.tree) {
 				t.Fatalf("span tree %v, want %v", got, tt.tree)
 			}
 			opID := resp.Header.Get(gateway.HeaderOperationID)
+			server := serverSpan(t, spans)
+			for k, want := range map[string]string{"http.request.method": "POST", "http.route": "/v1/things",
+				"http.response.status_code": "201", "url.scheme": "http", "url.path": "/v1/things",
+				"server.address": host, "server.port": port, "error.type": "",
+				gateway.AttrEndpoint: "create-thing", gateway.AttrDecision: tt.decision, gateway.AttrOperationID: opID,
+				gateway.AttrRegion: "test"} {
+				if got := attr(server, k); got != want {
+					t.Errorf("server span %s = %q, want %q", k, got, want)
+				}
+			}
 			for _, s := range spans {
-				if s.SpanContext.TraceID() != spans[0].SpanContext.TraceID() {
+				if s.SpanContext.TraceID() != server.SpanContext.TraceID() {
 					t.Errorf("span %s in another trace", s.Name)
 				}
 				for _, kv := range s.Attributes {
@@ -99,19 +146,26 @@ func TestSpanTreeOfFirstRunAndReplay(t *testing.T) {
 						t.Errorf("span %s attribute %s carries the raw key or body: %q", s.Name, kv.Key, v)
 					}
 				}
-				switch s.Name {
-				case gateway.SpanRequest, gateway.SpanClaim:
-					if got := attr(s, gateway.AttrDecision); got != tt.decision {
-						t.Errorf("span %s decision %q, want %q", s.Name, got, tt.decision)
+				switch label(s) {
+				case "db:claim", "db:finish":
+					op := attr(s, "db.operation.name")
+					if s.SpanKind != trace.SpanKindClient || s.Name != op+" "+st.DBNamespace() {
+						t.Errorf("store span %q kind %v, want a client span named %q", s.Name, s.SpanKind, op+" "+st.DBNamespace())
 					}
-					if got := attr(s, gateway.AttrOperationID); got != opID {
-						t.Errorf("span %s operation id %q, want %q", s.Name, got, opID)
+					for k, want := range map[string]string{"db.system.name": "postgresql", "db.namespace": st.DBNamespace(),
+						gateway.AttrOperationID: opID, "db.response.status_code": "", "error.type": ""} {
+						if got := attr(s, k); got != want {
+							t.Errorf("%s span %s = %q, want %q", op, k, got, want)
+						}
 					}
-				case gateway.SpanFinish:
-					if got := attr(s, gateway.AttrOperationID); got != opID {
-						t.Errorf("finish span operation id %q, want %q", got, opID)
-					}
-					if got := attr(s, gateway.AttrState); got != "COMPLETED" {
+					if op == "claim" {
+						if got := attr(s, gateway.AttrDecision); got != tt.decision {
+							t.Errorf("claim span decision %q, want %q", got, tt.decision)
+						}
+						if got := attr(s, "idemcoord.key_hash"); !strings.HasPrefix(got, "sha256:") || len(got) != len("sha256:")+16 {
+							t.Errorf("claim span key hash %q, want sha256: and 16 hex digits", got)
+						}
+					} else if got := attr(s, gateway.AttrState); got != "COMPLETED" {
 						t.Errorf("finish span state %q, want COMPLETED", got)
 					}
 				case gateway.SpanUpstream:
@@ -151,7 +205,7 @@ func TestPassthroughContinuesTheRequestSpan(t *testing.T) {
 	}
 	resp.Body.Close()
 	spans := exp.GetSpans()
-	if len(spans) != 1 || spans[0].Name != gateway.SpanRequest || attr(spans[0], gateway.AttrResult) != "passthrough" {
+	if len(spans) != 1 || spans[0].Name != "GET" || attr(spans[0], "http.route") != "" || attr(spans[0], gateway.AttrResult) != "passthrough" {
 		t.Fatalf("spans %v, want one passthrough request span", spanTree(spans))
 	}
 	s := spans[0]

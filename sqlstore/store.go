@@ -255,6 +255,19 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 // Cockroach reports whether the store is CockroachDB.
 func (s *Store) Cockroach() bool { return s.cockroach }
 
+// DBSystem is the store's OpenTelemetry db.system.name: "cockroachdb" or
+// "postgresql" (storeotel.Describer).
+func (s *Store) DBSystem() string {
+	if s.cockroach {
+		return "cockroachdb"
+	}
+	return "postgresql"
+}
+
+// DBNamespace is the store's OpenTelemetry db.namespace: the database it
+// connects to (storeotel.Describer).
+func (s *Store) DBNamespace() string { return s.pool.Config().ConnConfig.Database }
+
 // Ping checks that the store answers, within the store's per-call
 // budget when ctx has no deadline.
 func (s *Store) Ping(ctx context.Context) error {

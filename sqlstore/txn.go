@@ -8,11 +8,15 @@ import (
 	"net"
 	"syscall"
 
+	"github.com/idemcoord/idemcoord/internal/idemconv"
 	"github.com/idemcoord/idemcoord/internal/retry"
 	"github.com/idemcoord/idemcoord/store"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"go.opentelemetry.io/otel/attribute"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // retryable reports whether err is a serialization failure (40001), a
@@ -80,7 +84,13 @@ func (s *Store) do(ctx context.Context, op string, again func(error) bool, attem
 	// An inner loop that gave up spent the call's budget: the outer one
 	// gives up with it instead of wrapping it again.
 	ctx, w := watching(ctx)
-	err := s.loop.Do(ctx, op, func(err error) bool { return !gaveUp(err) && again(err) }, func(ctx context.Context) error {
+	err := s.loop.Do(ctx, op, func(err error) bool {
+		if gaveUp(err) || !again(err) {
+			return false
+		}
+		traceRetry(ctx, op, err)
+		return true
+	}, func(ctx context.Context) error {
 		return s.confirm(ctx, w, attempt(ctx))
 	})
 	if err == nil {
@@ -101,6 +111,23 @@ func (s *Store) do(ctx context.Context, op string, again func(error) bool, attem
 		return &store.RetriesExhaustedError{Op: op, Attempts: ex.Attempts, Err: ex.Err}
 	}
 	return giveUp(err)
+}
+
+// traceRetry adds an idemcoord.retry event to the span in ctx (the
+// caller's store call span, storeotel's), when it records, for an attempt
+// err makes run again: with the SQLSTATE as db.response.status_code, so a
+// serialization failure (40001) the loop absorbed stays visible.
+func traceRetry(ctx context.Context, op string, err error) {
+	span := trace.SpanFromContext(ctx)
+	if !span.IsRecording() {
+		return
+	}
+	attrs := []attribute.KeyValue{idemconv.RetryOp.String(op)}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		attrs = append(attrs, semconv.DBResponseStatusCode(pgErr.Code))
+	}
+	span.AddEvent(idemconv.RetryEvent, trace.WithAttributes(attrs...))
 }
 
 // stillAmbiguous reports a call whose budget ran out while its last
