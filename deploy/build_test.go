@@ -26,7 +26,7 @@ import (
 // order of the regions list of every idemd.yaml.
 var regions = []string{"us-east", "eu-west", "ap-south"}
 
-// objects is one kustomize build, decoded.
+// objects is one kustomize build (or one Helm rendering), decoded.
 type objects struct {
 	deployments     []*appsv1.Deployment
 	statefulSets    []*appsv1.StatefulSet
@@ -37,6 +37,8 @@ type objects struct {
 	netpols         []*networkingv1.NetworkPolicy
 	jobs            []*batchv1.Job
 	namespaces      map[string]bool
+	// all holds every object above by "Kind/namespace/name".
+	all map[string]any
 }
 
 // build runs kustomize on dir (relative to deploy/) and decodes every
@@ -49,14 +51,36 @@ func build(t *testing.T, dir string) *objects {
 	if err != nil {
 		t.Fatalf("kustomize build %s: %v", dir, err)
 	}
-	o := &objects{namespaces: map[string]bool{}}
+	var docs [][]byte
 	for _, r := range res.Resources() {
 		y, err := r.AsYAML()
 		if err != nil {
 			t.Fatal(err)
 		}
+		docs = append(docs, y)
+	}
+	return decode(t, dir, docs)
+}
+
+// decode decodes rendered objects, one YAML document each, strictly into
+// their k8s.io/api types; where names the source in failures.
+func decode(t *testing.T, where string, docs [][]byte) *objects {
+	t.Helper()
+	o := &objects{namespaces: map[string]bool{}, all: map[string]any{}}
+	for _, y := range docs {
+		var head struct {
+			Kind     string `json:"kind"`
+			Metadata struct {
+				Name      string `json:"name"`
+				Namespace string `json:"namespace"`
+			} `json:"metadata"`
+		}
+		if err := yaml.Unmarshal(y, &head); err != nil {
+			t.Fatalf("%s: %v", where, err)
+		}
+		kind, name := head.Kind, head.Metadata.Name
 		var into any
-		switch kind := r.GetKind(); kind {
+		switch kind {
 		case "Deployment":
 			v := &appsv1.Deployment{}
 			o.deployments, into = append(o.deployments, v), v
@@ -82,14 +106,19 @@ func build(t *testing.T, dir string) *objects {
 			v := &batchv1.Job{}
 			o.jobs, into = append(o.jobs, v), v
 		case "Secret":
-			t.Fatalf("%s renders a Secret %q: secrets are created by the operator, never committed", dir, r.GetName())
+			t.Fatalf("%s renders a Secret %q: secrets are created by the operator, never committed", where, name)
 		default:
-			t.Fatalf("%s renders an unexpected %s %q", dir, kind, r.GetName())
+			t.Fatalf("%s renders an unexpected %s %q", where, kind, name)
 		}
 		if err := yaml.UnmarshalStrict(y, into); err != nil {
-			t.Fatalf("%s: %s %q does not decode strictly: %v", dir, r.GetKind(), r.GetName(), err)
+			t.Fatalf("%s: %s %q does not decode strictly: %v", where, kind, name, err)
 		}
-		o.namespaces[r.GetNamespace()] = true
+		key := kind + "/" + head.Metadata.Namespace + "/" + name
+		if o.all[key] != nil {
+			t.Fatalf("%s renders %s twice", where, key)
+		}
+		o.all[key] = into
+		o.namespaces[head.Metadata.Namespace] = true
 	}
 	return o
 }
