@@ -273,3 +273,34 @@ func dash(s string) string {
 	}
 	return s
 }
+
+// Collect classifies window w's intents from l, keeping at most limit
+// entries (the must-act ones first: a later must-act entry replaces a
+// kept one that is not) and counting all of them: what a drill report
+// embeds. omitted is how many entries were not kept.
+func Collect(ctx context.Context, l store.Ledger, w Window, limit int) (entries []Entry, sum Summary, omitted int, err error) {
+	sum = Summary{Count: map[Class]int{}, MustAct: map[Class]int{}}
+	err = l.ScanLedger(ctx, store.LedgerScan{From: w.From, To: w.To, Shards: w.Shards}, func(row store.LedgerRow) error {
+		e := Classify(row, w)
+		sum.Count[e.Class]++
+		if e.MustAct {
+			sum.MustAct[e.Class]++
+		}
+		switch {
+		case len(entries) < limit:
+			entries = append(entries, e)
+			return nil
+		case e.MustAct:
+			for i := range entries {
+				if !entries[i].MustAct {
+					entries[i] = e
+					omitted++
+					return nil
+				}
+			}
+		}
+		omitted++
+		return nil
+	})
+	return entries, sum, omitted, err
+}

@@ -13,9 +13,6 @@ import (
 	"github.com/idemcoord/idemcoord/store"
 )
 
-// incidentAuditPage is how many audit rows one read of `incident` takes.
-const incidentAuditPage = 5000
-
 // incidentLookback is how far back `incident list` and `incident report
 // ID` look by default: a failover left open is still found a month on.
 const incidentLookback = "720h"
@@ -47,27 +44,13 @@ func (f *incidentFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.since, "since", incidentLookback, "look at the audit of the last DURATION (720h) or from an RFC 3339 TIME")
 }
 
-// incidents reads the audit rows incidents are made of since f.since, a
-// page at a time, and derives the incidents.
+// incidents reads the incidents of the audit since f.since.
 func (f *incidentFlags) incidents(ctx context.Context, s store.Auditor, now time.Time) ([]ledger.Incident, error) {
 	since, err := parseSince(f.since, now)
 	if err != nil {
 		return nil, err
 	}
-	var rows []store.AuditRow
-	for _, action := range ledger.AuditActions {
-		for off := 0; ; off += incidentAuditPage {
-			page, err := s.QueryAudit(ctx, store.AuditFilter{Since: since, Action: action, Limit: incidentAuditPage, Offset: off})
-			if err != nil {
-				return nil, err
-			}
-			rows = append(rows, page...)
-			if len(page) < incidentAuditPage {
-				break
-			}
-		}
-	}
-	return ledger.Incidents(rows, now), nil
+	return ledger.FromAudit(ctx, s, since, now)
 }
 
 func incidentListCmd() *cobra.Command {
