@@ -12,7 +12,8 @@ import (
 
 // Class is what an incident did to an intent. An intent has exactly one,
 // the first that applies in this order: resolved, unknown, transferred,
-// in_flight, refused, held.
+// in_flight left running by a fenced-out region, refused, held, and
+// in_flight for the rest.
 type Class string
 
 // The classes, in the order a report lists their summary.
@@ -89,15 +90,20 @@ func Classify(row store.LedgerRow, w Window) Entry {
 	e.FinalState = string(rec.State)
 	e.UpdatedAt = rec.UpdatedAt.UTC().Format(time.RFC3339)
 	unchanged := rec.UpdatedAt.Before(w.From)
-	e.StateAtStart = NotRecorded
 	switch {
 	case unchanged:
 		e.StateAtStart = string(rec.State)
+	case row.StateAtStart != "":
+		e.StateAtStart = row.StateAtStart
 	case ev.StateBefore != "":
 		e.StateAtStart = ev.StateBefore
+	default:
+		e.StateAtStart = NotRecorded
 	}
 	mv, moved := w.Moves[rec.Token.Shard]
 	running := rec.State == idempotency.Pending || rec.State == idempotency.InProgress
+	fenced := running && moved && rec.Token.Epoch < mv.ToEpoch
+	refused := ev.Class == store.EventRefused || ev.Class == store.EventHeld
 	switch {
 	case !unchanged && strings.HasPrefix(rec.LeaseOwner, "reconcile/"):
 		e.Class, e.StateAtStart = Resolved, string(idempotency.OutcomeUnknown)
@@ -105,7 +111,7 @@ func Classify(row store.LedgerRow, w Window) Entry {
 	case !unchanged && (ev.Class == store.EventResolved || strings.HasPrefix(rec.LeaseOwner, "resolve/")):
 		e.Class, e.StateAtStart = Resolved, string(idempotency.OutcomeUnknown)
 		e.Action = "resolved through the resolve path: the downstream was asked by operation id"
-		if ev.Region != "" {
+		if ev.Class == store.EventResolved {
 			e.Action += " (by " + ev.Region + ")"
 		}
 	case rec.State == idempotency.OutcomeUnknown:
@@ -116,19 +122,26 @@ func Classify(row store.LedgerRow, w Window) Entry {
 		}
 		e.MustAct = true
 		e.NextStep = "ask the downstream by operation id, then idemctl op reconcile " + e.OperationID
-	case ev.Class == store.EventTransferred || (moved && !unchanged && rec.Token.Epoch >= mv.ToEpoch):
+	case ev.Class == store.EventTransferred:
 		e.Class = Transferred
-		e.Action = "taken over by the new owner"
-		if ev.Region != "" {
-			e.Action = fmt.Sprintf("taken over by %s at epoch %d (%s)", ev.Region, ev.Epoch, ev.Detail)
-		} else if moved {
-			e.Action = fmt.Sprintf("taken over by %s at epoch %d", mv.To, rec.Token.Epoch)
+		e.Action = fmt.Sprintf("taken over by %s at epoch %d (%s)", ev.Region, ev.Epoch, ev.Detail)
+	case fenced:
+		e.Class = InFlight
+		e.Action = fmt.Sprintf("left alone: its region was fenced out at epoch %d (shard moved to %s)", mv.ToEpoch, mv.To)
+		if refused {
+			e.Action += fmt.Sprintf("; its retries were %s by %s (%s)", ev.Class, ev.Region, ev.Detail)
+		}
+		e.MustAct = true
+		e.NextStep = "reconcile before accepting the new owner: idemctl op get " + e.OperationID + ", then idemctl op reconcile"
+	case refused:
+		e.Class = Class(ev.Class)
+		e.Action = fmt.Sprintf("its retries were %s by %s (%s); nothing ran for them", ev.Class, ev.Region, ev.Detail)
+		if !running {
+			e.Action += "; it ended " + string(rec.State) + " after"
 		}
 	default:
 		e.Class = InFlight
 		switch {
-		case running && moved && rec.Token.Epoch < mv.ToEpoch:
-			e.Action = fmt.Sprintf("left alone: its region was fenced out at epoch %d (shard moved to %s)", mv.ToEpoch, mv.To)
 		case running:
 			e.Action = "still running under its lease"
 		case unchanged:
@@ -136,13 +149,6 @@ func Classify(row store.LedgerRow, w Window) Entry {
 		default:
 			e.Action = "finished by its own region"
 		}
-		if ev.Class == store.EventRefused || ev.Class == store.EventHeld {
-			e.Action += fmt.Sprintf("; a retry was %s by %s (%s)", ev.Class, ev.Region, ev.Detail)
-		}
-	}
-	if e.Class == InFlight && running && moved && rec.Token.Epoch < mv.ToEpoch {
-		e.MustAct = true
-		e.NextStep = "reconcile before accepting the new owner: idemctl op get " + e.OperationID + ", then idemctl op reconcile"
 	}
 	if e.NextStep == "" {
 		e.NextStep = "none"

@@ -228,13 +228,26 @@ func shortID(r store.AuditRow) string { return r.ID.String()[:8] }
 // which records a region that took a shard over wrote.
 type Window struct {
 	From, To time.Time
-	Shards   []int
-	Moves    map[int]Move
+	// EventsFrom is where held and refused requests start to count, when
+	// before From (a failover's: failoverPreroll).
+	EventsFrom time.Time
+	Shards     []int
+	Moves      map[int]Move
 }
+
+// failoverPreroll is how long before a failover's first fence move its
+// region may have been lost already: requests were held (503 while the
+// owner was suspect) from then, before anything moved. The controller
+// confirms a failure after the liveness TTL and its confirmation delay
+// (seconds), then moves; 30 s covers that with room.
+const failoverPreroll = 30 * time.Second
 
 // WindowOf returns the window of in, with its moves.
 func WindowOf(in Incident) Window {
 	w := Window{From: in.From, To: in.To, Shards: in.Shards, Moves: map[int]Move{}}
+	if in.Kind == KindFailover {
+		w.EventsFrom = in.From.Add(-failoverPreroll)
+	}
 	if w.Shards == nil {
 		w.Shards = []int{}
 	}

@@ -103,7 +103,7 @@ func Report(ctx context.Context, l store.Ledger, w Window, h Header, o Options, 
 	if err != nil {
 		return sum, err
 	}
-	err = l.ScanLedger(ctx, store.LedgerScan{From: w.From, To: w.To, Shards: w.Shards, Page: o.Page},
+	err = l.ScanLedger(ctx, store.LedgerScan{From: w.From, To: w.To, EventsFrom: w.EventsFrom, Shards: w.Shards, Page: o.Page},
 		func(row store.LedgerRow) error {
 			e := Classify(row, w)
 			sum.Count[e.Class]++
@@ -280,7 +280,7 @@ func dash(s string) string {
 // embeds. omitted is how many entries were not kept.
 func Collect(ctx context.Context, l store.Ledger, w Window, limit int) (entries []Entry, sum Summary, omitted int, err error) {
 	sum = Summary{Count: map[Class]int{}, MustAct: map[Class]int{}}
-	err = l.ScanLedger(ctx, store.LedgerScan{From: w.From, To: w.To, Shards: w.Shards}, func(row store.LedgerRow) error {
+	err = l.ScanLedger(ctx, store.LedgerScan{From: w.From, To: w.To, EventsFrom: w.EventsFrom, Shards: w.Shards}, func(row store.LedgerRow) error {
 		e := Classify(row, w)
 		sum.Count[e.Class]++
 		if e.MustAct {

@@ -107,22 +107,29 @@ func touched(r store.Record, from time.Time) bool {
 }
 
 // ledgerEventCols are an event's columns, aliased so that they never
-// shadow a record column in a join.
-const ledgerEventCols = `ev_class, ev_at, ev_region, ev_shard, ev_epoch, ev_op, ev_before, ev_detail`
+// shadow a record column in a join, and the recorded state at the start.
+const ledgerEventCols = `ev_class, ev_at, ev_region, ev_shard, ev_epoch, ev_op, ev_before, ev_detail, sb_before`
 
 // ledgerRecordsSQL is a page of the records a window touched, in primary
-// key order after a cursor, each with the window's first event of its
-// key. {after} is the keyset condition (empty on the first page). Without
-// an index on the times, a page walks the primary key until it has its
-// rows: the whole scan reads the table once, in pages.
+// key order after a cursor, each with the window's most telling event of
+// its key and the state the first cross-epoch write after From found.
+// {after} is the keyset condition (empty on the first page). $1 From, $2
+// To, $3 shards, $4 page, $5 where events begin. Without an index on the
+// times, a page walks the primary key until it has its rows: the whole
+// scan reads the table once, in pages.
 const ledgerRecordsSQL = `SELECT ` + ledgerEventCols + `, ` + recordCols + `
 	FROM idempotency_records r
 	LEFT JOIN LATERAL (SELECT e.class AS ev_class, e.at AS ev_at, e.region AS ev_region, e.shard AS ev_shard,
 			e.epoch AS ev_epoch, e.operation_id AS ev_op, e.state_before AS ev_before, e.detail AS ev_detail
 		FROM incident_events e
 		WHERE e.actor_scope = r.actor_scope AND e.endpoint = r.endpoint AND e.key_hash = r.key_hash
-		  AND e.at >= $1 AND e.at <= $2
-		ORDER BY e.at, e.id LIMIT 1) ev ON true
+		  AND e.at >= $5 AND e.at <= $2
+		ORDER BY CASE e.class WHEN 'resolved' THEN 0 WHEN 'transferred' THEN 1 WHEN 'refused' THEN 2 ELSE 3 END, e.at, e.id
+		LIMIT 1) ev ON true
+	LEFT JOIN LATERAL (SELECT e.state_before AS sb_before FROM incident_events e
+		WHERE e.actor_scope = r.actor_scope AND e.endpoint = r.endpoint AND e.key_hash = r.key_hash
+		  AND e.at >= $1 AND e.class IN ('transferred', 'resolved')
+		ORDER BY e.at, e.id LIMIT 1) sb ON true
 	WHERE r.created_at < $1
 	  AND (r.updated_at >= $1 OR r.state IN ('PENDING', 'IN_PROGRESS', 'OUTCOME_UNKNOWN'))
 	  AND ($3::INT4[] IS NULL OR r.shard = ANY($3))
@@ -130,7 +137,8 @@ const ledgerRecordsSQL = `SELECT ` + ledgerEventCols + `, ` + recordCols + `
 	ORDER BY r.actor_scope, r.endpoint, r.key_hash LIMIT $4`
 
 // ledgerEventsSQL is a page of the window's events, the first of each
-// key only, in time order after a cursor ({after}).
+// key only, in time order after a cursor ({after}). $1 where events
+// begin, $2 To, $3 shards, $4 page.
 const ledgerEventsSQL = `SELECT e.id, e.class, e.at, e.region, e.shard, e.epoch, e.actor_scope, e.endpoint, e.key_hash,
 		e.operation_id, e.state_before, e.detail
 	FROM incident_events e
@@ -160,6 +168,9 @@ func (s *Store) ScanLedger(ctx context.Context, sc store.LedgerScan, fn func(sto
 			shards[i] = int32(n)
 		}
 	}
+	if sc.EventsFrom.IsZero() || sc.EventsFrom.After(sc.From) {
+		sc.EventsFrom = sc.From
+	}
 	if err := s.scanLedgerRecords(ctx, sc, shards, page, fn); err != nil {
 		return err
 	}
@@ -170,7 +181,7 @@ func (s *Store) ScanLedger(ctx context.Context, sc store.LedgerScan, fn func(sto
 func (s *Store) scanLedgerRecords(ctx context.Context, sc store.LedgerScan, shards []int32, page int,
 	fn func(store.LedgerRow) error) error {
 	firstSQL := strings.Replace(ledgerRecordsSQL, "{after}", "", 1)
-	nextSQL := strings.Replace(ledgerRecordsSQL, "{after}", `AND (r.actor_scope, r.endpoint, r.key_hash) > ($5, $6, $7)`, 1)
+	nextSQL := strings.Replace(ledgerRecordsSQL, "{after}", `AND (r.actor_scope, r.endpoint, r.key_hash) > ($6, $7, $8)`, 1)
 	var last *store.LedgerRow
 	buf := make([]store.LedgerRow, 0, page)
 	for {
@@ -178,7 +189,7 @@ func (s *Store) scanLedgerRecords(ctx context.Context, sc store.LedgerScan, shar
 		err := func() error {
 			ctx, done := s.call(ctx)
 			defer done()
-			q, args := firstSQL, []any{sc.From, sc.To, shards, page}
+			q, args := firstSQL, []any{sc.From, sc.To, shards, page, sc.EventsFrom}
 			if last != nil {
 				q = nextSQL
 				args = append(args, last.Record.Scope.Actor, last.Record.Scope.Endpoint, last.Record.KeyHash[:])
@@ -197,6 +208,9 @@ func (s *Store) scanLedgerRecords(ctx context.Context, sc store.LedgerScan, shar
 					return err
 				}
 				row.Found, row.Event = true, ev.event(row.Record)
+				if ev.atStart != nil {
+					row.StateAtStart = *ev.atStart
+				}
 				buf = append(buf, row)
 			}
 			return rows.Err()
@@ -220,6 +234,7 @@ func (s *Store) scanLedgerRecords(ctx context.Context, sc store.LedgerScan, shar
 // ledgerEventScan receives the nullable event columns of a record row.
 type ledgerEventScan struct {
 	class, region, before, detail *string
+	atStart                       *string
 	at                            *time.Time
 	shard                         *int32
 	epoch                         *int64
@@ -227,7 +242,7 @@ type ledgerEventScan struct {
 }
 
 func (e *ledgerEventScan) dests() []any {
-	return []any{&e.class, &e.at, &e.region, &e.shard, &e.epoch, &e.op, &e.before, &e.detail}
+	return []any{&e.class, &e.at, &e.region, &e.shard, &e.epoch, &e.op, &e.before, &e.detail, &e.atStart}
 }
 
 // event is the scanned event of rec's key, zero when there was none.
@@ -257,7 +272,7 @@ func (s *Store) scanLedgerEvents(ctx context.Context, sc store.LedgerScan, shard
 		err := func() error {
 			ctx, done := s.call(ctx)
 			defer done()
-			q, args := firstSQL, []any{sc.From, sc.To, shards, page}
+			q, args := firstSQL, []any{sc.EventsFrom, sc.To, shards, page}
 			if more {
 				q = nextSQL
 				args = append(args, lastAt, lastID)

@@ -58,6 +58,10 @@ type IncidentEvent struct {
 type LedgerScan struct {
 	// From and To bound the window (required).
 	From, To time.Time
+	// EventsFrom is where the window's events begin, when before From:
+	// a failover's requests are held from the region's death, before
+	// its first fence move (zero: From).
+	EventsFrom time.Time
 	// Shards keeps those shards' intents (nil: every shard).
 	Shards []int
 	// Page is how many rows one read returns (default 500, at most
@@ -67,12 +71,18 @@ type LedgerScan struct {
 
 // LedgerRow is one intent of a window: its record as it is now (Found
 // false when the intent has none: it was only held or refused) and the
-// first event the coordinator recorded for it in the window (Event.Class
-// "" when none).
+// most telling event the coordinator recorded for it in the window
+// (resolved, then transferred, then refused, then held; Event.Class ""
+// when none).
 type LedgerRow struct {
 	Found  bool
 	Record Record
 	Event  IncidentEvent
+	// StateAtStart is the state the record had at From, as the first
+	// takeover or resolve across epochs at or after From found it (the
+	// first write after a move is that one: the old owner is fenced
+	// out); "" when none was recorded.
+	StateAtStart string
 }
 
 // DefaultLedgerPage is LedgerScan.Page's default: a read of some 500 rows
