@@ -174,6 +174,7 @@ func Run(ctx context.Context, sc scenario.Scenario, seed uint64, c cluster.Clust
 	res.Verdict = verdict
 	res.Report = report.Build(report.Input{Scenario: sc.Name, Seed: seed, History: res.History, Result: verdict,
 		Client: opts.Client})
+	res.Report.Ledgers = windowLedgers(ctx, pr.store, res.History, rec.Start())
 	log.Info("drill: checked", "violations", len(verdict.Violations), "green", verdict.Green())
 	return res, nil
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/idemcoord/idemcoord/gateway"
 	"github.com/idemcoord/idemcoord/internal/lifecycle"
 	"github.com/idemcoord/idemcoord/internal/tracelog"
+	"github.com/idemcoord/idemcoord/ledger"
 	"github.com/idemcoord/idemcoord/ownership"
 	"github.com/idemcoord/idemcoord/region"
 	"github.com/idemcoord/idemcoord/store"
@@ -106,6 +107,7 @@ type Daemon struct {
 	cache *ownership.Cache
 	topo  *region.Topology
 	ctl   *failover.Controller
+	notes *ledger.Notes // the gateway's incident events (multi-region), closed after it
 	opts  Options
 	tel   *telemetry
 	bg    *background
@@ -241,6 +243,8 @@ func (d *Daemon) open(ctx context.Context) (err error) {
 		gcfg.ForwardTransport = opts.ForwardTransport
 		gcfg.Ready = d.ready
 		gcfg.Health = d.ctl.Tracker()
+		d.notes = ledger.NewNotes(d.store, 0, log)
+		gcfg.Ledger = d.notes
 	} else if err := d.store.BootstrapFences(ctx, cfg.Shards, d.topo.Home); err != nil {
 		// Single-region mode: every shard is the local region's, before
 		// anything is served; a store bootstrapped with another shard

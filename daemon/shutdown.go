@@ -58,6 +58,9 @@ func (d *Daemon) stopParts(ctx context.Context) error {
 	if d.gw != nil {
 		d.gw.Close()
 	}
+	if d.notes != nil {
+		d.notes.Close() // the gateway notes nothing more: write what it noted
+	}
 	// The controller's and the cache's watches end when they are closed,
 	// except against an etcd that does not answer: there the etcd client
 	// holds them until it is closed. So they stop in the background, the

@@ -6,6 +6,7 @@ import (
 
 	"github.com/idemcoord/idemcoord/failover"
 	"github.com/idemcoord/idemcoord/failover/policy"
+	"github.com/idemcoord/idemcoord/ledger"
 	"github.com/idemcoord/idemcoord/ownership"
 	"github.com/idemcoord/idemcoord/shard"
 	"github.com/idemcoord/idemcoord/store"
@@ -25,7 +26,7 @@ var _ RegionHealth = (*failover.Tracker)(nil)
 // operator accepts the new owner) and served under transfer; while the
 // owner is only suspect, or failed but not moved yet, both wait. It
 // reports whether it answered the request.
-func (rt *routing) failoverHold(ctx context.Context, c *call, shard int, owner, state string) bool {
+func (rt *routing) failoverHold(ctx context.Context, c *call, shard int, epoch int64, owner, state string) bool {
 	var health failover.RegionState = failover.Healthy
 	if rt.health != nil {
 		health = rt.health.State(owner)
@@ -35,6 +36,7 @@ func (rt *routing) failoverHold(ctx context.Context, c *call, shard int, owner, 
 	if !ok {
 		return false
 	}
+	ledger.NoteRouting(rt.ledger, rt.local, c.actor, c.ep.Name, c.key, shard, epoch, ans.Hold, ans.Problem)
 	if !ans.Hold {
 		rt.log.InfoContext(ctx, "shard refused by the endpoint's failover policy",
 			"endpoint", c.ep.Name, "policy", c.ep.Failover, "action", a, "shard", shard, "owner", owner)

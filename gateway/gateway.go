@@ -19,6 +19,7 @@ import (
 	"github.com/idemcoord/idemcoord/config"
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/internal/lifecycle"
+	"github.com/idemcoord/idemcoord/ledger"
 	"github.com/idemcoord/idemcoord/region"
 	"github.com/idemcoord/idemcoord/shard"
 	"github.com/idemcoord/idemcoord/store"
@@ -80,6 +81,10 @@ type Config struct {
 	// owner that is suspect or failed-but-not-moved is waited for). nil
 	// treats every owner as healthy.
 	Health RegionHealth
+	// Ledger, if set, records the requests routing holds or refuses
+	// while their shard is between owners or failed over, for the
+	// incident ledger (ledger.Notes). nil records nothing.
+	Ledger ledger.Recorder
 	// Topology gives the regions' gateway URLs. Required with Owners; its
 	// local region is Region.
 	Topology *region.Topology

@@ -15,6 +15,7 @@ import (
 	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/config"
 	"github.com/idemcoord/idemcoord/fencing"
+	"github.com/idemcoord/idemcoord/ledger"
 	"github.com/idemcoord/idemcoord/region"
 	"github.com/idemcoord/idemcoord/shard"
 	"github.com/idemcoord/idemcoord/store"
@@ -52,6 +53,8 @@ type routing struct {
 	log      *slog.Logger
 	// clock times the move/failover hold (settle.go).
 	clock clock.Clock
+	// ledger records what routing holds or refuses (Config.Ledger).
+	ledger ledger.Recorder
 }
 
 // fenceReader reads a shard's authoritative fence (*sqlstore.Store).
@@ -86,7 +89,7 @@ func newRouting(cfg *Config, st store.Store, m *metrics) (*routing, error) {
 	}
 	return &routing{local: cfg.Region, topo: cfg.Topology, owners: cfg.Owners, shards: cfg.Shards, fences: st,
 		health: cfg.Health, redirect: cfg.Routing == config.RoutingRedirect, client: forwardClient(cfg.ForwardTransport),
-		timeout: cfg.ForwardTimeout, counter: counter, metrics: m, log: cfg.Logger, clock: clock.Or(cfg.Clock)}, nil
+		timeout: cfg.ForwardTimeout, counter: counter, metrics: m, log: cfg.Logger, clock: clock.Or(cfg.Clock), ledger: cfg.Ledger}, nil
 }
 
 // claimToken returns the fencing token under which this region claims the
@@ -141,9 +144,10 @@ func (rt *routing) token(ctx context.Context, c *call, stale error) (fencing.Tok
 			Detail: "nothing was executed; retry with the same key", Status: http.StatusServiceUnavailable}, ownershipRetryAfter)
 		return fencing.Token{}, errRouted
 	case state == ShardFencing:
+		ledger.NoteRouting(rt.ledger, rt.local, c.actor, c.ep.Name, c.key, shard, epoch, true, "ownership-moving")
 		rt.moving(c, shard, fmt.Sprintf("shard %d is moving to region %q", shard, owner))
 		return fencing.Token{}, errRouted
-	case rt.failoverHold(ctx, c, shard, owner, state):
+	case rt.failoverHold(ctx, c, shard, epoch, owner, state):
 		return fencing.Token{}, errRouted
 	case owner == rt.local:
 		return fencing.Token{Shard: shard, Epoch: epoch, Region: rt.local}, nil

@@ -246,6 +246,7 @@ func (s *Store) decide(ctx context.Context, req store.ClaimRequest, rec store.Re
 	lease.Attempts++
 	c.Outcome = store.TakenOver
 	c.Lease = lease
+	s.noteCrossing(ctx, store.EventTransferred, rec, req.Token, "taken over by a retry")
 	if c.Fenced {
 		s.metrics.outcome(ctx, req.Scope.Endpoint, eventFencedTakeover)
 	}

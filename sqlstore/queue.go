@@ -68,6 +68,7 @@ func (s *Store) TakeOver(ctx context.Context, rec store.Record, req store.ClaimR
 	lease.Attempts++
 	s.metrics.outcome(ctx, rec.Scope.Endpoint, eventRecoveryTakeover) // not a client request
 	c := store.Claim{Outcome: store.TakenOver, Record: rec, Lease: lease, Fenced: fencedOut(req, rec)}
+	s.noteCrossing(ctx, store.EventTransferred, rec, req.Token, "taken over by async recovery")
 	if c.Fenced {
 		s.metrics.outcome(ctx, rec.Scope.Endpoint, eventFencedTakeover)
 	}

@@ -44,6 +44,7 @@ func (s *Store) Resolve(ctx context.Context, rec store.Record, tok fencing.Token
 		return err
 	}
 	s.metrics.outcome(ctx, rec.Scope.Endpoint, "outcome_unknown_resolved")
+	s.noteCrossing(ctx, store.EventResolved, rec, tok, "resolved through the resolve path as "+string(res.State))
 	return nil
 }
 

@@ -168,12 +168,13 @@ type Store interface {
 
 // Backend is a whole store as a daemon opens it: what the gateway needs,
 // the audit the failover controller writes, the daemon's maintenance
-// loops and the operators' repairs, and Close.
+// loops, the operators' repairs, the incident ledger, and Close.
 type Backend interface {
 	Store
 	Auditor
 	Maintenance
 	Admin
+	Ledger
 	// Close releases the store's connections.
 	Close()
 }

@@ -155,6 +155,9 @@ type Report struct {
 	Safe, Green bool
 	// Meta identifies the run: when, by which command and build.
 	Meta Meta
+	// Ledgers are the incident ledgers of the region-loss windows, by
+	// fault (set by the drill after Build, which has no store).
+	Ledgers []WindowLedger
 }
 
 // Build computes the report of in.

@@ -85,4 +85,4 @@ func (r Report) WriteHTML(w io.Writer) error {
 }
 
 var page = template.Must(template.New("report").Funcs(template.FuncMap{"op": describeOp, "dur": round,
-	"fault": faultLabel, "definitions": func() string { return definitions }}).Parse(pageHTML))
+	"fault": faultLabel, "short": short, "definitions": func() string { return definitions }}).Parse(pageHTML))

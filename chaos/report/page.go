@@ -6,7 +6,8 @@ const pageHTML = `<!DOCTYPE html>
 <title>drill {{.Scenario}} seed {{.Seed}}</title>
 <style>
 body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:1000px}
-h1{font-size:20px} h2{font-size:16px;margin-top:28px}
+h1{font-size:20px} h2{font-size:16px;margin-top:28px} h3{font-size:14px;margin:18px 0 4px}
+table.ledger{font-size:12px} table.ledger code{font-size:11px}
 table{border-collapse:collapse;margin:8px 0} td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}
 td.n{text-align:right;font-variant-numeric:tabular-nums}
 .pass{color:#11772d;font-weight:600} .fail{color:#b00020;font-weight:600}
@@ -69,11 +70,19 @@ dl.meta{display:grid;grid-template-columns:max-content auto;gap:2px 12px;font-si
 <tr><td class="n">{{.RegionFailovers}}</td><td class="n">{{len .FalseFailovers}}{{range .FalseFailovers}}; {{.Region}} at {{printf "%.1fs" .At}} ({{.Shards}} shards){{end}}</td></tr>
 </table>
 <p class="note">A false failover is a region failover (audited by the failover controller) of a region that no fault took out (killed, paused past its lease, cut from etcd or SQL, crashed) within the fault's window plus 15 s: the region was only slow, cut from a peer, briefly paused, or nothing happened to it.</p>
-<table id="faults"><tr><th>window</th><th>from</th><th>to</th><th>length</th><th>fault (as injected)</th><th>requests</th><th>acknowledged</th><th>503 (of which without Retry-After)</th><th>moved actors</th><th>unaffected / affected availability</th></tr>
-{{range $i, $f := .Faults}}<tr><td>{{fault $i}}</td><td class="n">{{printf "%.1fs" .From}}</td><td class="n">{{printf "%.1fs" .To}}</td><td class="n">{{printf "%.1fs" (.Length)}}</td><td>{{.What}}</td><td class="n">{{.Requests}}</td><td class="n">{{.Acked}}</td><td class="n">{{.Rejected}} ({{.RejectedNoRetryAfter}})</td><td class="n">{{len .Failover}}</td><td class="n">{{.Unaffected}} / {{.Affected}}</td></tr>
-{{else}}<tr><td colspan="10">no faults</td></tr>{{end}}</table>
+<table id="faults"><tr><th>window</th><th>from</th><th>to</th><th>length</th><th>fault (as injected)</th><th>requests</th><th>acknowledged</th><th>503 (of which without Retry-After)</th><th>moved actors</th><th>unaffected / affected availability</th><th>incident ledger</th></tr>
+{{range $i, $f := .Faults}}<tr><td>{{fault $i}}</td><td class="n">{{printf "%.1fs" .From}}</td><td class="n">{{printf "%.1fs" .To}}</td><td class="n">{{printf "%.1fs" (.Length)}}</td><td>{{.What}}</td><td class="n">{{.Requests}}</td><td class="n">{{.Acked}}</td><td class="n">{{.Rejected}} ({{.RejectedNoRetryAfter}})</td><td class="n">{{len .Failover}}</td><td class="n">{{.Unaffected}} / {{.Affected}}</td><td>{{with $.LedgerOf $i}}<a href="#{{.Anchor}}">{{.Total}} intents, {{.MustAct}} must act</a>{{else}}&ndash;{{end}}</td></tr>
+{{else}}<tr><td colspan="11">no faults</td></tr>{{end}}</table>
 <p class="note">A window (the shaded band of the same name in the chart) runs from the fault's injection until its heal completed: it includes the heal (restarting a killed region, waiting for it to register again), so it is longer than the duration the fault's description gives. Requests, acknowledged and 503 count the attempts whose answer came back inside the window.</p>
 
+{{if .Ledgers}}<h2 id="ledgers">Incident ledger of each region-loss window</h2>
+<p class="note">What finance and support reconcile after the failover each region-loss window caused: every business intent it touched and how it ended, as <code>idemctl incident report ID</code> prints it (docs/runbook.md, &ldquo;After an incident: reconcile with the ledger&rdquo;), read from the run's store when the drill ended. <b>must act</b> marks the intents a person has to settle (left in flight by the lost region, or an unknown outcome). Key hashes are SHA-256 (first 12 hex digits shown); the raw key is never stored.</p>
+{{range .Ledgers}}<h3 id="{{.Anchor}}">{{.Title}}</h3>
+{{if .Err}}<p class="fail">ledger not read: {{.Err}}</p>{{else}}<p><b>{{.Total}} intents, {{.MustAct}} for a person to act on:</b> {{.Counts}}.</p>
+{{if .Entries}}<table class="ledger"><tr><th>class</th><th>operation</th><th>actor</th><th>endpoint</th><th>key hash</th><th>state when it began</th><th>what the coordinator did</th><th>final state</th><th>must act</th></tr>
+{{range .Entries}}<tr><td>{{.Class}}</td><td><code>{{.OperationID}}</code></td><td>{{.Actor}}</td><td>{{.Endpoint}}</td><td><code>{{short .KeyHash}}</code></td><td>{{.StateAtStart}}</td><td>{{.Action}}</td><td>{{.FinalState}}</td><td>{{if .MustAct}}<span class="fail">yes</span>: {{.NextStep}}{{else}}no{{end}}</td></tr>
+{{end}}</table>{{if .Omitted}}<p class="note">{{.Omitted}} more not shown (the must-act ones are shown first).</p>{{end}}{{end}}{{end}}
+{{end}}{{end}}
 <h2>Coverage</h2>
 <table id="coverage"><tr><th>stale-epoch write rejected &dagger;</th><th>takeover</th><th>40001 retry &dagger;</th><th>ambiguous outcome resolved</th><th>move under load</th></tr>
 <tr><td class="n">{{.Coverage.StaleEpochRejected}}</td><td class="n">{{.Coverage.Takeovers}}</td><td class="n">{{.Coverage.Retries40001}}</td><td class="n">{{.Coverage.AmbiguousResolved}}</td><td class="n">{{.Coverage.MovesUnderLoad}}</td></tr></table>

@@ -59,13 +59,16 @@ func (r Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "; %s at %.1fs (%d shards)", f.Region, f.At, f.Shards)
 	}
 	b.WriteString("\n")
-	for _, f := range r.Faults {
+	for i, f := range r.Faults {
 		fmt.Fprintf(&b, "  fault %6.1fs-%6.1fs %s: %d requests, %d acknowledged, %d 503 (%d without Retry-After), %d moved actors",
 			f.From, f.To, f.What, f.Requests, f.Acked, f.Rejected, f.RejectedNoRetryAfter, len(f.Failover))
 		if f.Unaffected.Calls+f.Affected.Calls > 0 {
 			fmt.Fprintf(&b, ", unaffected %s, affected %s, %d in flight", f.Unaffected, f.Affected, len(f.InFlight))
 		}
 		b.WriteString("\n")
+		if l := r.LedgerOf(i); l != nil && l.Err == "" {
+			fmt.Fprintf(&b, "    ledger %s: %d intents, %d must act: %s\n", l.Title(), l.Total, l.MustAct, l.Counts())
+		}
 	}
 	c := r.Coverage
 	fmt.Fprintf(&b, "coverage: stale_epoch_rejected=%d takeover=%d retry_40001=%d ambiguous_resolved=%d move_under_load=%d\n",

@@ -64,7 +64,7 @@ func newRoot(drill *cobra.Command) *cobra.Command {
 	root.PersistentFlags().BoolVarP(&verbose, "verbose", "v", false,
 		"print the connection steps and the libraries' own log lines on stderr")
 	root.AddCommand(devCmd(), opCmd(), regionsCmd(), ownerCmd(), shardsCmd(), moveCmd(), deployCmd(),
-		failoverCmd(), failbackCmd(), drainCmd(), storeCmd(), auditCmd(), migrateCmd(), versionCmd(), drill, openapiCmd())
+		failoverCmd(), failbackCmd(), drainCmd(), storeCmd(), auditCmd(), incidentCmd(), migrateCmd(), versionCmd(), drill, openapiCmd())
 	flagsuggest.Groups(root)
 	return root
 }
