@@ -181,6 +181,8 @@ func (g *Gateway) admit(c *call) (store.ClaimRequest, bool) {
 		TakeOverFenced: ep.TakesOverFenced(),
 		FirstSent:      firstSent,
 		KeepStages:     ep.Completes(),
+		// Past the provider's key window nothing is sent again (window.go).
+		DownstreamWindow: ep.DownstreamWindow,
 	}, true
 }
 
@@ -269,6 +271,8 @@ func (g *Gateway) decide(ctx context.Context, c *call, req store.ClaimRequest, c
 		g.refuseWait(c, "outcome_unknown", problem{Type: "outcome-unknown", Title: "operation outcome unknown",
 			Detail: "the upstream may have run it; it is being reconciled", Status: http.StatusConflict,
 			OperationID: rec.OperationID.String(), OperationState: string(idempotency.OutcomeUnknown)}, time.Second)
+	case store.WindowPassed:
+		g.windowPassed(c, rec) // window.go
 	case store.FirstRun, store.TakenOver:
 		result := "first_run"
 		if claim.Outcome == store.TakenOver {

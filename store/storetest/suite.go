@@ -38,6 +38,8 @@ func (h suite) tests() []struct {
 		{"TestResolveOutcomeUnknown", h.TestResolveOutcomeUnknown},
 		{"TestReleaseRecordsNotSentThroughALeaseThatIsBehind", h.TestReleaseRecordsNotSentThroughALeaseThatIsBehind},
 		{"TestReconcileUnknownIsAudited", h.TestReconcileUnknownIsAudited},
+		// window.go
+		{"TestNothingIsTakenOverPastTheDownstreamWindow", h.TestNothingIsTakenOverPastTheDownstreamWindow},
 		// adopt.go
 		{"TestTakenOverLeaseAdoptsNothing", h.TestTakenOverLeaseAdoptsNothing},
 		// attempt.go
