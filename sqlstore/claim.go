@@ -310,6 +310,15 @@ func nonce() string {
 	return hex.EncodeToString(b[:])
 }
 
+// membersArg is a claim's member digests as a nullable BYTEA argument:
+// NULL when there are none.
+func membersArg(m []byte) []byte {
+	if len(m) == 0 {
+		return nil
+	}
+	return m
+}
+
 // firstSentArg is t as a nullable timestamp argument: NULL when zero.
 func firstSentArg(t time.Time) *time.Time {
 	if t.IsZero() {

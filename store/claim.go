@@ -102,6 +102,11 @@ type ClaimRequest struct {
 	// queue TakeOver fails with ErrDownstreamWindowPassed) and changes
 	// nothing. Replays, mismatches and waits are unaffected.
 	DownstreamWindow time.Duration
+	// Members are the request's member digests (idempotency.Members,
+	// encoded), stored with a new record so that a later Mismatch can
+	// name what changed; nil stores none. Only with a FingerprintV2 (or
+	// later) Fingerprint.
+	Members []byte
 	// FirstSent is when the client says it first sent the intent, zero
 	// when it does not say. It is stored with a new record; a claim of an
 	// existing record that names another time than the record's is a

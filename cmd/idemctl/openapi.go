@@ -142,7 +142,7 @@ func operationOf(ep config.Endpoint) obj {
 		"409": problemRef("The key's operation is in progress (Retry-After)" + waitNote(ep) + ", or its outcome is unknown" +
 			windowNote(ep) + "."),
 		"412": problemRef("Idempotency-First-Sent outside the key's retention window; nothing ran."),
-		"422": problemRef("The key was used with another request; nothing ran."),
+		"422": problemRef("The key was used with another request; nothing ran. changed_members names what of the body changed (JSON pointers, form part names or \"body\"), never values."),
 		"503": problemRef("Nothing was executed (store or owner region unavailable, overloaded); retry with the same key."),
 	}
 	if gone := goneNote(ep); gone != "" {
@@ -320,6 +320,8 @@ func components() obj {
 					"detail":          str,
 					"operation_id":    obj{"type": "string", "format": "uuid"},
 					"operation_state": str,
+					"changed_members": obj{"type": "array", "items": str,
+						"description": "fingerprint-mismatch: the members of the body that differ from the key's first request, sorted: RFC 6901 JSON pointers (at most 32, at most 6 levels deep; past that the ancestor holding the change), form part names, or \"body\". Never values. Absent when the body is the same or the key's record predates it."},
 					"new_key_safe":    obj{"type": "boolean", "description": "Whether the intent may be started over under a new key without risking a double effect."},
 				}},
 		},
