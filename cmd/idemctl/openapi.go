@@ -322,7 +322,7 @@ func components() obj {
 					"operation_state": str,
 					"changed_members": obj{"type": "array", "items": str,
 						"description": "fingerprint-mismatch: the members of the body that differ from the key's first request, sorted: RFC 6901 JSON pointers (at most 32, at most 6 levels deep; past that the ancestor holding the change), form part names, or \"body\". Never values. Absent when the body is the same or the key's record predates it."},
-					"new_key_safe":    obj{"type": "boolean", "description": "Whether the intent may be started over under a new key without risking a double effect."},
+					"new_key_safe": obj{"type": "boolean", "description": "Whether the intent may be started over under a new key without risking a double effect."},
 				}},
 		},
 	}
