@@ -147,6 +147,10 @@ func TestOpenAPIFragmentValidatesAndDescribesEveryEndpoint(t *testing.T) {
 					t.Errorf("%s: x-idempotency %v", ep.Name, op.Extensions["x-idempotency"])
 				}
 			}
+			if cm := doc.Components.Schemas["Problem"].Value.Properties["changed_members"]; cm == nil ||
+				!strings.Contains(cm.Value.Description, "RFC 6901") || !strings.Contains(cm.Value.Description, "at most 32") {
+				t.Errorf("Problem.changed_members %+v, want the 422's changed members with their bounds", cm)
+			}
 			enum := doc.Components.Schemas["Problem"].Value.Properties["type"].Value.Enum
 			if len(enum) == 0 || !contains(enum, "https://idemcoord.dev/problems/first-sent-expired") {
 				t.Errorf("Problem.type enum %v lacks the problem types", enum)
