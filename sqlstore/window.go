@@ -19,8 +19,8 @@ const (
 	windowRecovery = "recovery"
 )
 
-// newWindowCounter creates idemcoord.downstream_window_passed, exported
-// at zero for both paths.
+// newWindowCounter creates idemcoord.downstream_window_passed; InitMetrics
+// exports it at zero per endpoint and path (initWindowMetrics).
 func newWindowCounter(m metric.Meter) (metric.Int64Counter, error) {
 	c, err := m.Int64Counter("idemcoord.downstream_window_passed",
 		metric.WithDescription("Attempts not sent again because their operation was first claimed longer ago than "+
@@ -30,10 +30,14 @@ func newWindowCounter(m metric.Meter) (metric.Int64Counter, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, p := range []string{windowClaim, windowRecovery} {
-		c.Add(context.Background(), 0, metric.WithAttributes(attribute.String("path", p)))
-	}
 	return c, nil
+}
+
+// initWindowMetrics exports endpoint's refusal counts at zero.
+func (s *Store) initWindowMetrics(ctx context.Context, endpoint string) {
+	for _, p := range []string{windowClaim, windowRecovery} {
+		s.window.Add(ctx, 0, metric.WithAttributes(attribute.String("endpoint", endpoint), attribute.String("path", p)))
+	}
 }
 
 // windowPassed counts one refusal on endpoint by path.
