@@ -157,9 +157,9 @@ type Part struct {
 }
 
 // FormMembers digests a form's parts by name. Parts are merged by name
-// (in the order given), and the names kept are the first MaxMembers in
-// name order; the rest are digested together under the last kept name's
-// successor "…" (a 422 names "…" when one of them changed).
+// (in the order given); with more than MaxMembers names, the first
+// MaxMembers-1 in name order are kept and the rest are digested together
+// as one member "…" (a 422 names "…" when one of them changed).
 func FormMembers(parts []Part) Members {
 	byName := map[string][]byte{}
 	for _, p := range parts {
