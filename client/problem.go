@@ -44,6 +44,12 @@ var (
 // type the gateway sends with its 422.
 const problemTypeFingerprintMismatch = "fingerprint-mismatch"
 
+// problemTypeDownstreamWindowPassed is the last path segment of the
+// problem type of the gateway's final 409 to a retry that would send an
+// attempt again past the endpoint's downstream_window: an operator must
+// settle it, so retrying changes nothing.
+const problemTypeDownstreamWindowPassed = "downstream-window-passed"
+
 // problemTypeNotCancellable is the last path segment of the problem type
 // of a cancel's final refusal (409).
 const problemTypeNotCancellable = "not-cancellable"
@@ -75,6 +81,11 @@ type ProblemError struct {
 	// OperationState is the operation's state on the server, such as
 	// IN_PROGRESS or OUTCOME_UNKNOWN; may be empty.
 	OperationState string
+	// ChangedMembers names what of the body differs from the request the
+	// key was first used with (a fingerprint-mismatch 422): RFC 6901
+	// pointers, form part names or "body", never values; nil when the
+	// server did not say.
+	ChangedMembers []string
 	// NewKeySafe reports that the server said nothing ran under this key,
 	// so the caller may start the intent again under a new key without
 	// risking a double effect. It is false whenever the server did not say
@@ -128,19 +139,20 @@ func newProblem(r *Response) *ProblemError {
 	}
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err == nil && mt == "application/problem+json" {
 		var doc struct {
-			Type           string `json:"type"`
-			Title          string `json:"title"`
-			Detail         string `json:"detail"`
-			OperationID    string `json:"operation_id"`
-			OperationState string `json:"operation_state"`
-			NewKeySafe     bool   `json:"new_key_safe"`
+			Type           string   `json:"type"`
+			Title          string   `json:"title"`
+			Detail         string   `json:"detail"`
+			OperationID    string   `json:"operation_id"`
+			OperationState string   `json:"operation_state"`
+			NewKeySafe     bool     `json:"new_key_safe"`
+			ChangedMembers []string `json:"changed_members"`
 		}
 		// A body that does not parse leaves the fallbacks below; the raw
 		// bytes stay in Body. The body's own "status" is advisory (RFC
 		// 9457 section 3.1.2): the HTTP status wins.
 		if json.Unmarshal(r.Body, &doc) == nil {
 			p.Type, p.Title, p.Detail = doc.Type, doc.Title, doc.Detail
-			p.OperationState, p.NewKeySafe = doc.OperationState, doc.NewKeySafe
+			p.OperationState, p.NewKeySafe, p.ChangedMembers = doc.OperationState, doc.NewKeySafe, doc.ChangedMembers
 			if doc.OperationID != "" {
 				p.OperationID = doc.OperationID
 			}

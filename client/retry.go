@@ -20,7 +20,11 @@ func retryableStatus(r *Response) bool {
 		return false
 	}
 	switch r.Status {
-	case http.StatusConflict, http.StatusTooManyRequests,
+	case http.StatusConflict:
+		// Past the downstream window the gateway sends nothing until an
+		// operator settles the operation: a retry gets the same 409.
+		return !isProblemType(newProblem(r).Type, problemTypeDownstreamWindowPassed)
+	case http.StatusTooManyRequests,
 		http.StatusInternalServerError, http.StatusBadGateway,
 		http.StatusServiceUnavailable, http.StatusGatewayTimeout:
 		return true

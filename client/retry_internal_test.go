@@ -200,3 +200,23 @@ func TestNewProblem(t *testing.T) {
 		})
 	}
 }
+
+// TestADownstreamWindowRefusalIsFinal: the gateway's 409
+// downstream-window-passed is not retried (nothing changes until an
+// operator settles the operation), while any other 409 still is; a 422's
+// changed_members are read into the ProblemError.
+func TestADownstreamWindowRefusalIsFinal(t *testing.T) {
+	problem := func(status int, body string) *Response {
+		return &Response{Status: status, Header: http.Header{"Content-Type": {"application/problem+json"}}, Body: []byte(body)}
+	}
+	window := problem(409, `{"type":"https://idemcoord.dev/problems/downstream-window-passed","status":409,"new_key_safe":false}`)
+	inProgress := problem(409, `{"type":"https://idemcoord.dev/problems/in-progress","status":409}`)
+	if retryableStatus(window) || !retryableStatus(inProgress) {
+		t.Errorf("retryable: downstream-window-passed %v, in-progress %v; want false, true",
+			retryableStatus(window), retryableStatus(inProgress))
+	}
+	mismatch := problem(422, `{"type":"https://idemcoord.dev/problems/fingerprint-mismatch","changed_members":["/amount"]}`)
+	if got := newProblem(mismatch).ChangedMembers; !cmp.Equal(got, []string{"/amount"}) {
+		t.Errorf("ChangedMembers = %q, want [/amount]", got)
+	}
+}

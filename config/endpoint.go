@@ -140,6 +140,17 @@ type Endpoint struct {
 	// OnRetry is "replay" (default) or "complete": how a retry of a
 	// retryably failed attempt runs; see onretry.go.
 	OnRetry OnRetry `yaml:"on_retry"`
+	// DownstreamWindow is how long the provider behind the upstream
+	// deduplicates its own idempotency keys (Stripe v1: 24h). An attempt
+	// whose operation was first claimed longer ago than this (on the
+	// store's clock) is never sent again automatically: no takeover, no
+	// re-run of a resolved unknown outcome, no async recovery, no
+	// on_retry: complete resume. The client gets 409
+	// downstream-window-passed and the operation waits for an operator
+	// (package downstream). Finished answers still replay. Zero (the
+	// default) is no guard. At least Lease; longer than TTL is allowed but
+	// guards only retries within TTL (DownstreamWindowNote says so).
+	DownstreamWindow time.Duration `yaml:"downstream_window"`
 }
 
 // Fingerprint configures idempotency.FingerprintOptions.

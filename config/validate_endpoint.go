@@ -74,6 +74,7 @@ func (e Endpoint) check(p *problems, at string, d Defaults) ([]Segment, error) {
 	e.checkDedup(p, at)
 	e.checkInProgress(p, at)
 	e.checkOnRetry(p, at)
+	e.checkDownstreamWindow(p, at)
 	positive(p, at+".ttl", e.TTL)
 	checkReplayTTL(p, at, e.ReplayTTL, e.TTL)
 	positive(p, at+".lease", e.Lease)

@@ -191,6 +191,9 @@ func (d *Daemon) open(ctx context.Context) (err error) {
 	endpoints := make([]string, len(cfg.Endpoints))
 	for i, ep := range cfg.Endpoints {
 		endpoints[i] = ep.Name
+		if note := ep.DownstreamWindowNote(); note != "" {
+			log.WarnContext(ctx, "endpoint downstream_window: "+note, "endpoint", ep.Name)
+		}
 	}
 	open := opts.OpenStore
 	if open == nil {

@@ -181,6 +181,9 @@ func (g *Gateway) admit(c *call) (store.ClaimRequest, bool) {
 		TakeOverFenced: ep.TakesOverFenced(),
 		FirstSent:      firstSent,
 		KeepStages:     ep.Completes(),
+		Members:        g.members(c), // members.go
+		// Past the provider's key window nothing is sent again (window.go).
+		DownstreamWindow: ep.DownstreamWindow,
 	}, true
 }
 
@@ -250,7 +253,7 @@ func (g *Gateway) decide(ctx context.Context, c *call, req store.ClaimRequest, c
 			Title:  "Idempotency-Key reused with a different request",
 			Detail: mismatchDetail(rec, req.FirstSent, same), Status: http.StatusUnprocessableEntity,
 			OperationID: rec.OperationID.String(), OperationState: string(rec.State),
-			NewKeySafe: !same || tookNoEffect(rec.State)})
+			NewKeySafe: !same || tookNoEffect(rec.State), ChangedMembers: g.changedMembers(c, rec)}) // members.go
 	case store.InFlight:
 		done, again, answered, leaseLeft := g.awaitRun(c, claim)
 		if done != nil {
@@ -269,6 +272,8 @@ func (g *Gateway) decide(ctx context.Context, c *call, req store.ClaimRequest, c
 		g.refuseWait(c, "outcome_unknown", problem{Type: "outcome-unknown", Title: "operation outcome unknown",
 			Detail: "the upstream may have run it; it is being reconciled", Status: http.StatusConflict,
 			OperationID: rec.OperationID.String(), OperationState: string(idempotency.OutcomeUnknown)}, time.Second)
+	case store.WindowPassed:
+		g.windowPassed(c, rec) // window.go
 	case store.FirstRun, store.TakenOver:
 		result := "first_run"
 		if claim.Outcome == store.TakenOver {
@@ -311,8 +316,8 @@ func (g *Gateway) resolve(ctx context.Context, c *call, tok fencing.Token, rec s
 }
 
 func (g *Gateway) fingerprint(c *call, version int) (idempotency.Fingerprint, error) {
-	if version != 0 && version != idempotency.FingerprintV1 {
-		return idempotency.Fingerprint{}, errors.New("unknown fingerprint version")
+	if version == 0 {
+		version = idempotency.FingerprintV2 // new records keep member digests (members.go)
 	}
 	req := idempotency.Request{Method: c.r.Method, Path: c.r.URL.Path,
 		Query: c.r.URL.RawQuery, ContentType: c.r.Header.Get("Content-Type"), Body: c.body}
@@ -327,9 +332,9 @@ func (g *Gateway) fingerprint(c *call, version int) (idempotency.Fingerprint, er
 		// many tiny parts.
 		opts := c.policy.Fingerprint
 		opts.MaxBytes = max(opts.MaxBytes, int64(len(canon)))
-		return idempotency.ComputeFingerprint(req, opts)
+		return idempotency.ComputeFingerprintVersion(req, opts, version)
 	}
-	return idempotency.ComputeFingerprint(req, c.policy.Fingerprint)
+	return idempotency.ComputeFingerprintVersion(req, c.policy.Fingerprint, version)
 }
 
 // storeDown answers 503: no claim was confirmed, so nothing was sent

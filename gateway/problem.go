@@ -26,6 +26,10 @@ type problem struct {
 	// ResourceID is the id of the resource the operation created, if any
 	// (replay-expired).
 	ResourceID string `json:"resource_id,omitempty"`
+	// ChangedMembers names what of the body differs from the key's
+	// stored request (fingerprint-mismatch): RFC 6901 pointers, form
+	// part names or "body", never values (members.go).
+	ChangedMembers []string `json:"changed_members,omitempty"`
 	// NewKeySafe says whether the client may start the intent over under a
 	// new key without risking a double effect.
 	NewKeySafe bool `json:"new_key_safe"`

@@ -152,7 +152,7 @@ func (g *Gateway) recoverBatch(ctx context.Context, rs store.Queue, batch int, a
 		if err == nil {
 			var claim store.Claim
 			claim, err = rs.TakeOver(sctx, rec, store.ClaimRequest{Token: tok, Worker: g.cfg.Worker,
-				Lease: policy.Lease, TTL: policy.TTL, ReplayTTL: policy.ReplayTTL})
+				Lease: policy.Lease, TTL: policy.TTL, ReplayTTL: policy.ReplayTTL, DownstreamWindow: ep.DownstreamWindow})
 			if err == nil {
 				c := &call{w: discard{}, r: r, ep: ep, policy: policy, actor: rec.Scope.Actor, body: body, start: time.Now()}
 				in := Invocation{Request: r, Body: body, OperationID: rec.OperationID, Actor: rec.Scope.Actor, Endpoint: ep}
@@ -171,6 +171,9 @@ func (g *Gateway) recoverBatch(ctx context.Context, rs store.Queue, batch int, a
 			// Ran, another region's, or another instance won the takeover.
 		case errors.Is(err, fencing.ErrStaleEpoch):
 			g.fences.invalidate(tok.Shard)
+		case errors.Is(err, store.ErrDownstreamWindowPassed):
+			g.log.WarnContext(ctx, "async operation past the downstream window; not run again, left for an operator",
+				"operation_id", rec.OperationID, "endpoint", ep.Name)
 		default:
 			g.log.WarnContext(ctx, "async recovery takeover failed", "operation_id", rec.OperationID, "err", err)
 		}

@@ -151,6 +151,23 @@ func (f Fingerprint) Equal(g Fingerprint) bool {
 // ErrBodyMalformed if a JSON body is refused, or the Validate error of
 // invalid options.
 func ComputeFingerprint(r Request, o FingerprintOptions) (Fingerprint, error) {
+	return computeFingerprint(r, o, FingerprintV1)
+}
+
+// ComputeFingerprintVersion returns r's fingerprint under version:
+// FingerprintV1 or FingerprintV2, which hash the same canonical request,
+// each framed with its own version number (so their sums never match
+// across versions). A v2 record also keeps its member digests
+// (RequestMembers); a caller that writes v2 must store them.
+func ComputeFingerprintVersion(r Request, o FingerprintOptions, version int) (Fingerprint, error) {
+	if version != FingerprintV1 && version != FingerprintV2 {
+		return Fingerprint{}, fmt.Errorf("idempotency: unknown fingerprint version %d", version)
+	}
+	return computeFingerprint(r, o, uint32(version))
+}
+
+// computeFingerprint is ComputeFingerprint under a given version.
+func computeFingerprint(r Request, o FingerprintOptions, version uint32) (Fingerprint, error) {
 	if err := o.Validate(); err != nil {
 		return Fingerprint{}, fmt.Errorf("idempotency: fingerprint options: %w", err)
 	}
@@ -181,7 +198,7 @@ func ComputeFingerprint(r Request, o FingerprintOptions) (Fingerprint, error) {
 	defer fr.release()
 	b := appendFramed(fr.buf[:0], "idemcoord fingerprint")
 	b = binary.BigEndian.AppendUint64(b, 4)
-	b = binary.BigEndian.AppendUint32(b, FingerprintV1)
+	b = binary.BigEndian.AppendUint32(b, version)
 	b = appendFramed(b, strings.ToUpper(r.Method))
 	b = appendFramed(b, r.Path)
 	if r.Query == "" {
@@ -207,7 +224,7 @@ func ComputeFingerprint(r Request, o FingerprintOptions) (Fingerprint, error) {
 	fr.h.Write(b) // a hash.Hash never returns a write error
 	fr.h.Write(body)
 	fr.buf = fr.h.Sum(b[:0])
-	f := Fingerprint{Version: FingerprintV1}
+	f := Fingerprint{Version: int(version)}
 	copy(f.Sum[:], fr.buf)
 	return f, nil
 }

@@ -230,7 +230,7 @@ func rawFirstRun(b testing.TB, e *benchEnv, pool *pgxpool.Pool, claimSQL, finish
 			dest[0], dest[1] = &now, &inserted
 			return pool.QueryRow(ctx, claimSQL, nil, r.Scope.Actor, r.Scope.Endpoint, h[:], r.Token.Shard,
 				r.Token.Epoch, pgtype.UUID{Bytes: newID(), Valid: true}, r.Fingerprint.Sum[:], r.Fingerprint.Version,
-				"IN_PROGRESS", owner, int64(30000), int64(86400000), r.Token.Region, nil, int64(0)).Scan(dest...)
+				"IN_PROGRESS", owner, int64(30000), int64(86400000), r.Token.Region, nil, int64(0), nil).Scan(dest...)
 		})
 		if err == nil && !inserted {
 			err = fmt.Errorf("raw claim of a fresh key found a record")

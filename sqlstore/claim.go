@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/idemcoord/idemcoord/downstream"
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/store"
@@ -35,6 +36,9 @@ func (s *Store) Begin(ctx context.Context, req store.ClaimRequest) (store.Claim,
 	c, err := s.begin(ctx, req)
 	if err == nil {
 		s.metrics.outcome(ctx, req.Scope.Endpoint, c.Outcome.String())
+		if c.Outcome == store.WindowPassed {
+			s.windowPassed(ctx, req.Scope.Endpoint, windowClaim)
+		}
 	} else if errors.Is(err, fencing.ErrStaleEpoch) {
 		s.metrics.fenced(ctx, "claim")
 	}
@@ -185,6 +189,11 @@ func classify(req store.ClaimRequest, rec store.Record, now time.Time) (c store.
 		return c, false, nil
 	case idempotency.OutcomeUnknown:
 		c.Outcome = store.Unresolved
+		if downstream.Passed(rec.CreatedAt, now, req.DownstreamWindow) {
+			// A resolve path's "not run" would re-run it: the provider
+			// may have forgotten the key it ran under.
+			c.Outcome = store.WindowPassed
+		}
 		return c, false, nil
 	case idempotency.Pending, idempotency.InProgress:
 		if rec.LeaseExpiresAt.After(now) && fencedOut(req, rec) {
@@ -194,6 +203,12 @@ func classify(req store.ClaimRequest, rec store.Record, now time.Time) (c store.
 			c.RetryAfter = rec.LeaseExpiresAt.Sub(now)
 			return c, false, nil
 		}
+	}
+	if downstream.Passed(rec.CreatedAt, now, req.DownstreamWindow) {
+		// A takeover would send again (or resume) past the provider's
+		// key window: leave it as it is, for an operator.
+		c.Outcome, c.Fenced = store.WindowPassed, false
+		return c, false, nil
 	}
 	return c, true, nil
 }
@@ -294,6 +309,15 @@ func nonce() string {
 	var b [8]byte
 	rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// membersArg is a claim's member digests as a nullable BYTEA argument:
+// NULL when there are none.
+func membersArg(m []byte) []byte {
+	if len(m) == 0 {
+		return nil
+	}
+	return m
 }
 
 // firstSentArg is t as a nullable timestamp argument: NULL when zero.

@@ -25,7 +25,7 @@ func claimTx(ctx context.Context, s *sqlstore.Store, req store.ClaimRequest) err
 	h := req.Scope.Key.Hash()
 	rows, err := tx.Query(ctx, sqlstore.ClaimSQL, nil, req.Scope.Actor, req.Scope.Endpoint, h[:], req.Token.Shard,
 		req.Token.Epoch, uuid.New(), req.Fingerprint.Sum[:], req.Fingerprint.Version, "IN_PROGRESS", "w/"+uuid.NewString(),
-		req.Lease.Milliseconds(), req.TTL.Milliseconds(), req.Token.Region, nil, int64(0))
+		req.Lease.Milliseconds(), req.TTL.Milliseconds(), req.Token.Region, nil, int64(0), nil)
 	if err != nil {
 		return err
 	}

@@ -33,9 +33,10 @@ import (
 // alone.
 var claimBatchSQL = `WITH b AS (
 	SELECT * FROM unnest($2::TEXT[], $3::TEXT[], $4::BYTEA[], $5::INT4[], $6::INT8[], $7::UUID[], $8::BYTEA[],
-		$9::INT4[], $10::TEXT[], $11::TEXT[], $12::INT8[], $13::INT8[], $14::TEXT[], $15::TIMESTAMPTZ[], $16::INT8[])
+		$9::INT4[], $10::TEXT[], $11::TEXT[], $12::INT8[], $13::INT8[], $14::TEXT[], $15::TIMESTAMPTZ[], $16::INT8[],
+		$17::BYTEA[])
 		AS b(b_actor, b_endpoint, b_key_hash, b_shard, b_epoch, b_operation_id, b_fingerprint, b_fingerprint_version,
-			b_state, b_owner, b_lease_ms, b_ttl_ms, b_region, b_first_sent, b_marker_ms)
+			b_state, b_owner, b_lease_ms, b_ttl_ms, b_region, b_first_sent, b_marker_ms, b_members)
 ), f AS (
 	SELECT shard AS f_shard, epoch AS f_epoch, owner_region AS f_region FROM shard_fences
 	WHERE shard = ANY($5::INT4[]) AND (shard, epoch, owner_region) IN (SELECT b_shard, b_epoch, b_region FROM b)
@@ -43,10 +44,10 @@ var claimBatchSQL = `WITH b AS (
 ), t AS (SELECT COALESCE($1::TIMESTAMPTZ, now()) AS at), ins AS (
 	INSERT INTO idempotency_records (actor_scope, endpoint, key_hash, operation_id, fingerprint,
 		fingerprint_version, state, version, lease_owner, lease_expires_at, attempts, last_stage, shard,
-		epoch, created_at, updated_at, expires_at, first_sent, marker_ttl_ms)
+		epoch, created_at, updated_at, expires_at, first_sent, marker_ttl_ms, member_digests)
 	SELECT b_actor, b_endpoint, b_key_hash, b_operation_id, b_fingerprint, b_fingerprint_version, b_state, 1, b_owner,
 		at + b_lease_ms * INTERVAL '1 millisecond', 1, '', b_shard, b_epoch, at, at,
-		at + (b_lease_ms + b_ttl_ms) * INTERVAL '1 millisecond', b_first_sent, b_marker_ms
+		at + (b_lease_ms + b_ttl_ms) * INTERVAL '1 millisecond', b_first_sent, b_marker_ms, b_members
 	FROM b JOIN f ON f_shard = b_shard AND f_epoch = b_epoch AND f_region = b_region CROSS JOIN t
 	ON CONFLICT DO NOTHING
 	RETURNING operation_id AS i_operation_id
@@ -123,17 +124,17 @@ func claimBatchArgs(batch []*member[claimJob]) []any {
 	n := len(batch)
 	var a struct {
 		actors, endpoints, states, owners, regions pgArray[pgtype.Text]
-		keys, fps                                  pgArray[bytea]
+		keys, fps, members                         pgArray[bytea]
 		shards, fpVersions                         pgArray[pgtype.Int4]
 		epochs, leases, ttls, markers              pgArray[pgtype.Int8]
 		opIDs                                      pgArray[pgtype.UUID]
 		firstSent                                  pgArray[pgtype.Timestamptz]
 	}
-	texts, bytes := make([]pgtype.Text, 5*n), make([]bytea, 2*n)
+	texts, bytes := make([]pgtype.Text, 5*n), make([]bytea, 3*n)
 	int4s, int8s := make([]pgtype.Int4, 2*n), make([]pgtype.Int8, 4*n)
 	a.actors, a.endpoints, a.states, a.owners, a.regions = texts[:n:n], texts[n:2*n:2*n], texts[2*n:3*n:3*n],
 		texts[3*n:4*n:4*n], texts[4*n:]
-	a.keys, a.fps = bytes[:n:n], bytes[n:]
+	a.keys, a.fps, a.members = bytes[:n:n], bytes[n:2*n:2*n], bytes[2*n:]
 	a.shards, a.fpVersions = int4s[:n:n], int4s[n:]
 	a.epochs, a.leases, a.ttls, a.markers = int8s[:n:n], int8s[n:2*n:2*n], int8s[2*n:3*n:3*n], int8s[3*n:]
 	a.opIDs, a.firstSent = make(pgArray[pgtype.UUID], n), make(pgArray[pgtype.Timestamptz], n)
@@ -147,12 +148,13 @@ func claimBatchArgs(batch []*member[claimJob]) []any {
 		a.states[i], a.owners[i] = pgText(string(j.state)), pgText(j.owner)
 		a.leases[i], a.ttls[i] = pgInt8(r.Lease.Milliseconds()), pgInt8(snapshotTTL(*r).Milliseconds())
 		a.markers[i] = pgInt8(markerTTL(*r).Milliseconds())
+		a.members[i] = membersArg(r.Members) // nil is NULL
 		if fs := firstSentArg(r.FirstSent); fs != nil {
 			a.firstSent[i] = pgtype.Timestamptz{Time: *fs, Valid: true}
 		}
 	}
 	return []any{&a.actors, &a.endpoints, &a.keys, &a.shards, &a.epochs, &a.opIDs, &a.fps, &a.fpVersions,
-		&a.states, &a.owners, &a.leases, &a.ttls, &a.regions, &a.firstSent, &a.markers}
+		&a.states, &a.owners, &a.leases, &a.ttls, &a.regions, &a.firstSent, &a.markers, &a.members}
 }
 
 // claimBatch runs claimBatchSQL for batch and sets each member's answer.

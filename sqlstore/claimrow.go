@@ -64,9 +64,9 @@ import (
 var claimSQL = `WITH claimed AS (
 	INSERT INTO idempotency_records (actor_scope, endpoint, key_hash, operation_id, fingerprint,
 		fingerprint_version, state, version, lease_owner, lease_expires_at, attempts, last_stage, shard,
-		epoch, created_at, updated_at, expires_at, first_sent, marker_ttl_ms)
+		epoch, created_at, updated_at, expires_at, first_sent, marker_ttl_ms, member_digests)
 	SELECT $2, $3, $4, $7, $8, $9, $10, 1, $11, f.t + $12::INT8 * INTERVAL '1 millisecond', 1, '', $5, $6,
-		f.t, f.t, f.t + ($12::INT8 + $13::INT8) * INTERVAL '1 millisecond', $15::TIMESTAMPTZ, $16::INT8
+		f.t, f.t, f.t + ($12::INT8 + $13::INT8) * INTERVAL '1 millisecond', $15::TIMESTAMPTZ, $16::INT8, $17::BYTEA
 	FROM (SELECT COALESCE($1::TIMESTAMPTZ, now()) AS t FROM shard_fences
 		WHERE shard = $5 AND epoch = $6 AND owner_region = $14 AND owner_region <> '' FOR SHARE) AS f
 	ON CONFLICT DO NOTHING
@@ -89,7 +89,7 @@ func (s *Store) claimRow(ctx context.Context, q querier, req store.ClaimRequest,
 	rows, err := q.Query(ctx, claimSQL, s.now(), req.Scope.Actor, req.Scope.Endpoint, keyHash[:],
 		req.Token.Shard, req.Token.Epoch, pgtype.UUID{Bytes: opID, Valid: true}, req.Fingerprint.Sum[:],
 		req.Fingerprint.Version, string(state), owner, req.Lease.Milliseconds(), snapshotTTL(req).Milliseconds(),
-		req.Token.Region, firstSentArg(req.FirstSent), markerTTL(req).Milliseconds())
+		req.Token.Region, firstSentArg(req.FirstSent), markerTTL(req).Milliseconds(), membersArg(req.Members))
 	if err != nil {
 		return false, err
 	}
@@ -152,6 +152,7 @@ func claimedRecord(req store.ClaimRequest, owner string, opID uuid.UUID, state i
 		UpdatedAt:      now,
 		ExpiresAt:      keyExpiresAt(now.Add(lease+ttl), marker, false),
 		MarkerTTL:      marker,
+		Members:        req.Members,
 	}
 	if fs := firstSentArg(req.FirstSent); fs != nil {
 		rec.FirstSent = fs.Truncate(time.Microsecond).In(now.Location())

@@ -104,7 +104,7 @@ func (s *Store) Purge(ctx context.Context, operator, reason, actor string) (int,
 			where, args = `shard = $3 AND actor_scope = $1`, append(args, shard.Of(actor, shards))
 		}
 		tag, err := tx.Exec(ctx, `UPDATE idempotency_records SET response_body = NULL, response_headers = NULL,
-			error_summary = NULL, body_omitted = false, purged = true,
+			error_summary = NULL, body_omitted = false, purged = true, member_digests = NULL,
 			version = CASE WHEN state IN ('PENDING', 'IN_PROGRESS', 'OUTCOME_UNKNOWN') THEN version ELSE version + 1 END,
 			updated_at = COALESCE($2::TIMESTAMPTZ, now())
 			WHERE `+where+` AND NOT purged`, args...)

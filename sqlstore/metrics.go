@@ -56,7 +56,7 @@ func newMetrics(m metric.Meter) (*metrics, error) {
 	var mt metrics
 	var err error
 	if mt.decisions, err = m.Int64Counter("idemcoord.decisions",
-		metric.WithDescription("Claim decisions, one per coordinated request that reached the store: first_run, replay, fingerprint_conflict, in_progress, takeover, outcome_unknown.")); err != nil {
+		metric.WithDescription("Claim decisions, one per coordinated request that reached the store: first_run, replay, fingerprint_conflict, in_progress, takeover, outcome_unknown, downstream_window_passed.")); err != nil {
 		return nil, err
 	}
 	if mt.events, err = m.Int64Counter("idemcoord.events",
@@ -142,6 +142,7 @@ func (s *Store) InitMetrics(ctx context.Context, endpoints []string) {
 		for _, e := range []string{eventUnknownRecorded, eventUnknownResolved, eventRecoveryTakeover, eventFencedTakeover} {
 			s.metrics.events.Add(ctx, 0, metric.WithAttributes(attribute.String("endpoint", ep), attribute.String("event", e)))
 		}
+		s.initWindowMetrics(ctx, ep) // window.go
 	}
 }
 

@@ -43,7 +43,7 @@ func checkSchema(ctx context.Context, pool *pgxpool.Pool) error {
 	if !ok {
 		return fmt.Errorf("%w (constraint %s)", ErrSchemaMissing, stateCheckName)
 	}
-	for _, col := range []string{"first_sent", "compacted"} {
+	for _, col := range []string{"first_sent", "compacted", "member_digests"} {
 		if ok, err = hasColumn(ctx, pool, col); err != nil {
 			return fmt.Errorf("sqlstore: schema check: %w", err)
 		} else if !ok {
@@ -82,6 +82,10 @@ var onlyIf = map[string]func(context.Context, *pgxpool.Pool) (bool, error){
 	},
 	"migrations/portable/0008_two_tiers.sql": func(ctx context.Context, pool *pgxpool.Pool) (bool, error) {
 		ok, err := hasColumn(ctx, pool, "compacted")
+		return !ok, err
+	},
+	"migrations/portable/0011_member_digests.sql": func(ctx context.Context, pool *pgxpool.Pool) (bool, error) {
+		ok, err := hasColumn(ctx, pool, "member_digests")
 		return !ok, err
 	},
 	"migrations/portable/0009_one_rules_check.sql": func(ctx context.Context, pool *pgxpool.Pool) (bool, error) {

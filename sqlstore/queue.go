@@ -54,10 +54,15 @@ func (s *Store) DropRequest(ctx context.Context, opID uuid.UUID) error {
 // rules when the crashed attempt may have sent.
 //
 // It returns *fencing.StaleEpochError when the token's epoch is not the
-// shard's.
+// shard's, and an error wrapping store.ErrDownstreamWindowPassed, having
+// changed nothing, when req.DownstreamWindow is set and the operation was
+// first claimed longer ago than that by the database's clock.
 func (s *Store) TakeOver(ctx context.Context, rec store.Record, req store.ClaimRequest) (store.Claim, error) {
 	if !running(rec.State) && rec.State != idempotency.RetryableFailure {
 		return store.Claim{Record: rec}, fmt.Errorf("%w: operation %s is %s", store.ErrLostOwnership, rec.OperationID, rec.State)
+	}
+	if err := s.checkWindow(ctx, rec, req.DownstreamWindow); err != nil {
+		return store.Claim{Record: rec}, err
 	}
 	req.Scope = rec.Scope
 	lease, u := s.takeover(req, rec, req.Worker+"/"+nonce())

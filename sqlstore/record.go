@@ -15,7 +15,7 @@ import (
 const recordCols = `actor_scope, endpoint, key_hash, operation_id, fingerprint, fingerprint_version, state, version,
 	lease_owner, lease_expires_at, attempts, last_stage, shard, epoch, response_status, response_headers,
 	response_body, body_omitted, resource_id, error_summary, purged, created_at, updated_at, expires_at, first_sent,
-	marker_ttl_ms, compacted`
+	marker_ttl_ms, compacted, member_digests`
 
 // scanRecord scans recordCols, preceded by any extra destinations.
 func scanRecord(row pgx.Row, r *store.Record, extra ...any) error {
@@ -37,7 +37,7 @@ func scanRecord(row pgx.Row, r *store.Record, extra ...any) error {
 	dest := append(extra, &r.Scope.Actor, &r.Scope.Endpoint, &keyHash, &opID, &fp, &r.Fingerprint.Version,
 		&state, &r.Version, &r.LeaseOwner, &leaseExp, &attempts, &r.LastStage, &shard, &r.Token.Epoch,
 		&status, &headers, &r.Snapshot.Body, &r.Snapshot.BodyOmitted, &resourceID, &errSummary,
-		&r.Purged, &r.CreatedAt, &r.UpdatedAt, &r.ExpiresAt, &firstSent, &markerMS, &r.Compacted)
+		&r.Purged, &r.CreatedAt, &r.UpdatedAt, &r.ExpiresAt, &firstSent, &markerMS, &r.Compacted, &r.Members)
 	if err := row.Scan(dest...); err != nil {
 		return err
 	}

@@ -116,6 +116,7 @@ type Store struct {
 	pool      *pgxpool.Pool
 	cockroach bool
 	metrics   *metrics
+	window    metric.Int64Counter // idemcoord.downstream_window_passed (window.go)
 	log       *slog.Logger
 
 	randMu sync.Mutex
@@ -210,6 +211,10 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	s := &Store{cfg: cfg, pool: pool, metrics: m, log: cfg.Logger, rand: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
 	s.releases.stop = make(chan struct{})
 	if s.releases.counter, err = newReleaseCounter(cfg.Meter); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	if s.window, err = newWindowCounter(cfg.Meter); err != nil {
 		pool.Close()
 		return nil, err
 	}

@@ -28,13 +28,20 @@ const (
 	// Unresolved: the operation is OUTCOME_UNKNOWN and must be resolved
 	// (downstream queried by operation id) before anything re-runs it.
 	Unresolved
+	// WindowPassed: the claim would take the operation over (or resolve
+	// its unknown outcome to run it again), but its first claim is older
+	// than ClaimRequest.DownstreamWindow on the store's clock. Nothing
+	// changed and nothing may be sent: the operation waits for an operator
+	// (package downstream).
+	WindowPassed
 )
 
-var outcomeNames = [...]string{"", "first_run", "takeover", "replay", "fingerprint_conflict", "in_progress", "outcome_unknown"}
+var outcomeNames = [...]string{"", "first_run", "takeover", "replay", "fingerprint_conflict", "in_progress",
+	"outcome_unknown", "downstream_window_passed"}
 
 // Outcomes lists every outcome, in order.
 func Outcomes() []Outcome {
-	return []Outcome{FirstRun, TakenOver, Replayed, Mismatch, InFlight, Unresolved}
+	return []Outcome{FirstRun, TakenOver, Replayed, Mismatch, InFlight, Unresolved, WindowPassed}
 }
 
 // String names the outcome as the metrics do.
@@ -86,6 +93,20 @@ type ClaimRequest struct {
 	// from it (an endpoint with on_retry: complete). By default the
 	// takeover clears it: the failed attempt took no effect.
 	KeepStages bool
+	// DownstreamWindow, when positive, is how long the provider behind
+	// the upstream deduplicates its own keys (config.Endpoint's
+	// downstream_window). A record first claimed longer ago than this, by
+	// the store's clock (Record.CreatedAt against the claim's statement
+	// time), is never taken over and its unknown outcome is never handed
+	// back to be resolved and re-run: the claim is WindowPassed (a
+	// queue TakeOver fails with ErrDownstreamWindowPassed) and changes
+	// nothing. Replays, mismatches and waits are unaffected.
+	DownstreamWindow time.Duration
+	// Members are the request's member digests (idempotency.Members,
+	// encoded), stored with a new record so that a later Mismatch can
+	// name what changed; nil stores none. Only with a FingerprintV2 (or
+	// later) Fingerprint.
+	Members []byte
 	// FirstSent is when the client says it first sent the intent, zero
 	// when it does not say. It is stored with a new record; a claim of an
 	// existing record that names another time than the record's is a

@@ -43,6 +43,10 @@ var (
 	// every write is refused by the fence. It is shard.ErrNotBootstrapped,
 	// the one error for shards not set up (the etcd directory's too).
 	ErrNotBootstrapped = shard.ErrNotBootstrapped
+	// ErrDownstreamWindowPassed means a takeover was refused because the
+	// operation was first claimed longer ago than the request's
+	// ClaimRequest.DownstreamWindow: nothing changed, nothing may be sent.
+	ErrDownstreamWindowPassed = errors.New("store: operation is past the downstream provider's key window")
 	// ErrNoOperator is returned for a repair without an operator or a
 	// reason.
 	ErrNoOperator = errors.New("store: audit: operator and reason are required for every repair")

@@ -85,6 +85,10 @@ type Record struct {
 	// (headers, body, error summary) after its endpoint's replay_ttl: it
 	// is a dedup marker until ExpiresAt.
 	Compacted bool
+	// Members are the member digests of the request that created the
+	// record (ClaimRequest.Members), nil for a record fingerprinted
+	// before version 2 or purged.
+	Members []byte
 	// MarkerTTL is how long the record outlives its full answer as a
 	// marker (the endpoint's ttl - replay_ttl when it was claimed), zero
 	// for a single-tier record. ExpiresAt includes it.

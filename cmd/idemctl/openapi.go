@@ -23,7 +23,7 @@ var problemTypes = []string{"invalid-key", "missing-key", "unauthorized", "body-
 	"misrouted", "region-unreachable", "forward-answer-lost", "region-unavailable", "region-failover", "shutting-down", "not-found",
 	"rate-limited", "secret-unavailable", "resource-gone", "operation-cancelled", "not-cancellable",
 	"cancel-undetermined", "invalid-parameter", "first-sent-expired", "first-sent-in-future", "invalid-first-sent",
-	"replay-expired"}
+	"replay-expired", "downstream-window-passed"}
 
 // openapiVersion is the OpenAPI version `idemctl openapi` writes: 3.1,
 // whose schemas are JSON Schema 2020-12.
@@ -139,9 +139,10 @@ func operationOf(ep config.Endpoint) obj {
 		"default": obj{"description": "The upstream's answer (first run), or its recorded answer replayed (Idempotent-Replayed: true).",
 			"headers": statusHeaders(true)},
 		"400": problemRef("Invalid or missing Idempotency-Key, malformed body, invalid Idempotency-First-Sent; nothing ran."),
-		"409": problemRef("The key's operation is in progress (Retry-After)" + waitNote(ep) + ", or its outcome is unknown."),
+		"409": problemRef("The key's operation is in progress (Retry-After)" + waitNote(ep) + ", or its outcome is unknown" +
+			windowNote(ep) + "."),
 		"412": problemRef("Idempotency-First-Sent outside the key's retention window; nothing ran."),
-		"422": problemRef("The key was used with another request; nothing ran."),
+		"422": problemRef("The key was used with another request; nothing ran. changed_members names what of the body changed (JSON pointers, form part names or \"body\"), never values."),
 		"503": problemRef("Nothing was executed (store or owner region unavailable, overloaded); retry with the same key."),
 	}
 	if gone := goneNote(ep); gone != "" {
@@ -166,6 +167,10 @@ func operationOf(ep config.Endpoint) obj {
 			"async": ep.Async, "on_retry": onRetryOf(ep), "in_progress_wait": ep.InProgress.Wait.String(),
 			"replay": replayOf(ep)},
 	}
+	if w := ep.DownstreamWindow; w > 0 {
+		op["x-idempotency"].(obj)["downstream_window"] = w.String()
+		op["x-idempotency"].(obj)["downstream_window_seconds"] = int64(w.Seconds())
+	}
 	if rt := ep.Policy().ReplayTTL; rt > 0 {
 		op["x-idempotency"].(obj)["replay_ttl"] = rt.String()
 		op["x-idempotency"].(obj)["replay_ttl_seconds"] = int64(rt.Seconds())
@@ -174,6 +179,17 @@ func operationOf(ep config.Endpoint) obj {
 		op["requestBody"] = obj{"required": false, "content": obj{mt: obj{"schema": obj{}}}}
 	}
 	return op
+}
+
+// windowNote describes the endpoint's 409 downstream-window-passed, or is
+// empty when it has no downstream_window.
+func windowNote(ep config.Endpoint) string {
+	if ep.DownstreamWindow <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(", or (downstream-window-passed, new_key_safe false) a retry would send again an attempt "+
+		"first made over %s ago (downstream_window): nothing was sent, an operator settles it",
+		config.FormatDuration(ep.DownstreamWindow))
 }
 
 // goneNote describes the endpoint's 410 answers, or is empty when it has
@@ -304,7 +320,9 @@ func components() obj {
 					"detail":          str,
 					"operation_id":    obj{"type": "string", "format": "uuid"},
 					"operation_state": str,
-					"new_key_safe":    obj{"type": "boolean", "description": "Whether the intent may be started over under a new key without risking a double effect."},
+					"changed_members": obj{"type": "array", "items": str,
+						"description": "fingerprint-mismatch: the members of the body that differ from the key's first request, sorted: RFC 6901 JSON pointers (at most 32, at most 6 levels deep; past that the ancestor holding the change), form part names, or \"body\". Never values. Absent when the body is the same or the key's record predates it."},
+					"new_key_safe": obj{"type": "boolean", "description": "Whether the intent may be started over under a new key without risking a double effect."},
 				}},
 		},
 	}

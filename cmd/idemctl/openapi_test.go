@@ -17,7 +17,8 @@ import (
 )
 
 // openapiConfig is the README's example plus a shadow endpoint, a
-// multipart upload, a limit, a wait and a complete endpoint.
+// multipart upload, a limit, a wait and a complete endpoint with a
+// downstream window.
 const openapiConfig = `
   - name: upload-doc
     method: PUT
@@ -35,6 +36,7 @@ const openapiConfig = `
     resolve_path: /internal/operations/{operation_id}
     on_retry: complete
     in_progress: {wait: 2s}
+    downstream_window: 24h
   - name: refund
     method: POST
     path: /v1/refunds
@@ -136,9 +138,18 @@ func TestOpenAPIFragmentValidatesAndDescribesEveryEndpoint(t *testing.T) {
 						t.Errorf("%s: 410 listed on an endpoint that never answers it: %s", ep.Name, *gone.Value.Description)
 					}
 				}
+				conflict := *op.Responses.Value("409").Value.Description
+				if windowed := ep.DownstreamWindow > 0; windowed != strings.Contains(conflict, "downstream-window-passed") ||
+					windowed && !strings.Contains(conflict, config.FormatDuration(ep.DownstreamWindow)) {
+					t.Errorf("%s: downstream_window %s, 409 says %q", ep.Name, ep.DownstreamWindow, conflict)
+				}
 				if x, ok := op.Extensions["x-idempotency"].(map[string]any); !ok || x["endpoint"] != ep.Name {
 					t.Errorf("%s: x-idempotency %v", ep.Name, op.Extensions["x-idempotency"])
 				}
+			}
+			if cm := doc.Components.Schemas["Problem"].Value.Properties["changed_members"]; cm == nil ||
+				!strings.Contains(cm.Value.Description, "RFC 6901") || !strings.Contains(cm.Value.Description, "at most 32") {
+				t.Errorf("Problem.changed_members %+v, want the 422's changed members with their bounds", cm)
 			}
 			enum := doc.Components.Schemas["Problem"].Value.Properties["type"].Value.Enum
 			if len(enum) == 0 || !contains(enum, "https://idemcoord.dev/problems/first-sent-expired") {

@@ -38,6 +38,10 @@ func (h suite) tests() []struct {
 		{"TestResolveOutcomeUnknown", h.TestResolveOutcomeUnknown},
 		{"TestReleaseRecordsNotSentThroughALeaseThatIsBehind", h.TestReleaseRecordsNotSentThroughALeaseThatIsBehind},
 		{"TestReconcileUnknownIsAudited", h.TestReconcileUnknownIsAudited},
+		// members.go
+		{"TestMemberDigestsAreStoredWithTheRecordAndNamedOnAMismatch", h.TestMemberDigestsAreStoredWithTheRecordAndNamedOnAMismatch},
+		// window.go
+		{"TestNothingIsTakenOverPastTheDownstreamWindow", h.TestNothingIsTakenOverPastTheDownstreamWindow},
 		// adopt.go
 		{"TestTakenOverLeaseAdoptsNothing", h.TestTakenOverLeaseAdoptsNothing},
 		// attempt.go
