@@ -74,6 +74,7 @@ type Process struct {
 	etcd    *etcdlocal.Cluster
 	members *EtcdMembers
 	demo    *demo
+	demoLog *os.File // <dir>/demo.log when the directory is kept
 	toxics  *Toxics
 	procs   *Procs
 	regions []*procRegion
@@ -210,8 +211,23 @@ func (p *Process) startStores(ctx context.Context) (err error) {
 		return err
 	}
 	p.owners = ownership.NewDirectory(p.cli, p.store, ownership.WithLogger(slog.New(slog.DiscardHandler)))
-	p.demo, err = startDemo(ctx, dsn, devcluster.Regions)
+	p.demo, err = startDemo(ctx, dsn, devcluster.Regions, p.demoLogger())
 	return err
+}
+
+// demoLogger is the demo services' logger: <dir>/demo.log (JSON) when the
+// directory is kept (ProcessConfig.Dir), beside the regions' logs, so an
+// intent the upstream kept answering can be traced there; else nothing.
+func (p *Process) demoLogger() *slog.Logger {
+	if !p.keepDir {
+		return slog.New(slog.DiscardHandler)
+	}
+	f, err := os.OpenFile(filepath.Join(p.dir, "demo.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	p.demoLog = f
+	return slog.New(slog.NewJSONHandler(f, nil))
 }
 
 // writeConfigs picks each region's addresses, starts every proxy and
@@ -344,6 +360,9 @@ func (p *Process) Stop(ctx context.Context) error {
 	p.toxics.Close()
 	if p.demo != nil {
 		p.demo.close()
+	}
+	if p.demoLog != nil {
+		p.demoLog.Close()
 	}
 	if p.cli != nil {
 		p.cli.Close()

@@ -163,7 +163,7 @@ func (p *Process) startHAStores(ctx context.Context) (err error) {
 		return err
 	}
 	p.owners = ownership.NewDirectory(p.cli, p.store, ownership.WithLogger(slog.New(slog.DiscardHandler)))
-	p.demo, err = startDemo(ctx, dsn, devcluster.Regions)
+	p.demo, err = startDemo(ctx, dsn, devcluster.Regions, p.demoLogger())
 	return err
 }
 
