@@ -25,12 +25,7 @@ var _ Store = (cluster.Cluster)(nil)
 // revision history when s is a cluster.DirectoryHistory. It is
 // the validate stage of Run, and how a saved history is checked again.
 func Recheck(ctx context.Context, h history.History, s Store, opts validate.Options) (validate.Result, error) {
-	pool, err := pgxpool.New(ctx, s.DSN())
-	if err != nil {
-		return validate.Result{}, fmt.Errorf("chaos: check: %w", err)
-	}
-	defer pool.Close()
-	st, err := validate.ReadState(ctx, pool)
+	st, err := readState(ctx, s)
 	if err != nil {
 		return validate.Result{}, fmt.Errorf("chaos: check: %w", err)
 	}
@@ -51,6 +46,37 @@ func Recheck(ctx context.Context, h history.History, s Store, opts validate.Opti
 		opts.LedgerBody = traffic.LedgerBody
 	}
 	return validate.Check(h, st, opts), nil
+}
+
+// readState reads the final state: through s.DSN(), or, when s's store
+// is split over several databases (cluster.StoreParts: one Patroni
+// cluster per home region), from each of them and the ledger's.
+func readState(ctx context.Context, s Store) (validate.State, error) {
+	if sp, ok := s.(cluster.StoreParts); ok {
+		if parts, ledger := sp.StoreParts(); len(parts) > 0 {
+			var vparts []validate.StorePart
+			for _, part := range parts {
+				pool, err := pgxpool.New(ctx, part.DSN)
+				if err != nil {
+					return validate.State{}, err
+				}
+				defer pool.Close()
+				vparts = append(vparts, validate.StorePart{Name: part.Name, Pool: pool, Fences: part.Fences})
+			}
+			lp, err := pgxpool.New(ctx, ledger)
+			if err != nil {
+				return validate.State{}, err
+			}
+			defer lp.Close()
+			return validate.ReadStateParts(ctx, vparts, lp)
+		}
+	}
+	pool, err := pgxpool.New(ctx, s.DSN())
+	if err != nil {
+		return validate.State{}, err
+	}
+	defer pool.Close()
+	return validate.ReadState(ctx, pool)
 }
 
 // DSN is a Store that is only a database URL: Recheck on a saved history

@@ -27,7 +27,8 @@ import (
 	"github.com/idemcoord/idemcoord/store"
 	"github.com/idemcoord/idemcoord/store/backend"
 
-	_ "github.com/idemcoord/idemcoord/sqlstore" // the "postgres" backend
+	_ "github.com/idemcoord/idemcoord/patronistore" // the "patroni" backend
+	_ "github.com/idemcoord/idemcoord/sqlstore"     // the "postgres" backend
 )
 
 // ProcessConfig says where the process cluster finds its idemd and keeps
@@ -265,7 +266,15 @@ func (p *Process) writeConfigs() error {
 			return err
 		}
 		f.Upstream = "http://" + up
-		if f.DSN, err = p.regionDSN(r.name); err != nil {
+		if p.ha != nil {
+			dsns, err := p.ha.regionDSNs(p.toxics, r.name)
+			if err != nil {
+				return err
+			}
+			for _, c := range p.ha.clusters {
+				f.Clusters = append(f.Clusters, storeCluster{Name: c.home, DSN: dsns[c.home]})
+			}
+		} else if f.DSN, err = p.regionDSN(r.name); err != nil {
 			return err
 		}
 		for i, ep := range p.etcd.Endpoints() {
@@ -320,21 +329,19 @@ func (p *Process) Token(_ context.Context, subject string) (string, error) {
 // Tenant implements Cluster.
 func (p *Process) Tenant() string { return devcluster.Tenant }
 
-// DSN implements Cluster: the direct URL, not a region's proxy.
+// DSN implements Cluster: the direct URL, not a region's proxy. On the
+// replicated store it is the first region's cluster (StoreParts names
+// them all and the demo ledger's database).
 func (p *Process) DSN() string {
 	if p.ha != nil {
-		return p.ha.cl.DSN()
+		return p.ha.clusters[0].cl.DSN()
 	}
 	return p.pg.DSN("postgres")
 }
 
-// regionDSN returns the store URL region's idemd uses, through its own
-// proxies (its "sql" link): the one PostgreSQL, or every member of the
-// replicated store, its own region's first.
+// regionDSN returns the store URL region's idemd uses on the one
+// PostgreSQL, through its own proxy (its "sql" link).
 func (p *Process) regionDSN(region string) (string, error) {
-	if p.ha != nil {
-		return p.ha.regionDSN(p.toxics, region)
-	}
 	sql, err := p.toxics.Add(region, "sql", p.pg.Addr())
 	if err != nil {
 		return "", err
@@ -377,7 +384,11 @@ func (p *Process) Stop(ctx context.Context) error {
 		errs = append(errs, p.pg.Close())
 	}
 	if p.ha != nil {
-		errs = append(errs, p.ha.cl.Stop())
+		for _, c := range p.ha.clusters {
+			if c != nil {
+				errs = append(errs, c.cl.Stop())
+			}
+		}
 	}
 	if p.dir != "" && !p.keepDir {
 		os.RemoveAll(p.dir)
