@@ -3,6 +3,7 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/idemcoord/idemcoord/chaos/history"
 	"github.com/idemcoord/idemcoord/chaos/traffic"
 	"github.com/idemcoord/idemcoord/chaos/validate"
+	"github.com/idemcoord/idemcoord/clock"
 )
 
 // Store is what Recheck reads: the SQL store's URL and, when the cluster
@@ -48,6 +50,10 @@ func Recheck(ctx context.Context, h history.History, s Store, opts validate.Opti
 	return validate.Check(h, st, opts), nil
 }
 
+// partsReadWait bounds the wait for every cluster of a split store to
+// have a primary to read the final state from.
+const partsReadWait = 3 * time.Minute
+
 // readState reads the final state: through s.DSN(), or, when s's store
 // is split over several databases (cluster.StoreParts: one Patroni
 // cluster per home region), from each of them and the ledger's.
@@ -68,7 +74,20 @@ func readState(ctx context.Context, s Store) (validate.State, error) {
 				return validate.State{}, err
 			}
 			defer lp.Close()
-			return validate.ReadStateParts(ctx, vparts, lp)
+			// A cluster may still be without a primary (a failover that
+			// ended late, a rejoin under load): its final state is read
+			// from its primary once there is one, within a bound.
+			wctx, cancel := context.WithTimeout(ctx, partsReadWait)
+			defer cancel()
+			for {
+				st, err := validate.ReadStateParts(ctx, vparts, lp)
+				if err == nil || wctx.Err() != nil {
+					return st, err
+				}
+				if clock.Sleep(wctx, clock.Real(), 2*time.Second) != nil {
+					return st, err
+				}
+			}
 		}
 	}
 	pool, err := pgxpool.New(ctx, s.DSN())
