@@ -51,7 +51,8 @@ type DrillConfig struct {
 // Drill loads the scenario, starts the cluster, runs the drill, writes the
 // summary (and the report and history files) and stops the cluster. The
 // error is non-nil when the drill could not run, or when it ran and was
-// not green (errors.Is ErrViolations or ErrNotCovered): a command exits
+// not green (errors.Is ErrViolations, ErrNotCovered or
+// ErrOtherClustersBelowFloor): a command exits
 // non-zero on it. The summary printed before holds the seed, each broken
 // invariant and its excerpt.
 func Drill(ctx context.Context, cfg DrillConfig) (Result, error) {

@@ -24,6 +24,13 @@ var ErrViolations = errors.New("chaos: invariant violations")
 // held but a coverage counter stayed at zero: the run proves too little.
 var ErrNotCovered = errors.New("chaos: coverage incomplete")
 
+// ErrOtherClustersBelowFloor is returned (wrapped) by Result.Err when
+// every invariant held and coverage is complete, but during a store
+// failover the actors on the store's other clusters got final answers
+// to fewer than report.OtherClustersFloor of their calls: one home
+// region's store failover disturbed the others.
+var ErrOtherClustersBelowFloor = errors.New("chaos: other store clusters' availability below its floor")
+
 // Options tune a run. The zero value is valid.
 type Options struct {
 	// Duration overrides the scenario's main-phase length.
@@ -69,6 +76,8 @@ func (r Result) Err() error {
 		return fmt.Errorf("%w: %d (seed %d)", ErrViolations, len(r.Verdict.Violations), r.Seed)
 	case !r.Verdict.Green():
 		return fmt.Errorf("%w: %v (seed %d)", ErrNotCovered, r.Verdict.Coverage.Missing(), r.Seed)
+	case !r.Report.OtherClustersMet():
+		return fmt.Errorf("%w: %s (seed %d)", ErrOtherClustersBelowFloor, r.Report.OtherClusters, r.Seed)
 	}
 	return nil
 }
@@ -172,8 +181,11 @@ func Run(ctx context.Context, sc scenario.Scenario, seed uint64, c cluster.Clust
 		return res, err
 	}
 	res.Verdict = verdict
-	res.Report = report.Build(report.Input{Scenario: sc.Name, Seed: seed, History: res.History, Result: verdict,
-		Client: opts.Client})
+	in := report.Input{Scenario: sc.Name, Seed: seed, History: res.History, Result: verdict, Client: opts.Client}
+	if hm, ok := c.(cluster.Homes); ok {
+		in.Home = hm.Home
+	}
+	res.Report = report.Build(in)
 	res.Report.Ledgers = windowLedgers(ctx, pr.store, res.History, rec.Start())
 	log.Info("drill: checked", "violations", len(verdict.Violations), "green", verdict.Green())
 	return res, nil
@@ -192,6 +204,9 @@ func recordStoreFailovers(c cluster.Cluster, rec *history.Recorder) {
 		op := history.Operation{Kind: history.KindProbe, Probe: history.ProbeStoreFailover, Fault: f.Fault,
 			Call: at(f.Death), SentTo: f.Old, ServedBy: f.New, Shard: -1,
 			Detail: fmt.Sprintf("old timeline %d, new timeline %d, rejoined %v", f.OldTimeline, f.NewTimeline, f.Rejoined)}
+		if f.Cluster != "" {
+			op.Detail += ", cluster " + f.Cluster
+		}
 		if !f.FirstCommit.IsZero() {
 			op.Return = at(f.FirstCommit)
 		}

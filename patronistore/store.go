@@ -237,14 +237,30 @@ func (e *ClusterError) Unwrap() error { return e.Err }
 // gateway) but must not take the instance out of rotation, which would
 // stop the shards of every other cluster too. Health says which cluster
 // is down.
+//
+// Ping answers as soon as one cluster does, and stops asking the others:
+// a cluster whose primary is frozen (paused, partitioned, failing over)
+// holds its ping until the call's deadline, and a readiness answer that
+// waited for it would come after the load balancer's check timeout (the
+// global entry's is 1 s), which takes every region out at once.
 func (s *Store) Ping(ctx context.Context) error {
-	health := s.Health(ctx)
-	var errs []string
-	for _, h := range health {
-		if h.Err == nil {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type answer struct {
+		i   int
+		err error
+	}
+	answers := make(chan answer, len(s.clusters))
+	for i, c := range s.clusters {
+		go func() { answers <- answer{i, c.Store.Ping(ctx)} }()
+	}
+	errs := make([]string, len(s.clusters))
+	for range s.clusters {
+		a := <-answers
+		if a.err == nil {
 			return nil
 		}
-		errs = append(errs, h.Cluster+": "+h.Err.Error())
+		errs[a.i] = s.clusters[a.i].Name + ": " + a.err.Error()
 	}
 	return &store.UnavailableError{Err: errors.New("patronistore: no cluster answers: " + strings.Join(errs, "; "))}
 }

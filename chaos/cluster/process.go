@@ -27,7 +27,8 @@ import (
 	"github.com/idemcoord/idemcoord/store"
 	"github.com/idemcoord/idemcoord/store/backend"
 
-	_ "github.com/idemcoord/idemcoord/sqlstore" // the "postgres" backend
+	_ "github.com/idemcoord/idemcoord/patronistore" // the "patroni" backend
+	_ "github.com/idemcoord/idemcoord/sqlstore"     // the "postgres" backend
 )
 
 // ProcessConfig says where the process cluster finds its idemd and keeps
@@ -74,6 +75,7 @@ type Process struct {
 	etcd    *etcdlocal.Cluster
 	members *EtcdMembers
 	demo    *demo
+	demoLog *os.File // <dir>/demo.log when the directory is kept
 	toxics  *Toxics
 	procs   *Procs
 	regions []*procRegion
@@ -210,8 +212,23 @@ func (p *Process) startStores(ctx context.Context) (err error) {
 		return err
 	}
 	p.owners = ownership.NewDirectory(p.cli, p.store, ownership.WithLogger(slog.New(slog.DiscardHandler)))
-	p.demo, err = startDemo(ctx, dsn, devcluster.Regions)
+	p.demo, err = startDemo(ctx, dsn, devcluster.Regions, p.demoLogger())
 	return err
+}
+
+// demoLogger is the demo services' logger: <dir>/demo.log (JSON) when the
+// directory is kept (ProcessConfig.Dir), beside the regions' logs, so an
+// intent the upstream kept answering can be traced there; else nothing.
+func (p *Process) demoLogger() *slog.Logger {
+	if !p.keepDir {
+		return slog.New(slog.DiscardHandler)
+	}
+	f, err := os.OpenFile(filepath.Join(p.dir, "demo.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	p.demoLog = f
+	return slog.New(slog.NewJSONHandler(f, nil))
 }
 
 // writeConfigs picks each region's addresses, starts every proxy and
@@ -249,7 +266,15 @@ func (p *Process) writeConfigs() error {
 			return err
 		}
 		f.Upstream = "http://" + up
-		if f.DSN, err = p.regionDSN(r.name); err != nil {
+		if p.ha != nil {
+			dsns, err := p.ha.regionDSNs(p.toxics, r.name)
+			if err != nil {
+				return err
+			}
+			for _, c := range p.ha.clusters {
+				f.Clusters = append(f.Clusters, storeCluster{Name: c.home, DSN: dsns[c.home]})
+			}
+		} else if f.DSN, err = p.regionDSN(r.name); err != nil {
 			return err
 		}
 		for i, ep := range p.etcd.Endpoints() {
@@ -304,21 +329,19 @@ func (p *Process) Token(_ context.Context, subject string) (string, error) {
 // Tenant implements Cluster.
 func (p *Process) Tenant() string { return devcluster.Tenant }
 
-// DSN implements Cluster: the direct URL, not a region's proxy.
+// DSN implements Cluster: the direct URL, not a region's proxy. On the
+// replicated store it is the first region's cluster (StoreParts names
+// them all and the demo ledger's database).
 func (p *Process) DSN() string {
 	if p.ha != nil {
-		return p.ha.cl.DSN()
+		return p.ha.clusters[0].cl.DSN()
 	}
 	return p.pg.DSN("postgres")
 }
 
-// regionDSN returns the store URL region's idemd uses, through its own
-// proxies (its "sql" link): the one PostgreSQL, or every member of the
-// replicated store, its own region's first.
+// regionDSN returns the store URL region's idemd uses on the one
+// PostgreSQL, through its own proxy (its "sql" link).
 func (p *Process) regionDSN(region string) (string, error) {
-	if p.ha != nil {
-		return p.ha.regionDSN(p.toxics, region)
-	}
 	sql, err := p.toxics.Add(region, "sql", p.pg.Addr())
 	if err != nil {
 		return "", err
@@ -345,6 +368,9 @@ func (p *Process) Stop(ctx context.Context) error {
 	if p.demo != nil {
 		p.demo.close()
 	}
+	if p.demoLog != nil {
+		p.demoLog.Close()
+	}
 	if p.cli != nil {
 		p.cli.Close()
 	}
@@ -358,7 +384,11 @@ func (p *Process) Stop(ctx context.Context) error {
 		errs = append(errs, p.pg.Close())
 	}
 	if p.ha != nil {
-		errs = append(errs, p.ha.cl.Stop())
+		for _, c := range p.ha.clusters {
+			if c != nil {
+				errs = append(errs, c.cl.Stop())
+			}
+		}
 	}
 	if p.dir != "" && !p.keepDir {
 		os.RemoveAll(p.dir)

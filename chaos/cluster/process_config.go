@@ -23,6 +23,10 @@ const (
 // the proxied ones of everything it talks to.
 type regionFile struct {
 	Region, Listen, Upstream, DSN, SecretFile, Policy string
+	// Clusters, when set, are the replicated store's Patroni clusters
+	// (store.backend patroni), each named by its home region with the
+	// region's DSN to it; DSN is then unused.
+	Clusters []storeCluster
 	// Etcd are the region's proxies to each etcd member.
 	Etcd []string
 	// Peers are the regions list in the topology's order: this region's
@@ -30,6 +34,22 @@ type regionFile struct {
 	Peers []peer
 	// Lease and UpstreamTimeout are the endpoint's.
 	Lease, UpstreamTimeout time.Duration
+}
+
+// storeCluster is one Patroni cluster of a region's store block.
+type storeCluster struct {
+	Name string `json:"name"`
+	DSN  string `json:"dsn"`
+}
+
+// storeBlock is the region's store: one DSN, or the patroni backend over
+// Clusters (the audit of repairs about no one shard in the first).
+func (f regionFile) storeBlock(q func(any) string) string {
+	if len(f.Clusters) == 0 {
+		return fmt.Sprintf("store:\n  dsn: %s\n  max_conns: %d\n", q(f.DSN), procMaxConns)
+	}
+	return fmt.Sprintf("store:\n  backend: patroni\n  max_conns: %d\n  patroni:\n    audit_cluster: %s\n    clusters: %s\n",
+		procMaxConns, q(f.Clusters[0].Name), q(f.Clusters))
 }
 
 type peer struct {
@@ -54,10 +74,7 @@ func (f regionFile) render() []byte {
 	return fmt.Appendf(nil, `region: %s
 listen: %s
 upstream: %s
-store:
-  dsn: %s
-  max_conns: %d
-etcd:
+%setcd:
   endpoints: %s
   # failure detection at the product's defaults (liveness_ttl 2s,
   # election_ttl 2s, confirm_delay 500ms): what a drill measures is what
@@ -89,6 +106,6 @@ endpoints:
     # intent a dead region left in flight is resolved by the new owner
     # right after the move, not after its lease
     upstream_dedup: operation_id
-`, q(f.Region), q(f.Listen), q(f.Upstream), q(f.DSN), procMaxConns, q(f.Etcd), q(f.Peers),
+`, q(f.Region), q(f.Listen), q(f.Upstream), f.storeBlock(q), q(f.Etcd), q(f.Peers),
 		q(devcluster.Issuer), q(devcluster.Audience), q(f.SecretFile), f.Lease, f.UpstreamTimeout, q(f.Policy))
 }

@@ -26,11 +26,12 @@ type demo struct {
 	bankURL  string
 	payments map[string]string // region -> its payments server's host:port
 	servers  []*http.Server
+	pays     []*payments.Server // closed after the servers (their background releases)
 }
 
 // startDemo migrates the demo tables and serves the bank and a payments
-// server for each region.
-func startDemo(ctx context.Context, dsn string, regions []string) (_ *demo, err error) {
+// server for each region, logging to log.
+func startDemo(ctx context.Context, dsn string, regions []string, log *slog.Logger) (_ *demo, err error) {
 	pc, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, err
@@ -48,14 +49,15 @@ func startDemo(ctx context.Context, dsn string, regions []string) (_ *demo, err 
 	if err := errors.Join(bank.Migrate(ctx, d.pool), payments.Migrate(ctx, d.pool)); err != nil {
 		return nil, err
 	}
-	quiet := slog.New(slog.DiscardHandler)
-	addr, err := d.serve(bank.New(d.pool, bank.Options{Logger: quiet}))
+	addr, err := d.serve(bank.New(d.pool, bank.Options{Logger: log.With("demo", "bank")}))
 	if err != nil {
 		return nil, err
 	}
 	d.bankURL = "http://" + addr
 	for _, r := range regions {
-		pay := payments.New(d.pool, d.bankURL, payments.Options{BankTimeout: demoBankTimeout, Logger: quiet})
+		pay := payments.New(d.pool, d.bankURL, payments.Options{BankTimeout: demoBankTimeout,
+			Logger: log.With("demo", "payments", "region", r)})
+		d.pays = append(d.pays, pay)
 		if d.payments[r], err = d.serve(pay); err != nil {
 			return nil, err
 		}
@@ -78,6 +80,9 @@ func (d *demo) serve(h http.Handler) (string, error) {
 func (d *demo) close() {
 	for _, s := range d.servers {
 		s.Close()
+	}
+	for _, p := range d.pays {
+		p.Close()
 	}
 	if d.pool != nil {
 		d.pool.Close()

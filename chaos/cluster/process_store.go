@@ -17,11 +17,14 @@ import (
 
 	"github.com/idemcoord/idemcoord/chaos/failpoint"
 	"github.com/idemcoord/idemcoord/clock"
+	"github.com/idemcoord/idemcoord/config"
 	"github.com/idemcoord/idemcoord/devcluster"
 	"github.com/idemcoord/idemcoord/internal/etcdlocal"
 	"github.com/idemcoord/idemcoord/internal/patronilocal"
+	"github.com/idemcoord/idemcoord/internal/pglocal"
 	"github.com/idemcoord/idemcoord/ownership"
-	"github.com/idemcoord/idemcoord/sqlstore"
+	"github.com/idemcoord/idemcoord/shard"
+	"github.com/idemcoord/idemcoord/store/backend"
 )
 
 // UnsafeAsyncReplication is the unsafe mode of the replicated store (it
@@ -79,9 +82,10 @@ func checkStore(opts *Options) error {
 
 // StoreFailover is one failover of the replicated store a fault caused.
 type StoreFailover struct {
-	// Fault is the fault's kind; Old the member it hit (the primary),
-	// New the member promoted.
-	Fault, Old, New string
+	// Fault is the fault's kind; Cluster the Patroni cluster it hit (named
+	// by its home region); Old the member it hit (the primary), New the
+	// member promoted.
+	Fault, Cluster, Old, New string
 	// Death is when the primary stopped serving (killed, stopped, cut);
 	// Promoted when the successor ran as primary; FirstCommit the first
 	// write committed on it (a coordinator record written after Death),
@@ -101,22 +105,44 @@ type StoreFailovers interface {
 	StoreFailovers() []StoreFailover
 }
 
-// haStore is the process cluster's replicated store: one Patroni cluster
-// whose members stand for the three regions, its primary in the first.
+// haStore is the process cluster's replicated store, as `idemd dev
+// --store ha` runs it: one Patroni cluster per home region (its shards'
+// records and fences), each of three members, its first primary in its
+// home region, the other two in the other regions (so its synchronous
+// standby is in another region). Every region's idemd uses store.backend
+// patroni over all three. A store fault hits the cluster homed in the
+// fault's region: only the actors whose shards are homed there lose
+// their store.
 type haStore struct {
-	cl    *patronilocal.Cluster
-	async bool
+	clusters []*haCluster // devcluster.Regions order
+	async    bool
 
 	mu        sync.Mutex
 	failovers []*StoreFailover
 	done      sync.WaitGroup // failover measurements in progress
 }
 
+// haCluster is one home region's Patroni cluster.
+type haCluster struct {
+	home  string
+	cl    *patronilocal.Cluster
+	async bool
+}
+
 var _ StoreFailovers = (*Process)(nil)
 
-// startHAStores starts etcd, the Patroni cluster on it (each member's DCS
-// and inbound replication links through proxies), the coordinator's
-// schema, the demo services and the drill's own connections.
+// storeHome is a shard's home region, as every region's idemd sees it
+// (its regions list in devcluster.Regions' order; Process.Home once the
+// regions are configured).
+func storeHome(shard int) string { return devcluster.Regions[shard%len(devcluster.Regions)] }
+
+// storeMemberName names home's cluster member in region: unique across
+// the clusters, since the member's proxies are named by it.
+func storeMemberName(home, region string) string { return home + "-" + region }
+
+// startHAStores starts etcd, the Patroni clusters on it (each member's
+// DCS and inbound replication links through proxies), the coordinator's
+// schema in each, the demo services and the drill's own connections.
 func (p *Process) startHAStores(ctx context.Context) (err error) {
 	if p.etcd, err = etcdlocal.Start(ctx, devcluster.Regions, etcdlocal.Options{}); err != nil {
 		return err
@@ -127,8 +153,62 @@ func (p *Process) startHAStores(ctx context.Context) (err error) {
 		return err
 	}
 	async := p.opts.Unsafe == UnsafeAsyncReplication
+	p.ha = &haStore{async: async}
+	type started struct {
+		i   int
+		c   *haCluster
+		err error
+	}
+	results := make(chan started, len(devcluster.Regions))
+	for i, home := range devcluster.Regions {
+		cfg, err := p.haClusterConfig(home, async)
+		if err != nil {
+			return err
+		}
+		go func() {
+			cl, err := patronilocal.Start(ctx, cfg)
+			if err != nil {
+				results <- started{i: i, err: fmt.Errorf("store cluster %s: %w", home, err)}
+				return
+			}
+			c := &haCluster{home: home, cl: cl, async: async}
+			results <- started{i: i, c: c, err: c.failback(ctx, home)}
+		}()
+	}
+	p.ha.clusters = make([]*haCluster, len(devcluster.Regions))
+	var errs []error
+	for range devcluster.Regions {
+		r := <-results
+		p.ha.clusters[r.i] = r.c
+		errs = append(errs, r.err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if p.store, err = backend.Open(ctx, backend.Options{Store: p.ha.storeConfig(func(c *haCluster) (string, error) {
+		return c.cl.DSN(), nil
+	}), Shards: shard.DefaultCount, Home: storeHome, MaxConns: 8, Migrate: true,
+		Logger: slog.New(slog.DiscardHandler)}); err != nil {
+		return err
+	}
+	p.owners = ownership.NewDirectory(p.cli, p.store, ownership.WithLogger(slog.New(slog.DiscardHandler)))
+	// The demo services (the upstream) keep their tables in a PostgreSQL
+	// of their own: they are not what a store drill kills, and on one of
+	// the store's clusters a failover there would stop every region's
+	// upstream and hide what the other clusters' actors got.
+	if p.pg, err = pglocal.Start(ctx); err != nil {
+		return err
+	}
+	p.demo, err = startDemo(ctx, p.pg.DSN("postgres"), devcluster.Regions, p.demoLogger())
+	return err
+}
+
+// haClusterConfig is home's Patroni cluster: its member in home first (the
+// first primary), then one in each other region, every member's
+// advertised address and DCS links through proxies.
+func (p *Process) haClusterConfig(home string, async bool) (patronilocal.Config, error) {
 	cfg := patronilocal.DefaultConfig()
-	cfg.Scope, cfg.Namespace = "idemdrill", "/idemdrill-patroni/"
+	cfg.Scope, cfg.Namespace = "idemdrill-"+home, "/idemdrill-patroni/"
 	cfg.EtcdEndpoints = p.etcd.Endpoints()
 	cfg.Async, cfg.Strict = async, !async
 	cfg.Advertise = func(member, listen string) (string, error) {
@@ -138,40 +218,70 @@ func (p *Process) startHAStores(ctx context.Context) (err error) {
 		}
 		return addr, p.toxics.Base(proxyName(member, linkPGIn), storeRTT)
 	}
+	regions := []string{home}
 	for _, r := range devcluster.Regions {
-		m := patronilocal.MemberSpec{Name: r, Region: r}
+		if r != home {
+			regions = append(regions, r)
+		}
+	}
+	for _, r := range regions {
+		m := patronilocal.MemberSpec{Name: storeMemberName(home, r), Region: r}
 		for i, ep := range p.etcd.Endpoints() {
-			addr, err := p.toxics.AddTo(r, linkDCS, devcluster.Regions[i], strings.TrimPrefix(ep, "http://"))
+			addr, err := p.toxics.AddTo(m.Name, linkDCS, devcluster.Regions[i], strings.TrimPrefix(ep, "http://"))
 			if err != nil {
-				return err
+				return cfg, err
 			}
 			m.EtcdEndpoints = append(m.EtcdEndpoints, "http://"+addr)
 		}
 		cfg.Members = append(cfg.Members, m)
 	}
-	cl, err := patronilocal.Start(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	p.ha = &haStore{cl: cl, async: async}
-	if err := p.ha.failback(ctx, devcluster.Regions[0]); err != nil {
-		return err
-	}
-	dsn := cl.DSN()
-	if p.store, err = sqlstore.Open(ctx, sqlstore.Config{DSN: dsn, MaxConns: 8, Migrate: true,
-		Logger: slog.New(slog.DiscardHandler)}); err != nil {
-		return err
-	}
-	p.owners = ownership.NewDirectory(p.cli, p.store, ownership.WithLogger(slog.New(slog.DiscardHandler)))
-	p.demo, err = startDemo(ctx, dsn, devcluster.Regions)
-	return err
+	return cfg, nil
 }
 
-// regionDSN is region's multi-host URL over every member through its own
-// "sql" proxies (its own region's member first; the others' with the
-// inter-region latency), connecting only to the one accepting writes.
-func (h *haStore) regionDSN(t *Toxics, region string) (string, error) {
-	members := h.cl.Members()
+// storeConfig is the store block of the patroni backend over the
+// clusters, each cluster's DSN from dsn; the audit of repairs that are
+// about no one shard goes to the first region's cluster.
+func (h *haStore) storeConfig(dsn func(*haCluster) (string, error)) config.Store {
+	st := config.Store{Backend: "patroni", GroupCommit: config.GroupCommit{MaxBatch: 1},
+		Patroni: config.PatroniStore{AuditCluster: h.clusters[0].home}}
+	for _, c := range h.clusters {
+		d, err := dsn(c)
+		if err != nil {
+			d = "" // the caller's dsn reported it already
+		}
+		st.Patroni.Clusters = append(st.Patroni.Clusters, config.PatroniCluster{Name: c.home, DSN: d})
+	}
+	return st
+}
+
+// cluster returns the cluster homed in region.
+func (h *haStore) cluster(region string) (*haCluster, error) {
+	for _, c := range h.clusters {
+		if c.home == region {
+			return c, nil
+		}
+	}
+	return nil, fmt.Errorf("cluster: no store cluster homed in region %q", region)
+}
+
+// regionDSNs are region's multi-host URLs, one per cluster, over every
+// member through region's own "sql" proxies (its own region's member
+// first; the others' with the inter-region latency), connecting only to
+// the one accepting writes.
+func (h *haStore) regionDSNs(t *Toxics, region string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, c := range h.clusters {
+		dsn, err := c.regionDSN(t, region)
+		if err != nil {
+			return nil, err
+		}
+		out[c.home] = dsn
+	}
+	return out, nil
+}
+
+func (c *haCluster) regionDSN(t *Toxics, region string) (string, error) {
+	members := c.cl.Members()
 	slices.SortStableFunc(members, func(a, b patronilocal.MemberSpec) int {
 		switch {
 		case a.Region == region && b.Region != region:
@@ -183,7 +293,7 @@ func (h *haStore) regionDSN(t *Toxics, region string) (string, error) {
 	})
 	var hosts []string
 	for _, m := range members {
-		listen, err := h.cl.ListenAddr(m.Name)
+		listen, err := c.cl.ListenAddr(m.Name)
 		if err != nil {
 			return "", err
 		}
@@ -202,14 +312,14 @@ func (h *haStore) regionDSN(t *Toxics, region string) (string, error) {
 		"/postgres?sslmode=disable&connect_timeout=2&target_session_attrs=read-write", nil
 }
 
-// memberIn returns the store member standing for region.
-func (h *haStore) memberIn(region string) (string, error) {
-	for _, m := range h.cl.Members() {
+// memberIn returns the cluster's member in region.
+func (c *haCluster) memberIn(region string) (string, error) {
+	for _, m := range c.cl.Members() {
 		if m.Region == region {
 			return m.Name, nil
 		}
 	}
-	return "", fmt.Errorf("cluster: no store member in region %q", region)
+	return "", fmt.Errorf("cluster: store cluster %s has no member in region %q", c.home, region)
 }
 
 // failback hands the primary to region's member by a planned switchover
@@ -217,34 +327,34 @@ func (h *haStore) memberIn(region string) (string, error) {
 // a strict cluster over only to its synchronous standby, so when the
 // member is not it, both standbys are made synchronous for the switchover
 // (synchronous_node_count 2) and the count is set back after it.
-func (h *haStore) failback(ctx context.Context, region string) error {
-	home, err := h.memberIn(region)
+func (c *haCluster) failback(ctx context.Context, region string) error {
+	home, err := c.memberIn(region)
 	if err != nil {
 		return err
 	}
-	if err := h.cl.WaitHealthy(ctx); err != nil {
+	if err := c.cl.WaitHealthy(ctx); err != nil {
 		return err
 	}
-	if pr, err := h.cl.Primary(ctx); err != nil || pr.Name == home {
+	if pr, err := c.cl.Primary(ctx); err != nil || pr.Name == home {
 		return err
 	}
-	if !h.async {
-		if err := h.patchConfig(ctx, `{"synchronous_node_count":2}`); err != nil {
+	if !c.async {
+		if err := c.patchConfig(ctx, `{"synchronous_node_count":2}`); err != nil {
 			return err
 		}
-		defer h.patchConfig(context.WithoutCancel(ctx), `{"synchronous_node_count":1}`)
-		if err := h.waitRole(ctx, home, patronilocal.RoleSyncStandby); err != nil {
+		defer c.patchConfig(context.WithoutCancel(ctx), `{"synchronous_node_count":1}`)
+		if err := c.waitRole(ctx, home, patronilocal.RoleSyncStandby); err != nil {
 			return err
 		}
 	}
-	return h.cl.Switchover(ctx, home)
+	return c.cl.Switchover(ctx, home)
 }
 
 // patchConfig changes the cluster's dynamic configuration in the DCS
 // (Patroni's REST PATCH /config, as `patronictl edit-config`).
-func (h *haStore) patchConfig(ctx context.Context, body string) error {
+func (c *haCluster) patchConfig(ctx context.Context, body string) error {
 	var errs []error
-	for _, base := range h.cl.RESTURLs() {
+	for _, base := range c.cl.RESTURLs() {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPatch, base+"/config", strings.NewReader(body))
 		if err != nil {
 			return err
@@ -264,11 +374,11 @@ func (h *haStore) patchConfig(ctx context.Context, body string) error {
 }
 
 // waitRole waits until member has role.
-func (h *haStore) waitRole(ctx context.Context, member, role string) error {
+func (c *haCluster) waitRole(ctx context.Context, member, role string) error {
 	ctx, cancel := context.WithTimeout(ctx, storeFailoverWait)
 	defer cancel()
 	for {
-		if ms, err := h.cl.Status(ctx); err == nil {
+		if ms, err := c.cl.Status(ctx); err == nil {
 			for _, m := range ms {
 				if m.Name == member && m.Role == role && m.State == patronilocal.StateStreaming {
 					return nil
@@ -291,22 +401,26 @@ func (p *Process) haStore() (*haStore, error) {
 	return p.ha, nil
 }
 
-// hit finds the primary of the store cluster homed in region (the one
-// cluster stands for every region's), applies fn to it and starts
-// measuring the failover that follows.
-func (p *Process) hit(ctx context.Context, kind failpoint.Kind, fn func(h *haStore, member string) error) (string, error) {
+// hit finds the primary of the store cluster homed in region, applies fn
+// to it and starts measuring the failover that follows.
+func (p *Process) hit(ctx context.Context, kind failpoint.Kind, region string,
+	fn func(c *haCluster, member string) error) (string, error) {
 	h, err := p.haStore()
 	if err != nil {
 		return "", err
 	}
-	pr, err := h.cl.Primary(ctx)
+	c, err := h.cluster(region)
 	if err != nil {
 		return "", err
 	}
-	if err := fn(h, pr.Name); err != nil {
+	pr, err := c.cl.Primary(ctx)
+	if err != nil {
 		return "", err
 	}
-	h.measure(string(kind), pr.Name, time.Now())
+	if err := fn(c, pr.Name); err != nil {
+		return "", err
+	}
+	h.measure(string(kind), c, pr.Name, time.Now())
 	return pr.Name, nil
 }
 
@@ -314,8 +428,8 @@ func (p *Process) hit(ctx context.Context, kind failpoint.Kind, fn func(h *haSto
 // UnsafeAsyncReplication the primary's standbys are lost first: its
 // replication link is cut while it keeps committing alone.
 func (p *Process) KillStorePrimary(ctx context.Context, region string) (string, error) {
-	return p.hit(ctx, failpoint.KillStorePrimary, func(h *haStore, member string) error {
-		if h.async {
+	return p.hit(ctx, failpoint.KillStorePrimary, region, func(c *haCluster, member string) error {
+		if c.async {
 			if err := p.toxics.Cut(ctx, member, linkPGIn); err != nil {
 				return err
 			}
@@ -323,13 +437,15 @@ func (p *Process) KillStorePrimary(ctx context.Context, region string) (string, 
 				return err
 			}
 		}
-		return h.cl.Kill(member)
+		return c.cl.Kill(member)
 	})
 }
 
 // PauseStorePrimary implements failpoint.StoreTarget.
 func (p *Process) PauseStorePrimary(ctx context.Context, region string) (string, error) {
-	return p.hit(ctx, failpoint.PauseStorePrimary, func(h *haStore, member string) error { return h.cl.Pause(member) })
+	return p.hit(ctx, failpoint.PauseStorePrimary, region, func(c *haCluster, member string) error {
+		return c.cl.Pause(member)
+	})
 }
 
 // CutStorePrimary implements failpoint.StoreTarget: the member's inbound
@@ -337,19 +453,20 @@ func (p *Process) PauseStorePrimary(ctx context.Context, region string) (string,
 // Clients still reach it: a primary that lost the DCS must demote itself
 // (and, in strict mode, it cannot commit without its standby anyway).
 func (p *Process) CutStorePrimary(ctx context.Context, region string) (string, error) {
-	return p.hit(ctx, failpoint.CutStorePrimary, func(h *haStore, member string) error {
+	return p.hit(ctx, failpoint.CutStorePrimary, region, func(c *haCluster, member string) error {
 		return errors.Join(p.toxics.Cut(ctx, member, linkPGIn), p.toxics.Cut(ctx, member, linkDCS))
 	})
 }
 
 // HealStoreMember implements failpoint.StoreTarget: once a successor runs
-// as primary, member is brought back as the fault left it (its links
-// restored, resumed, or restarted) and the heal waits until it streams
-// from the successor again (an old primary demotes itself and rejoins
-// through pg_rewind) and the cluster is healthy: with strict synchronous
-// replication only the synchronous standby may be promoted, so the next
-// fault must find one. The primary is not switched back: Patroni switches
-// a strict cluster over only to its synchronous standby.
+// as primary in the cluster homed in region, member is brought back as
+// the fault left it (its links restored, resumed, or restarted) and the
+// heal waits until it streams from the successor again (an old primary
+// demotes itself and rejoins through pg_rewind) and the cluster is
+// healthy: with strict synchronous replication only the synchronous
+// standby may be promoted, so the next fault must find one. The primary
+// is not switched back: Patroni switches a strict cluster over only to
+// its synchronous standby.
 func (p *Process) HealStoreMember(ctx context.Context, region, member string) error {
 	ctx, cancel := healing(ctx)
 	defer cancel()
@@ -357,39 +474,43 @@ func (p *Process) HealStoreMember(ctx context.Context, region, member string) er
 	if err != nil {
 		return err
 	}
+	c, err := h.cluster(region)
+	if err != nil {
+		return err
+	}
 	wctx, wcancel := context.WithTimeout(ctx, storeFailoverWait)
-	_, werr := h.cl.WaitNewPrimary(wctx, member)
+	_, werr := c.cl.WaitNewPrimary(wctx, member)
 	wcancel()
 	if err := errors.Join(p.toxics.Restore(ctx, member, linkPGIn), p.toxics.Restore(ctx, member, linkDCS)); err != nil {
 		return err
 	}
-	return errors.Join(werr, h.bringBack(ctx, member))
+	return errors.Join(werr, h.bringBack(ctx, c, member))
 }
 
 // bringBack resumes member if its process runs (a no-op for a member
 // that was never stopped), else restarts it, and waits until it streams
 // again and the cluster is healthy.
-func (h *haStore) bringBack(ctx context.Context, member string) error {
+func (h *haStore) bringBack(ctx context.Context, c *haCluster, member string) error {
 	ctx, cancel := context.WithTimeout(ctx, storeFailoverWait)
 	defer cancel()
-	if err := h.cl.Resume(member); err != nil {
-		if err := h.cl.Restart(ctx, member); err != nil {
+	if err := c.cl.Resume(member); err != nil {
+		if err := c.cl.Restart(ctx, member); err != nil {
 			return err
 		}
 	}
-	if err := h.rejoined(ctx, member); err != nil {
+	if err := h.rejoined(ctx, c, member); err != nil {
 		return err
 	}
-	return h.cl.WaitHealthy(ctx)
+	return c.cl.WaitHealthy(ctx)
 }
 
 // rejoined waits until member streams from the primary again, and records
 // the timelines of the latest failover of member.
-func (h *haStore) rejoined(ctx context.Context, member string) error {
+func (h *haStore) rejoined(ctx context.Context, c *haCluster, member string) error {
 	ctx, cancel := context.WithTimeout(ctx, storeFailoverWait)
 	defer cancel()
 	for {
-		ms, err := h.cl.Status(ctx)
+		ms, err := c.cl.Status(ctx)
 		if err == nil {
 			var mine, leader *patronilocal.MemberStatus
 			for i := range ms {
@@ -418,11 +539,11 @@ func (h *haStore) rejoined(ctx context.Context, member string) error {
 	}
 }
 
-// measure records a failover from old's death at death: in the
+// measure records a failover of c from old's death at death: in the
 // background, when a successor runs as primary and when the first write
 // committed on it.
-func (h *haStore) measure(kind, old string, death time.Time) {
-	f := &StoreFailover{Fault: kind, Old: old, Death: death}
+func (h *haStore) measure(kind string, c *haCluster, old string, death time.Time) {
+	f := &StoreFailover{Fault: kind, Cluster: c.home, Old: old, Death: death}
 	h.mu.Lock()
 	h.failovers = append(h.failovers, f)
 	h.mu.Unlock()
@@ -431,12 +552,12 @@ func (h *haStore) measure(kind, old string, death time.Time) {
 		defer h.done.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), storeFailoverWait)
 		defer cancel()
-		pr, err := h.cl.WaitNewPrimary(ctx, old)
+		pr, err := c.cl.WaitNewPrimary(ctx, old)
 		if err != nil {
 			return
 		}
 		promoted := time.Now()
-		first, _ := h.firstCommit(ctx, pr.Name, death)
+		first, _ := c.firstCommit(ctx, pr.Name, death)
 		h.mu.Lock()
 		f.New, f.Promoted, f.FirstCommit = pr.Name, promoted, first
 		h.mu.Unlock()
@@ -450,8 +571,8 @@ func (h *haStore) measure(kind, old string, death time.Time) {
 // connection: the new primary may drop connections (a restart to take
 // its synchronous standby), and one broken connection must not end the
 // measurement.
-func (h *haStore) firstCommit(ctx context.Context, member string, death time.Time) (time.Time, error) {
-	dsn, err := h.cl.MemberDSN(member)
+func (c *haCluster) firstCommit(ctx context.Context, member string, death time.Time) (time.Time, error) {
+	dsn, err := c.cl.MemberDSN(member)
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -494,20 +615,30 @@ func (p *Process) StoreFailovers() []StoreFailover {
 }
 
 // LoseRegion implements failpoint.RegionLossTarget: the region's idemd
-// (with calls in flight, as Kill), its store member and its etcd member
-// die together.
+// (with calls in flight, as Kill), its store members (one of each
+// cluster: the primary of the cluster homed there, a standby of the
+// others) and its etcd member die together.
 func (p *Process) LoseRegion(ctx context.Context, region string) error {
 	h, err := p.haStore()
 	if err != nil {
 		return err
 	}
-	member, err := h.memberIn(region)
-	if err != nil {
-		return err
+	type lost struct {
+		c          *haCluster
+		member     string
+		wasPrimary bool
 	}
-	wasPrimary := false
-	if pr, err := h.cl.Primary(ctx); err == nil && pr.Name == member {
-		wasPrimary = true
+	var hit []lost
+	for _, c := range h.clusters {
+		member, err := c.memberIn(region)
+		if err != nil {
+			return err
+		}
+		l := lost{c: c, member: member}
+		if pr, err := c.cl.Primary(ctx); err == nil && pr.Name == member {
+			l.wasPrimary = true
+		}
+		hit = append(hit, l)
 	}
 	if err := p.Kill(ctx, region); err != nil {
 		return err
@@ -515,19 +646,26 @@ func (p *Process) LoseRegion(ctx context.Context, region string) error {
 	// The other regions write to the primary until its member dies: its
 	// death is after the kill, not before (a write they committed in
 	// between is not the successor's first).
-	if err := errors.Join(h.cl.Kill(member), p.members.KillMember(ctx, region)); err != nil {
+	errs := []error{p.members.KillMember(ctx, region)}
+	for _, l := range hit {
+		errs = append(errs, l.c.cl.Kill(l.member))
+	}
+	if err := errors.Join(errs...); err != nil {
 		return err
 	}
 	death := time.Now()
-	if wasPrimary {
-		h.measure(string(failpoint.RegionLossFull), member, death)
+	for _, l := range hit {
+		if l.wasPrimary {
+			h.measure(string(failpoint.RegionLossFull), l.c, l.member, death)
+		}
 	}
 	return nil
 }
 
 // RestoreRegion implements failpoint.RegionLossTarget: etcd member first,
-// then, once the store promoted a successor, the store member (until it
-// streams again), then the idemd and its failback.
+// then, once each cluster whose primary was there promoted a successor,
+// the region's store members (until they stream again), then the idemd
+// and its failback.
 func (p *Process) RestoreRegion(ctx context.Context, region string) error {
 	hctx, cancel := healing(ctx)
 	defer cancel()
@@ -535,18 +673,60 @@ func (p *Process) RestoreRegion(ctx context.Context, region string) error {
 	if err != nil {
 		return err
 	}
-	member, err := h.memberIn(region)
-	if err != nil {
-		return err
-	}
 	if err := p.members.RestartMember(hctx, region); err != nil {
 		return err
 	}
-	wctx, wcancel := context.WithTimeout(hctx, storeFailoverWait)
-	_, werr := h.cl.WaitNewPrimary(wctx, member)
-	wcancel()
-	if err := h.bringBack(hctx, member); err != nil {
-		return errors.Join(werr, err)
+	errs := make([]error, len(h.clusters))
+	var wg sync.WaitGroup
+	for i, c := range h.clusters {
+		member, err := c.memberIn(region)
+		if err != nil {
+			return err
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			wctx, wcancel := context.WithTimeout(hctx, storeFailoverWait)
+			_, werr := c.cl.WaitNewPrimary(wctx, member)
+			wcancel()
+			errs[i] = errors.Join(werr, h.bringBack(hctx, c, member))
+		}()
 	}
-	return errors.Join(werr, p.Restart(ctx, region))
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	return p.Restart(ctx, region)
+}
+
+// StorePart is one database of a store split over several: a Patroni
+// cluster named by its home region, its direct URL, and the shards whose
+// fences it holds (those homed in its region).
+type StorePart struct {
+	Name, DSN string
+	Fences    func(shard int) bool
+}
+
+// StoreParts is implemented by a cluster whose store is split over
+// several databases: the checker reads each, and the demo ledger from
+// the database ledger names. A cluster on one database returns no parts.
+type StoreParts interface {
+	StoreParts() (parts []StorePart, ledger string)
+}
+
+var _ StoreParts = (*Process)(nil)
+
+// StoreParts implements StoreParts: on the replicated store, one part per
+// home region's Patroni cluster, and the demo services' own PostgreSQL.
+func (p *Process) StoreParts() ([]StorePart, string) {
+	if p.ha == nil {
+		return nil, ""
+	}
+	var parts []StorePart
+	for _, c := range p.ha.clusters {
+		home := c.home
+		parts = append(parts, StorePart{Name: home, DSN: c.cl.DSN(),
+			Fences: func(shard int) bool { return p.Home(shard) == home }})
+	}
+	return parts, p.pg.DSN("postgres")
 }

@@ -24,6 +24,9 @@ type Input struct {
 	// Client is how the traffic reached the cluster (the drill's client
 	// mode: direct, sdk or entry); empty reads as direct.
 	Client string
+	// Home, when set, is each shard's home region, which names the store
+	// cluster holding it on the replicated store (OtherClusters).
+	Home func(shard int) string
 }
 
 // Second is one bucket of the timeline.
@@ -140,6 +143,11 @@ type Report struct {
 	// with no write seen on a successor.
 	StoreFailover            Percentiles
 	StoreFailoversUnmeasured int
+	// OtherClusters is the availability, during the store failovers, of
+	// the actors whose shards live on the other clusters (otherClusters):
+	// OtherClustersMet wants it at OtherClustersFloor at least, and a run
+	// below it is not green.
+	OtherClusters Availability
 	// Zombies counts the store primaries paused past their ttl
 	// (pause_store_primary); ZombiesRejoined those that came back as a
 	// standby streaming from their successor. A zombie that acknowledged a
@@ -240,6 +248,10 @@ func Build(in Input) Report {
 		}
 	}
 	r.StoreFailover = percentiles(store)
+	r.OtherClusters = otherClusters(h, cs, in.Home)
+	if !r.OtherClustersMet() {
+		r.Green = false
+	}
 	r.RegionFailovers = len(in.Result.Failovers)
 	r.FalseFailovers = falseFailovers(h, in.Result.Failovers)
 	for _, inv := range validate.Invariants {

@@ -20,8 +20,10 @@ func (r Report) WriteText(w io.Writer) error {
 	switch {
 	case !r.Safe:
 		verdict = "VIOLATIONS"
-	case !r.Green:
+	case !r.Green && len(r.Missing) > 0:
 		verdict = "SAFE BUT NOT COVERED (missing: " + strings.Join(r.Missing, ", ") + ")"
+	case !r.Green:
+		verdict = fmt.Sprintf("SAFE BUT THE OTHER STORE CLUSTERS' ACTORS WERE BELOW %.3f", OtherClustersFloor)
 	}
 	fmt.Fprintf(&b, "drill %s seed %d: %s\n", r.Scenario, r.Seed, verdict)
 	fmt.Fprintf(&b, "requests %d, acknowledged %d (replayed %d), 422 %d, duplicates %d\n",
@@ -50,6 +52,14 @@ func (r Report) WriteText(w io.Writer) error {
 	if r.StoreFailover.N > 0 || r.StoreFailoversUnmeasured > 0 {
 		fmt.Fprintf(&b, "store failover (primary's death -> first write committed on its successor, n=%d, %d unmeasured): %s\n",
 			r.StoreFailover.N, r.StoreFailoversUnmeasured, r.StoreFailover)
+	}
+	if r.OtherClusters.Calls > 0 {
+		met := "met"
+		if !r.OtherClustersMet() {
+			met = "BELOW THE FLOOR"
+		}
+		fmt.Fprintf(&b, "availability of actors on the other store clusters during store failovers: %s (floor %.3f: %s)\n",
+			r.OtherClusters, OtherClustersFloor, met)
 	}
 	if r.Zombies > 0 {
 		fmt.Fprintf(&b, "zombie store primaries: %d, rejoined as a standby of their successor: %d\n", r.Zombies, r.ZombiesRejoined)

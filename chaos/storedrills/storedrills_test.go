@@ -48,7 +48,8 @@ func storeDrill(t *testing.T, name string, seed uint64, d time.Duration, mode st
 	for _, e := range res.StageErrors {
 		t.Logf("stage error: %v", e)
 	}
-	if err != nil && !errors.Is(err, chaos.ErrViolations) && !errors.Is(err, chaos.ErrNotCovered) {
+	if err != nil && !errors.Is(err, chaos.ErrViolations) && !errors.Is(err, chaos.ErrNotCovered) &&
+		!errors.Is(err, chaos.ErrOtherClustersBelowFloor) {
 		t.Fatalf("Drill(%s, seed %d) could not run: %v", name, seed, err)
 	}
 	if err != nil {
@@ -57,9 +58,9 @@ func storeDrill(t *testing.T, name string, seed uint64, d time.Duration, mode st
 		t.Logf("Drill(%s, seed %d) = %v; summary:\n%.4000s", name, seed, err, b.String())
 	}
 	// What these tests prove: nothing ran twice and nothing acknowledged
-	// was lost. Liveness is not among them while an intent can stay at
-	// 409 after a store failover (docs/drills.md, "The drill table": an
-	// open finding); the drill table wants every run green.
+	// was lost. Liveness is left to the drill table (every run green):
+	// the intents once held at 409 after a store failover were the demo
+	// upstream's (docs/drills.md), fixed and tested in demo/payments.
 	for _, inv := range []validate.Invariant{validate.I1, validate.I2, validate.I3, validate.I5, validate.I7} {
 		for _, v := range res.Verdict.Of(inv) {
 			t.Errorf("Drill(%s, seed %d): %s", name, seed, v)
@@ -72,18 +73,19 @@ func logStoreFigures(t *testing.T, r report.Report) {
 	t.Helper()
 	t.Logf("figures %s seed %d: requests=%d acked=%d duplicates=%d region_failovers=%d",
 		r.Scenario, r.Seed, r.Requests, r.Acked, r.Duplicates, r.RegionFailovers)
-	t.Logf("figures %s seed %d: acked_replayed=%d acked_lost=%d store_failover_n=%d (unmeasured %d) p50=%v p99=%v zombies=%d rejoined=%d",
+	t.Logf("figures %s seed %d: acked_replayed=%d acked_lost=%d store_failover_n=%d (unmeasured %d) p50=%v p99=%v zombies=%d rejoined=%d other_clusters=%s",
 		r.Scenario, r.Seed, r.AckReplayed, r.AckedLost, r.StoreFailover.N, r.StoreFailoversUnmeasured,
-		r.StoreFailover.P50, r.StoreFailover.P99, r.Zombies, r.ZombiesRejoined)
+		r.StoreFailover.P50, r.StoreFailover.P99, r.Zombies, r.ZombiesRejoined, r.OtherClusters)
 }
 
 // TestAZombieStorePrimaryNeverAcknowledgesAWriteAfterItsSuccessor runs
-// store-failover briefly (its first fault: the store's primary paused
-// past its leader ttl, resumed once a standby was promoted) with the
-// multi-region SDK: nothing ran twice, every acknowledged answer re-sent
-// after the drill got back (acked_lost 0: a write the zombie acknowledged after its
-// successor's promotion would have been rewound away), the failover
-// measured and the zombie back as a standby.
+// store-failover briefly (its first fault: the primary of us-east's store
+// cluster paused past its leader ttl, resumed once a standby was
+// promoted) with the multi-region SDK: nothing ran twice, every
+// acknowledged answer re-sent after the drill got back (acked_lost 0: a
+// write the zombie acknowledged after its successor's promotion would
+// have been rewound away), the failover measured, the zombie back as a
+// standby, and the actors on the other home regions' clusters served.
 func TestAZombieStorePrimaryNeverAcknowledgesAWriteAfterItsSuccessor(t *testing.T) {
 	needPatroni(t)
 	r := storeDrill(t, "store-failover", 1, 30*time.Second, chaos.ClientSDK).Report
@@ -93,6 +95,13 @@ func TestAZombieStorePrimaryNeverAcknowledgesAWriteAfterItsSuccessor(t *testing.
 	if r.Zombies != 1 || r.ZombiesRejoined != 1 || r.StoreFailover.N != 1 {
 		t.Errorf("zombies %d (rejoined %d), store failovers measured %d; want 1, 1, 1", r.Zombies, r.ZombiesRejoined,
 			r.StoreFailover.N)
+	}
+	// One Patroni cluster per home region: the zombie was us-east's, and
+	// the actors whose shards live on eu-west's and ap-south's clusters
+	// must not have noticed it.
+	if r.OtherClusters.Calls == 0 || !r.OtherClustersMet() {
+		t.Errorf("actors on the other store clusters during the failover: %s; want some calls, at least %.3f answered",
+			r.OtherClusters, report.OtherClustersFloor)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -98,45 +99,102 @@ type State struct {
 // the tables agree with one another.
 func ReadState(ctx context.Context, pool *pgxpool.Pool) (State, error) {
 	var st State
-	err := pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly},
-		func(tx pgx.Tx) error {
-			if err := tx.QueryRow(ctx, `SELECT now()`).Scan(&st.DBNow); err != nil {
-				return err
-			}
-			var err error
-			if st.Records, err = readRecords(ctx, tx); err != nil {
-				return fmt.Errorf("records: %w", err)
-			}
-			shards, err := shardCount(ctx, tx)
-			if err != nil {
-				return fmt.Errorf("shard count: %w", err)
-			}
-			if st.Fences, err = collect(ctx, tx, `SELECT shard, epoch, owner_region FROM shard_fences
-				WHERE shard < `+fmt.Sprint(shards)+` ORDER BY shard`,
-				func(r pgx.Rows, f *Fence) error { return r.Scan(&f.Shard, &f.Epoch, &f.OwnerRegion) }); err != nil {
-				return fmt.Errorf("fences: %w", err)
-			}
-			if st.Audit, err = collect(ctx, tx, `SELECT at, action, detail FROM repair_audit ORDER BY at, id`,
-				func(r pgx.Rows, a *Audit) error { return r.Scan(&a.At, &a.Action, &a.Detail) }); err != nil {
-				return fmt.Errorf("audit: %w", err)
-			}
-			if st.Payments, err = collect(ctx, tx, `SELECT payment_id::TEXT, operation_id::TEXT, actor, amount::TEXT,
-				currency, reference, status FROM payments ORDER BY payment_id`,
-				func(r pgx.Rows, p *Payment) error {
-					return r.Scan(&p.PaymentID, &p.OperationID, &p.Actor, &p.Amount, &p.Currency, &p.Reference, &p.Status)
-				}); err != nil {
-				return fmt.Errorf("payments: %w", err)
-			}
-			if st.Charges, err = collect(ctx, tx, `SELECT charge_id::TEXT, operation_id, actor FROM bank_charges ORDER BY charge_id`,
-				func(r pgx.Rows, c *Charge) error { return r.Scan(&c.ChargeID, &c.OperationID, &c.Actor) }); err != nil {
-				return fmt.Errorf("charges: %w", err)
-			}
-			return nil
-		})
+	err := readTx(ctx, pool, func(tx pgx.Tx) error {
+		if err := readStore(ctx, tx, &st, nil); err != nil {
+			return err
+		}
+		return readLedger(ctx, tx, &st)
+	})
 	if err != nil {
 		return State{}, fmt.Errorf("validate: read state: %w", err)
 	}
 	return st, nil
+}
+
+// StorePart is one database of a store split over several (the patroni
+// backend's clusters): its pool, and which shards' fences it holds (a
+// shard's fence has an owner only in its own cluster).
+type StorePart struct {
+	Name   string
+	Pool   *pgxpool.Pool
+	Fences func(shard int) bool
+}
+
+// ReadStateParts reads the final state of a store split over parts, each
+// in its own REPEATABLE READ transaction, and the demo ledger through
+// ledger: records and audit rows of every part, each shard's fence from
+// the part that holds it. DBNow is the first part's clock.
+func ReadStateParts(ctx context.Context, parts []StorePart, ledger *pgxpool.Pool) (State, error) {
+	var st State
+	for i, part := range parts {
+		var ps State
+		if err := readTx(ctx, part.Pool, func(tx pgx.Tx) error { return readStore(ctx, tx, &ps, part.Fences) }); err != nil {
+			return State{}, fmt.Errorf("validate: read state of %s: %w", part.Name, err)
+		}
+		if i == 0 {
+			st.DBNow = ps.DBNow
+		}
+		st.Records = append(st.Records, ps.Records...)
+		st.Fences = append(st.Fences, ps.Fences...)
+		st.Audit = append(st.Audit, ps.Audit...)
+	}
+	slices.SortStableFunc(st.Records, func(a, b Record) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	slices.SortStableFunc(st.Fences, func(a, b Fence) int { return a.Shard - b.Shard })
+	slices.SortStableFunc(st.Audit, func(a, b Audit) int { return a.At.Compare(b.At) })
+	if err := readTx(ctx, ledger, func(tx pgx.Tx) error { return readLedger(ctx, tx, &st) }); err != nil {
+		return State{}, fmt.Errorf("validate: read the ledger: %w", err)
+	}
+	return st, nil
+}
+
+func readTx(ctx context.Context, pool *pgxpool.Pool, fn func(pgx.Tx) error) error {
+	return pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, fn)
+}
+
+// readStore reads the coordinator's tables into st; fences, when set,
+// keeps only the shards whose fence this database holds.
+func readStore(ctx context.Context, tx pgx.Tx, st *State, fences func(int) bool) error {
+	if err := tx.QueryRow(ctx, `SELECT now()`).Scan(&st.DBNow); err != nil {
+		return err
+	}
+	var err error
+	if st.Records, err = readRecords(ctx, tx); err != nil {
+		return fmt.Errorf("records: %w", err)
+	}
+	shards, err := shardCount(ctx, tx)
+	if err != nil {
+		return fmt.Errorf("shard count: %w", err)
+	}
+	if st.Fences, err = collect(ctx, tx, `SELECT shard, epoch, owner_region FROM shard_fences
+		WHERE shard < `+fmt.Sprint(shards)+` ORDER BY shard`,
+		func(r pgx.Rows, f *Fence) error { return r.Scan(&f.Shard, &f.Epoch, &f.OwnerRegion) }); err != nil {
+		return fmt.Errorf("fences: %w", err)
+	}
+	if fences != nil {
+		st.Fences = slices.DeleteFunc(st.Fences, func(f Fence) bool { return !fences(f.Shard) })
+	}
+	if st.Audit, err = collect(ctx, tx, `SELECT at, action, detail FROM repair_audit ORDER BY at, id`,
+		func(r pgx.Rows, a *Audit) error { return r.Scan(&a.At, &a.Action, &a.Detail) }); err != nil {
+		return fmt.Errorf("audit: %w", err)
+	}
+	return nil
+}
+
+// readLedger reads the demo ledger (payments and bank charges) into st.
+func readLedger(ctx context.Context, tx pgx.Tx, st *State) error {
+	var err error
+	if st.Payments, err = collect(ctx, tx, `SELECT payment_id::TEXT, operation_id::TEXT, actor, amount::TEXT,
+		currency, reference, status FROM payments ORDER BY payment_id`,
+		func(r pgx.Rows, p *Payment) error {
+			return r.Scan(&p.PaymentID, &p.OperationID, &p.Actor, &p.Amount, &p.Currency, &p.Reference, &p.Status)
+		}); err != nil {
+		return fmt.Errorf("payments: %w", err)
+	}
+	if st.Charges, err = collect(ctx, tx, `SELECT charge_id::TEXT, operation_id, actor FROM bank_charges ORDER BY charge_id`,
+		func(r pgx.Rows, c *Charge) error { return r.Scan(&c.ChargeID, &c.OperationID, &c.Actor) }); err != nil {
+		return fmt.Errorf("charges: %w", err)
+	}
+	return nil
 }
 
 // shardCount is the deployment's shard count: shard_config's, when the

@@ -73,6 +73,11 @@ func (s *Server) createHeld(w http.ResponseWriter, r *http.Request, hold time.Du
 	switch {
 	case err != nil:
 		s.log.Error("payments: insert", "operation_id", op, "err", err)
+		if !refusedByServer(err) {
+			// The insert may have committed unseen, and the bank was never
+			// called: a row left pending would answer 409 for good.
+			s.releaseLater(p, err)
+		}
 		storeUnavailable(w, op)
 	case existing == nil:
 		s.log.Info("payments: created", "operation_id", op, "payment_id", p.ID)
@@ -102,8 +107,7 @@ func (s *Server) insert(ctx context.Context, p Payment) (*Payment, error) {
 	if err == nil {
 		return nil, nil
 	}
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code != "23505" {
+	if refusedByServer(err) {
 		return nil, err // the server refused it: nothing was written
 	}
 	got, rerr := find(ctx, s.pool, p.OperationID)
@@ -117,6 +121,13 @@ func (s *Server) insert(ctx context.Context, p Payment) (*Payment, error) {
 	default:
 		return nil, errors.Join(err, rerr)
 	}
+}
+
+// refusedByServer reports an insert error the server answered with (other
+// than the unique violation insert handles): nothing was written.
+func refusedByServer(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code != "23505"
 }
 
 // actorOf returns the actor scope the gateway set, or answers 400.

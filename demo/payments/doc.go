@@ -53,8 +53,12 @@
 // validated: a gateway that gives up does not leave a half-done payment
 // behind, and the resolve endpoint sees the final status.
 //
-// A payment left 'pending' whose bank call never went out (the process died
-// between steps 1 and 2, or the database failed while finishing step 3 after
-// the bank refused) answers 409 until an operator settles it: taking it
-// over after a timeout would gamble on a charge that may still land.
+// A payment left 'pending' whose bank call never went out answers 409
+// until it is settled: taking it over after a timeout would gamble on a
+// charge that may still land. When the process knows nothing of it can be
+// charged (the bank answered "not recorded", or was never called because
+// the insert's outcome was lost) but the database failed before the row
+// could be marked 'failed', it releases the row in the background as soon
+// as the database answers (release.go). When the process died between
+// steps 1 and 2, an operator settles it.
 package payments

@@ -28,6 +28,7 @@ func (s *Server) execute(ctx context.Context, w http.ResponseWriter, p Payment) 
 		if err != nil || won {
 			if err != nil {
 				s.log.Error("payments: mark failed", "operation_id", p.OperationID, "err", err)
+				s.releaseLater(p, err) // nothing charged: the row must not stay pending
 			}
 			bankFailed(w, p.OperationID)
 			return
@@ -102,6 +103,7 @@ func (s *Server) resume(ctx context.Context, w http.ResponseWriter, p Payment, r
 			s.log.Warn("payments: cannot ask the bank", "operation_id", p.OperationID, "err", err)
 			if _, err := s.transition(ctx, p.ID, StatusPending, StatusFailed, uuid.NullUUID{}); err != nil {
 				s.log.Error("payments: mark failed", "operation_id", p.OperationID, "err", err)
+				s.releaseLater(p, err) // the bank was never called for this attempt
 			}
 			bankFailed(w, p.OperationID)
 		case ok:

@@ -130,6 +130,11 @@ type Server struct {
 	// holds maps an operation held in this process to the function that
 	// ends its hold early (a cancel won it).
 	holds sync.Map
+	// bg counts the background releases (release.go); closing ends them
+	// (Close).
+	bg          sync.WaitGroup
+	closing     context.Context
+	stopClosing context.CancelFunc
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -145,6 +150,7 @@ func New(pool *pgxpool.Pool, bankURL string, opts Options) *Server {
 	}
 	s := &Server{pool: pool, log: opts.Logger, now: opts.Now, timeout: opts.BankTimeout, hold: opts.Hold,
 		clock: clock.Or(opts.Clock), mux: http.NewServeMux()}
+	s.closing, s.stopClosing = context.WithCancel(context.Background())
 	if s.hold <= 0 {
 		s.hold = DefaultHold
 	}

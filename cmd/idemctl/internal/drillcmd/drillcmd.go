@@ -102,11 +102,20 @@ type drillSummary struct {
 	StoreFailoversUnmeasured int      `json:"store_failovers_unmeasured"`
 	// ZombiePrimaries counts the store primaries paused past their ttl,
 	// ZombiesRejoined those that rejoined on their successor's timeline.
-	ZombiePrimaries int      `json:"zombie_primaries"`
-	ZombiesRejoined int      `json:"zombies_rejoined"`
-	Missing         []string `json:"missing_coverage,omitempty"`
-	Violations      []string `json:"violations,omitempty"`
-	Error           string   `json:"error,omitempty"`
+	ZombiePrimaries int `json:"zombie_primaries"`
+	ZombiesRejoined int `json:"zombies_rejoined"`
+	// OtherClusterAvailability is the share of client calls with a final
+	// answer, during the store failovers, of the actors whose shards live
+	// on the store's other clusters (null without such a call);
+	// OtherClusterCalls counts those calls; OtherClusterFloorMet is false
+	// when the share was below the floor (report.OtherClustersFloor, 0.999),
+	// which makes the run not green.
+	OtherClusterAvailability *float64 `json:"other_cluster_availability"`
+	OtherClusterCalls        int      `json:"other_cluster_calls"`
+	OtherClusterFloorMet     bool     `json:"other_cluster_floor_met"`
+	Missing                  []string `json:"missing_coverage,omitempty"`
+	Violations               []string `json:"violations,omitempty"`
+	Error                    string   `json:"error,omitempty"`
 }
 
 // Output is what the drill command needs of idemctl's --output handling.
@@ -220,6 +229,10 @@ func summarize(name string, seed uint64, mode string, r report.Report, err error
 	}
 	s.StoreFailovers, s.StoreFailoversUnmeasured = r.StoreFailover.N+r.StoreFailoversUnmeasured, r.StoreFailoversUnmeasured
 	s.ZombiePrimaries, s.ZombiesRejoined = r.Zombies, r.ZombiesRejoined
+	if v, ok := r.OtherClusters.Share(); ok {
+		s.OtherClusterAvailability = &v
+	}
+	s.OtherClusterCalls, s.OtherClusterFloorMet = r.OtherClusters.Calls, r.OtherClustersMet()
 	for _, row := range r.Table {
 		for _, v := range row.Violations {
 			s.Violations = append(s.Violations, fmt.Sprintf("%s: %s", row.Invariant, v.Message))
