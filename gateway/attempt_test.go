@@ -74,8 +74,8 @@ func TestRetryAfterUnsentTakeoverOfRetryableFailureRuns(t *testing.T) {
 
 	// Attempt 2: an instance takes the key over (the very claim a gateway
 	// makes) and dies before it sends anything.
-	fp, err := idempotency.ComputeFingerprint(idempotency.Request{Method: "POST", Path: "/v1/things",
-		ContentType: "application/json", Body: []byte(body)}, eps[0].Policy().Fingerprint)
+	fp, err := idempotency.ComputeFingerprintVersion(idempotency.Request{Method: "POST", Path: "/v1/things",
+		ContentType: "application/json", Body: []byte(body)}, eps[0].Policy().Fingerprint, idempotency.FingerprintV2)
 	if err != nil {
 		t.Fatal(err)
 	}

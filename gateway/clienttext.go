@@ -12,6 +12,7 @@ var errorPrefixes = []string{
 	// This module's packages whose errors can reach the gateway.
 	"authn", "clock", "config", "sqlstore", "store", "daemon", "failover", "fencing",
 	"gateway", "idempotency", "ownership", "policy", "region", "shard", "storeotel",
+	"downstream", "ledger",
 	// The standard library's, met while checking a body.
 	"json", "mime", "multipart",
 }
