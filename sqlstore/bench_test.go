@@ -294,7 +294,7 @@ func replayPair(b testing.TB, e *benchEnv) pair {
 			&rec.OperationID, new([]byte), new(int), &st, &rec.Version, new(string), new(*time.Time),
 			new(int32), new(string), new(int32), new(int64), new(*int32), new([]byte), &rec.Snapshot.Body, new(bool),
 			new(*string), new(*string), new(bool), new(time.Time), new(time.Time), new(time.Time), new(*time.Time),
-			new(int64), new(bool))
+			new(int64), new(bool), new([]byte))
 	}
 	coord := func() error {
 		c, err := e.s.Begin(ctx, reqs[i.Add(1)%keys])

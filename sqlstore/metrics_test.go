@@ -30,8 +30,8 @@ func TestDecisionsSumToClaimsEventsApart(t *testing.T) {
 	t.Cleanup(s.Close)
 	bootstrap(t, s)
 	s.InitMetrics(ctx, []string{"POST /v1/payments"})
-	if got := counter(t, reader, "idemcoord.decisions", "decision"); len(got) != 6 {
-		t.Errorf("decisions exported before any claim: %v, want the six decisions at zero", got)
+	if got := counter(t, reader, "idemcoord.decisions", "decision"); len(got) != 7 {
+		t.Errorf("decisions exported before any claim: %v, want the seven decisions at zero", got)
 	}
 
 	claims := 0
