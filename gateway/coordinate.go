@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"github.com/idemcoord/idemcoord/gateway/exchange"
 	"net/http"
 	"time"
 
@@ -14,40 +15,33 @@ import (
 )
 
 // storeRetryAfter is the Retry-After of a 503 while the store is
-// unreachable: long enough not to hammer a recovering database, short
-// enough that a blip costs a client one second.
-const storeRetryAfter = time.Second
+// unreachable (exchange.StoreRetryAfter).
+const storeRetryAfter = exchange.StoreRetryAfter
 
 // storeCallTimeout bounds one store call: a store that does not answer in
 // this long is treated as down (503), not waited on forever.
 var storeCallTimeout = retry.Default.Store.Total
 
-// call is one coordinated request as it moves through the protocol.
+// call is one coordinated request as it moves through the protocol: the
+// stages' shared value (exchange.Request) and what only the pipeline
+// keeps.
 type call struct {
-	w      http.ResponseWriter
-	r      *http.Request
-	ep     *config.Endpoint
-	policy idempotency.Policy
-	actor  string
-	key    idempotency.Key
-	body   []byte
-	start  time.Time
-	// claimedAt is when the last claim was sent to the store, by the
-	// gateway's clock: the lease it won runs from no earlier than this.
-	claimedAt time.Time
+	exchange.Request
 	// waitUntil is when a wait for the run in flight ends (await.go),
 	// set the first time the request finds its operation in flight.
 	waitUntil time.Time
-	// charged is set once the request took its token of the endpoint's
-	// per-actor limit (limit.go).
-	charged bool
 	// shadow is set on a shadow-mode endpoint (shadow.go).
 	shadow *shadowRun
 }
 
+// newCall is the call of a request to ep by actor, started at start.
+func (g *Gateway) newCall(w http.ResponseWriter, r *http.Request, ep *config.Endpoint, actor string, start time.Time) *call {
+	return &call{Request: exchange.Request{W: w, R: r, Endpoint: ep, Policy: g.policies[ep.Name], Actor: actor, Start: start, Outcomes: g.outcomes}}
+}
+
 // coordinate runs the protocol of docs/http-contract.md for one request.
 func (g *Gateway) coordinate(w http.ResponseWriter, r *http.Request, ep *config.Endpoint, actor string, start time.Time) {
-	g.coordinateCall(&call{w: w, r: r, ep: ep, policy: g.policies[ep.Name], actor: actor, start: start})
+	g.coordinateCall(g.newCall(w, r, ep, actor, start))
 }
 
 // coordinateCall runs the protocol for c, top to bottom: admit the request
@@ -57,7 +51,7 @@ func (g *Gateway) coordinateCall(c *call) {
 	// Once the coordinator has the request it carries it through to a
 	// recorded outcome even if the client hangs up: a claim or a result
 	// abandoned half-way would hold the key for a whole lease.
-	ctx := context.WithoutCancel(c.r.Context())
+	ctx := context.WithoutCancel(c.R.Context())
 	req, ok := g.admit(c)
 	if !ok {
 		return
@@ -67,7 +61,7 @@ func (g *Gateway) coordinateCall(c *call) {
 	err := g.rounds(ctx, c, retry.NewShare(retry.Default.Store), claimRounds, func(r round) stepResult {
 		req.Token = r.Token
 		sctx, done := r.store(ctx)
-		c.claimedAt = g.clock.Now()
+		c.ClaimedAt = g.clock.Now()
 		claim, err := g.store.Begin(sctx, req)
 		done()
 		switch {
@@ -76,13 +70,13 @@ func (g *Gateway) coordinateCall(c *call) {
 		case errors.Is(err, store.ErrFingerprintVersion):
 			// Stored by an instance with a newer fingerprint algorithm:
 			// this one cannot compare. Another (upgraded) instance can.
-			setKeyStatus(c.w, KeyStatusInProgress)
-			g.refuseWait(c, "in_progress", problem{Type: "in-progress", Title: "cannot compare with the stored request",
+			exchange.SetKeyStatus(c.W, KeyStatusInProgress)
+			c.RefuseWait("in_progress", exchange.Problem{Type: "in-progress", Title: "cannot compare with the stored request",
 				Detail: "the key's record was fingerprinted by a newer version; retry with the same key",
 				Status: http.StatusConflict}, time.Second)
 			return answered
 		case err != nil:
-			g.storeDown(c, err)
+			c.StoreDown(err)
 			return answered
 		}
 		if g.decide(ctx, c, req, claim) {
@@ -94,14 +88,14 @@ func (g *Gateway) coordinateCall(c *call) {
 	case err == nil || errors.Is(err, errRouted):
 		// Answered, or forwarded, redirected or refused (see shadowRun.relay).
 	case errors.Is(err, errNotOwner), errors.As(err, new(fenceRefused)):
-		g.regionUnavailable(c, err) // another region owns the shard, or the fence kept refusing this one
+		c.RegionUnavailable(err) // another region owns the shard, or the fence kept refusing this one
 	case errors.Is(err, errRoundsOut):
 		// Resolved outcomes kept changing under us.
-		setKeyStatus(c.w, KeyStatusInProgress)
-		g.refuseWait(c, "in_progress", problem{Type: "in-progress", Title: "operation is changing state",
+		exchange.SetKeyStatus(c.W, KeyStatusInProgress)
+		c.RefuseWait("in_progress", exchange.Problem{Type: "in-progress", Title: "operation is changing state",
 			Detail: "retry with the same key", Status: http.StatusConflict}, time.Second)
 	default:
-		g.storeDown(c, err)
+		c.StoreDown(err)
 	}
 }
 
@@ -113,11 +107,11 @@ const claimRounds = 4
 // It answers the client itself, and reports false, when the request is
 // refused or needs no coordination.
 func (g *Gateway) admit(c *call) (store.ClaimRequest, bool) {
-	w, r, ep, actor, start := c.w, c.r, c.ep, c.actor, c.start
+	w, r, ep, actor, start := c.W, c.R, c.Endpoint, c.Actor, c.Start
 	values := r.Header.Values(HeaderKey)
 	if len(values) == 0 {
-		if c.policy.KeyRequired {
-			g.refuse(c, "missing_key", problem{Type: "missing-key", Title: "Idempotency-Key header required",
+		if c.Policy.KeyRequired {
+			c.Refuse("missing_key", exchange.Problem{Type: "missing-key", Title: "Idempotency-Key header required",
 				Detail: "this endpoint runs a request only under an Idempotency-Key: send one per intent " +
 					"(a UUID), the same on every retry of it; nothing was executed",
 				Status: http.StatusBadRequest, NewKeySafe: true})
@@ -131,31 +125,31 @@ func (g *Gateway) admit(c *call) (store.ClaimRequest, bool) {
 		err = errors.New("more than one Idempotency-Key header")
 	}
 	if err != nil {
-		g.refuse(c, "invalid_key", problem{Type: "invalid-key", Title: "invalid Idempotency-Key",
+		c.Refuse("invalid_key", exchange.Problem{Type: "invalid-key", Title: "invalid Idempotency-Key",
 			Detail: err.Error(), Status: http.StatusBadRequest, NewKeySafe: true})
 		return store.ClaimRequest{}, false
 	}
-	c.key = key
+	c.Key = key
 	firstSent, refused, bad := g.firstSent(c)
 	if bad {
-		g.refuse(c, "first_sent_refused", refused)
+		c.Refuse("first_sent_refused", refused)
 		return store.ClaimRequest{}, false
 	}
-	if c.body, err = readBody(r, c.policy.MaxRequestBytes); err != nil {
-		g.refuse(c, "body_too_large", problem{Type: "body-too-large", Title: "request body over the endpoint's cap",
-			Detail: bodyCapDetail(c.policy.MaxRequestBytes), Status: http.StatusRequestEntityTooLarge, NewKeySafe: true})
+	if c.Body, err = readBody(r, c.Policy.MaxRequestBytes); err != nil {
+		c.Refuse("body_too_large", exchange.Problem{Type: "body-too-large", Title: "request body over the endpoint's cap",
+			Detail: bodyCapDetail(c.Policy.MaxRequestBytes), Status: http.StatusRequestEntityTooLarge, NewKeySafe: true})
 		return store.ClaimRequest{}, false
 	}
-	if !ep.AcceptsBody(r.Header.Get("Content-Type"), len(c.body)) {
+	if !ep.AcceptsBody(r.Header.Get("Content-Type"), len(c.Body)) {
 		g.unsupportedMediaType(c)
 		return store.ClaimRequest{}, false
 	}
-	if enc := contentEncoding(r, ep, len(c.body)); enc != "" {
+	if enc := contentEncoding(r, ep, len(c.Body)); enc != "" {
 		g.unsupportedEncoding(c, enc)
 		return store.ClaimRequest{}, false
 	}
 	// Bounded: a burst of large bodies waits here, or gets 503.
-	release, err := g.cfg.FingerprintBudget.Acquire(r.Context(), int64(len(c.body)))
+	release, err := g.cfg.FingerprintBudget.Acquire(r.Context(), int64(len(c.Body)))
 	if err != nil {
 		g.fingerprintBusy(c)
 		return store.ClaimRequest{}, false
@@ -163,7 +157,7 @@ func (g *Gateway) admit(c *call) (store.ClaimRequest, bool) {
 	fp, err := g.fingerprint(c, 0)
 	release()
 	if err != nil {
-		g.refuse(c, "malformed_body", problem{Type: "malformed-body", Title: "request body cannot be fingerprinted",
+		c.Refuse("malformed_body", exchange.Problem{Type: "malformed-body", Title: "request body cannot be fingerprinted",
 			Detail: err.Error(), Status: http.StatusBadRequest, NewKeySafe: true})
 		return store.ClaimRequest{}, false
 	}
@@ -172,10 +166,10 @@ func (g *Gateway) admit(c *call) (store.ClaimRequest, bool) {
 		Fingerprint:   fp,
 		Refingerprint: func(v int) (idempotency.Fingerprint, error) { return g.fingerprint(c, v) },
 		Worker:        g.cfg.Worker,
-		Lease:         c.policy.Lease,
-		TTL:           c.policy.TTL,
-		ReplayTTL:     c.policy.ReplayTTL,
-		Pending:       c.policy.Async,
+		Lease:         c.Policy.Lease,
+		TTL:           c.Policy.TTL,
+		ReplayTTL:     c.Policy.ReplayTTL,
+		Pending:       c.Policy.Async,
 		// A holder fenced out by a move is taken over at once where the
 		// upstream deduplicates (inflight.go).
 		TakeOverFenced: ep.TakesOverFenced(),
@@ -184,49 +178,41 @@ func (g *Gateway) admit(c *call) (store.ClaimRequest, bool) {
 	}, true
 }
 
-// regionUnavailable answers 503: another region owns the actor's shard.
-func (g *Gateway) regionUnavailable(c *call, err error) {
-	g.log.WarnContext(c.r.Context(), "region does not own the shard", "endpoint", c.ep.Name, "err", err)
-	g.refuseWait(c, "region_unavailable", problem{Type: "region-unavailable",
-		Title:  "this region does not own the actor now",
-		Detail: "nothing was executed; retry with the same key", Status: http.StatusServiceUnavailable}, time.Second)
-}
-
 // decide acts on a claim. again asks coordinate to claim once more (after
 // an unknown outcome was resolved).
 func (g *Gateway) decide(ctx context.Context, c *call, req store.ClaimRequest, claim store.Claim) (again bool) {
 	rec := claim.Record
-	advertiseClaim(c.w, claim)
-	if c.policy.Async && claim.Outcome == store.Unresolved && g.resolve(ctx, c, req.Token, rec) {
+	exchange.AdvertiseClaim(c.W, claim)
+	if c.Policy.Async && claim.Outcome == store.Unresolved && g.resolve(ctx, c, req.Token, rec) {
 		return true
 	}
-	if (claim.Outcome == store.Replayed || claim.Outcome == store.InFlight) && !c.charged {
+	if (claim.Outcome == store.Replayed || claim.Outcome == store.InFlight) && !c.Charged {
 		if g.limited(c) {
 			return false
 		}
-		c.charged = true // one token per request, however many rounds (a wait, then the replay)
+		c.Charged = true // one token per request, however many rounds (a wait, then the replay)
 	}
-	setKeyStatus(c.w, claimKeyStatus(claim))
-	if c.policy.Async && claim.Outcome == store.Replayed && rec.State == idempotency.Cancelled {
+	exchange.SetKeyStatus(c.W, exchange.ClaimKeyStatus(claim))
+	if c.Policy.Async && claim.Outcome == store.Replayed && rec.State == idempotency.Cancelled {
 		if rec.Compacted {
 			g.replayExpired(c, rec) // the cancellation's answer is gone; it is still no second task
 			return false
 		}
 		// The cancellation is the answer: replayed, never a second task.
-		g.metrics.request(ctx, c.ep.Name, "replay", c.start)
-		writeSnapshot(c.w, rec, true)
+		g.metrics.request(ctx, c.Endpoint.Name, "replay", c.Start)
+		writeSnapshot(c.W, rec, true)
 		return false
 	}
-	if c.policy.Async && (claim.Outcome == store.Replayed || claim.Outcome == store.InFlight || claim.Outcome == store.Unresolved) {
+	if c.Policy.Async && (claim.Outcome == store.Replayed || claim.Outcome == store.InFlight || claim.Outcome == store.Unresolved) {
 		// A retry of an async request gets the same task, whatever its state.
-		setKeyStatus(c.w, recordKeyStatus(rec))
-		g.metrics.request(ctx, c.ep.Name, "async_accepted", c.start)
-		writeAccepted(c.w, rec.OperationID, string(rec.State))
+		exchange.SetKeyStatus(c.W, exchange.RecordKeyStatus(rec))
+		g.metrics.request(ctx, c.Endpoint.Name, "async_accepted", c.Start)
+		writeAccepted(c.W, rec.OperationID, string(rec.State))
 		return false
 	}
 	switch claim.Outcome {
 	case store.Replayed:
-		if c.ep.Replay.Reference() && c.shadow == nil && rec.Snapshot.ResourceID != "" &&
+		if c.Endpoint.Replay.Reference() && c.shadow == nil && rec.Snapshot.ResourceID != "" &&
 			rec.State == idempotency.Completed && !rec.Purged {
 			g.replayReference(ctx, c, rec)
 			return false
@@ -235,18 +221,18 @@ func (g *Gateway) decide(ctx context.Context, c *call, req store.ClaimRequest, c
 			g.replayExpired(c, rec)
 			return false
 		}
-		rec, err := g.revealRecord(c.w, c.actor, rec)
+		rec, err := g.revealRecord(c.W, c.Actor, rec)
 		if err != nil {
 			g.secretUnavailable(c, err)
 			return false
 		}
-		g.metrics.request(ctx, c.ep.Name, "replay", c.start)
-		writeSnapshot(c.w, rec, true)
+		g.metrics.request(ctx, c.Endpoint.Name, "replay", c.Start)
+		writeSnapshot(c.W, rec, true)
 	case store.Mismatch:
 		// The operation exists: its id and state say which one the key
 		// belongs to (GET /v1/operations/{id} shows it to the same actor).
 		same := sameRequest(req, rec)
-		g.refuse(c, "fingerprint_conflict", problem{Type: "fingerprint-mismatch",
+		c.Refuse("fingerprint_conflict", exchange.Problem{Type: "fingerprint-mismatch",
 			Title:  "Idempotency-Key reused with a different request",
 			Detail: mismatchDetail(rec, req.FirstSent, same), Status: http.StatusUnprocessableEntity,
 			OperationID: rec.OperationID.String(), OperationState: string(rec.State),
@@ -259,14 +245,14 @@ func (g *Gateway) decide(ctx context.Context, c *call, req store.ClaimRequest, c
 		if again || answered {
 			return again
 		}
-		g.refuseWait(c, "in_progress", problem{Type: "in-progress", Title: "operation in progress",
+		c.RefuseWait("in_progress", exchange.Problem{Type: "in-progress", Title: "operation in progress",
 			Detail: "another request with this key is being processed", Status: http.StatusConflict,
-			OperationID: rec.OperationID.String(), OperationState: string(rec.State)}, g.durations[c.ep.Name].retryAfter(leaseLeft))
+			OperationID: rec.OperationID.String(), OperationState: string(rec.State)}, g.durations[c.Endpoint.Name].retryAfter(leaseLeft))
 	case store.Unresolved:
 		if g.resolve(ctx, c, req.Token, rec) {
 			return true
 		}
-		g.refuseWait(c, "outcome_unknown", problem{Type: "outcome-unknown", Title: "operation outcome unknown",
+		c.RefuseWait("outcome_unknown", exchange.Problem{Type: "outcome-unknown", Title: "operation outcome unknown",
 			Detail: "the upstream may have run it; it is being reconciled", Status: http.StatusConflict,
 			OperationID: rec.OperationID.String(), OperationState: string(idempotency.OutcomeUnknown)}, time.Second)
 	case store.FirstRun, store.TakenOver:
@@ -274,7 +260,7 @@ func (g *Gateway) decide(ctx context.Context, c *call, req store.ClaimRequest, c
 		if claim.Outcome == store.TakenOver {
 			result = "takeover"
 		}
-		if c.policy.Async {
+		if c.Policy.Async {
 			g.accept(c, claim, result)
 			return false
 		}
@@ -286,7 +272,7 @@ func (g *Gateway) decide(ctx context.Context, c *call, req store.ClaimRequest, c
 // resolve asks the upstream about an OUTCOME_UNKNOWN operation and records
 // the verdict. It reports whether the record moved on (claim again).
 func (g *Gateway) resolve(ctx context.Context, c *call, tok fencing.Token, rec store.Record) bool {
-	in := Invocation{Request: c.r, Body: c.body, OperationID: rec.OperationID, Actor: c.actor, Endpoint: c.ep}
+	in := Invocation{Request: c.R, Body: c.Body, OperationID: rec.OperationID, Actor: c.Actor, Endpoint: c.Endpoint}
 	var res store.Result
 	switch v, a := g.next.Resolve(ctx, in); v {
 	case Ran:
@@ -314,10 +300,10 @@ func (g *Gateway) fingerprint(c *call, version int) (idempotency.Fingerprint, er
 	if version != 0 && version != idempotency.FingerprintV1 {
 		return idempotency.Fingerprint{}, errors.New("unknown fingerprint version")
 	}
-	req := idempotency.Request{Method: c.r.Method, Path: c.r.URL.Path,
-		Query: c.r.URL.RawQuery, ContentType: c.r.Header.Get("Content-Type"), Body: c.body}
-	if c.ep.DeclaredBody() == config.BodyMultipart && len(c.body) > 0 {
-		canon, err := canonicalMultipart(req.ContentType, c.body)
+	req := idempotency.Request{Method: c.R.Method, Path: c.R.URL.Path,
+		Query: c.R.URL.RawQuery, ContentType: c.R.Header.Get("Content-Type"), Body: c.Body}
+	if c.Endpoint.DeclaredBody() == config.BodyMultipart && len(c.Body) > 0 {
+		canon, err := canonicalMultipart(req.ContentType, c.Body)
 		if err != nil {
 			return idempotency.Fingerprint{}, err
 		}
@@ -325,33 +311,11 @@ func (g *Gateway) fingerprint(c *call, version int) (idempotency.Fingerprint, er
 		// The body's cap was checked before reading; the form, a few
 		// dozen bytes a part, may come out a little longer than a body of
 		// many tiny parts.
-		opts := c.policy.Fingerprint
+		opts := c.Policy.Fingerprint
 		opts.MaxBytes = max(opts.MaxBytes, int64(len(canon)))
 		return idempotency.ComputeFingerprint(req, opts)
 	}
-	return idempotency.ComputeFingerprint(req, c.policy.Fingerprint)
-}
-
-// storeDown answers 503: no claim was confirmed, so nothing was sent
-// upstream. A claim whose commit the store could not confirm may exist;
-// the store releases it once it answers again (docs/store.md), so a
-// retry runs at once instead of waiting out its lease.
-func (g *Gateway) storeDown(c *call, err error) {
-	if errors.Is(err, store.ErrContention) {
-		g.contended(c, err) // a busy key (409), not a dead store
-		return
-	}
-	setKeyStatus(c.w, KeyStatusRejected)
-	g.log.WarnContext(c.r.Context(), "store unavailable", "endpoint", c.ep.Name, "key", c.key, "err", err)
-	g.refuseWait(c, "store_unavailable", problem{Type: "store-unavailable", Title: "idempotency store unavailable",
-		Detail: "nothing was executed; retry with the same key", Status: http.StatusServiceUnavailable}, storeRetryAfter)
-}
-
-func (g *Gateway) refuse(c *call, result string, p problem) { g.refuseWait(c, result, p, 0) }
-
-func (g *Gateway) refuseWait(c *call, result string, p problem, retryAfter time.Duration) {
-	g.metrics.request(c.r.Context(), c.ep.Name, result, c.start)
-	writeProblem(c.w, p, retryAfter)
+	return idempotency.ComputeFingerprint(req, c.Policy.Fingerprint)
 }
 
 // readBody reads at most limit bytes; more is an error. A body of declared

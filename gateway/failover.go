@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"github.com/idemcoord/idemcoord/gateway/exchange"
 	"net/http"
 
 	"github.com/idemcoord/idemcoord/failover"
@@ -30,16 +31,16 @@ func (rt *routing) failoverHold(ctx context.Context, c *call, shard int, owner, 
 	if rt.health != nil {
 		health = rt.health.State(owner)
 	}
-	a := failover.Decide(c.ep.Failover, ownership.State(state), health)
+	a := failover.Decide(c.Endpoint.Failover, ownership.State(state), health)
 	ans, ok := a.Answer()
 	if !ok {
 		return false
 	}
 	if !ans.Hold {
 		rt.log.InfoContext(ctx, "shard refused by the endpoint's failover policy",
-			"endpoint", c.ep.Name, "policy", c.ep.Failover, "action", a, "shard", shard, "owner", owner)
+			"endpoint", c.Endpoint.Name, "policy", c.Endpoint.Failover, "action", a, "shard", shard, "owner", owner)
 	}
-	rt.refuse(c, ans.Result, problem{Type: ans.Problem, Title: ans.Title,
+	c.RefuseWait(ans.Result, exchange.Problem{Type: ans.Problem, Title: ans.Title,
 		Detail: ans.DetailFor(shard, state, owner, string(health)),
 		Status: http.StatusServiceUnavailable}, ans.RetryAfter)
 	return true

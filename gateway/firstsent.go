@@ -3,6 +3,7 @@ package gateway
 import (
 	"errors"
 	"fmt"
+	"github.com/idemcoord/idemcoord/gateway/exchange"
 	"net/http"
 	"time"
 
@@ -54,32 +55,32 @@ func firstSentWindow(ttl time.Duration) (window, skew time.Duration) {
 // so running the intent again could be its second run. A value that is no
 // HTTP-date is refused (400). bad reports a refusal, which refused
 // describes.
-func (g *Gateway) firstSent(c *call) (t time.Time, refused problem, bad bool) {
-	values := c.r.Header.Values(HeaderFirstSent)
+func (g *Gateway) firstSent(c *call) (t time.Time, refused exchange.Problem, bad bool) {
+	values := c.R.Header.Values(HeaderFirstSent)
 	if len(values) == 0 {
-		return time.Time{}, problem{}, false
+		return time.Time{}, exchange.Problem{}, false
 	}
 	t, err := parseFirstSent(values)
 	if err != nil {
-		return time.Time{}, problem{Type: "invalid-first-sent", Title: "invalid Idempotency-First-Sent",
+		return time.Time{}, exchange.Problem{Type: "invalid-first-sent", Title: "invalid Idempotency-First-Sent",
 			Detail: err.Error(), Status: http.StatusBadRequest, NewKeySafe: true}, true
 	}
 	now := g.clock.Now()
-	window, skew := firstSentWindow(c.policy.TTL)
+	window, skew := firstSentWindow(c.Policy.TTL)
 	switch {
 	case t.Before(now.Add(-window)):
-		return t, problem{Type: "first-sent-expired", Title: "intent first sent before the key's retention",
+		return t, exchange.Problem{Type: "first-sent-expired", Title: "intent first sent before the key's retention",
 			Detail: fmt.Sprintf("Idempotency-First-Sent is more than %s old, this endpoint's retention of keys (%s) less the %s of clock skew it tolerates: "+
 				"its record may be gone, so it is not run again; find out whether it took effect before sending it anew",
-				config.FormatDuration(window), config.FormatDuration(c.policy.TTL), config.FormatDuration(skew)),
+				config.FormatDuration(window), config.FormatDuration(c.Policy.TTL), config.FormatDuration(skew)),
 			Status: http.StatusPreconditionFailed}, true
 	case t.After(now.Add(skew)):
-		return t, problem{Type: "first-sent-in-future", Title: "intent first sent in the future",
+		return t, exchange.Problem{Type: "first-sent-in-future", Title: "intent first sent in the future",
 			Detail: fmt.Sprintf("Idempotency-First-Sent is more than %s ahead of this server's clock; "+
 				"send the time of the first attempt, unchanged on every retry", config.FormatDuration(skew)),
 			Status: http.StatusPreconditionFailed}, true
 	}
-	return t, problem{}, false
+	return t, exchange.Problem{}, false
 }
 
 // parseFirstSent parses the header's one value as an HTTP-date (IMF-fixdate,

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"github.com/idemcoord/idemcoord/gateway/exchange"
 	"log/slog"
 	"net/http"
 	"path"
@@ -26,8 +27,8 @@ import (
 
 // Headers the gateway reads and writes.
 const (
-	HeaderKey         = "Idempotency-Key"
-	HeaderOperationID = "X-Idempotency-Operation-Id"
+	HeaderKey         = exchange.HeaderKey
+	HeaderOperationID = exchange.HeaderOperationID
 	HeaderActor       = "X-Idempotency-Actor"
 	HeaderReplayed    = "Idempotent-Replayed"
 	HeaderRegion      = "X-Idempotency-Region"
@@ -126,7 +127,9 @@ type Gateway struct {
 	// fenceLister is Config.Store's fence listing, nil if it has none.
 	fenceLister fenceLister
 	log         *slog.Logger
-	mux         *http.ServeMux
+	// outcomes counts and logs the answers of every request (exchange).
+	outcomes *exchange.Outcomes
+	mux      *http.ServeMux
 	// root serves every request the mux routes to "/" (see rootOnly).
 	root  http.Handler
 	clock clock.Clock
@@ -209,6 +212,7 @@ func New(cfg Config) (*Gateway, error) {
 		log: cfg.Logger, fences: newFenceCache(st, cfg.Shards, cfg.Region), routes: routes, clock: cfg.Clock,
 		durations: map[string]*durationEstimate{}, tracer: tracer, shadowed: shadowed,
 		store: st, next: next, canceller: canceller, fenceLister: lister}
+	g.outcomes = &exchange.Outcomes{Log: cfg.Logger, Count: m.request}
 	g.limits = newLimiter(g.clock, cfg.Endpoints)
 	g.waits = newWaits(st, g.clock, g.log, cfg.Endpoints)
 	if g.secrets, err = newSealers(cfg.Endpoints); err != nil {
@@ -364,12 +368,12 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 	p, authErr := g.cfg.Auth.Verify(r)
 	ep, ok := g.router.Match(r.Method, r.URL.Path)
 	if !ok || ep.Shadow() {
-		w = withKeyStatus(w, r, KeyStatusIgnored) // no key is honoured here
+		w = exchange.WithKeyStatus(w, r, KeyStatusIgnored) // no key is honoured here
 	} else {
-		w = withKeyStatus(w, r, KeyStatusRejected) // until the protocol decides
+		w = exchange.WithKeyStatus(w, r, KeyStatusRejected) // until the protocol decides
 	}
 	if !ok && g.isInternal(r.URL.Path) {
-		writeProblem(w, problem{Type: "not-found", Title: "no such route", Status: http.StatusNotFound}, 0)
+		exchange.WriteProblem(w, exchange.Problem{Type: "not-found", Title: "no such route", Status: http.StatusNotFound}, 0)
 		return
 	}
 	if !ok && authErr != nil && len(r.Header.Values("Authorization")) > 0 {
@@ -403,7 +407,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 // unauthorized answers 401 (writeUnauthorized): nothing was executed.
 func (g *Gateway) unauthorized(w http.ResponseWriter, r *http.Request, endpoint string, start time.Time, err error) {
 	g.metrics.request(r.Context(), endpoint, "unauthorized", start)
-	writeUnauthorized(w, err)
+	exchange.WriteUnauthorized(w, err)
 }
 
 // reservedPrefix starts every header the gateway sets for the upstream.

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"github.com/idemcoord/idemcoord/gateway/exchange"
 	"net/http"
 	"sync"
 	"time"
@@ -94,12 +95,12 @@ func (l *limiter) sweep(now time.Time) {
 // in-progress hit) to the caller's bucket and, when the bucket is empty,
 // answers 429 with Retry-After and reports true.
 func (g *Gateway) limited(c *call) bool {
-	ok, wait := g.limits.allow(c.ep.Name, c.actor)
+	ok, wait := g.limits.allow(c.Endpoint.Name, c.Actor)
 	if ok {
 		return false
 	}
-	setKeyStatus(c.w, KeyStatusRejected)
-	g.refuseWait(c, "rate_limited", problem{Type: "rate-limited", Title: "too many replays for this actor",
+	exchange.SetKeyStatus(c.W, KeyStatusRejected)
+	c.RefuseWait("rate_limited", exchange.Problem{Type: "rate-limited", Title: "too many replays for this actor",
 		Detail: "replays and in-progress answers count against a per-actor limit; retry with the same key later",
 		Status: http.StatusTooManyRequests}, wait)
 	return true

@@ -15,11 +15,11 @@ import (
 // is replayed from its snapshot (there is no resource to re-read), so its
 // error body is kept whole.
 func (g *Gateway) storedSnapshot(c *call, a Answer, state idempotency.State) store.Snapshot {
-	s := snapshot(c.policy, a)
-	r := c.ep.Replay
+	s := snapshot(c.Policy, a)
+	r := c.Endpoint.Replay
 	if (r.Reference() && state == idempotency.Completed) || s.BodyOmitted {
 		s.Body, s.BodyOmitted = nil, true
-		if kept, ok := keepFields(a.Body, r.Keep); ok && int64(len(kept)) <= c.policy.MaxResponseBytes {
+		if kept, ok := keepFields(a.Body, r.Keep); ok && int64(len(kept)) <= c.Policy.MaxResponseBytes {
 			s.Body = kept
 		}
 	}

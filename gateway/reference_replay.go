@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"github.com/idemcoord/idemcoord/gateway/exchange"
 	"net/http"
 	"net/url"
 	"strings"
@@ -39,20 +40,20 @@ var rereadDropped = []string{HeaderKey, "Content-Type", "Content-Length", "Conte
 // An upstream that fails mid-body cuts the client's connection (the
 // status is out by then), so a short body is never taken as whole.
 func (g *Gateway) replayReference(ctx context.Context, c *call, rec store.Record) {
-	ctx, cancel := context.WithTimeout(ctx, c.ep.UpstreamTimeout)
+	ctx, cancel := context.WithTimeout(ctx, c.Endpoint.UpstreamTimeout)
 	defer cancel()
-	req := c.r.Clone(ctx)
-	req.Method, req.URL, req.RequestURI = http.MethodGet, referenceURL(c.ep.Replay.ResourcePath, rec.Snapshot.ResourceID), ""
+	req := c.R.Clone(ctx)
+	req.Method, req.URL, req.RequestURI = http.MethodGet, referenceURL(c.Endpoint.Replay.ResourcePath, rec.Snapshot.ResourceID), ""
 	req.Body, req.ContentLength = http.NoBody, 0
 	for _, h := range rereadDropped {
 		req.Header.Del(h)
 	}
-	req.Header.Set(HeaderActor, c.actor)
+	req.Header.Set(HeaderActor, c.Actor)
 	req.Header.Set(HeaderOperationID, rec.OperationID.String())
 	opID := rec.OperationID.String()
-	w := &replayWriter{client: c.w, header: http.Header{}, begin: func(reread http.Header) bool {
-		g.metrics.request(ctx, c.ep.Name, "replay", c.start)
-		h := c.w.Header()
+	w := &replayWriter{client: c.W, header: http.Header{}, begin: func(reread http.Header) bool {
+		g.metrics.request(ctx, c.Endpoint.Name, "replay", c.Start)
+		h := c.W.Header()
 		for name, vs := range rec.Snapshot.Header {
 			h[name] = vs
 		}
@@ -64,7 +65,7 @@ func (g *Gateway) replayReference(ctx context.Context, c *call, rec store.Record
 		}
 		h.Set(HeaderOperationID, opID)
 		h.Set(HeaderReplayed, "true")
-		c.w.WriteHeader(rec.Snapshot.Status)
+		c.W.WriteHeader(rec.Snapshot.Status)
 		return bodyAllowed(rec.Snapshot.Status)
 	}}
 	g.next.Pass(w, req)
@@ -72,11 +73,11 @@ func (g *Gateway) replayReference(ctx context.Context, c *call, rec store.Record
 	switch {
 	case w.started:
 	case w.status == http.StatusNotFound || w.status == http.StatusGone:
-		g.refuse(c, "resource_gone", problem{Type: "resource-gone", Title: "the operation completed; its resource no longer exists",
+		c.Refuse("resource_gone", exchange.Problem{Type: "resource-gone", Title: "the operation completed; its resource no longer exists",
 			Detail: "the resource this key created was deleted; it is not created again", Status: http.StatusGone,
 			OperationID: opID, OperationState: string(rec.State)})
 	default:
-		g.refuseWait(c, "upstream_unavailable", problem{Type: "upstream-unavailable", Title: "the resource could not be read",
+		c.RefuseWait("upstream_unavailable", exchange.Problem{Type: "upstream-unavailable", Title: "the resource could not be read",
 			Detail: "the operation completed; retry with the same key to read its resource", Status: http.StatusBadGateway,
 			OperationID: opID, OperationState: string(rec.State)}, time.Second)
 	}

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"github.com/idemcoord/idemcoord/gateway/exchange"
 	"net/http"
 
 	"github.com/idemcoord/idemcoord/store"
@@ -15,7 +16,7 @@ import (
 // (new_key_safe false). Idempotency-Status is replayed: the answer is
 // derived from the key's recorded outcome.
 func (g *Gateway) replayExpired(c *call, rec store.Record) {
-	g.refuse(c, "replay_expired", problem{Type: "replay-expired",
+	c.Refuse("replay_expired", exchange.Problem{Type: "replay-expired",
 		Title: "the operation finished; its answer is no longer kept",
 		Detail: "this key's operation ran once and finished; its full answer was kept for the endpoint's replay_ttl " +
 			"and is gone, so it is not replayed and nothing runs again",

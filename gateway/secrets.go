@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/idemcoord/idemcoord/gateway/exchange"
 	"net/http"
 	"strings"
 
@@ -158,8 +159,8 @@ func (s *sealer) reveal(actor, endpoint string, body []byte) ([]byte, []string, 
 
 // sealSnapshot applies the endpoint's secrets to a snapshot to be stored.
 func (g *Gateway) sealSnapshot(c *call, snap store.Snapshot) store.Snapshot {
-	if s := g.secrets[c.ep.Name]; s != nil {
-		return s.seal(c.actor, c.ep.Name, snap)
+	if s := g.secrets[c.Endpoint.Name]; s != nil {
+		return s.seal(c.Actor, c.Endpoint.Name, snap)
 	}
 	return snap
 }
@@ -186,8 +187,8 @@ func (g *Gateway) revealRecord(w http.ResponseWriter, actor string, rec store.Re
 // secretUnavailable answers 500: the stored answer holds a secret this
 // instance cannot open. Nothing is shown, nothing runs again.
 func (g *Gateway) secretUnavailable(c *call, err error) {
-	g.log.ErrorContext(c.r.Context(), "replay refused: stored secret cannot be opened", "endpoint", c.ep.Name, "err", err)
-	g.refuse(c, "secret_unavailable", problem{Type: "secret-unavailable",
+	g.log.ErrorContext(c.R.Context(), "replay refused: stored secret cannot be opened", "endpoint", c.Endpoint.Name, "err", err)
+	c.Refuse("secret_unavailable", exchange.Problem{Type: "secret-unavailable",
 		Title:  "the stored answer holds a secret this instance cannot open",
 		Detail: "the operation completed; its secrets key is not configured here",
 		Status: http.StatusInternalServerError})

@@ -1,4 +1,4 @@
-package gateway
+package exchange
 
 import (
 	"go/build"
@@ -38,7 +38,7 @@ func TestClientTextDropsOnlyPackagePrefixes(t *testing.T) {
 // prefix to clients unnoticed.
 func TestErrorPrefixesCoverGatewayImports(t *testing.T) {
 	const module = "github.com/idemcoord/idemcoord"
-	root, err := filepath.Abs("..")
+	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
 	}

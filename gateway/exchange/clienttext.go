@@ -1,4 +1,4 @@
-package gateway
+package exchange
 
 import "strings"
 
@@ -11,7 +11,7 @@ import "strings"
 var errorPrefixes = []string{
 	// This module's packages whose errors can reach the gateway.
 	"authn", "clock", "config", "sqlstore", "store", "daemon", "failover", "fencing",
-	"gateway", "idempotency", "ownership", "policy", "region", "shard",
+	"exchange", "gateway", "idempotency", "ownership", "policy", "region", "shard",
 	// The standard library's, met while checking a body.
 	"json", "mime", "multipart",
 }
