@@ -158,7 +158,7 @@ func (g *Gateway) operation(w http.ResponseWriter, r *http.Request) {
 	}
 	wait, err := operationWait(r)
 	if err != nil {
-		exchange.WriteProblem(w, exchange.Problem{Type: "invalid-parameter", Title: "invalid query parameter", Detail: err.Error(),
+		exchange.WriteProblem(w, exchange.Problem{Type: "invalid-parameter", Title: "invalid query parameter", Detail: exchange.Reason(err, "the wait parameter does not parse"),
 			Status: http.StatusBadRequest}, 0)
 		return
 	}

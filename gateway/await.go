@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"fmt"
+	"github.com/idemcoord/idemcoord/gateway/exchange"
 	"net/http"
 	"strconv"
 	"time"
@@ -87,15 +88,15 @@ func operationWait(r *http.Request) (time.Duration, error) {
 	if err != nil {
 		n, nerr := strconv.Atoi(v)
 		if nerr != nil {
-			return 0, fmt.Errorf("wait: %q is neither a duration (3s, 500ms) nor whole seconds", v)
+			return 0, exchange.NewInvalid(fmt.Sprintf("wait: %q is neither a duration (3s, 500ms) nor whole seconds", v))
 		}
 		d = time.Duration(min(n, 1<<20)) * time.Second // no overflow into range
 	}
 	switch {
 	case d < 0:
-		return 0, fmt.Errorf("wait: must not be negative, got %s", v)
+		return 0, exchange.NewInvalid(fmt.Sprintf("wait: must not be negative, got %s", v))
 	case d > config.MaxInProgressWait:
-		return 0, fmt.Errorf("wait: at most %s, got %s", config.FormatDuration(config.MaxInProgressWait), v)
+		return 0, exchange.NewInvalid(fmt.Sprintf("wait: at most %s, got %s", config.FormatDuration(config.MaxInProgressWait), v))
 	}
 	return d, nil
 }

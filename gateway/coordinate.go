@@ -99,6 +99,9 @@ func (g *Gateway) coordinateCall(c *call) {
 	}
 }
 
+// errKeyRepeated refuses a request with more than one key header.
+var errKeyRepeated = exchange.NewInvalid("more than one Idempotency-Key header")
+
 // claimRounds bounds a request's claim rounds (see rounds).
 const claimRounds = 4
 
@@ -122,11 +125,11 @@ func (g *Gateway) admit(c *call) (store.ClaimRequest, bool) {
 	}
 	key, err := idempotency.ParseKeyHeader(values[0])
 	if err == nil && len(values) > 1 {
-		err = errors.New("more than one Idempotency-Key header")
+		err = errKeyRepeated
 	}
 	if err != nil {
 		c.Refuse("invalid_key", exchange.Problem{Type: "invalid-key", Title: "invalid Idempotency-Key",
-			Detail: err.Error(), Status: http.StatusBadRequest, NewKeySafe: true})
+			Detail: exchange.Reason(err, "the Idempotency-Key header does not parse"), Status: http.StatusBadRequest, NewKeySafe: true})
 		return store.ClaimRequest{}, false
 	}
 	c.Key = key
@@ -158,7 +161,7 @@ func (g *Gateway) admit(c *call) (store.ClaimRequest, bool) {
 	release()
 	if err != nil {
 		c.Refuse("malformed_body", exchange.Problem{Type: "malformed-body", Title: "request body cannot be fingerprinted",
-			Detail: err.Error(), Status: http.StatusBadRequest, NewKeySafe: true})
+			Detail: exchange.Reason(err, "the request body cannot be read as its declared type"), Status: http.StatusBadRequest, NewKeySafe: true})
 		return store.ClaimRequest{}, false
 	}
 	return store.ClaimRequest{

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"errors"
 	"fmt"
 	"github.com/idemcoord/idemcoord/gateway/exchange"
 	"net/http"
@@ -63,7 +62,7 @@ func (g *Gateway) firstSent(c *call) (t time.Time, refused exchange.Problem, bad
 	t, err := parseFirstSent(values)
 	if err != nil {
 		return time.Time{}, exchange.Problem{Type: "invalid-first-sent", Title: "invalid Idempotency-First-Sent",
-			Detail: err.Error(), Status: http.StatusBadRequest, NewKeySafe: true}, true
+			Detail: exchange.Reason(err, "Idempotency-First-Sent does not parse"), Status: http.StatusBadRequest, NewKeySafe: true}, true
 	}
 	now := g.clock.Now()
 	window, skew := firstSentWindow(c.Policy.TTL)
@@ -87,11 +86,11 @@ func (g *Gateway) firstSent(c *call) (t time.Time, refused exchange.Problem, bad
 // or the obsolete forms RFC 9110 asks recipients to accept).
 func parseFirstSent(values []string) (time.Time, error) {
 	if len(values) > 1 {
-		return time.Time{}, errors.New("more than one Idempotency-First-Sent header")
+		return time.Time{}, exchange.NewInvalid("more than one Idempotency-First-Sent header")
 	}
 	t, err := http.ParseTime(values[0])
 	if err != nil {
-		return time.Time{}, errors.New("Idempotency-First-Sent is not an HTTP-date (Tue, 01 Dec 2026 11:00:00 GMT)")
+		return time.Time{}, exchange.NewInvalid("Idempotency-First-Sent is not an HTTP-date (Tue, 01 Dec 2026 11:00:00 GMT)")
 	}
 	return t.UTC(), nil
 }

@@ -32,11 +32,10 @@ type Problem struct {
 }
 
 // WriteProblem writes p; retryAfter > 0 adds Retry-After in whole seconds.
-// It is the one place a problem reaches a client, so it is where an error's
-// text loses its package prefixes (clientText).
+// It is the one place a problem reaches a client; p's detail is written as
+// it is (an error reaches it only through Reason, never by its text).
 func WriteProblem(w http.ResponseWriter, p Problem, retryAfter time.Duration) {
 	p.Type = ProblemBase + p.Type
-	p.Detail = clientText(p.Detail)
 	h := w.Header()
 	h.Set("Content-Type", "application/problem+json")
 	h.Set("Cache-Control", "no-store")
