@@ -2,12 +2,12 @@ package gateway
 
 import (
 	"fmt"
-	"github.com/idemcoord/idemcoord/gateway/exchange"
 	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/idemcoord/idemcoord/config"
+	"github.com/idemcoord/idemcoord/gateway/exchange"
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/store"
 )

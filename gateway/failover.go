@@ -2,11 +2,11 @@ package gateway
 
 import (
 	"context"
-	"github.com/idemcoord/idemcoord/gateway/exchange"
 	"net/http"
 
 	"github.com/idemcoord/idemcoord/failover"
 	"github.com/idemcoord/idemcoord/failover/policy"
+	"github.com/idemcoord/idemcoord/gateway/exchange"
 	"github.com/idemcoord/idemcoord/ownership"
 	"github.com/idemcoord/idemcoord/shard"
 	"github.com/idemcoord/idemcoord/store"

@@ -3,12 +3,13 @@ package gateway
 import (
 	"bytes"
 	"context"
-	"github.com/idemcoord/idemcoord/gateway/exchange"
 	"io"
 	"net/http"
 	"net/http/httptrace"
 	"sync/atomic"
 	"time"
+
+	"github.com/idemcoord/idemcoord/gateway/exchange"
 )
 
 // forwardSlack is added to the endpoint's upstream timeout to bound a

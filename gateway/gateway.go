@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"errors"
-	"github.com/idemcoord/idemcoord/gateway/exchange"
 	"log/slog"
 	"net/http"
 	"path"
@@ -18,6 +17,8 @@ import (
 	"github.com/idemcoord/idemcoord/authn"
 	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/config"
+	"github.com/idemcoord/idemcoord/gateway/admission"
+	"github.com/idemcoord/idemcoord/gateway/exchange"
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/internal/lifecycle"
 	"github.com/idemcoord/idemcoord/region"
@@ -145,10 +146,10 @@ type Gateway struct {
 	// the upstream answers them for the gateway only, so they are never
 	// proxied for a client.
 	internal []string
-	// limits are the per-actor limits (limit.go); shadowed counts shadow
-	// mode's decisions (shadow.go).
-	limits   *limiter
-	shadowed *shadowMetrics
+	// admission is the pipeline's first stage (pipeline.go); shadowed
+	// counts shadow mode's decisions (shadow.go).
+	admission *admission.Stage
+	shadowed  *shadowMetrics
 	// secrets keep secret response fields out of stored snapshots
 	// (secrets.go), by endpoint name.
 	secrets map[string]*sealer
@@ -213,7 +214,7 @@ func New(cfg Config) (*Gateway, error) {
 		durations: map[string]*durationEstimate{}, tracer: tracer, shadowed: shadowed,
 		store: st, next: next, canceller: canceller, fenceLister: lister}
 	g.outcomes = &exchange.Outcomes{Log: cfg.Logger, Count: m.request}
-	g.limits = newLimiter(g.clock, cfg.Endpoints)
+	g.admission = admission.New(g.clock, cfg.FingerprintBudget, cfg.Worker, cfg.Endpoints)
 	g.waits = newWaits(st, g.clock, g.log, cfg.Endpoints)
 	if g.secrets, err = newSealers(cfg.Endpoints); err != nil {
 		return nil, err

@@ -2,13 +2,13 @@ package gateway
 
 import (
 	"context"
-	"github.com/idemcoord/idemcoord/gateway/exchange"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
 
 	"github.com/idemcoord/idemcoord/config"
+	"github.com/idemcoord/idemcoord/gateway/exchange"
 	"github.com/idemcoord/idemcoord/store"
 )
 

@@ -1,9 +1,9 @@
 package gateway
 
 import (
-	"github.com/idemcoord/idemcoord/gateway/exchange"
 	"net/http"
 
+	"github.com/idemcoord/idemcoord/gateway/exchange"
 	"github.com/idemcoord/idemcoord/store"
 )
 

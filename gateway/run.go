@@ -3,12 +3,12 @@ package gateway
 import (
 	"context"
 	"errors"
-	"github.com/idemcoord/idemcoord/gateway/exchange"
 	"net/http"
 	"net/url"
 	"time"
 
 	"github.com/idemcoord/idemcoord/fencing"
+	"github.com/idemcoord/idemcoord/gateway/exchange"
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/internal/drillpoint"
 	"github.com/idemcoord/idemcoord/store"

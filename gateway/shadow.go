@@ -3,7 +3,6 @@ package gateway
 import (
 	"bytes"
 	"context"
-	"github.com/idemcoord/idemcoord/gateway/exchange"
 	"io"
 	"net/http"
 	"strconv"
@@ -13,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/idemcoord/idemcoord/config"
+	"github.com/idemcoord/idemcoord/gateway/exchange"
 )
 
 // shadowRun is what a shadow-mode request learnt from the protocol.

@@ -1,17 +1,18 @@
-package gateway
+package admission
 
 import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
-	"github.com/idemcoord/idemcoord/gateway/exchange"
 	"io"
 	"mime"
 	"mime/multipart"
 	"net/textproto"
 	"sort"
 	"strings"
+
+	"github.com/idemcoord/idemcoord/gateway/exchange"
 )
 
 // multipartMediaType is the media type the canonical form of a multipart

@@ -1,12 +1,12 @@
-package gateway
+package admission
 
 import (
 	"fmt"
-	"github.com/idemcoord/idemcoord/gateway/exchange"
 	"net/http"
 	"time"
 
 	"github.com/idemcoord/idemcoord/config"
+	"github.com/idemcoord/idemcoord/gateway/exchange"
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/store"
 )
@@ -54,7 +54,7 @@ func firstSentWindow(ttl time.Duration) (window, skew time.Duration) {
 // so running the intent again could be its second run. A value that is no
 // HTTP-date is refused (400). bad reports a refusal, which refused
 // describes.
-func (g *Gateway) firstSent(c *call) (t time.Time, refused exchange.Problem, bad bool) {
+func (a *Stage) firstSent(c *exchange.Request) (t time.Time, refused exchange.Problem, bad bool) {
 	values := c.R.Header.Values(HeaderFirstSent)
 	if len(values) == 0 {
 		return time.Time{}, exchange.Problem{}, false
@@ -64,7 +64,7 @@ func (g *Gateway) firstSent(c *call) (t time.Time, refused exchange.Problem, bad
 		return time.Time{}, exchange.Problem{Type: "invalid-first-sent", Title: "invalid Idempotency-First-Sent",
 			Detail: exchange.Reason(err, "Idempotency-First-Sent does not parse"), Status: http.StatusBadRequest, NewKeySafe: true}, true
 	}
-	now := g.clock.Now()
+	now := a.clock.Now()
 	window, skew := firstSentWindow(c.Policy.TTL)
 	switch {
 	case t.Before(now.Add(-window)):
@@ -93,6 +93,18 @@ func parseFirstSent(values []string) (time.Time, error) {
 		return time.Time{}, exchange.NewInvalid("Idempotency-First-Sent is not an HTTP-date (Tue, 01 Dec 2026 11:00:00 GMT)")
 	}
 	return t.UTC(), nil
+}
+
+// Mismatch is the 422 for a key reused with another request than req. The
+// operation exists: its id and state say which one the key belongs to
+// (GET /v1/operations/{id} shows it to the same actor).
+func Mismatch(req store.ClaimRequest, rec store.Record) exchange.Problem {
+	same := sameRequest(req, rec)
+	return exchange.Problem{Type: "fingerprint-mismatch",
+		Title:  "Idempotency-Key reused with a different request",
+		Detail: mismatchDetail(rec, req.FirstSent, same), Status: http.StatusUnprocessableEntity,
+		OperationID: rec.OperationID.String(), OperationState: string(rec.State),
+		NewKeySafe: !same || tookNoEffect(rec.State)}
 }
 
 // mismatchDetail is the 422's detail. A stored and a sent first-sent time

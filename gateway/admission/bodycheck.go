@@ -1,13 +1,13 @@
-package gateway
+package admission
 
 import (
 	"fmt"
-	"github.com/idemcoord/idemcoord/gateway/exchange"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/idemcoord/idemcoord/config"
+	"github.com/idemcoord/idemcoord/gateway/exchange"
 )
 
 // fingerprintBusyRetryAfter is the Retry-After of a 503 for want of
@@ -16,7 +16,7 @@ const fingerprintBusyRetryAfter = time.Second
 
 // unsupportedMediaType answers 415: a body of another media type than the
 // endpoint declares. Nothing was claimed.
-func (g *Gateway) unsupportedMediaType(c *call) {
+func unsupportedMediaType(c *exchange.Request) {
 	// RFC 9110 15.5.16 asks to say what would have been accepted.
 	accept, detail := "application/json", "this endpoint takes a JSON body with Content-Type application/json (curl --json)"
 	if c.Endpoint.DeclaredBody() == config.BodyMultipart {
@@ -52,7 +52,7 @@ func contentEncoding(r *http.Request, ep *config.Endpoint, n int) string {
 
 // unsupportedEncoding answers 415 to a compressed body (RFC 7694: with
 // Accept-Encoding naming what is taken): nothing was claimed or run.
-func (g *Gateway) unsupportedEncoding(c *call, enc string) {
+func unsupportedEncoding(c *exchange.Request, enc string) {
 	c.W.Header().Set("Accept-Encoding", "identity")
 	if len(enc) > 32 {
 		enc = enc[:32] + "..."
@@ -67,7 +67,7 @@ func (g *Gateway) unsupportedEncoding(c *call, enc string) {
 // fingerprintBusy answers 503: the fingerprint budget could not be had in
 // time. Nothing was claimed; a retry with the same key is the way on (a new
 // key is not safe: an earlier attempt under this key may have run).
-func (g *Gateway) fingerprintBusy(c *call) {
+func fingerprintBusy(c *exchange.Request) {
 	c.RefuseWait("fingerprint_busy", exchange.Problem{Type: "overloaded", Title: "too many request bodies being checked",
 		Detail: "nothing was executed; retry with the same key", Status: http.StatusServiceUnavailable},
 		fingerprintBusyRetryAfter)
