@@ -182,7 +182,7 @@ func (g *Gateway) operation(w http.ResponseWriter, r *http.Request) {
 			Status: http.StatusServiceUnavailable}, storeRetryAfter)
 		return
 	}
-	if rec, err = g.revealRecord(nil, p.Scope(), rec); err != nil {
+	if rec, err = g.replay.Reveal(nil, p.Scope(), rec); err != nil {
 		exchange.WriteProblem(w, exchange.Problem{Type: "secret-unavailable", Title: "the stored answer holds a secret this instance cannot open",
 			Status: http.StatusInternalServerError, OperationID: rec.OperationID.String()}, 0)
 		return

@@ -8,6 +8,7 @@ import (
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/gateway/admission"
 	"github.com/idemcoord/idemcoord/gateway/exchange"
+	"github.com/idemcoord/idemcoord/gateway/replay"
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/store"
 )
@@ -29,7 +30,7 @@ func (g *Gateway) decide(ctx context.Context, c *call, req store.ClaimRequest, c
 	}
 	switch claim.Outcome {
 	case store.Replayed:
-		g.replay(ctx, c, claim.Record)
+		g.replay.Replay(ctx, &c.Request, claim.Record, c.shadow == nil)
 	case store.Mismatch:
 		c.Refuse("fingerprint_conflict", admission.Mismatch(req, claim.Record))
 	case store.InFlight:
@@ -49,11 +50,8 @@ func (g *Gateway) decide(ctx context.Context, c *call, req store.ClaimRequest, c
 func (g *Gateway) asyncRetry(ctx context.Context, c *call, claim store.Claim) bool {
 	rec := claim.Record
 	switch {
-	case claim.Outcome == store.Replayed && rec.State == idempotency.Cancelled && rec.Compacted:
-		g.replayExpired(c, rec) // the cancellation's answer is gone; it is still no second task
 	case claim.Outcome == store.Replayed && rec.State == idempotency.Cancelled:
-		g.metrics.request(ctx, c.Endpoint.Name, "replay", c.Start)
-		writeSnapshot(c.W, rec, true)
+		replay.Cancelled(ctx, &c.Request, rec)
 	case claim.Outcome == store.Replayed || claim.Outcome == store.InFlight || claim.Outcome == store.Unresolved:
 		exchange.SetKeyStatus(c.W, exchange.RecordKeyStatus(rec))
 		g.metrics.request(ctx, c.Endpoint.Name, "async_accepted", c.Start)
@@ -62,28 +60,6 @@ func (g *Gateway) asyncRetry(ctx context.Context, c *call, claim store.Claim) bo
 		return false
 	}
 	return true
-}
-
-// replay answers with the key's recorded outcome: a reference replay of
-// the resource it created, replay-expired once only its marker is kept,
-// or the snapshot with its sealed fields revealed.
-func (g *Gateway) replay(ctx context.Context, c *call, rec store.Record) {
-	if c.Endpoint.Replay.Reference() && c.shadow == nil && rec.Snapshot.ResourceID != "" &&
-		rec.State == idempotency.Completed && !rec.Purged {
-		g.replayReference(ctx, c, rec)
-		return
-	}
-	if rec.Compacted {
-		g.replayExpired(c, rec)
-		return
-	}
-	rec, err := g.revealRecord(c.W, c.Actor, rec)
-	if err != nil {
-		g.secretUnavailable(c, err)
-		return
-	}
-	g.metrics.request(ctx, c.Endpoint.Name, "replay", c.Start)
-	writeSnapshot(c.W, rec, true)
 }
 
 // inFlight waits for the run in flight (awaitRun) and decides on what it

@@ -19,6 +19,7 @@ import (
 	"github.com/idemcoord/idemcoord/config"
 	"github.com/idemcoord/idemcoord/gateway/admission"
 	"github.com/idemcoord/idemcoord/gateway/exchange"
+	"github.com/idemcoord/idemcoord/gateway/replay"
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/internal/lifecycle"
 	"github.com/idemcoord/idemcoord/region"
@@ -30,8 +31,8 @@ import (
 const (
 	HeaderKey         = exchange.HeaderKey
 	HeaderOperationID = exchange.HeaderOperationID
-	HeaderActor       = "X-Idempotency-Actor"
-	HeaderReplayed    = "Idempotent-Replayed"
+	HeaderActor       = exchange.HeaderActor
+	HeaderReplayed    = exchange.HeaderReplayed
 	HeaderRegion      = "X-Idempotency-Region"
 )
 
@@ -150,9 +151,9 @@ type Gateway struct {
 	// counts shadow mode's decisions (shadow.go).
 	admission *admission.Stage
 	shadowed  *shadowMetrics
-	// secrets keep secret response fields out of stored snapshots
-	// (secrets.go), by endpoint name.
-	secrets map[string]*sealer
+	// replay is the stage that answers with a recorded outcome (and
+	// keeps secret response fields out of stored snapshots).
+	replay *replay.Stage
 	// waits holds retries waiting for runs in flight (wait.go).
 	waits *waits
 }
@@ -216,7 +217,7 @@ func New(cfg Config) (*Gateway, error) {
 	g.outcomes = &exchange.Outcomes{Log: cfg.Logger, Count: m.request}
 	g.admission = admission.New(g.clock, cfg.FingerprintBudget, cfg.Worker, cfg.Endpoints)
 	g.waits = newWaits(st, g.clock, g.log, cfg.Endpoints)
-	if g.secrets, err = newSealers(cfg.Endpoints); err != nil {
+	if g.replay, err = replay.New(cfg.Endpoints, next); err != nil {
 		return nil, err
 	}
 	for _, ep := range cfg.Endpoints {

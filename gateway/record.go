@@ -58,7 +58,7 @@ func (g *Gateway) result(c *call, a Answer) store.Result {
 	state := c.Policy.Classify(a.Status)
 	res := store.Result{State: state}
 	if state == idempotency.Completed || state == idempotency.TerminalFailure {
-		res.Snapshot = g.storedSnapshot(c, a, state)
+		res.Snapshot = g.replay.Stored(&c.Request, snapshot(c.Policy, a), a.Body, state)
 	} else {
 		res.ErrorSummary = http.StatusText(a.Status)
 	}

@@ -21,6 +21,10 @@ const (
 	HeaderKey = "Idempotency-Key"
 	// HeaderOperationID names the operation an answer belongs to.
 	HeaderOperationID = "X-Idempotency-Operation-Id"
+	// HeaderActor tells the upstream whom the gateway authenticated.
+	HeaderActor = "X-Idempotency-Actor"
+	// HeaderReplayed marks an answer replayed from the key's record.
+	HeaderReplayed = "Idempotent-Replayed"
 )
 
 // Outcomes is where a request's answer is counted and where its refusals

@@ -1,4 +1,4 @@
-package gateway
+package replay
 
 import (
 	"context"
@@ -25,7 +25,7 @@ var representationHeaders = []string{"Content-Type", "Content-Encoding", "Conten
 // its own identity (the key, the body's description), and what would make
 // the upstream answer with less than the whole current representation (a
 // range, a condition answered 304 or 412).
-var rereadDropped = []string{HeaderKey, "Content-Type", "Content-Length", "Content-Encoding",
+var rereadDropped = []string{exchange.HeaderKey, "Content-Type", "Content-Length", "Content-Encoding",
 	"Range", "If-Range", "If-Match", "If-None-Match", "If-Modified-Since", "If-Unmodified-Since"}
 
 // replayReference answers a replay on a reference endpoint: the resource
@@ -39,7 +39,7 @@ var rereadDropped = []string{HeaderKey, "Content-Type", "Content-Length", "Conte
 // whole: N concurrent replays of a large resource hold no N copies of it.
 // An upstream that fails mid-body cuts the client's connection (the
 // status is out by then), so a short body is never taken as whole.
-func (g *Gateway) replayReference(ctx context.Context, c *call, rec store.Record) {
+func (st *Stage) replayReference(ctx context.Context, c *exchange.Request, rec store.Record) {
 	ctx, cancel := context.WithTimeout(ctx, c.Endpoint.UpstreamTimeout)
 	defer cancel()
 	req := c.R.Clone(ctx)
@@ -48,11 +48,11 @@ func (g *Gateway) replayReference(ctx context.Context, c *call, rec store.Record
 	for _, h := range rereadDropped {
 		req.Header.Del(h)
 	}
-	req.Header.Set(HeaderActor, c.Actor)
-	req.Header.Set(HeaderOperationID, rec.OperationID.String())
+	req.Header.Set(exchange.HeaderActor, c.Actor)
+	req.Header.Set(exchange.HeaderOperationID, rec.OperationID.String())
 	opID := rec.OperationID.String()
 	w := &replayWriter{client: c.W, header: http.Header{}, begin: func(reread http.Header) bool {
-		g.metrics.request(ctx, c.Endpoint.Name, "replay", c.Start)
+		c.Outcomes.Count(ctx, c.Endpoint.Name, "replay", c.Start)
 		h := c.W.Header()
 		for name, vs := range rec.Snapshot.Header {
 			h[name] = vs
@@ -63,12 +63,12 @@ func (g *Gateway) replayReference(ctx context.Context, c *call, rec store.Record
 				h[name] = vs
 			}
 		}
-		h.Set(HeaderOperationID, opID)
-		h.Set(HeaderReplayed, "true")
+		h.Set(exchange.HeaderOperationID, opID)
+		h.Set(exchange.HeaderReplayed, "true")
 		c.W.WriteHeader(rec.Snapshot.Status)
 		return bodyAllowed(rec.Snapshot.Status)
 	}}
-	g.next.Pass(w, req)
+	st.pass.Pass(w, req)
 	w.end()
 	switch {
 	case w.started:

@@ -1,4 +1,4 @@
-package gateway
+package replay
 
 import (
 	"net/http"
@@ -7,7 +7,7 @@ import (
 	"github.com/idemcoord/idemcoord/store"
 )
 
-// replayExpired answers a retry whose record is a dedup marker: the
+// Expired answers a retry whose record is a dedup marker: the
 // operation finished (it ran, once) and its full answer was dropped after
 // the endpoint's replay_ttl (sqlstore/compact.go). The answer is 410
 // replay-expired with what the marker keeps: the operation id, its final
@@ -15,7 +15,7 @@ import (
 // runs again, and a new key would run the intent a second time
 // (new_key_safe false). Idempotency-Status is replayed: the answer is
 // derived from the key's recorded outcome.
-func (g *Gateway) replayExpired(c *call, rec store.Record) {
+func Expired(c *exchange.Request, rec store.Record) {
 	c.Refuse("replay_expired", exchange.Problem{Type: "replay-expired",
 		Title: "the operation finished; its answer is no longer kept",
 		Detail: "this key's operation ran once and finished; its full answer was kept for the endpoint's replay_ttl " +
