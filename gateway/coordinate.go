@@ -3,10 +3,8 @@ package gateway
 import (
 	"context"
 	"errors"
-	"net/http"
 	"time"
 
-	"github.com/idemcoord/idemcoord/config"
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/gateway/exchange"
 	"github.com/idemcoord/idemcoord/idempotency"
@@ -33,19 +31,6 @@ type call struct {
 	// shadow is set on a shadow-mode endpoint (shadow.go).
 	shadow *shadowRun
 }
-
-// newCall is the call of a request to ep by actor, started at start.
-func (g *Gateway) newCall(w http.ResponseWriter, r *http.Request, ep *config.Endpoint, actor string, start time.Time) *call {
-	return &call{Request: exchange.Request{W: w, R: r, Endpoint: ep, Policy: g.policies[ep.Name], Actor: actor, Start: start, Outcomes: g.outcomes}}
-}
-
-// coordinate runs the protocol of docs/http-contract.md for one request.
-func (g *Gateway) coordinate(w http.ResponseWriter, r *http.Request, ep *config.Endpoint, actor string, start time.Time) {
-	g.coordinateCall(g.newCall(w, r, ep, actor, start))
-}
-
-// claimRounds bounds a request's claim rounds (see rounds).
-const claimRounds = 4
 
 // resolve asks the upstream about an OUTCOME_UNKNOWN operation and records
 // the verdict. It reports whether the record moved on (claim again).

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/idemcoord/idemcoord/config"
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/gateway/admission"
 	"github.com/idemcoord/idemcoord/gateway/exchange"
@@ -16,17 +17,28 @@ import (
 // The pipeline: every coordinated request passes these stages, in this
 // order, and this file is the one place the order is written.
 //
-//  1. admission (gateway/admission): the key, the first-sent time, the body within
-//     its cap and declared type, the fingerprint within its budget.
+//  1. admission (gateway/admission): the key, the first-sent time, the
+//     body within its cap and declared type, the fingerprint within its
+//     budget; the per-actor limits, charged in decide.
 //  2. routing (rounds, claimToken): the actor's owner region and fencing
 //     token; forwards, redirects, holds during a move or a failover, or
 //     refuses instead.
 //  3. claim: the store's verdict on the key (claimRound).
 //  4. decide (decide.go): one arm per store outcome, answering by
-//     replay (snapshot, reference, replay-expired), async (202, the
-//     queue) or upstream (run, record), or claiming again.
+//     replay (gateway/replay: snapshot, reference, replay-expired), async
+//     (202, the queue) or upstream (run, record), or claiming again.
 //
 // Each stage answers the client itself when it ends the request.
+
+// newCall is the call of a request to ep by actor, started at start.
+func (g *Gateway) newCall(w http.ResponseWriter, r *http.Request, ep *config.Endpoint, actor string, start time.Time) *call {
+	return &call{Request: exchange.Request{W: w, R: r, Endpoint: ep, Policy: g.policies[ep.Name], Actor: actor, Start: start, Outcomes: g.outcomes}}
+}
+
+// coordinate runs the protocol of docs/http-contract.md for one request.
+func (g *Gateway) coordinate(w http.ResponseWriter, r *http.Request, ep *config.Endpoint, actor string, start time.Time) {
+	g.coordinateCall(g.newCall(w, r, ep, actor, start))
+}
 
 // coordinateCall runs the pipeline for c.
 func (g *Gateway) coordinateCall(c *call) {
@@ -50,6 +62,9 @@ func (g *Gateway) coordinateCall(c *call) {
 	})
 	g.roundsEnded(c, err)
 }
+
+// claimRounds bounds a request's claim rounds (see rounds).
+const claimRounds = 4
 
 // claimRound claims the key with the round's token and decides on the
 // store's verdict.
