@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/idemcoord/idemcoord/gateway/exchange"
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/store"
 )
@@ -29,9 +30,9 @@ func operationPath(id uuid.UUID) string { return "/v1/operations/" + id.String()
 // finding a live lease that nobody serves.
 func (g *Gateway) accept(c *call, claim store.Claim, result string) {
 	lease := claim.Lease
-	ctx := context.WithoutCancel(c.r.Context())
-	in := Invocation{Request: c.r.Clone(ctx), Body: c.body,
-		OperationID: lease.OperationID, Actor: c.actor, Endpoint: c.ep}
+	ctx := context.WithoutCancel(c.R.Context())
+	in := Invocation{Request: c.R.Clone(ctx), Body: c.Body,
+		OperationID: lease.OperationID, Actor: c.Actor, Endpoint: c.Endpoint}
 	g.closeMu.Lock()
 	closing := g.closing
 	if !closing {
@@ -40,23 +41,23 @@ func (g *Gateway) accept(c *call, claim store.Claim, result string) {
 	g.closeMu.Unlock()
 	if closing {
 		g.release(ctx, c, lease, "instance shutting down")
-		setKeyStatus(c.w, KeyStatusRejected)
-		g.refuseWait(c, "shutting_down", problem{Type: "shutting-down", Title: "instance shutting down",
+		exchange.SetKeyStatus(c.W, KeyStatusRejected)
+		c.RefuseWait("shutting_down", exchange.Problem{Type: "shutting-down", Title: "instance shutting down",
 			Detail: "nothing was executed; retry with the same key", Status: http.StatusServiceUnavailable}, time.Second)
 		return
 	}
 	if err := g.saveRequest(ctx, c, lease); err != nil {
 		g.bg.Done()
 		g.release(ctx, c, lease, "request could not be queued")
-		g.storeDown(c, err)
+		c.StoreDown(err)
 		return
 	}
 	go func() {
 		defer g.bg.Done()
 		g.runAsync(ctx, c, claim, in)
 	}()
-	g.metrics.request(c.r.Context(), c.ep.Name, result, c.start)
-	writeAccepted(c.w, lease.OperationID, string(idempotency.Pending))
+	g.metrics.request(c.R.Context(), c.Endpoint.Name, result, c.Start)
+	writeAccepted(c.W, lease.OperationID, string(idempotency.Pending))
 }
 
 // runAsync runs an async intent under its claim and records the result;
@@ -73,7 +74,7 @@ func (g *Gateway) runAsync(ctx context.Context, c *call, claim store.Claim, in I
 	case err != nil:
 		g.log.ErrorContext(ctx, "async run not recorded", "operation_id", in.OperationID, "err", err)
 	}
-	g.metrics.upstreamResult(ctx, c.ep.Name, string(res.State))
+	g.metrics.upstreamResult(ctx, c.Endpoint.Name, string(res.State))
 	if err == nil {
 		sctx, cancel := context.WithTimeout(ctx, storeCallTimeout)
 		if err := g.store.DropRequest(sctx, in.OperationID); err != nil {
@@ -85,7 +86,7 @@ func (g *Gateway) runAsync(ctx context.Context, c *call, claim store.Claim, in I
 
 // saveRequest stores the async request for recovery.
 func (g *Gateway) saveRequest(ctx context.Context, c *call, lease *store.Lease) error {
-	b, err := encodeQueued(c.r, c.body)
+	b, err := encodeQueued(c.R, c.Body)
 	if err != nil {
 		return err
 	}
@@ -104,7 +105,7 @@ func (g *Gateway) release(ctx context.Context, c *call, lease *store.Lease, why 
 	defer cancel()
 	if err := g.store.Release(sctx, lease, "never sent: "+why); err != nil && !errors.Is(err, store.ErrLostOwnership) {
 		g.log.WarnContext(ctx, "claim not released yet: the store releases it once it answers", "operation_id",
-			lease.OperationID, "key", c.key, "err", err)
+			lease.OperationID, "key", c.Key, "err", err)
 	}
 }
 
@@ -146,18 +147,18 @@ type responseView struct {
 func (g *Gateway) operation(w http.ResponseWriter, r *http.Request) {
 	p, err := g.cfg.Auth.Verify(r)
 	if err != nil {
-		writeUnauthorized(w, err)
+		exchange.WriteUnauthorized(w, err)
 		return
 	}
-	notFound := problem{Type: "not-found", Title: "no such operation", Status: http.StatusNotFound}
+	notFound := exchange.Problem{Type: "not-found", Title: "no such operation", Status: http.StatusNotFound}
 	id, err := uuid.Parse(r.PathValue("id"))
 	if err != nil {
-		writeProblem(w, notFound, 0)
+		exchange.WriteProblem(w, notFound, 0)
 		return
 	}
 	wait, err := operationWait(r)
 	if err != nil {
-		writeProblem(w, problem{Type: "invalid-parameter", Title: "invalid query parameter", Detail: err.Error(),
+		exchange.WriteProblem(w, exchange.Problem{Type: "invalid-parameter", Title: "invalid query parameter", Detail: exchange.Reason(err, "the wait parameter does not parse"),
 			Status: http.StatusBadRequest}, 0)
 		return
 	}
@@ -173,16 +174,16 @@ func (g *Gateway) operation(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if errors.Is(err, store.ErrNotFound) {
-		writeProblem(w, notFound, 0)
+		exchange.WriteProblem(w, notFound, 0)
 		return
 	}
 	if err != nil {
-		writeProblem(w, problem{Type: "store-unavailable", Title: "idempotency store unavailable",
+		exchange.WriteProblem(w, exchange.Problem{Type: "store-unavailable", Title: "idempotency store unavailable",
 			Status: http.StatusServiceUnavailable}, storeRetryAfter)
 		return
 	}
-	if rec, err = g.revealRecord(nil, p.Scope(), rec); err != nil {
-		writeProblem(w, problem{Type: "secret-unavailable", Title: "the stored answer holds a secret this instance cannot open",
+	if rec, err = g.replay.Reveal(nil, p.Scope(), rec); err != nil {
+		exchange.WriteProblem(w, exchange.Problem{Type: "secret-unavailable", Title: "the stored answer holds a secret this instance cannot open",
 			Status: http.StatusInternalServerError, OperationID: rec.OperationID.String()}, 0)
 		return
 	}
@@ -199,7 +200,7 @@ func (g *Gateway) operation(w http.ResponseWriter, r *http.Request) {
 		v.Response = rv
 		v.Status = rec.Snapshot.Status
 	}
-	advertiseRetention(w, rec)
+	exchange.AdvertiseRetention(w, rec)
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	json.NewEncoder(w).Encode(v)

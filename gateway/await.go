@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/idemcoord/idemcoord/config"
+	"github.com/idemcoord/idemcoord/gateway/exchange"
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/store"
 )
@@ -29,30 +30,30 @@ import (
 // call and a full waiter list get that 409 at once.
 func (g *Gateway) awaitRun(c *call, claim store.Claim) (done *store.Record, again, answered bool, leaseLeft time.Duration) {
 	leaseLeft = claim.RetryAfter
-	wait := c.ep.InProgress.Wait
-	if wait <= 0 || c.shadow != nil || c.policy.Async {
+	wait := c.Endpoint.InProgress.Wait
+	if wait <= 0 || c.shadow != nil || c.Policy.Async {
 		return nil, false, false, leaseLeft
 	}
 	if c.waitUntil.IsZero() {
 		c.waitUntil = g.clock.Now().Add(wait)
 	}
-	rec, outcome := g.waits.wait(c.r.Context(), c.ep.Name, claim.Record, c.waitUntil)
+	rec, outcome := g.waits.wait(c.R.Context(), c.Endpoint.Name, claim.Record, c.waitUntil)
 	switch outcome {
 	case waitFinished:
 		if replayable(claim.Record, rec) {
 			rec.Scope.Key = claim.Record.Scope.Key
 			// What the claim it stands for would have put on the request span.
-			traceDecision(c.r.Context(), store.Replayed)
+			traceDecision(c.R.Context(), store.Replayed)
 			return &rec, false, false, 0
 		}
 		return nil, true, false, 0
 	case waitGone:
-		g.metrics.request(c.r.Context(), c.ep.Name, "client_gone", c.start)
-		g.log.InfoContext(c.r.Context(), "client went away while waiting for the run in flight",
-			"endpoint", c.ep.Name, "operation_id", claim.Record.OperationID)
+		g.metrics.request(c.R.Context(), c.Endpoint.Name, "client_gone", c.Start)
+		g.log.InfoContext(c.R.Context(), "client went away while waiting for the run in flight",
+			"endpoint", c.Endpoint.Name, "operation_id", claim.Record.OperationID)
 		return nil, false, true, 0
 	case waitFull:
-		g.log.InfoContext(c.r.Context(), "waiters at their limit: answered 409 at once", "endpoint", c.ep.Name,
+		g.log.InfoContext(c.R.Context(), "waiters at their limit: answered 409 at once", "endpoint", c.Endpoint.Name,
 			"operation_id", claim.Record.OperationID)
 	}
 	if left := rec.LeaseExpiresAt.Sub(g.clock.Now()); left > 0 {
@@ -87,15 +88,15 @@ func operationWait(r *http.Request) (time.Duration, error) {
 	if err != nil {
 		n, nerr := strconv.Atoi(v)
 		if nerr != nil {
-			return 0, fmt.Errorf("wait: %q is neither a duration (3s, 500ms) nor whole seconds", v)
+			return 0, exchange.NewInvalid(fmt.Sprintf("wait: %q is neither a duration (3s, 500ms) nor whole seconds", v))
 		}
 		d = time.Duration(min(n, 1<<20)) * time.Second // no overflow into range
 	}
 	switch {
 	case d < 0:
-		return 0, fmt.Errorf("wait: must not be negative, got %s", v)
+		return 0, exchange.NewInvalid(fmt.Sprintf("wait: must not be negative, got %s", v))
 	case d > config.MaxInProgressWait:
-		return 0, fmt.Errorf("wait: at most %s, got %s", config.FormatDuration(config.MaxInProgressWait), v)
+		return 0, exchange.NewInvalid(fmt.Sprintf("wait: at most %s, got %s", config.FormatDuration(config.MaxInProgressWait), v))
 	}
 	return d, nil
 }

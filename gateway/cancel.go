@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/idemcoord/idemcoord/config"
+	"github.com/idemcoord/idemcoord/gateway/exchange"
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/internal/retry"
 	"github.com/idemcoord/idemcoord/store"
@@ -87,7 +88,7 @@ const cancelRounds = 4
 var cancelledResult = store.Result{State: idempotency.Cancelled, ErrorSummary: "cancelled by the owning actor",
 	Snapshot: store.Snapshot{Status: http.StatusConflict,
 		Header: http.Header{"Content-Type": {"application/problem+json"}},
-		Body: mustJSON(problem{Type: problemBase + "operation-cancelled", Title: "operation cancelled",
+		Body: mustJSON(exchange.Problem{Type: exchange.ProblemBase + "operation-cancelled", Title: "operation cancelled",
 			Detail: "the owning actor cancelled this operation before its irreversible stage; it never took effect",
 			Status: http.StatusConflict, OperationState: string(idempotency.Cancelled), NewKeySafe: true})}}
 
@@ -134,14 +135,14 @@ func (g *Gateway) cancelOperation(w http.ResponseWriter, r *http.Request) {
 	r = withForwardedFrom(r, hop)
 	p, err := g.cfg.Auth.Verify(r)
 	if err != nil {
-		writeUnauthorized(w, err)
+		exchange.WriteUnauthorized(w, err)
 		return
 	}
 	actor := p.Scope()
-	notFound := problem{Type: "not-found", Title: "no such operation", Status: http.StatusNotFound}
+	notFound := exchange.Problem{Type: "not-found", Title: "no such operation", Status: http.StatusNotFound}
 	id, err := uuid.Parse(r.PathValue("id"))
 	if err != nil {
-		writeProblem(w, notFound, 0)
+		exchange.WriteProblem(w, notFound, 0)
 		return
 	}
 	ctx := context.WithoutCancel(r.Context())
@@ -151,20 +152,20 @@ func (g *Gateway) cancelOperation(w http.ResponseWriter, r *http.Request) {
 	rec, err := g.store.Lookup(sctx, actor, id)
 	done()
 	if errors.Is(err, store.ErrNotFound) {
-		writeProblem(w, notFound, 0)
+		exchange.WriteProblem(w, notFound, 0)
 		return
 	}
 	if err != nil {
 		g.cancelStoreDown(ctx, w, "", id, err)
 		return
 	}
-	advertiseRetention(w, rec)
+	exchange.AdvertiseRetention(w, rec)
 	ep := g.endpoint(rec.Scope.Endpoint)
 	canceller := g.canceller
 	cs := g.store
 	if ep == nil || ep.CancelPath == "" || canceller == nil {
 		g.cancelled(ctx, rec.Scope.Endpoint, "unsupported", id, "")
-		writeProblem(w, problem{Type: "not-cancellable", Title: "operation cannot be cancelled",
+		exchange.WriteProblem(w, exchange.Problem{Type: "not-cancellable", Title: "operation cannot be cancelled",
 			Detail: "this operation's endpoint has no cancel", Status: http.StatusConflict,
 			OperationID: id.String(), OperationState: string(rec.State)}, 0)
 		return
@@ -173,7 +174,7 @@ func (g *Gateway) cancelOperation(w http.ResponseWriter, r *http.Request) {
 	// to the actor's owner region (forwarded once, or redirected), or
 	// refuses it while ownership moves or the endpoint's failover policy
 	// holds the shard. The rounds are the request path's (rounds).
-	c := &call{w: w, r: r, ep: ep, policy: g.policies[ep.Name], actor: actor, start: start}
+	c := g.newCall(w, r, ep, actor, start)
 	cr := &cancelRun{g: g, ctx: ctx, w: w, ep: ep, id: id, rec: rec, cs: cs, canceller: canceller,
 		in: Invocation{OperationID: id, Actor: actor, Endpoint: ep}}
 	err = g.rounds(ctx, c, share, cancelRounds, cr.round)
@@ -183,12 +184,12 @@ func (g *Gateway) cancelOperation(w http.ResponseWriter, r *http.Request) {
 		g.cancelled(ctx, ep.Name, "routed", id, "")
 	case errors.Is(err, errNotOwner):
 		g.cancelled(ctx, ep.Name, "region_unavailable", id, "")
-		writeProblem(w, problem{Type: "region-unavailable", Title: "this region does not own the actor now",
+		exchange.WriteProblem(w, exchange.Problem{Type: "region-unavailable", Title: "this region does not own the actor now",
 			Detail: "nothing was cancelled; retry the DELETE", Status: http.StatusServiceUnavailable,
 			OperationID: id.String()}, time.Second)
 	case errors.Is(err, errRoundsOut), errors.As(err, new(fenceRefused)):
 		g.cancelled(ctx, ep.Name, "contention", id, "")
-		writeProblem(w, problem{Type: "cancel-undetermined", Title: "operation is changing state",
+		exchange.WriteProblem(w, exchange.Problem{Type: "cancel-undetermined", Title: "operation is changing state",
 			Detail: "the upstream confirmed the cancel and the record is being updated; retry the DELETE",
 			Status: http.StatusConflict, OperationID: id.String()}, time.Second)
 	default:
@@ -200,7 +201,7 @@ func (g *Gateway) cancelOperation(w http.ResponseWriter, r *http.Request) {
 func (g *Gateway) cancelStoreDown(ctx context.Context, w http.ResponseWriter, endpoint string, id uuid.UUID, err error) {
 	g.log.WarnContext(ctx, "cancel: store unavailable", "operation_id", id, "endpoint", endpoint, "err", err)
 	g.cancelled(ctx, endpoint, "store_unavailable", id, "")
-	writeProblem(w, problem{Type: "store-unavailable", Title: "idempotency store unavailable",
+	exchange.WriteProblem(w, exchange.Problem{Type: "store-unavailable", Title: "idempotency store unavailable",
 		Detail: "retry the DELETE", Status: http.StatusServiceUnavailable, OperationID: id.String()}, storeRetryAfter)
 }
 
@@ -227,7 +228,7 @@ func writeCancelled(w http.ResponseWriter, id uuid.UUID, replayed bool) {
 // writeNotCancellable answers 409 naming the stage (or the terminal
 // state) that prevents the cancel.
 func writeNotCancellable(w http.ResponseWriter, id uuid.UUID, state idempotency.State, stage string) {
-	writeProblem(w, problem{Type: "not-cancellable", Title: "operation cannot be cancelled",
+	exchange.WriteProblem(w, exchange.Problem{Type: "not-cancellable", Title: "operation cannot be cancelled",
 		Detail: fmt.Sprintf("the operation has reached %q, from which it cannot be undone", stage),
 		Status: http.StatusConflict, OperationID: id.String(), OperationState: string(state), Stage: stage}, 0)
 }

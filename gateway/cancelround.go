@@ -10,6 +10,7 @@ import (
 
 	"github.com/idemcoord/idemcoord/config"
 	"github.com/idemcoord/idemcoord/fencing"
+	"github.com/idemcoord/idemcoord/gateway/exchange"
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/store"
 )
@@ -59,7 +60,7 @@ func (cr *cancelRun) round(r round) stepResult {
 		case CancelUndetermined:
 			g.log.WarnContext(ctx, "cancel: upstream gave no verdict", "operation_id", id, "endpoint", ep.Name, "err", err)
 			g.cancelled(ctx, ep.Name, "undetermined", id, "")
-			writeProblem(w, problem{Type: "cancel-undetermined", Title: "the upstream did not confirm or refuse the cancel",
+			exchange.WriteProblem(w, exchange.Problem{Type: "cancel-undetermined", Title: "the upstream did not confirm or refuse the cancel",
 				Detail: "the operation may or may not be cancelled; retry the DELETE", Status: http.StatusBadGateway,
 				OperationID: id.String(), OperationState: string(rec.State)}, time.Second)
 			return answered

@@ -17,7 +17,7 @@ import (
 // (execute). A final or unknown outcome needs no recovery point: it is
 // replayed, or resolved first.
 func recoveryPoint(c *call, a Answer, state idempotency.State) string {
-	if !c.ep.Completes() || state != idempotency.RetryableFailure || a.Err != nil {
+	if !c.Endpoint.Completes() || state != idempotency.RetryableFailure || a.Err != nil {
 		return ""
 	}
 	if st, ok := stageOf(a.Header); ok && !st.Cancelled() {

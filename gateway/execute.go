@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/idemcoord/idemcoord/config"
+	"github.com/idemcoord/idemcoord/gateway/exchange"
 	"github.com/idemcoord/idemcoord/idempotency"
 )
 
@@ -187,7 +188,7 @@ func (p *Proxy) do(req *http.Request, sent *sendTrace) Answer {
 		return Answer{Err: err, Sent: sent.wrote.Load()}
 	}
 	defer resp.Body.Close()
-	body, err := readAtMost(resp.Body, resp.ContentLength, maxUpstreamBody+1)
+	body, err := exchange.ReadAtMost(resp.Body, resp.ContentLength, maxUpstreamBody+1)
 	if err != nil {
 		return Answer{Err: err, Sent: true}
 	}

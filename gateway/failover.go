@@ -6,6 +6,7 @@ import (
 
 	"github.com/idemcoord/idemcoord/failover"
 	"github.com/idemcoord/idemcoord/failover/policy"
+	"github.com/idemcoord/idemcoord/gateway/exchange"
 	"github.com/idemcoord/idemcoord/ledger"
 	"github.com/idemcoord/idemcoord/ownership"
 	"github.com/idemcoord/idemcoord/shard"
@@ -31,17 +32,17 @@ func (rt *routing) failoverHold(ctx context.Context, c *call, shard int, epoch i
 	if rt.health != nil {
 		health = rt.health.State(owner)
 	}
-	a := failover.Decide(c.ep.Failover, ownership.State(state), health)
+	a := failover.Decide(c.Endpoint.Failover, ownership.State(state), health)
 	ans, ok := a.Answer()
 	if !ok {
 		return false
 	}
-	ledger.NoteRouting(rt.ledger, rt.local, c.actor, c.ep.Name, c.key, shard, epoch, ans.Hold, ans.Problem)
+	ledger.NoteRouting(rt.ledger, rt.local, c.Actor, c.Endpoint.Name, c.Key, shard, epoch, ans.Hold, ans.Problem)
 	if !ans.Hold {
 		rt.log.InfoContext(ctx, "shard refused by the endpoint's failover policy",
-			"endpoint", c.ep.Name, "policy", c.ep.Failover, "action", a, "shard", shard, "owner", owner)
+			"endpoint", c.Endpoint.Name, "policy", c.Endpoint.Failover, "action", a, "shard", shard, "owner", owner)
 	}
-	rt.refuse(c, ans.Result, problem{Type: ans.Problem, Title: ans.Title,
+	c.RefuseWait(ans.Result, exchange.Problem{Type: ans.Problem, Title: ans.Title,
 		Detail: ans.DetailFor(shard, state, owner, string(health)),
 		Status: http.StatusServiceUnavailable}, ans.RetryAfter)
 	return true

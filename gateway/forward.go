@@ -8,6 +8,8 @@ import (
 	"net/http/httptrace"
 	"sync/atomic"
 	"time"
+
+	"github.com/idemcoord/idemcoord/gateway/exchange"
 )
 
 // forwardSlack is added to the endpoint's upstream timeout to bound a
@@ -48,20 +50,20 @@ func (rt *routing) forward(ctx context.Context, c *call, owner, target string) {
 	if timeout <= 0 {
 		// The owner may hold a retry for in_progress.wait before it
 		// answers (and then run it, after a retryable failure).
-		timeout = c.ep.UpstreamTimeout + c.ep.InProgress.Wait + forwardSlack
+		timeout = c.Endpoint.UpstreamTimeout + c.Endpoint.InProgress.Wait + forwardSlack
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, c.r.Method, target, nil)
+	req, err := http.NewRequestWithContext(ctx, c.R.Method, target, nil)
 	if err != nil {
 		rt.unreachable(ctx, c, owner, err)
 		return
 	}
 	// Not a *bytes.Reader: NewRequest would add a GetBody, or turn an
 	// empty body into NoBody, and either makes the request replayable.
-	req.Body = io.NopCloser(bytes.NewReader(c.body))
-	req.ContentLength = int64(len(c.body))
-	req.Header = outboundHeader(c.r.Header, 1)
+	req.Body = io.NopCloser(bytes.NewReader(c.Body))
+	req.ContentLength = int64(len(c.Body))
+	req.Header = outboundHeader(c.R.Header, 1)
 	req.Header.Del("Expect")
 	req.Header.Set(HeaderForwardedFrom, rt.local)
 	// As for the upstream (Proxy.do): once the head is written the owner
@@ -80,13 +82,13 @@ func (rt *routing) forward(ctx context.Context, c *call, owner, target string) {
 	}
 	defer resp.Body.Close()
 	rt.count(ctx, owner, "answered")
-	rt.metrics.request(ctx, c.ep.Name, "forwarded", c.start)
+	rt.metrics.request(ctx, c.Endpoint.Name, "forwarded", c.Start)
 	// Streamed to the client as it comes, on a shadow endpoint too.
-	w := c.shadow.direct(c.w)
+	w := c.shadow.direct(c.W)
 	h := w.Header()
 	h.Del(HeaderRegion) // the owner's answer names the region that served it
 	if c.shadow == nil && resp.Header.Get(HeaderKeyStatus) != "" {
-		setKeyStatus(w, "") // the owner's word on the key
+		exchange.SetKeyStatus(w, "") // the owner's word on the key
 	}
 	for name, vs := range resp.Header {
 		h[name] = vs
@@ -99,7 +101,7 @@ func (rt *routing) forward(ctx context.Context, c *call, owner, target string) {
 	if _, err := io.Copy(w, resp.Body); err != nil {
 		// The status is out; cut the connection so the client sees a
 		// broken answer rather than a short one it could take as whole.
-		rt.log.WarnContext(ctx, "forwarded answer cut short", "to", owner, "endpoint", c.ep.Name, "err", redact(err))
+		rt.log.WarnContext(ctx, "forwarded answer cut short", "to", owner, "endpoint", c.Endpoint.Name, "err", redact(err))
 		panic(http.ErrAbortHandler)
 	}
 }
@@ -107,8 +109,8 @@ func (rt *routing) forward(ctx context.Context, c *call, owner, target string) {
 // unreachable answers 503: the request never reached the owner region.
 func (rt *routing) unreachable(ctx context.Context, c *call, owner string, err error) {
 	rt.count(ctx, owner, "unreachable")
-	rt.log.WarnContext(ctx, "owner region unreachable", "to", owner, "endpoint", c.ep.Name, "err", redact(err))
-	rt.refuse(c, "region_unreachable", problem{Type: "region-unreachable", Title: "the actor's owner region is unreachable",
+	rt.log.WarnContext(ctx, "owner region unreachable", "to", owner, "endpoint", c.Endpoint.Name, "err", redact(err))
+	c.RefuseWait("region_unreachable", exchange.Problem{Type: "region-unreachable", Title: "the actor's owner region is unreachable",
 		Detail: "nothing was executed; retry with the same key", Status: http.StatusServiceUnavailable}, ownershipRetryAfter)
 }
 
@@ -120,9 +122,9 @@ func (rt *routing) lost(ctx context.Context, c *call, owner string, err error) {
 	// Passing it upstream here could run it a second time: a shadow
 	// client gets the 504 too.
 	c.shadow.markRelay()
-	setKeyStatus(c.w, KeyStatusInProgress) // not "rejected": the owner may have run it
-	rt.log.WarnContext(ctx, "owner region's answer lost", "to", owner, "endpoint", c.ep.Name, "key", c.key, "err", redact(err))
-	rt.refuse(c, "forward_answer_lost", problem{Type: "forward-answer-lost", Title: "the owner region's answer was lost",
+	exchange.SetKeyStatus(c.W, KeyStatusInProgress) // not "rejected": the owner may have run it
+	rt.log.WarnContext(ctx, "owner region's answer lost", "to", owner, "endpoint", c.Endpoint.Name, "key", c.Key, "err", redact(err))
+	c.RefuseWait("forward_answer_lost", exchange.Problem{Type: "forward-answer-lost", Title: "the owner region's answer was lost",
 		Detail: "the owner region may have run the request; retry with the same key to get its answer",
 		Status: http.StatusGatewayTimeout}, ownershipRetryAfter)
 }

@@ -17,6 +17,9 @@ import (
 	"github.com/idemcoord/idemcoord/authn"
 	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/config"
+	"github.com/idemcoord/idemcoord/gateway/admission"
+	"github.com/idemcoord/idemcoord/gateway/exchange"
+	"github.com/idemcoord/idemcoord/gateway/replay"
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/internal/lifecycle"
 	"github.com/idemcoord/idemcoord/ledger"
@@ -27,10 +30,10 @@ import (
 
 // Headers the gateway reads and writes.
 const (
-	HeaderKey         = "Idempotency-Key"
-	HeaderOperationID = "X-Idempotency-Operation-Id"
-	HeaderActor       = "X-Idempotency-Actor"
-	HeaderReplayed    = "Idempotent-Replayed"
+	HeaderKey         = exchange.HeaderKey
+	HeaderOperationID = exchange.HeaderOperationID
+	HeaderActor       = exchange.HeaderActor
+	HeaderReplayed    = exchange.HeaderReplayed
 	HeaderRegion      = "X-Idempotency-Region"
 )
 
@@ -131,7 +134,9 @@ type Gateway struct {
 	// fenceLister is Config.Store's fence listing, nil if it has none.
 	fenceLister fenceLister
 	log         *slog.Logger
-	mux         *http.ServeMux
+	// outcomes counts and logs the answers of every request (exchange).
+	outcomes *exchange.Outcomes
+	mux      *http.ServeMux
 	// root serves every request the mux routes to "/" (see rootOnly).
 	root  http.Handler
 	clock clock.Clock
@@ -147,13 +152,13 @@ type Gateway struct {
 	// the upstream answers them for the gateway only, so they are never
 	// proxied for a client.
 	internal []string
-	// limits are the per-actor limits (limit.go); shadowed counts shadow
-	// mode's decisions (shadow.go).
-	limits   *limiter
-	shadowed *shadowMetrics
-	// secrets keep secret response fields out of stored snapshots
-	// (secrets.go), by endpoint name.
-	secrets map[string]*sealer
+	// admission is the pipeline's first stage (pipeline.go); shadowed
+	// counts shadow mode's decisions (shadow.go).
+	admission *admission.Stage
+	shadowed  *shadowMetrics
+	// replay is the stage that answers with a recorded outcome (and
+	// keeps secret response fields out of stored snapshots).
+	replay *replay.Stage
 	// waits holds retries waiting for runs in flight (wait.go).
 	waits *waits
 }
@@ -217,9 +222,10 @@ func New(cfg Config) (*Gateway, error) {
 		log: cfg.Logger, fences: newFenceCache(st, cfg.Shards, cfg.Region), routes: routes, clock: cfg.Clock,
 		durations: map[string]*durationEstimate{}, tracer: tracer, shadowed: shadowed,
 		store: st, next: next, canceller: canceller, fenceLister: lister}
-	g.limits = newLimiter(g.clock, cfg.Endpoints)
+	g.outcomes = &exchange.Outcomes{Log: cfg.Logger, Count: m.request}
+	g.admission = admission.New(g.clock, cfg.FingerprintBudget, cfg.Worker, cfg.Endpoints)
 	g.waits = newWaits(st, g.clock, g.log, cfg.Endpoints)
-	if g.secrets, err = newSealers(cfg.Endpoints); err != nil {
+	if g.replay, err = replay.New(cfg.Endpoints, next); err != nil {
 		return nil, err
 	}
 	for _, ep := range cfg.Endpoints {
@@ -372,12 +378,12 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 	p, authErr := g.cfg.Auth.Verify(r)
 	ep, ok := g.router.Match(r.Method, r.URL.Path)
 	if !ok || ep.Shadow() {
-		w = withKeyStatus(w, r, KeyStatusIgnored) // no key is honoured here
+		w = exchange.WithKeyStatus(w, r, KeyStatusIgnored) // no key is honoured here
 	} else {
-		w = withKeyStatus(w, r, KeyStatusRejected) // until the protocol decides
+		w = exchange.WithKeyStatus(w, r, KeyStatusRejected) // until the protocol decides
 	}
 	if !ok && g.isInternal(r.URL.Path) {
-		writeProblem(w, problem{Type: "not-found", Title: "no such route", Status: http.StatusNotFound}, 0)
+		exchange.WriteProblem(w, exchange.Problem{Type: "not-found", Title: "no such route", Status: http.StatusNotFound}, 0)
 		return
 	}
 	if !ok && authErr != nil && len(r.Header.Values("Authorization")) > 0 {
@@ -411,7 +417,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 // unauthorized answers 401 (writeUnauthorized): nothing was executed.
 func (g *Gateway) unauthorized(w http.ResponseWriter, r *http.Request, endpoint string, start time.Time, err error) {
 	g.metrics.request(r.Context(), endpoint, "unauthorized", start)
-	writeUnauthorized(w, err)
+	exchange.WriteUnauthorized(w, err)
 }
 
 // reservedPrefix starts every header the gateway sets for the upstream.

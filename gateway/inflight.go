@@ -10,6 +10,7 @@ import (
 	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/failover/policy"
 	"github.com/idemcoord/idemcoord/fencing"
+	"github.com/idemcoord/idemcoord/gateway/exchange"
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/store"
 )
@@ -235,7 +236,7 @@ func (g *Gateway) settleFenced(ctx context.Context, fs store.Queue, q store.Queu
 		g.log.WarnContext(ctx, "takeover of an operation fenced out by a move failed", "operation_id", rec.OperationID, "err", err)
 		return
 	}
-	c := &call{w: discard{}, r: r, ep: ep, policy: policy, actor: rec.Scope.Actor, body: body, start: time.Now()}
+	c := &call{Request: exchange.Request{W: discard{}, R: r, Endpoint: ep, Policy: policy, Actor: rec.Scope.Actor, Body: body, Start: time.Now(), Outcomes: g.outcomes}}
 	in := Invocation{Request: r, Body: body, OperationID: rec.OperationID, Actor: rec.Scope.Actor, Endpoint: ep}
 	g.log.InfoContext(ctx, "operation left in flight by a region that lost its shard taken over", "operation_id", rec.OperationID,
 		"endpoint", ep.Name, "state", rec.State, "from_epoch", rec.Token.Epoch, "epoch", tok.Epoch)
@@ -269,5 +270,5 @@ func (g *Gateway) resolveTaken(ctx context.Context, c *call, lease *store.Lease,
 		g.log.WarnContext(ctx, "fenced operation's verdict not recorded", "operation_id", in.OperationID, "err", err)
 		return
 	}
-	g.metrics.upstreamResult(ctx, c.ep.Name, string(res.State))
+	g.metrics.upstreamResult(ctx, c.Endpoint.Name, string(res.State))
 }

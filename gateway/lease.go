@@ -80,7 +80,7 @@ func (l *leaseGuard) ensure(ctx context.Context) error {
 // never taken over while it runs. stop waits for the heartbeat goroutine,
 // so the lease is the caller's alone again when it returns.
 func (g *Gateway) heartbeat(ctx context.Context, c *call, guard *leaseGuard) (stop func()) {
-	every := c.policy.Lease / 3
+	every := c.Policy.Lease / 3
 	done := make(chan struct{})
 	quit := make(chan struct{})
 	go func() {
@@ -97,7 +97,7 @@ func (g *Gateway) heartbeat(ctx context.Context, c *call, guard *leaseGuard) (st
 			err := guard.extend(sctx)
 			cancel()
 			if errors.Is(err, store.ErrLostOwnership) {
-				g.log.WarnContext(ctx, "lease lost while executing", "operation_id", guard.lease.OperationID, "key", c.key)
+				g.log.WarnContext(ctx, "lease lost while executing", "operation_id", guard.lease.OperationID, "key", c.Key)
 				return
 			}
 			if err != nil {

@@ -25,6 +25,11 @@ func TestTheContractListsEveryProblemType(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	stages, err := filepath.Glob("*/*.go") // the stages' packages
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, stages...)
 	used := map[string]string{} // type -> file
 	fset := gotoken.NewFileSet()
 	for _, f := range files {
@@ -40,7 +45,16 @@ func TestTheContractListsEveryProblemType(t *testing.T) {
 			if !ok {
 				return true
 			}
-			if id, ok := lit.Type.(*ast.Ident); !ok || id.Name != "problem" {
+			switch tp := lit.Type.(type) {
+			case *ast.Ident: // inside package exchange
+				if tp.Name != "Problem" {
+					return true
+				}
+			case *ast.SelectorExpr: // exchange.Problem
+				if tp.Sel.Name != "Problem" {
+					return true
+				}
+			default:
 				return true
 			}
 			for _, e := range lit.Elts {
@@ -49,7 +63,7 @@ func TestTheContractListsEveryProblemType(t *testing.T) {
 					continue
 				}
 				v := kv.Value
-				if b, ok := v.(*ast.BinaryExpr); ok { // problemBase + "name"
+				if b, ok := v.(*ast.BinaryExpr); ok { // exchange.ProblemBase + "name"
 					v = b.Y
 				}
 				if s, ok := v.(*ast.BasicLit); ok && s.Kind == gotoken.STRING {

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/idemcoord/idemcoord/gateway/exchange"
 )
 
 // answerTransport answers every request with a new resp (a copy of its
@@ -140,7 +142,7 @@ func TestAnAnswerIsReadIntoOneBufferAsReadAllWouldReadIt(t *testing.T) {
 					return strings.NewReader(text)
 				}
 				want, _ := io.ReadAll(io.LimitReader(mk(), limit))
-				got, err := readAtMost(mk(), size, limit)
+				got, err := exchange.ReadAtMost(mk(), size, limit)
 				if err != nil || string(got) != string(want) {
 					t.Fatalf("%d bytes declared %d (one a read: %v): %d bytes (%v), ReadAll %d", n, size, slow, len(got), err, len(want))
 				}

@@ -52,13 +52,13 @@ func (g *Gateway) result(c *call, a Answer) store.Result {
 	case a.Err != nil:
 		return store.Result{State: idempotency.RetryableFailure, ErrorSummary: "upstream unreachable"}
 	}
-	if st, ok := stageOf(a.Header); ok && st.Cancelled() && c.ep.CancelPath != "" {
+	if st, ok := stageOf(a.Header); ok && st.Cancelled() && c.Endpoint.CancelPath != "" {
 		return cancelledResult // the upstream's word: it cancelled, nothing took effect
 	}
-	state := c.policy.Classify(a.Status)
+	state := c.Policy.Classify(a.Status)
 	res := store.Result{State: state}
 	if state == idempotency.Completed || state == idempotency.TerminalFailure {
-		res.Snapshot = g.storedSnapshot(c, a, state)
+		res.Snapshot = g.replay.Stored(&c.Request, snapshot(c.Policy, a), a.Body, state)
 	} else {
 		res.ErrorSummary = http.StatusText(a.Status)
 	}
@@ -93,11 +93,11 @@ func (g *Gateway) record(ctx context.Context, c *call, lease *store.Lease, res s
 		// can record it (its token's epoch is over for good); the owner's
 		// takeover settles the record.
 		g.log.WarnContext(ctx, "result not recorded: the shard moved to another region", "operation_id", lease.OperationID,
-			"key", c.key, "err", err)
+			"key", c.Key, "err", err)
 		return err
 	}
 	g.log.ErrorContext(ctx, "finish failed; recording again in the background", "operation_id", lease.OperationID,
-		"key", c.key, "err", err)
+		"key", c.Key, "err", err)
 	g.closeMu.Lock()
 	closing := g.closing
 	if !closing {
@@ -131,7 +131,7 @@ func (g *Gateway) recordAgain(ctx context.Context, rb recording, c *call, lease 
 	for n := 1; ; n++ {
 		if rb.share.Spent() || !g.clock.Now().Before(rb.until) {
 			g.log.ErrorContext(ctx, "result never recorded: reconcile the operation", "operation_id", lease.OperationID,
-				"key", c.key, "state", res.State, "attempts", rb.share.Used(), "err", last)
+				"key", c.Key, "state", res.State, "attempts", rb.share.Used(), "err", last)
 			return
 		}
 		if err := clock.Sleep(ctx, g.clock, min(recordBudget.Step(n), rb.until.Sub(g.clock.Now()))); err != nil {
@@ -146,7 +146,7 @@ func (g *Gateway) recordAgain(ctx context.Context, rb recording, c *call, lease 
 			g.log.InfoContext(ctx, "result recorded after a retry", "operation_id", lease.OperationID, "state", res.State)
 			return
 		case errors.Is(err, store.ErrLostOwnership):
-			g.log.WarnContext(ctx, "result not recorded: operation taken over", "operation_id", lease.OperationID, "key", c.key)
+			g.log.WarnContext(ctx, "result not recorded: operation taken over", "operation_id", lease.OperationID, "key", c.Key)
 			return
 		}
 		last = err
@@ -175,7 +175,7 @@ func (g *Gateway) finish(ctx context.Context, rb recording, c *call, lease *stor
 		// record with.
 		return err
 	}
-	rec, lerr := g.store.Lookup(sctx, c.actor, lease.OperationID)
+	rec, lerr := g.store.Lookup(sctx, c.Actor, lease.OperationID)
 	switch {
 	case lerr != nil:
 		return fmt.Errorf("gateway: reading the record after a takeover: %w", lerr)

@@ -10,6 +10,7 @@ import (
 	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/config"
 	"github.com/idemcoord/idemcoord/fencing"
+	"github.com/idemcoord/idemcoord/gateway/exchange"
 	"github.com/idemcoord/idemcoord/store"
 )
 
@@ -154,7 +155,7 @@ func (g *Gateway) recoverBatch(ctx context.Context, rs store.Queue, batch int, a
 			claim, err = rs.TakeOver(sctx, rec, store.ClaimRequest{Token: tok, Worker: g.cfg.Worker,
 				Lease: policy.Lease, TTL: policy.TTL, ReplayTTL: policy.ReplayTTL, DownstreamWindow: ep.DownstreamWindow})
 			if err == nil {
-				c := &call{w: discard{}, r: r, ep: ep, policy: policy, actor: rec.Scope.Actor, body: body, start: time.Now()}
+				c := &call{Request: exchange.Request{W: discard{}, R: r, Endpoint: ep, Policy: policy, Actor: rec.Scope.Actor, Body: body, Start: time.Now(), Outcomes: g.outcomes}}
 				in := Invocation{Request: r, Body: body, OperationID: rec.OperationID, Actor: rec.Scope.Actor, Endpoint: ep}
 				g.log.InfoContext(ctx, "async operation recovered from a dead instance", "operation_id", rec.OperationID,
 					"endpoint", ep.Name, "state", rec.State)

@@ -15,6 +15,7 @@ import (
 	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/config"
 	"github.com/idemcoord/idemcoord/fencing"
+	"github.com/idemcoord/idemcoord/gateway/exchange"
 	"github.com/idemcoord/idemcoord/ledger"
 	"github.com/idemcoord/idemcoord/region"
 	"github.com/idemcoord/idemcoord/shard"
@@ -102,16 +103,16 @@ func newRouting(cfg *Config, st store.Store, m *metrics) (*routing, error) {
 func (g *Gateway) claimToken(ctx context.Context, r round, c *call, stale error) (fencing.Token, error) {
 	// Whatever follows is this region's answer, unless a forward relays
 	// the owner's (which names its own region).
-	c.w.Header().Set(HeaderRegion, g.cfg.Region)
+	c.W.Header().Set(HeaderRegion, g.cfg.Region)
 	if g.routes == nil {
-		if tok, ok := g.fences.cached(c.actor); ok {
+		if tok, ok := g.fences.cached(c.Actor); ok {
 			return tok, nil
 		}
 	}
 	sctx, done := r.store(ctx)
 	defer done()
 	if g.routes == nil {
-		return g.fences.token(sctx, c.actor)
+		return g.fences.token(sctx, c.Actor)
 	}
 	return g.routes.token(sctx, c, stale)
 }
@@ -123,7 +124,7 @@ func (g *Gateway) claimToken(ctx context.Context, r round, c *call, stale error)
 // means a transfer the cache has not seen yet, possibly still FENCING, so
 // nothing is served until the cache catches up.
 func (rt *routing) token(ctx context.Context, c *call, stale error) (fencing.Token, error) {
-	shard := shard.Of(c.actor, rt.shards)
+	shard := shard.Of(c.Actor, rt.shards)
 	if stale != nil {
 		epoch, owner, err := rt.fences.Fence(ctx, shard)
 		if err != nil {
@@ -140,11 +141,11 @@ func (rt *routing) token(ctx context.Context, c *call, stale error) (fencing.Tok
 	switch {
 	case !ok || (state != ShardActive && state != ShardFencing && state != ShardFailedOver):
 		rt.log.WarnContext(ctx, "shard owner unknown", "shard", shard, "state", state)
-		rt.refuse(c, "ownership_unknown", problem{Type: "ownership-unknown", Title: "the actor's owner region is not known yet",
+		c.RefuseWait("ownership_unknown", exchange.Problem{Type: "ownership-unknown", Title: "the actor's owner region is not known yet",
 			Detail: "nothing was executed; retry with the same key", Status: http.StatusServiceUnavailable}, ownershipRetryAfter)
 		return fencing.Token{}, errRouted
 	case state == ShardFencing:
-		ledger.NoteRouting(rt.ledger, rt.local, c.actor, c.ep.Name, c.key, shard, epoch, true, "ownership-moving")
+		ledger.NoteRouting(rt.ledger, rt.local, c.Actor, c.Endpoint.Name, c.Key, shard, epoch, true, "ownership-moving")
 		rt.moving(c, shard, fmt.Sprintf("shard %d is moving to region %q", shard, owner))
 		return fencing.Token{}, errRouted
 	case rt.failoverHold(ctx, c, shard, epoch, owner, state):
@@ -158,7 +159,7 @@ func (rt *routing) token(ctx context.Context, c *call, stale error) (fencing.Tok
 
 // moving answers 503: the shard is between owners.
 func (rt *routing) moving(c *call, shard int, why string) {
-	rt.refuse(c, "ownership_moving", problem{Type: "ownership-moving", Title: "the actor's ownership is moving between regions",
+	c.RefuseWait("ownership_moving", exchange.Problem{Type: "ownership-moving", Title: "the actor's ownership is moving between regions",
 		Detail: why + "; nothing was executed; retry with the same key", Status: http.StatusServiceUnavailable}, ownershipRetryAfter)
 }
 
@@ -168,26 +169,26 @@ func (rt *routing) moving(c *call, shard int, why string) {
 // region owned the shard and this region thinks otherwise, so one of the
 // two views is stale, and a second hop could only start a cycle.
 func (rt *routing) elsewhere(ctx context.Context, c *call, shard int, owner string, epoch int64) {
-	if from := forwardedFrom(c.r.Context()); from != "" {
+	if from := forwardedFrom(c.R.Context()); from != "" {
 		rt.refuseLoop(ctx, c, from, shard, owner, epoch)
 		return
 	}
 	base, err := rt.topo.URL(owner)
 	if err != nil {
 		rt.log.ErrorContext(ctx, "shard owned by a region outside the topology", "shard", shard, "owner", owner)
-		rt.refuse(c, "ownership_unknown", problem{Type: "ownership-unknown", Title: "the actor's owner region is not in this gateway's topology",
+		c.RefuseWait("ownership_unknown", exchange.Problem{Type: "ownership-unknown", Title: "the actor's owner region is not in this gateway's topology",
 			Detail: "nothing was executed; retry with the same key", Status: http.StatusServiceUnavailable}, ownershipRetryAfter)
 		return
 	}
-	target := strings.TrimSuffix(base, "/") + c.r.URL.RequestURI()
+	target := strings.TrimSuffix(base, "/") + c.R.URL.RequestURI()
 	if rt.redirect {
 		c.shadow.markRelay() // the client follows it to the owner, which serves it
 		rt.count(ctx, owner, "redirected")
-		rt.metrics.request(ctx, c.ep.Name, "redirected", c.start)
-		h := c.w.Header()
+		rt.metrics.request(ctx, c.Endpoint.Name, "redirected", c.Start)
+		h := c.W.Header()
 		h.Set("Location", target)
 		h.Set("Cache-Control", "no-store")
-		c.w.WriteHeader(http.StatusTemporaryRedirect)
+		c.W.WriteHeader(http.StatusTemporaryRedirect)
 		return
 	}
 	rt.forward(ctx, c, owner, target)
@@ -203,7 +204,7 @@ func (rt *routing) refuseLoop(ctx context.Context, c *call, from string, shard i
 	rt.count(ctx, owner, "loop_refused")
 	rt.log.WarnContext(ctx, "forwarded request for a shard this region does not own", "shard", shard,
 		"forwarded_from", from, "owner_here", owner, "epoch_here", epoch)
-	rt.refuse(c, "misrouted", problem{Type: "misrouted", Title: "regions disagree on who owns the actor",
+	c.RefuseWait("misrouted", exchange.Problem{Type: "misrouted", Title: "regions disagree on who owns the actor",
 		Detail: fmt.Sprintf("region %s forwarded this request to region %q as the owner of shard %d; region %q's view is that %q owns it (epoch %d); a request is forwarded at most once, nothing was executed; retry with the same key",
 			quoteRegion(from), rt.local, shard, rt.local, owner, epoch),
 		Status: http.StatusServiceUnavailable}, ownershipRetryAfter)
@@ -214,13 +215,6 @@ func quoteRegion(name string) string {
 		return name
 	}
 	return fmt.Sprintf("%q", name)
-}
-
-// refuse answers the call with problem p and Retry-After, counting it
-// under result (as Gateway.refuseWait does for the gateway's own refusals).
-func (rt *routing) refuse(c *call, result string, p problem, retryAfter time.Duration) {
-	rt.metrics.request(c.r.Context(), c.ep.Name, result, c.start)
-	writeProblem(c.w, p, retryAfter)
 }
 
 // count counts one routed request by owner region and result.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/idemcoord/idemcoord/fencing"
+	"github.com/idemcoord/idemcoord/gateway/exchange"
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/internal/drillpoint"
 	"github.com/idemcoord/idemcoord/store"
@@ -23,7 +24,7 @@ const stageSending = "sending"
 // operation was taken over meanwhile, and its record now holds the answer
 // that counts (or says it is still in progress).
 func (g *Gateway) run(ctx context.Context, c *call, claim store.Claim, result string) (again bool) {
-	in := Invocation{Request: c.r, Body: c.body, OperationID: claim.Lease.OperationID, Actor: c.actor, Endpoint: c.ep,
+	in := Invocation{Request: c.R, Body: c.Body, OperationID: claim.Lease.OperationID, Actor: c.Actor, Endpoint: c.Endpoint,
 		opID: claim.Lease.OperationID.String()}
 	a, res, replayed, err := g.perform(ctx, c, claim, in)
 	if err != nil {
@@ -31,7 +32,7 @@ func (g *Gateway) run(ctx context.Context, c *call, claim store.Claim, result st
 			return true
 		}
 		if !a.Sent && a.Status == 0 {
-			g.storeDown(c, err) // nothing was sent upstream
+			c.StoreDown(err) // nothing was sent upstream
 			return false
 		}
 		// The upstream answered but the store did not take the result. On
@@ -42,8 +43,8 @@ func (g *Gateway) run(ctx context.Context, c *call, claim store.Claim, result st
 		// (I7). The client is told to retry with the same key instead. A
 		// shadow endpoint honours no key, so its client gets the upstream's
 		// answer whatever the store kept.
-		if c.ep.ResolvePath != "" && c.shadow == nil {
-			g.metrics.upstreamResult(ctx, c.ep.Name, string(res.State))
+		if c.Endpoint.ResolvePath != "" && c.shadow == nil {
+			g.metrics.upstreamResult(ctx, c.Endpoint.Name, string(res.State))
 			if errors.Is(err, fencing.ErrStaleEpoch) {
 				g.ranWhileMoved(c, in)
 			} else {
@@ -55,29 +56,29 @@ func (g *Gateway) run(ctx context.Context, c *call, claim store.Claim, result st
 		// one there is: the record stays in progress, this worker keeps
 		// recording it in the background, and the client gets it.
 	}
-	g.metrics.upstreamResult(ctx, c.ep.Name, string(res.State))
-	g.metrics.request(ctx, c.ep.Name, result, c.start)
+	g.metrics.upstreamResult(ctx, c.Endpoint.Name, string(res.State))
+	g.metrics.request(ctx, c.Endpoint.Name, result, c.Start)
 	if errors.Is(a.Err, errInvalidStatus) {
-		g.log.WarnContext(ctx, "upstream answered an invalid status", "operation_id", in.OperationID, "key", c.key, "err", a.Err)
-		writeProblem(c.w, problem{Type: "upstream-invalid-answer", Title: "upstream answered an invalid status",
+		g.log.WarnContext(ctx, "upstream answered an invalid status", "operation_id", in.OperationID, "key", c.Key, "err", a.Err)
+		exchange.WriteProblem(c.W, exchange.Problem{Type: "upstream-invalid-answer", Title: "upstream answered an invalid status",
 			Detail: "the upstream ran but its answer is not valid HTTP; retry with the same key",
 			Status: http.StatusBadGateway, OperationID: in.opID, OperationState: string(res.State)}, time.Second)
 		return false
 	}
 	if res.State == idempotency.OutcomeUnknown {
-		g.log.WarnContext(ctx, "upstream outcome unknown", "operation_id", in.OperationID, "key", c.key, "err", redact(a.Err))
-		writeProblem(c.w, problem{Type: "outcome-unknown", Title: "upstream outcome unknown",
+		g.log.WarnContext(ctx, "upstream outcome unknown", "operation_id", in.OperationID, "key", c.Key, "err", redact(a.Err))
+		exchange.WriteProblem(c.W, exchange.Problem{Type: "outcome-unknown", Title: "upstream outcome unknown",
 			Detail: "the upstream did not answer in time; retry with the same key", Status: http.StatusGatewayTimeout,
 			OperationID: in.opID, OperationState: string(res.State)}, time.Second)
 		return false
 	}
 	if a.Err != nil {
-		writeProblem(c.w, problem{Type: "upstream-unavailable", Title: "upstream unreachable",
+		exchange.WriteProblem(c.W, exchange.Problem{Type: "upstream-unavailable", Title: "upstream unreachable",
 			Status: http.StatusBadGateway, OperationID: in.opID,
 			OperationState: string(res.State)}, time.Second)
 		return false
 	}
-	writeAnswer(c.w, a, in.opID, replayed)
+	writeAnswer(c.W, a, in.opID, replayed)
 	return false
 }
 
@@ -93,9 +94,9 @@ func (g *Gateway) run(ctx context.Context, c *call, claim store.Claim, result st
 // gets the recorded answer there. (Without a resolve path the answer
 // this worker holds is the only one there is, and it is given.)
 func (g *Gateway) ranWhileMoved(c *call, in Invocation) {
-	g.log.WarnContext(c.r.Context(), "result refused by the fence: the shard moved during the run; the owner settles it",
-		"operation_id", in.OperationID, "key", c.key)
-	g.refuseWait(c, "ownership_moved", problem{Type: "ownership-moving", Title: "the actor's ownership moved during the run",
+	g.log.WarnContext(c.R.Context(), "result refused by the fence: the shard moved during the run; the owner settles it",
+		"operation_id", in.OperationID, "key", c.Key)
+	c.RefuseWait("ownership_moved", exchange.Problem{Type: "ownership-moving", Title: "the actor's ownership moved during the run",
 		Detail: "the operation ran while the actor's shard moved to another region, which records its outcome; " +
 			"retry with the same key to get the answer, never with a new key",
 		Status: http.StatusServiceUnavailable, OperationID: in.opID,
@@ -109,9 +110,9 @@ func (g *Gateway) ranWhileMoved(c *call, in Invocation) {
 // answer once recorded, or, after a takeover, the outcome the resolve path
 // reports. The client is never handed an answer the record may contradict.
 func (g *Gateway) ranUnrecorded(c *call, in Invocation, err error) {
-	g.log.WarnContext(c.r.Context(), "result not recorded: the store did not take it; the client retries for the recorded answer",
-		"operation_id", in.OperationID, "key", c.key, "err", err)
-	g.refuseWait(c, "result_unrecorded", problem{Type: "store-unavailable", Title: "the operation ran but its result is not recorded yet",
+	g.log.WarnContext(c.R.Context(), "result not recorded: the store did not take it; the client retries for the recorded answer",
+		"operation_id", in.OperationID, "key", c.Key, "err", err)
+	c.RefuseWait("result_unrecorded", exchange.Problem{Type: "store-unavailable", Title: "the operation ran but its result is not recorded yet",
 		Detail: "the operation ran and its outcome is being recorded; retry with the same key to get the answer, " +
 			"never with a new key",
 		Status: http.StatusServiceUnavailable, OperationID: in.opID,
@@ -127,7 +128,7 @@ func (g *Gateway) ranUnrecorded(c *call, in Invocation, err error) {
 func (g *Gateway) perform(ctx context.Context, c *call, claim store.Claim, in Invocation) (a Answer, res store.Result, replayed bool, err error) {
 	lease := claim.Lease
 	drillpoint.Hit(drillpoint.AfterClaim)
-	if c.ep.ResolvePath == "" && lease.LastStage == "" {
+	if c.Endpoint.ResolvePath == "" && lease.LastStage == "" {
 		// No way to ask the upstream later: leave a mark before sending.
 		sctx, cancel := context.WithTimeout(ctx, storeCallTimeout)
 		err = g.store.RecordStage(sctx, lease, stageSending)
@@ -139,7 +140,7 @@ func (g *Gateway) perform(ctx context.Context, c *call, claim store.Claim, in In
 			return Answer{}, store.Result{}, false, err
 		}
 	}
-	guard := newLeaseGuard(g.store, g.clock, lease, c.policy.Lease, c.claimedAt)
+	guard := newLeaseGuard(g.store, g.clock, lease, c.Policy.Lease, c.ClaimedAt)
 	stop := g.heartbeat(ctx, c, guard)
 	a, res, replayed, err = g.execute(ctx, c, claim, in, guard)
 	stop()
@@ -154,7 +155,7 @@ func (g *Gateway) perform(ctx context.Context, c *call, claim store.Claim, in In
 	case errors.Is(err, store.ErrLostOwnership):
 		// Expected after a takeover (this worker was paused or slow past
 		// its lease) or a cancel: the record's answer stands.
-		g.log.WarnContext(ctx, "result not recorded: operation taken over or cancelled", "operation_id", in.OperationID, "key", c.key)
+		g.log.WarnContext(ctx, "result not recorded: operation taken over or cancelled", "operation_id", in.OperationID, "key", c.Key)
 	case err != nil:
 		a.Sent = true
 	}
@@ -170,16 +171,16 @@ func (g *Gateway) perform(ctx context.Context, c *call, claim store.Claim, in In
 // client is told nothing was executed, and the record must agree.
 func (g *Gateway) unsent(ctx context.Context, c *call, lease *store.Lease, err error) {
 	if errors.Is(err, store.ErrLostOwnership) {
-		g.log.WarnContext(ctx, "not sent: operation taken over before the send", "operation_id", lease.OperationID, "key", c.key)
+		g.log.WarnContext(ctx, "not sent: operation taken over before the send", "operation_id", lease.OperationID, "key", c.Key)
 		return
 	}
-	g.log.WarnContext(ctx, "not sent: lease could not be confirmed", "operation_id", lease.OperationID, "key", c.key, "err", err)
+	g.log.WarnContext(ctx, "not sent: lease could not be confirmed", "operation_id", lease.OperationID, "key", c.Key, "err", err)
 	sctx, cancel := context.WithTimeout(ctx, storeCallTimeout)
 	defer cancel()
 	if err := g.store.Release(sctx, lease, "not sent: the lease could not be confirmed"); err != nil &&
 		!errors.Is(err, store.ErrLostOwnership) {
 		g.log.WarnContext(ctx, "claim not released yet: the store releases it once it answers", "operation_id",
-			lease.OperationID, "key", c.key, "err", err)
+			lease.OperationID, "key", c.Key, "err", err)
 	}
 	g.waits.kick(lease.OperationID)
 }
@@ -201,7 +202,7 @@ func (g *Gateway) execute(ctx context.Context, c *call, claim store.Claim, in In
 			store.Result{State: idempotency.OutcomeUnknown, ErrorSummary: why}, false, nil
 	}
 	switch {
-	case crashed && c.ep.ResolvePath != "":
+	case crashed && c.Endpoint.ResolvePath != "":
 		switch v, a := g.next.Resolve(ctx, in); v {
 		case Ran:
 			res := g.result(c, a)
@@ -216,16 +217,16 @@ func (g *Gateway) execute(ctx context.Context, c *call, claim store.Claim, in In
 	if err := guard.ensure(ctx); err != nil {
 		return Answer{}, store.Result{}, false, err
 	}
-	if c.ep.CancelPath != "" || c.ep.Completes() {
+	if c.Endpoint.CancelPath != "" || c.Endpoint.Completes() {
 		in.Stage = func(st idempotency.Stage) { g.recordStage(ctx, c, guard, st) }
 	}
-	if c.ep.Completes() {
+	if c.Endpoint.Completes() {
 		in.ResumeFrom = claim.Lease.LastStage // the recovery point (complete.go)
 	}
 	start := g.clock.Now()
 	a := checkStatus(g.next.Execute(ctx, in))
 	c.shadow.markRelay()
-	g.durations[c.ep.Name].observe(g.clock.Now().Sub(start))
+	g.durations[c.Endpoint.Name].observe(g.clock.Now().Sub(start))
 	return a, g.result(c, a), false, nil
 }
 

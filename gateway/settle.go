@@ -99,5 +99,5 @@ func (rt *routing) between(c *call, owner, state string) bool {
 	if rt.health != nil {
 		health = rt.health.State(owner)
 	}
-	return failover.Decide(c.ep.Failover, ownership.State(state), health).Holds()
+	return failover.Decide(c.Endpoint.Failover, ownership.State(state), health).Holds()
 }

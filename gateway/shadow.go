@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/idemcoord/idemcoord/config"
+	"github.com/idemcoord/idemcoord/gateway/exchange"
 )
 
 // shadowRun is what a shadow-mode request learnt from the protocol.
@@ -82,7 +83,7 @@ func (g *Gateway) shadow(w http.ResponseWriter, r *http.Request, ep *config.Endp
 	limit := g.policies[ep.Name].MaxRequestBytes
 	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 	if err != nil {
-		g.refuse(&call{w: w, r: r, ep: ep, start: start}, "malformed_body", problem{Type: "malformed-body",
+		g.newCall(w, r, ep, actor, start).Refuse("malformed_body", exchange.Problem{Type: "malformed-body",
 			Title: "request body could not be read", Status: http.StatusBadRequest, NewKeySafe: true})
 		return
 	}
@@ -96,7 +97,9 @@ func (g *Gateway) shadow(w http.ResponseWriter, r *http.Request, ep *config.Endp
 	}
 	run := &shadowRun{rec: recorder{header: http.Header{}}, client: w}
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	g.coordinateCall(&call{w: &run.rec, r: r, ep: ep, policy: g.policies[ep.Name], actor: actor, start: start, shadow: run})
+	c := g.newCall(&run.rec, r, ep, actor, start)
+	c.shadow = run
+	g.coordinateCall(c)
 	if run.sent {
 		return
 	}

@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"net/url"
 	"path"
-	"strconv"
 
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/store"
@@ -51,24 +50,6 @@ func resourceID(loc string) string {
 		id += "?" + u.RawQuery
 	}
 	return id
-}
-
-// writeSnapshot replays a stored response.
-func writeSnapshot(w http.ResponseWriter, rec store.Record, replayed bool) {
-	h := w.Header()
-	for name, vs := range rec.Snapshot.Header {
-		h[name] = vs
-	}
-	h.Set(HeaderOperationID, rec.OperationID.String())
-	if replayed {
-		h.Set(HeaderReplayed, "true")
-	}
-	if rec.Snapshot.BodyOmitted || rec.Purged {
-		h.Set("Idempotent-Body-Omitted", "true")
-	}
-	h.Set("Content-Length", strconv.Itoa(len(rec.Snapshot.Body)))
-	w.WriteHeader(rec.Snapshot.Status)
-	w.Write(rec.Snapshot.Body)
 }
 
 // writeAnswer sends an upstream answer to the client.

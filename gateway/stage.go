@@ -62,13 +62,13 @@ func (g *Gateway) recordStage(ctx context.Context, c *call, guard *leaseGuard, s
 	switch {
 	case err == nil:
 		g.log.InfoContext(ctx, "upstream stage recorded", "operation_id", guard.lease.OperationID,
-			"endpoint", c.ep.Name, "stage", st.String())
+			"endpoint", c.Endpoint.Name, "stage", st.String())
 	case errors.Is(err, store.ErrLostOwnership):
 		g.log.InfoContext(ctx, "upstream stage not recorded: the operation moved on (cancelled or taken over)",
-			"operation_id", guard.lease.OperationID, "endpoint", c.ep.Name, "stage", st.String())
+			"operation_id", guard.lease.OperationID, "endpoint", c.Endpoint.Name, "stage", st.String())
 	default:
 		g.log.WarnContext(ctx, "upstream stage not recorded", "operation_id", guard.lease.OperationID,
-			"endpoint", c.ep.Name, "stage", st.String(), "err", err)
+			"endpoint", c.Endpoint.Name, "stage", st.String(), "err", err)
 	}
 }
 

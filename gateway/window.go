@@ -3,6 +3,7 @@ package gateway
 import (
 	"net/http"
 
+	"github.com/idemcoord/idemcoord/gateway/exchange"
 	"github.com/idemcoord/idemcoord/store"
 )
 
@@ -15,9 +16,9 @@ import (
 // "Past the downstream window"). No Retry-After: retrying changes nothing
 // until an operator settles it, and a new key is not safe either.
 func (g *Gateway) windowPassed(c *call, rec store.Record) {
-	g.log.WarnContext(c.r.Context(), "not sent again: past the endpoint's downstream window; left for an operator",
-		"endpoint", c.ep.Name, "operation_id", rec.OperationID, "state", rec.State)
-	g.refuse(c, "downstream_window_passed", problem{Type: "downstream-window-passed",
+	g.log.WarnContext(c.R.Context(), "not sent again: past the endpoint's downstream window; left for an operator",
+		"endpoint", c.Endpoint.Name, "operation_id", rec.OperationID, "state", rec.State)
+	c.Refuse("downstream_window_passed", exchange.Problem{Type: "downstream-window-passed",
 		Title: "past the downstream provider's key window",
 		Detail: "this operation was first attempted longer ago than the endpoint's downstream_window; sending it " +
 			"again could run it twice at the provider, so nothing was sent and it waits for an operator to reconcile it; " +

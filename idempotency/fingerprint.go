@@ -21,10 +21,10 @@ const FingerprintV1 = 1
 // never quotes the body.
 var (
 	// ErrBodyTooLarge means the body is longer than FingerprintOptions.MaxBytes.
-	ErrBodyTooLarge = errors.New("idempotency: request body over the size cap")
+	ErrBodyTooLarge = &RequestError{Reason: "request body over the size cap"}
 	// ErrBodyMalformed means a body sent (or sniffed) as JSON is not valid
 	// JSON, has duplicate object keys, or has a number outside the limits.
-	ErrBodyMalformed = errors.New("idempotency: request body is not valid JSON")
+	ErrBodyMalformed = &RequestError{Reason: "request body is not valid JSON"}
 )
 
 // FingerprintOptions says what of a request goes into its fingerprint. The
@@ -176,7 +176,7 @@ func computeFingerprint(r Request, o FingerprintOptions, version uint32) (Finger
 		limit = DefaultMaxFingerprintBytes
 	}
 	if int64(len(r.Body)) > limit {
-		return Fingerprint{}, fmt.Errorf("%w: %d bytes, cap %d", ErrBodyTooLarge, len(r.Body), limit)
+		return Fingerprint{}, ErrBodyTooLarge.refine("%d bytes, cap %d", len(r.Body), limit)
 	}
 	mt := mediaType(r.ContentType)
 	var canon *canonicaliser

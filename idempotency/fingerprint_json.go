@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -83,7 +82,7 @@ func canonicalJSON(body []byte, o FingerprintOptions) (*canonicaliser, error) {
 	// encoding/json turns invalid UTF-8 into U+FFFD, which would make
 	// different bodies equal. RFC 8259 requires UTF-8, so refuse it.
 	if !utf8.Valid(body) {
-		return nil, fmt.Errorf("%w: invalid UTF-8", ErrBodyMalformed)
+		return nil, ErrBodyMalformed.refine("invalid UTF-8")
 	}
 	// json.Valid is strict (no trailing data, nesting depth capped at
 	// 10000) so that the passes below see only well-formed input and the
@@ -97,7 +96,7 @@ func canonicalJSON(body []byte, o FingerprintOptions) (*canonicaliser, error) {
 		return nil, ErrBodyMalformed
 	}
 	if len(body) > math.MaxInt32 {
-		return nil, fmt.Errorf("%w: %d bytes, more than a JSON body can be", ErrBodyTooLarge, len(body))
+		return nil, ErrBodyTooLarge.refine("%d bytes, more than a JSON body can be", len(body))
 	}
 	c := canonicaliserPool.Get().(*canonicaliser)
 	c.body, c.nulls = body, o.NullEqualsMissing
@@ -132,11 +131,11 @@ func syntaxError(se *json.SyntaxError) error {
 	switch {
 	case strings.HasSuffix(se.Error(), "after top-level value"):
 		// se.Offset is just past the first byte of the second value.
-		return fmt.Errorf("%w: more than one JSON value (the second starts at byte %d)", ErrBodyMalformed, se.Offset-1)
+		return ErrBodyMalformed.refine("more than one JSON value (the second starts at byte %d)", se.Offset-1)
 	case se.Error() == "unexpected end of JSON input":
-		return fmt.Errorf("%w: the JSON value is cut short (it ends at byte %d)", ErrBodyMalformed, se.Offset)
+		return ErrBodyMalformed.refine("the JSON value is cut short (it ends at byte %d)", se.Offset)
 	}
-	return fmt.Errorf("%w: syntax error at byte %d", ErrBodyMalformed, se.Offset)
+	return ErrBodyMalformed.refine("syntax error at byte %d", se.Offset)
 }
 
 // release gives c back to the pool, dropping buffers too large to keep.
@@ -266,7 +265,7 @@ func (c *canonicaliser) object(pos int, ci int32, act []int32, depth int) (int, 
 		// the other one than we would, so the intent is ambiguous.
 		if i > 0 && bytes.Equal(ms[i].name, ms[i-1].name) {
 			// The second occurrence in the body is the one to point at.
-			return 0, 0, fmt.Errorf("%w: duplicate key at byte %d (in the object at byte %d)", ErrBodyMalformed,
+			return 0, 0, ErrBodyMalformed.refine("duplicate key at byte %d (in the object at byte %d)",
 				max(ms[i].key, ms[i-1].key), pos)
 		}
 		if c.nulls && ms[i].null {

@@ -28,7 +28,7 @@ func (c *canonicaliser) appendNumber(i int) (int, error) {
 	lit := c.body[i:end]
 	var err error
 	if c.num, err = appendCanonicalNumber(c.num[:0], lit); err != nil {
-		return 0, fmt.Errorf("%w: %w at byte %d", ErrBodyMalformed, err, i)
+		return 0, ErrBodyMalformed.because(err, "%v at byte %d", err, i)
 	}
 	c.out = append(c.out, tagNumber)
 	c.out = binary.AppendUvarint(c.out, uint64(len(c.num)))

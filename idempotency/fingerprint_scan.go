@@ -3,7 +3,6 @@ package idempotency
 import (
 	"bytes"
 	"encoding/binary"
-	"fmt"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -148,7 +147,7 @@ func unescape(dst, s []byte, off int) ([]byte, error) {
 					break
 				}
 			}
-			return nil, fmt.Errorf("%w: lone UTF-16 surrogate escape in a string at byte %d", ErrBodyMalformed, off+i)
+			return nil, ErrBodyMalformed.refine("lone UTF-16 surrogate escape in a string at byte %d", off+i)
 		case 'b':
 			dst, i = append(dst, '\b'), i+2
 		case 'f':

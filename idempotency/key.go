@@ -3,8 +3,6 @@ package idempotency
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
-	"fmt"
 	"log/slog"
 )
 
@@ -20,15 +18,15 @@ const MaxKeyLen = 255
 var (
 	// ErrKeyMissing means the header is absent, blank, or the empty
 	// sf-string "".
-	ErrKeyMissing = errors.New("idempotency: key missing")
+	ErrKeyMissing = &RequestError{Reason: "key missing"}
 	// ErrKeyTooLong means the key is longer than MaxKeyLen.
-	ErrKeyTooLong = errors.New("idempotency: key longer than 255 characters")
+	ErrKeyTooLong = &RequestError{Reason: "key longer than 255 characters"}
 	// ErrKeyInvalidChar means the key contains a control character, DEL,
 	// a byte outside ASCII, or (in the bare form) a space.
-	ErrKeyInvalidChar = errors.New("idempotency: key contains a character outside visible ASCII")
+	ErrKeyInvalidChar = &RequestError{Reason: "key contains a character outside visible ASCII"}
 	// ErrKeyMalformed means the value starts as an sf-string but is not one:
 	// an unknown escape, no closing quote, or characters after it.
-	ErrKeyMalformed = errors.New("idempotency: malformed structured-field string")
+	ErrKeyMalformed = &RequestError{Reason: "malformed structured-field string"}
 )
 
 // Key is a validated idempotency key: 1 to MaxKeyLen bytes of printable
@@ -79,10 +77,10 @@ func parseKeyToken(t string, off int) (Key, error) {
 	for i := 0; i < len(t); i++ {
 		if t[i] < 0x21 || t[i] > 0x7e {
 			if t[i] == ' ' {
-				return "", fmt.Errorf("%w: a space at byte %d (a bare key has none: send the key as an sf-string, \"...\", to keep it)",
-					ErrKeyInvalidChar, off+i)
+				return "", ErrKeyInvalidChar.refine("a space at byte %d (a bare key has none: send the key as an sf-string, \"...\", to keep it)",
+					off+i)
 			}
-			return "", fmt.Errorf("%w: %s at byte %d", ErrKeyInvalidChar, byteKind(t[i]), off+i)
+			return "", ErrKeyInvalidChar.refine("%s at byte %d", byteKind(t[i]), off+i)
 		}
 	}
 	return Key(t), nil
@@ -102,10 +100,10 @@ func parseKeyString(v string, start int) (Key, error) {
 		switch {
 		case c == '\\':
 			if i+1 == len(v) {
-				return "", fmt.Errorf("%w: unterminated string at byte %d", ErrKeyMalformed, i)
+				return "", ErrKeyMalformed.refine("unterminated string at byte %d", i)
 			}
 			if n := v[i+1]; n != '"' && n != '\\' {
-				return "", fmt.Errorf("%w: invalid escape at byte %d", ErrKeyMalformed, i)
+				return "", ErrKeyMalformed.refine("invalid escape at byte %d", i)
 			}
 			if !escaped {
 				buf = append(make([]byte, 0, i-start), v[start+1:i]...)
@@ -115,7 +113,7 @@ func parseKeyString(v string, start int) (Key, error) {
 			buf = append(buf, v[i])
 		case c == '"':
 			if i+1 != len(v) {
-				return "", fmt.Errorf("%w: trailing characters at byte %d", ErrKeyMalformed, i+1)
+				return "", ErrKeyMalformed.refine("trailing characters at byte %d", i+1)
 			}
 			k := v[start+1 : i]
 			if escaped {
@@ -129,12 +127,12 @@ func parseKeyString(v string, start int) (Key, error) {
 			}
 			return Key(k), nil
 		case c < 0x20 || c > 0x7e:
-			return "", fmt.Errorf("%w: %s at byte %d", ErrKeyInvalidChar, byteKind(c), i)
+			return "", ErrKeyInvalidChar.refine("%s at byte %d", byteKind(c), i)
 		case escaped:
 			buf = append(buf, c)
 		}
 	}
-	return "", fmt.Errorf("%w: unterminated string at byte %d", ErrKeyMalformed, len(v))
+	return "", ErrKeyMalformed.refine("unterminated string at byte %d", len(v))
 }
 
 // byteKind names the kind of a byte a key may not hold, never the byte

@@ -6,14 +6,17 @@
 //	go run ./internal/archmetrics            # the gateway and its sub-packages
 //	go run ./internal/archmetrics -dir failover
 //
-// For every package under dir it prints the non-test files and lines; for
-// the whole tree the methods on *Gateway and the files they are in; the
-// share of file-to-file references that run both ways (file A uses a name
-// declared in file B, and B one declared in A: a field, a method, a
-// function, a type, a constant or a variable, resolved by go/types within
-// each package); and the length and branch count of the function named by
-// -func (a branch is an if, an else-if, a non-default case of a switch or
-// select, a for or range loop, and each && or ||).
+// For every package under dir it prints the non-test files and lines and
+// the share of its file-to-file references that run both ways (file A
+// uses a name declared in file B, and B one declared in A: a field, a
+// method, a function, a type, a constant or a variable, resolved by
+// go/types); for the whole tree the methods on *Gateway and the files they
+// are in, the same share inside packages and over the whole tree (a file
+// of one package using a name declared in a file of another package of the
+// tree counts too: such a pair can only run one way, since packages do not
+// import each other both ways), and the length and branch count of the
+// function named by -func (a branch is an if, an else-if, a non-default
+// case of a switch or select, a for or range loop, and each && or ||).
 package main
 
 import (
@@ -66,7 +69,15 @@ func run(w io.Writer, dir, fn, recv string) error {
 	var totalFiles, totalLines, methods int
 	methodFiles := map[string]bool{}
 	var pairs, both, uses, usesBoth, typeErrs int
-	fmt.Fprintf(w, "%-52s %6s %7s\n", "package", "files", "lines")
+	tree := map[[2]string]int{} // file-to-file references over the whole tree
+	root := ""
+	if len(pkgs) > 0 {
+		root = pkgs[0].path
+	}
+	inTree := func(p *types.Package) bool {
+		return p != nil && (p.Path() == root || strings.HasPrefix(p.Path(), root+"/"))
+	}
+	fmt.Fprintf(w, "%-52s %6s %7s %s\n", "package", "files", "lines", "file pairs referring both ways (inside the package)")
 	for _, p := range pkgs {
 		var files []*ast.File
 		lines := 0
@@ -85,14 +96,25 @@ func run(w io.Writer, dir, fn, recv string) error {
 		}
 		totalFiles += len(files)
 		totalLines += lines
-		fmt.Fprintf(w, "%-52s %6d %7d\n", p.path, len(files), lines)
 
 		info := &types.Info{Uses: map[*ast.Ident]types.Object{}, Selections: map[*ast.SelectorExpr]*types.Selection{}}
 		conf := types.Config{Importer: imp.(types.ImporterFrom), Error: func(error) { typeErrs++ }}
 		pkg, _ := conf.Check(p.path, fset, files, info)
 		refs := map[[2]string]int{}
 		for id, obj := range info.Uses {
-			if obj == nil || obj.Pkg() != pkg || !obj.Pos().IsValid() {
+			if obj == nil || !inTree(obj.Pkg()) || !obj.Pos().IsValid() {
+				continue
+			}
+			if obj.Pkg().Path() != pkg.Path() {
+				// Declared in another package of the tree (export data:
+				// its position names the declaring file).
+				if _, isPkg := obj.(*types.PkgName); !isPkg {
+					from := fset.Position(id.Pos()).Filename
+					to := fset.Position(obj.Pos()).Filename
+					if from != to && to != "" {
+						tree[[2]string{from, to}]++
+					}
+				}
 				continue
 			}
 			if v, ok := obj.(*types.Var); ok && !v.IsField() && v.Parent() != pkg.Scope() {
@@ -108,8 +130,17 @@ func run(w io.Writer, dir, fn, recv string) error {
 			to := fset.Position(obj.Pos()).Filename
 			if from != to {
 				refs[[2]string{from, to}]++
+				tree[[2]string{from, to}]++
 			}
 		}
+		pkgPairs, pkgBoth := 0, 0
+		for r := range refs {
+			pkgPairs++
+			if refs[[2]string{r[1], r[0]}] > 0 {
+				pkgBoth++
+			}
+		}
+		fmt.Fprintf(w, "%-52s %6d %7d %d of %d (%.0f%%)\n", p.path, len(files), lines, pkgBoth, pkgPairs, percent(pkgBoth, pkgPairs))
 		for r, n := range refs {
 			pairs++
 			uses += n
@@ -148,6 +179,22 @@ func run(w io.Writer, dir, fn, recv string) error {
 		pct = 100 * float64(usesBoth) / float64(uses)
 	}
 	fmt.Fprintf(w, "the same counted by uses of a name: %d, of which between files that refer both ways: %d (%.0f%%)\n", uses, usesBoth, pct)
+	var tPairs, tBoth, tUses, tUsesBoth, cross int
+	for r, n := range tree {
+		tPairs++
+		tUses += n
+		if filepath.Dir(r[0]) != filepath.Dir(r[1]) {
+			cross++
+		}
+		if tree[[2]string{r[1], r[0]}] > 0 {
+			tBoth++
+			tUsesBoth += n
+		}
+	}
+	fmt.Fprintf(w, "file-to-file references over the whole tree (across its packages too): %d (%d between packages), of which both ways: %d (%.0f%%)\n",
+		tPairs, cross, tBoth, percent(tBoth, tPairs))
+	fmt.Fprintf(w, "the same counted by uses of a name: %d, of which between files that refer both ways: %d (%.0f%%)\n",
+		tUses, tUsesBoth, percent(tUsesBoth, tUses))
 	if typeErrs > 0 {
 		return fmt.Errorf("%d type errors: the references are incomplete", typeErrs)
 	}
@@ -228,6 +275,14 @@ func branches(body *ast.BlockStmt) int {
 		return true
 	})
 	return n
+}
+
+// percent is 100*n/of, 0 when of is 0.
+func percent(n, of int) float64 {
+	if of == 0 {
+		return 0
+	}
+	return 100 * float64(n) / float64(of)
 }
 
 func countLines(path string) (int, error) {

@@ -1,4 +1,4 @@
-package gateway
+package exchange
 
 import (
 	"net/http"
@@ -14,26 +14,26 @@ import (
 // record may have been swept, and the key may run as a new request.
 const HeaderKeyExpires = "Idempotency-Key-Expires"
 
-// advertiseRetention sets HeaderKeyExpires from rec, the record the claim
+// AdvertiseRetention sets HeaderKeyExpires from rec, the record the claim
 // decided on. On a replay or a refusal it is the record's expires_at. On a
 // first run or a takeover it is the expires_at the claim read or set;
 // recording the result only ever moves expires_at later (GREATEST in the
 // store's finish), so the date is a promise the gateway keeps.
-func advertiseRetention(w http.ResponseWriter, rec store.Record) {
+func AdvertiseRetention(w http.ResponseWriter, rec store.Record) {
 	advertiseExpiry(w, rec.ExpiresAt)
 }
 
-// advertiseClaim sets HeaderKeyExpires for the answer to a claim: the
+// AdvertiseClaim sets HeaderKeyExpires for the answer to a claim: the
 // expires_at the claim's own write set when it holds a lease (a first run,
 // or a takeover, which extends the record it read: a RETRYABLE_FAILURE
 // retried after its expires_at would otherwise advertise a date already
 // past), else the record's as the claim saw it.
-func advertiseClaim(w http.ResponseWriter, claim store.Claim) {
+func AdvertiseClaim(w http.ResponseWriter, claim store.Claim) {
 	if claim.Lease != nil && !claim.Lease.RecordExpiresAt.IsZero() {
 		advertiseExpiry(w, claim.Lease.RecordExpiresAt)
 		return
 	}
-	advertiseRetention(w, claim.Record)
+	AdvertiseRetention(w, claim.Record)
 }
 
 func advertiseExpiry(w http.ResponseWriter, at time.Time) {

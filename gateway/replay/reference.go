@@ -1,29 +1,30 @@
-package gateway
+package replay
 
 import (
 	"encoding/json"
 
+	"github.com/idemcoord/idemcoord/gateway/exchange"
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/store"
 )
 
-// storedSnapshot is what is stored of an answer classified as state: the
+// Stored is what is stored of an answer classified as state: the
 // snapshot, reduced to the replay's Keep fields when the body is not
 // stored whole (a completed operation on a reference endpoint, whose
 // replay re-reads the resource; or a body over the cap), with the
 // endpoint's secrets sealed. A terminal failure on a reference endpoint
 // is replayed from its snapshot (there is no resource to re-read), so its
 // error body is kept whole.
-func (g *Gateway) storedSnapshot(c *call, a Answer, state idempotency.State) store.Snapshot {
-	s := snapshot(c.policy, a)
-	r := c.ep.Replay
+// s is the answer's snapshot and body its whole body.
+func (st *Stage) Stored(c *exchange.Request, s store.Snapshot, body []byte, state idempotency.State) store.Snapshot {
+	r := c.Endpoint.Replay
 	if (r.Reference() && state == idempotency.Completed) || s.BodyOmitted {
 		s.Body, s.BodyOmitted = nil, true
-		if kept, ok := keepFields(a.Body, r.Keep); ok && int64(len(kept)) <= c.policy.MaxResponseBytes {
+		if kept, ok := keepFields(body, r.Keep); ok && int64(len(kept)) <= c.Policy.MaxResponseBytes {
 			s.Body = kept
 		}
 	}
-	return g.sealSnapshot(c, s)
+	return st.seal(c, s)
 }
 
 // keepFields returns a JSON object holding only the values the pointers

@@ -1,4 +1,4 @@
-package gateway
+package exchange
 
 import (
 	"errors"
@@ -8,12 +8,12 @@ import (
 	"github.com/idemcoord/idemcoord/authn"
 )
 
-// writeUnauthorized answers 401 to a request whose token Verify refused
+// WriteUnauthorized answers 401 to a request whose token Verify refused
 // (err), on every route: the problem's detail says what is wrong with the
 // token (authn.Reason: which check failed, never the token), and the
 // WWW-Authenticate challenge is RFC 6750's, with error="invalid_token" and
 // the same description when a token was presented. Nothing was executed.
-func writeUnauthorized(w http.ResponseWriter, err error) {
+func WriteUnauthorized(w http.ResponseWriter, err error) {
 	reason := authn.Reason(err)
 	challenge := `Bearer realm="idemcoord"`
 	if !errors.Is(err, authn.ErrNoToken) {
@@ -27,6 +27,6 @@ func writeUnauthorized(w http.ResponseWriter, err error) {
 		challenge += `, error="invalid_token", error_description="` + desc + `"`
 	}
 	w.Header().Set("WWW-Authenticate", challenge)
-	writeProblem(w, problem{Type: "unauthorized", Title: "missing or invalid bearer token",
+	WriteProblem(w, Problem{Type: "unauthorized", Title: "missing or invalid bearer token",
 		Detail: reason, Status: http.StatusUnauthorized, NewKeySafe: true}, 0)
 }

@@ -1,17 +1,18 @@
-package gateway
+package admission
 
 import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"io"
 	"mime"
 	"mime/multipart"
 	"net/textproto"
 	"sort"
 	"strings"
+
+	"github.com/idemcoord/idemcoord/gateway/exchange"
 )
 
 // multipartMediaType is the media type the canonical form of a multipart
@@ -20,8 +21,21 @@ import (
 const multipartMediaType = "multipart/form-data"
 
 // errMultipartMalformed marks a multipart body that cannot be
-// fingerprinted part by part.
-var errMultipartMalformed = errors.New("gateway: malformed multipart/form-data body")
+// fingerprinted part by part; its refinements say why, for the client.
+var errMultipartMalformed = exchange.NewInvalid("malformed multipart/form-data body")
+
+// partReason says for a client why the multipart reader refused the
+// body, from the reader's typed errors; any other is "a part does not
+// parse" (its text names the reader's package).
+func partReason(err error) string {
+	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "unexpected EOF"
+	case errors.Is(err, io.EOF):
+		return "NextPart: EOF"
+	}
+	return "a part does not parse"
+}
 
 // formPart is one part of a multipart/form-data body as it is compared.
 type formPart struct {
@@ -49,7 +63,7 @@ type formPart struct {
 func canonicalMultipart(contentType string, body []byte) ([]byte, error) {
 	_, params, err := mime.ParseMediaType(contentType)
 	if err != nil || params["boundary"] == "" {
-		return nil, fmt.Errorf("%w: no boundary in the Content-Type", errMultipartMalformed)
+		return nil, errMultipartMalformed.Refine("no boundary in the Content-Type", nil)
 	}
 	mr := multipart.NewReader(bytes.NewReader(body), params["boundary"])
 	var parts []formPart
@@ -61,7 +75,7 @@ func canonicalMultipart(contentType string, body []byte) ([]byte, error) {
 			break
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%w: %v", errMultipartMalformed, err)
+			return nil, errMultipartMalformed.Refine(partReason(err), err)
 		}
 		fp, err := readPart(p)
 		p.Close()
@@ -94,21 +108,21 @@ func canonicalMultipart(contentType string, body []byte) ([]byte, error) {
 func readPart(p *multipart.Part) (formPart, error) {
 	disp, dparams, err := mime.ParseMediaType(p.Header.Get("Content-Disposition"))
 	if err != nil || disp != "form-data" || dparams["name"] == "" {
-		return formPart{}, fmt.Errorf("%w: a part has no form-data field name", errMultipartMalformed)
+		return formPart{}, errMultipartMalformed.Refine("a part has no form-data field name", nil)
 	}
 	fileName, isFile := dparams["filename"]
 	fp := formPart{name: dparams["name"], file: isFile, fileName: fileName}
 	if ct := p.Header.Get("Content-Type"); ct != "" {
 		mt, params, err := mime.ParseMediaType(ct)
 		if err != nil {
-			return formPart{}, fmt.Errorf("%w: a part's Content-Type does not parse", errMultipartMalformed)
+			return formPart{}, errMultipartMalformed.Refine("a part's Content-Type does not parse", err)
 		}
 		fp.contentType = mime.FormatMediaType(mt, params)
 	}
 	fp.headers = partHeaders(p.Header)
 	h := sha256.New()
 	if _, err := io.Copy(h, p); err != nil {
-		return formPart{}, fmt.Errorf("%w: %v", errMultipartMalformed, err)
+		return formPart{}, errMultipartMalformed.Refine(partReason(err), err)
 	}
 	h.Sum(fp.sum[:0])
 	return fp, nil

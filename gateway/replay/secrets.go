@@ -1,4 +1,4 @@
-package gateway
+package replay
 
 import (
 	"crypto/aes"
@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/idemcoord/idemcoord/config"
+	"github.com/idemcoord/idemcoord/gateway/exchange"
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/store"
 )
@@ -30,7 +31,7 @@ const sealedPrefix = "idemcoord-sealed:v1:"
 // errSecretUnavailable means a stored secret cannot be opened: its key id
 // is no longer configured, or the key does not open it. The replay fails
 // closed: neither the secret nor its sealed form is shown.
-var errSecretUnavailable = errors.New("gateway: stored secret cannot be opened")
+var errSecretUnavailable = errors.New("replay: stored secret cannot be opened")
 
 // sealer keeps one endpoint's secret fields out of its stored snapshots.
 type sealer struct {
@@ -156,19 +157,19 @@ func (s *sealer) reveal(actor, endpoint string, body []byte) ([]byte, []string, 
 	return out, redacted, nil
 }
 
-// sealSnapshot applies the endpoint's secrets to a snapshot to be stored.
-func (g *Gateway) sealSnapshot(c *call, snap store.Snapshot) store.Snapshot {
-	if s := g.secrets[c.ep.Name]; s != nil {
-		return s.seal(c.actor, c.ep.Name, snap)
+// seal applies the endpoint's secrets to a snapshot to be stored.
+func (st *Stage) seal(c *exchange.Request, snap store.Snapshot) store.Snapshot {
+	if s := st.secrets[c.Endpoint.Name]; s != nil {
+		return s.seal(c.Actor, c.Endpoint.Name, snap)
 	}
 	return snap
 }
 
-// revealRecord opens a record's secret fields for its owning actor (the
+// Reveal opens a record's secret fields for its owning actor (the
 // caller found it under that actor's scope) and sets HeaderRedacted on w
 // when fields were redacted.
-func (g *Gateway) revealRecord(w http.ResponseWriter, actor string, rec store.Record) (store.Record, error) {
-	s := g.secrets[rec.Scope.Endpoint]
+func (st *Stage) Reveal(w http.ResponseWriter, actor string, rec store.Record) (store.Record, error) {
+	s := st.secrets[rec.Scope.Endpoint]
 	if s == nil || rec.Purged || rec.Compacted {
 		return rec, nil
 	}
@@ -185,9 +186,9 @@ func (g *Gateway) revealRecord(w http.ResponseWriter, actor string, rec store.Re
 
 // secretUnavailable answers 500: the stored answer holds a secret this
 // instance cannot open. Nothing is shown, nothing runs again.
-func (g *Gateway) secretUnavailable(c *call, err error) {
-	g.log.ErrorContext(c.r.Context(), "replay refused: stored secret cannot be opened", "endpoint", c.ep.Name, "err", err)
-	g.refuse(c, "secret_unavailable", problem{Type: "secret-unavailable",
+func secretUnavailable(c *exchange.Request, err error) {
+	c.Outcomes.Log.ErrorContext(c.R.Context(), "replay refused: stored secret cannot be opened", "endpoint", c.Endpoint.Name, "err", err)
+	c.Refuse("secret_unavailable", exchange.Problem{Type: "secret-unavailable",
 		Title:  "the stored answer holds a secret this instance cannot open",
 		Detail: "the operation completed; its secrets key is not configured here",
 		Status: http.StatusInternalServerError})

@@ -1,4 +1,4 @@
-package gateway
+package replay
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/idemcoord/idemcoord/config"
+	"github.com/idemcoord/idemcoord/gateway/exchange"
 	"github.com/idemcoord/idemcoord/store"
 )
 
@@ -24,7 +25,7 @@ var representationHeaders = []string{"Content-Type", "Content-Encoding", "Conten
 // its own identity (the key, the body's description), and what would make
 // the upstream answer with less than the whole current representation (a
 // range, a condition answered 304 or 412).
-var rereadDropped = []string{HeaderKey, "Content-Type", "Content-Length", "Content-Encoding",
+var rereadDropped = []string{exchange.HeaderKey, "Content-Type", "Content-Length", "Content-Encoding",
 	"Range", "If-Range", "If-Match", "If-None-Match", "If-Modified-Since", "If-Unmodified-Since"}
 
 // replayReference answers a replay on a reference endpoint: the resource
@@ -38,21 +39,21 @@ var rereadDropped = []string{HeaderKey, "Content-Type", "Content-Length", "Conte
 // whole: N concurrent replays of a large resource hold no N copies of it.
 // An upstream that fails mid-body cuts the client's connection (the
 // status is out by then), so a short body is never taken as whole.
-func (g *Gateway) replayReference(ctx context.Context, c *call, rec store.Record) {
-	ctx, cancel := context.WithTimeout(ctx, c.ep.UpstreamTimeout)
+func (st *Stage) replayReference(ctx context.Context, c *exchange.Request, rec store.Record) {
+	ctx, cancel := context.WithTimeout(ctx, c.Endpoint.UpstreamTimeout)
 	defer cancel()
-	req := c.r.Clone(ctx)
-	req.Method, req.URL, req.RequestURI = http.MethodGet, referenceURL(c.ep.Replay.ResourcePath, rec.Snapshot.ResourceID), ""
+	req := c.R.Clone(ctx)
+	req.Method, req.URL, req.RequestURI = http.MethodGet, referenceURL(c.Endpoint.Replay.ResourcePath, rec.Snapshot.ResourceID), ""
 	req.Body, req.ContentLength = http.NoBody, 0
 	for _, h := range rereadDropped {
 		req.Header.Del(h)
 	}
-	req.Header.Set(HeaderActor, c.actor)
-	req.Header.Set(HeaderOperationID, rec.OperationID.String())
+	req.Header.Set(exchange.HeaderActor, c.Actor)
+	req.Header.Set(exchange.HeaderOperationID, rec.OperationID.String())
 	opID := rec.OperationID.String()
-	w := &replayWriter{client: c.w, header: http.Header{}, begin: func(reread http.Header) bool {
-		g.metrics.request(ctx, c.ep.Name, "replay", c.start)
-		h := c.w.Header()
+	w := &replayWriter{client: c.W, header: http.Header{}, begin: func(reread http.Header) bool {
+		c.Outcomes.Count(ctx, c.Endpoint.Name, "replay", c.Start)
+		h := c.W.Header()
 		for name, vs := range rec.Snapshot.Header {
 			h[name] = vs
 		}
@@ -62,21 +63,21 @@ func (g *Gateway) replayReference(ctx context.Context, c *call, rec store.Record
 				h[name] = vs
 			}
 		}
-		h.Set(HeaderOperationID, opID)
-		h.Set(HeaderReplayed, "true")
-		c.w.WriteHeader(rec.Snapshot.Status)
+		h.Set(exchange.HeaderOperationID, opID)
+		h.Set(exchange.HeaderReplayed, "true")
+		c.W.WriteHeader(rec.Snapshot.Status)
 		return bodyAllowed(rec.Snapshot.Status)
 	}}
-	g.next.Pass(w, req)
+	st.pass.Pass(w, req)
 	w.end()
 	switch {
 	case w.started:
 	case w.status == http.StatusNotFound || w.status == http.StatusGone:
-		g.refuse(c, "resource_gone", problem{Type: "resource-gone", Title: "the operation completed; its resource no longer exists",
+		c.Refuse("resource_gone", exchange.Problem{Type: "resource-gone", Title: "the operation completed; its resource no longer exists",
 			Detail: "the resource this key created was deleted; it is not created again", Status: http.StatusGone,
 			OperationID: opID, OperationState: string(rec.State)})
 	default:
-		g.refuseWait(c, "upstream_unavailable", problem{Type: "upstream-unavailable", Title: "the resource could not be read",
+		c.RefuseWait("upstream_unavailable", exchange.Problem{Type: "upstream-unavailable", Title: "the resource could not be read",
 			Detail: "the operation completed; retry with the same key to read its resource", Status: http.StatusBadGateway,
 			OperationID: opID, OperationState: string(rec.State)}, time.Second)
 	}

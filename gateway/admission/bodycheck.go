@@ -1,4 +1,4 @@
-package gateway
+package admission
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/idemcoord/idemcoord/config"
+	"github.com/idemcoord/idemcoord/gateway/exchange"
 )
 
 // fingerprintBusyRetryAfter is the Retry-After of a 503 for want of
@@ -15,19 +16,19 @@ const fingerprintBusyRetryAfter = time.Second
 
 // unsupportedMediaType answers 415: a body of another media type than the
 // endpoint declares. Nothing was claimed.
-func (g *Gateway) unsupportedMediaType(c *call) {
+func unsupportedMediaType(c *exchange.Request) {
 	// RFC 9110 15.5.16 asks to say what would have been accepted.
 	accept, detail := "application/json", "this endpoint takes a JSON body with Content-Type application/json (curl --json)"
-	if c.ep.DeclaredBody() == config.BodyMultipart {
+	if c.Endpoint.DeclaredBody() == config.BodyMultipart {
 		accept, detail = "multipart/form-data", "this endpoint takes a multipart/form-data body with a boundary (curl -F)"
 	}
-	switch c.r.Method {
+	switch c.R.Method {
 	case http.MethodPost:
-		c.w.Header().Set("Accept-Post", accept)
+		c.W.Header().Set("Accept-Post", accept)
 	case http.MethodPatch:
-		c.w.Header().Set("Accept-Patch", accept)
+		c.W.Header().Set("Accept-Patch", accept)
 	}
-	g.refuse(c, "unsupported_media_type", problem{Type: "unsupported-media-type",
+	c.Refuse("unsupported_media_type", exchange.Problem{Type: "unsupported-media-type",
 		Title:  "request body is not of the endpoint's media type",
 		Detail: detail,
 		Status: http.StatusUnsupportedMediaType, NewKeySafe: true})
@@ -51,12 +52,12 @@ func contentEncoding(r *http.Request, ep *config.Endpoint, n int) string {
 
 // unsupportedEncoding answers 415 to a compressed body (RFC 7694: with
 // Accept-Encoding naming what is taken): nothing was claimed or run.
-func (g *Gateway) unsupportedEncoding(c *call, enc string) {
-	c.w.Header().Set("Accept-Encoding", "identity")
+func unsupportedEncoding(c *exchange.Request, enc string) {
+	c.W.Header().Set("Accept-Encoding", "identity")
 	if len(enc) > 32 {
 		enc = enc[:32] + "..."
 	}
-	g.refuse(c, "unsupported_media_type", problem{Type: "unsupported-media-type",
+	c.Refuse("unsupported_media_type", exchange.Problem{Type: "unsupported-media-type",
 		Title: "request body is not of the endpoint's media type",
 		Detail: fmt.Sprintf("this endpoint fingerprints the body as sent and takes it uncompressed: "+
 			"Content-Encoding %q is not accepted; send the body without Content-Encoding", enc),
@@ -66,8 +67,8 @@ func (g *Gateway) unsupportedEncoding(c *call, enc string) {
 // fingerprintBusy answers 503: the fingerprint budget could not be had in
 // time. Nothing was claimed; a retry with the same key is the way on (a new
 // key is not safe: an earlier attempt under this key may have run).
-func (g *Gateway) fingerprintBusy(c *call) {
-	g.refuseWait(c, "fingerprint_busy", problem{Type: "overloaded", Title: "too many request bodies being checked",
+func fingerprintBusy(c *exchange.Request) {
+	c.RefuseWait("fingerprint_busy", exchange.Problem{Type: "overloaded", Title: "too many request bodies being checked",
 		Detail: "nothing was executed; retry with the same key", Status: http.StatusServiceUnavailable},
 		fingerprintBusyRetryAfter)
 }

@@ -1,4 +1,4 @@
-package gateway
+package admission
 
 import (
 	"net/http"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/config"
+	"github.com/idemcoord/idemcoord/gateway/exchange"
 )
 
 // limitSweepAt is the bucket count above which idle buckets are dropped:
@@ -90,16 +91,21 @@ func (l *limiter) sweep(now time.Time) {
 	l.sweepAt = max(limitSweepAt, 2*len(l.buckets))
 }
 
-// limited charges an answer given without the upstream (a replay or an
-// in-progress hit) to the caller's bucket and, when the bucket is empty,
-// answers 429 with Retry-After and reports true.
-func (g *Gateway) limited(c *call) bool {
-	ok, wait := g.limits.allow(c.ep.Name, c.actor)
-	if ok {
+// Limited charges a replay or an in-progress answer to the actor's limit
+// for the endpoint, once per request however many rounds it takes (a
+// wait, then the replay): c.Charged is set once it took its token. It
+// reports whether the limit refused it, having answered 429.
+func (a *Stage) Limited(c *exchange.Request) bool {
+	if c.Charged {
 		return false
 	}
-	setKeyStatus(c.w, KeyStatusRejected)
-	g.refuseWait(c, "rate_limited", problem{Type: "rate-limited", Title: "too many replays for this actor",
+	ok, wait := a.limits.allow(c.Endpoint.Name, c.Actor)
+	if ok {
+		c.Charged = true
+		return false
+	}
+	exchange.SetKeyStatus(c.W, exchange.KeyStatusRejected)
+	c.RefuseWait("rate_limited", exchange.Problem{Type: "rate-limited", Title: "too many replays for this actor",
 		Detail: "replays and in-progress answers count against a per-actor limit; retry with the same key later",
 		Status: http.StatusTooManyRequests}, wait)
 	return true

@@ -1,10 +1,11 @@
-package gateway
+package admission
 
 import (
 	"encoding/binary"
 	"strings"
 
 	"github.com/idemcoord/idemcoord/config"
+	"github.com/idemcoord/idemcoord/gateway/exchange"
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/store"
 )
@@ -15,8 +16,8 @@ import (
 // form's parts by field name, any other body as "body". Nil when they
 // cannot be computed: the record then answers a plain 422, as a v1
 // record does.
-func (g *Gateway) members(c *call) []byte {
-	m, ok := g.bodyMembers(c, idempotency.Members{})
+func members(c *exchange.Request) []byte {
+	m, ok := bodyMembers(c, idempotency.Members{})
 	if !ok {
 		return nil
 	}
@@ -28,7 +29,7 @@ func (g *Gateway) members(c *call) []byte {
 // rec stored, split as rec's were; nil for a record without member
 // digests (fingerprinted before version 2), when they do not decode, or
 // when the body is the same (the request differs elsewhere).
-func (g *Gateway) changedMembers(c *call, rec store.Record) []string {
+func changedMembers(c *exchange.Request, rec store.Record) []string {
 	if rec.Fingerprint.Version < idempotency.FingerprintV2 || len(rec.Members) == 0 {
 		return nil
 	}
@@ -36,7 +37,7 @@ func (g *Gateway) changedMembers(c *call, rec store.Record) []string {
 	if err != nil {
 		return nil
 	}
-	cur, ok := g.bodyMembers(c, stored)
+	cur, ok := bodyMembers(c, stored)
 	if !ok {
 		return nil
 	}
@@ -45,17 +46,17 @@ func (g *Gateway) changedMembers(c *call, rec store.Record) []string {
 
 // bodyMembers splits c's body into members, the way like's were split
 // when like has any (idempotency.MembersLike).
-func (g *Gateway) bodyMembers(c *call, like idempotency.Members) (idempotency.Members, bool) {
-	ct := c.r.Header.Get("Content-Type")
-	if c.ep.DeclaredBody() == config.BodyMultipart && len(c.body) > 0 {
-		canon, err := canonicalMultipart(ct, c.body)
+func bodyMembers(c *exchange.Request, like idempotency.Members) (idempotency.Members, bool) {
+	ct := c.R.Header.Get("Content-Type")
+	if c.Endpoint.DeclaredBody() == config.BodyMultipart && len(c.Body) > 0 {
+		canon, err := canonicalMultipart(ct, c.Body)
 		if err != nil {
 			return idempotency.Members{}, false
 		}
 		return idempotency.FormMembers(formParts(canon)), true
 	}
-	r := idempotency.Request{ContentType: ct, Body: c.body}
-	m, err := idempotency.MembersLike(like, r, c.policy.Fingerprint)
+	r := idempotency.Request{ContentType: ct, Body: c.Body}
+	m, err := idempotency.MembersLike(like, r, c.Policy.Fingerprint)
 	return m, err == nil
 }
 

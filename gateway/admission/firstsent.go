@@ -1,12 +1,12 @@
-package gateway
+package admission
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"time"
 
 	"github.com/idemcoord/idemcoord/config"
+	"github.com/idemcoord/idemcoord/gateway/exchange"
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/store"
 )
@@ -54,45 +54,58 @@ func firstSentWindow(ttl time.Duration) (window, skew time.Duration) {
 // so running the intent again could be its second run. A value that is no
 // HTTP-date is refused (400). bad reports a refusal, which refused
 // describes.
-func (g *Gateway) firstSent(c *call) (t time.Time, refused problem, bad bool) {
-	values := c.r.Header.Values(HeaderFirstSent)
+func (a *Stage) firstSent(c *exchange.Request) (t time.Time, refused exchange.Problem, bad bool) {
+	values := c.R.Header.Values(HeaderFirstSent)
 	if len(values) == 0 {
-		return time.Time{}, problem{}, false
+		return time.Time{}, exchange.Problem{}, false
 	}
 	t, err := parseFirstSent(values)
 	if err != nil {
-		return time.Time{}, problem{Type: "invalid-first-sent", Title: "invalid Idempotency-First-Sent",
-			Detail: err.Error(), Status: http.StatusBadRequest, NewKeySafe: true}, true
+		return time.Time{}, exchange.Problem{Type: "invalid-first-sent", Title: "invalid Idempotency-First-Sent",
+			Detail: exchange.Reason(err, "Idempotency-First-Sent does not parse"), Status: http.StatusBadRequest, NewKeySafe: true}, true
 	}
-	now := g.clock.Now()
-	window, skew := firstSentWindow(c.policy.TTL)
+	now := a.clock.Now()
+	window, skew := firstSentWindow(c.Policy.TTL)
 	switch {
 	case t.Before(now.Add(-window)):
-		return t, problem{Type: "first-sent-expired", Title: "intent first sent before the key's retention",
+		return t, exchange.Problem{Type: "first-sent-expired", Title: "intent first sent before the key's retention",
 			Detail: fmt.Sprintf("Idempotency-First-Sent is more than %s old, this endpoint's retention of keys (%s) less the %s of clock skew it tolerates: "+
 				"its record may be gone, so it is not run again; find out whether it took effect before sending it anew",
-				config.FormatDuration(window), config.FormatDuration(c.policy.TTL), config.FormatDuration(skew)),
+				config.FormatDuration(window), config.FormatDuration(c.Policy.TTL), config.FormatDuration(skew)),
 			Status: http.StatusPreconditionFailed}, true
 	case t.After(now.Add(skew)):
-		return t, problem{Type: "first-sent-in-future", Title: "intent first sent in the future",
+		return t, exchange.Problem{Type: "first-sent-in-future", Title: "intent first sent in the future",
 			Detail: fmt.Sprintf("Idempotency-First-Sent is more than %s ahead of this server's clock; "+
 				"send the time of the first attempt, unchanged on every retry", config.FormatDuration(skew)),
 			Status: http.StatusPreconditionFailed}, true
 	}
-	return t, problem{}, false
+	return t, exchange.Problem{}, false
 }
 
 // parseFirstSent parses the header's one value as an HTTP-date (IMF-fixdate,
 // or the obsolete forms RFC 9110 asks recipients to accept).
 func parseFirstSent(values []string) (time.Time, error) {
 	if len(values) > 1 {
-		return time.Time{}, errors.New("more than one Idempotency-First-Sent header")
+		return time.Time{}, exchange.NewInvalid("more than one Idempotency-First-Sent header")
 	}
 	t, err := http.ParseTime(values[0])
 	if err != nil {
-		return time.Time{}, errors.New("Idempotency-First-Sent is not an HTTP-date (Tue, 01 Dec 2026 11:00:00 GMT)")
+		return time.Time{}, exchange.NewInvalid("Idempotency-First-Sent is not an HTTP-date (Tue, 01 Dec 2026 11:00:00 GMT)")
 	}
 	return t.UTC(), nil
+}
+
+// Mismatch is the 422 for a key reused with another request than req (c's
+// body's changed members named when rec kept digests). The
+// operation exists: its id and state say which one the key belongs to
+// (GET /v1/operations/{id} shows it to the same actor).
+func Mismatch(c *exchange.Request, req store.ClaimRequest, rec store.Record) exchange.Problem {
+	same := sameRequest(req, rec)
+	return exchange.Problem{Type: "fingerprint-mismatch",
+		Title:  "Idempotency-Key reused with a different request",
+		Detail: mismatchDetail(rec, req.FirstSent, same), Status: http.StatusUnprocessableEntity,
+		OperationID: rec.OperationID.String(), OperationState: string(rec.State),
+		NewKeySafe: !same || tookNoEffect(rec.State), ChangedMembers: changedMembers(c, rec)} // members.go
 }
 
 // mismatchDetail is the 422's detail. A stored and a sent first-sent time

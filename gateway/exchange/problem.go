@@ -1,4 +1,4 @@
-package gateway
+package exchange
 
 import (
 	"encoding/json"
@@ -7,11 +7,11 @@ import (
 	"time"
 )
 
-// problemBase prefixes every problem type.
-const problemBase = "https://idemcoord.dev/problems/"
+// ProblemBase prefixes every problem type.
+const ProblemBase = "https://idemcoord.dev/problems/"
 
-// problem is an RFC 9457 problem document with idemcoord's extensions.
-type problem struct {
+// Problem is an RFC 9457 problem document with idemcoord's extensions.
+type Problem struct {
 	Type           string `json:"type"`
 	Title          string `json:"title"`
 	Status         int    `json:"status"`
@@ -35,12 +35,11 @@ type problem struct {
 	NewKeySafe bool `json:"new_key_safe"`
 }
 
-// writeProblem writes p; retryAfter > 0 adds Retry-After in whole seconds.
-// It is the one place a problem reaches a client, so it is where an error's
-// text loses its package prefixes (clientText).
-func writeProblem(w http.ResponseWriter, p problem, retryAfter time.Duration) {
-	p.Type = problemBase + p.Type
-	p.Detail = clientText(p.Detail)
+// WriteProblem writes p; retryAfter > 0 adds Retry-After in whole seconds.
+// It is the one place a problem reaches a client; p's detail is written as
+// it is (an error reaches it only through Reason, never by its text).
+func WriteProblem(w http.ResponseWriter, p Problem, retryAfter time.Duration) {
+	p.Type = ProblemBase + p.Type
 	h := w.Header()
 	h.Set("Content-Type", "application/problem+json")
 	h.Set("Cache-Control", "no-store")

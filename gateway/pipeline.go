@@ -1,0 +1,113 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/idemcoord/idemcoord/config"
+	"github.com/idemcoord/idemcoord/fencing"
+	"github.com/idemcoord/idemcoord/gateway/admission"
+	"github.com/idemcoord/idemcoord/gateway/exchange"
+	"github.com/idemcoord/idemcoord/internal/retry"
+	"github.com/idemcoord/idemcoord/store"
+)
+
+// The pipeline: every coordinated request passes these stages, in this
+// order, and this file is the one place the order is written.
+//
+//  1. admission (gateway/admission): the key, the first-sent time, the
+//     body within its cap and declared type, the fingerprint within its
+//     budget; the per-actor limits, charged in decide.
+//  2. routing (rounds, claimToken): the actor's owner region and fencing
+//     token; forwards, redirects, holds during a move or a failover, or
+//     refuses instead.
+//  3. claim: the store's verdict on the key (claimRound).
+//  4. decide (decide.go): one arm per store outcome, answering by
+//     replay (gateway/replay: snapshot, reference, replay-expired), async
+//     (202, the queue) or upstream (run, record), or claiming again.
+//
+// Each stage answers the client itself when it ends the request.
+
+// newCall is the call of a request to ep by actor, started at start.
+func (g *Gateway) newCall(w http.ResponseWriter, r *http.Request, ep *config.Endpoint, actor string, start time.Time) *call {
+	return &call{Request: exchange.Request{W: w, R: r, Endpoint: ep, Policy: g.policies[ep.Name], Actor: actor, Start: start, Outcomes: g.outcomes}}
+}
+
+// coordinate runs the protocol of docs/http-contract.md for one request.
+func (g *Gateway) coordinate(w http.ResponseWriter, r *http.Request, ep *config.Endpoint, actor string, start time.Time) {
+	g.coordinateCall(g.newCall(w, r, ep, actor, start))
+}
+
+// coordinateCall runs the pipeline for c.
+func (g *Gateway) coordinateCall(c *call) {
+	// Once the coordinator has the request it carries it through to a
+	// recorded outcome even if the client hangs up: a claim or a result
+	// abandoned half-way would hold the key for a whole lease.
+	ctx := context.WithoutCancel(c.R.Context())
+	req, verdict := g.admission.Admit(&c.Request) // 1. admission
+	switch verdict {
+	case admission.Answered:
+		return
+	case admission.Uncoordinated:
+		g.passthrough(c.W, c.R, c.Actor, c.Endpoint.Name, c.Start)
+		return
+	}
+	// 2. routing, once per round: a stale fence is re-read once, and
+	// resolving an unknown outcome (or losing a run to a takeover) is
+	// followed by claiming again.
+	err := g.rounds(ctx, c, retry.NewShare(retry.Default.Store), claimRounds, func(r round) stepResult {
+		return g.claimRound(ctx, c, req, r) // 3. claim, 4. decide
+	})
+	g.roundsEnded(c, err)
+}
+
+// claimRounds bounds a request's claim rounds (see rounds).
+const claimRounds = 4
+
+// claimRound claims the key with the round's token and decides on the
+// store's verdict.
+func (g *Gateway) claimRound(ctx context.Context, c *call, req store.ClaimRequest, r round) stepResult {
+	req.Token = r.Token
+	sctx, done := r.store(ctx)
+	c.ClaimedAt = g.clock.Now()
+	claim, err := g.store.Begin(sctx, req)
+	done()
+	switch {
+	case errors.Is(err, fencing.ErrStaleEpoch):
+		return stale(err)
+	case errors.Is(err, store.ErrFingerprintVersion):
+		// Stored by an instance with a newer fingerprint algorithm:
+		// this one cannot compare. Another (upgraded) instance can.
+		exchange.SetKeyStatus(c.W, KeyStatusInProgress)
+		c.RefuseWait("in_progress", exchange.Problem{Type: "in-progress", Title: "cannot compare with the stored request",
+			Detail: "the key's record was fingerprinted by a newer version; retry with the same key",
+			Status: http.StatusConflict}, time.Second)
+		return answered
+	case err != nil:
+		c.StoreDown(err)
+		return answered
+	}
+	if g.decide(ctx, c, req, claim) {
+		return another
+	}
+	return answered
+}
+
+// roundsEnded answers a call whose rounds ended without a stage's answer.
+func (g *Gateway) roundsEnded(c *call, err error) {
+	switch {
+	case err == nil || errors.Is(err, errRouted):
+		// Answered, or forwarded, redirected or refused (see shadowRun.relay).
+	case errors.Is(err, errNotOwner), errors.As(err, new(fenceRefused)):
+		c.RegionUnavailable(err) // another region owns the shard, or the fence kept refusing this one
+	case errors.Is(err, errRoundsOut):
+		// Resolved outcomes kept changing under us.
+		exchange.SetKeyStatus(c.W, KeyStatusInProgress)
+		c.RefuseWait("in_progress", exchange.Problem{Type: "in-progress", Title: "operation is changing state",
+			Detail: "retry with the same key", Status: http.StatusConflict}, time.Second)
+	default:
+		c.StoreDown(err)
+	}
+}
