@@ -32,8 +32,12 @@ const (
 	// DCS read per member per second (three members idle at ~4% of a core).
 	DefaultLoopWait = MinLoopWait
 	// DefaultRetryTimeout is how long Patroni retries the DCS and
-	// PostgreSQL before demoting a primary it cannot confirm.
-	DefaultRetryTimeout = MinRetryTimeout
+	// PostgreSQL before demoting a primary it cannot confirm: 9 s, as
+	// deploy/patroni runs (ttl 20 >= loop_wait 1 + 2 x 9). Patroni's floor
+	// of 3 s made a member on a loaded machine drop its leader key on a
+	// 3 s etcd stall, leaving its cluster without a primary for a ttl; an
+	// unplanned loss still costs the ttl, not this.
+	DefaultRetryTimeout = 9 * time.Second
 )
 
 // MemberSpec is one member of a cluster.
