@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"runtime"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -114,5 +116,80 @@ func TestAWriteAfterASwitchoverGoesToTheNewPrimary(t *testing.T) {
 	var inRecovery bool
 	if err := s.Pool().QueryRow(ctx, `SELECT pg_is_in_recovery()`).Scan(&inRecovery); err != nil || inRecovery {
 		t.Errorf("after the claim the pool is on a standby (%v)", err)
+	}
+}
+
+// TestAStoreCallDuringASwitchoverIsHeldAndServed: a planned switchover
+// (the runbook's procedure: both standbys synchronous, then patronictl
+// switchover) leaves its cluster without a primary for a second or two.
+// Claims sent meanwhile, with the store's default budget, are held until
+// the new primary takes them and are then served: none gives up as
+// unavailable (a 503 to the client) and none runs twice.
+func TestAStoreCallDuringASwitchoverIsHeldAndServed(t *testing.T) {
+	c := patronitest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	dsn := newPatroniDatabase(t, c)
+	s, err := sqlstore.Open(ctx, sqlstore.Config{Migrate: true, DSN: dsn, DBClock: newClock(), MaxConns: 4, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	bootstrap(t, s)
+	if err := c.SetSyncStandbys(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+
+	const writers = 4
+	var (
+		stop            atomic.Bool
+		served, refused atomic.Int64
+		wg              sync.WaitGroup
+		firstErr        atomic.Value
+	)
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; !stop.Load(); i++ {
+				key := fmt.Sprintf("w%d-%d", w, i)
+				cl, err := s.Begin(ctx, storetest.Request(t, "tenant/alice", key, `{}`))
+				switch {
+				case err != nil:
+					refused.Add(1)
+					firstErr.CompareAndSwap(nil, err)
+				case cl.Outcome != store.FirstRun:
+					refused.Add(1)
+					firstErr.CompareAndSwap(nil, fmt.Errorf("claim %s: outcome %v, want a first run", key, cl.Outcome))
+				default:
+					served.Add(1)
+				}
+			}
+		}()
+	}
+	old, err := c.Primary(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := served.Load()
+	if err := c.Switchover(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	now, err := c.Primary(ctx)
+	if err != nil || now.Name == old.Name {
+		t.Fatalf("primary after the switchover = %q (%v), want another than %q", now.Name, err, old.Name)
+	}
+	// Writes go on on the new primary before the writers stop.
+	for after := served.Load(); served.Load() < after+20; {
+		if ctx.Err() != nil {
+			t.Fatal("no claim served on the new primary")
+		}
+		runtime.Gosched()
+	}
+	stop.Store(true)
+	wg.Wait()
+	t.Logf("%d claims served (%d before the switchover), %d refused", served.Load(), before, refused.Load())
+	if n := refused.Load(); n != 0 {
+		t.Errorf("%d claims during the switchover were not served (first: %v); want every one held, then served", n, firstErr.Load())
 	}
 }

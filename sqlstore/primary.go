@@ -1,6 +1,8 @@
 package sqlstore
 
 import (
+	"context"
+	"errors"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -14,6 +16,27 @@ import (
 // connection as the error arrives, so the pool opens a new one, which
 // finds the new primary; the statement itself did not commit (the server
 // refused it) and the store's loop runs it again (retryable).
+
+// outage reports a failure that proves its attempt did nothing because no
+// server could take it now, as while a Patroni cluster moves its primary:
+// no connection could be made (the old primary shutting down, 57P03; the
+// others still standbys, which target_session_attrs=read-write refuses),
+// a connection pgx never sent the statement on, a server that takes no
+// writes (25006, closed by onPgError), or one that ended the session with
+// an error before anything committed (57P01 and 57P02 shutdowns, class
+// 08). A lost connection with no answer is not one: a statement that
+// commits may have committed (ambiguous, settled by the store's rules).
+func outage(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		c := pgErr.Code
+		return c == "57P01" || c == "57P02" || c == "57P03" || strings.HasPrefix(c, "08") || readOnly(pgErr)
+	}
+	return errors.As(err, new(*pgconn.ConnectError)) || pgconn.SafeToRetry(err)
+}
 
 // readOnly reports an error of a server that does not take writes now: a
 // standby, or a demoted primary.

@@ -224,7 +224,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("sqlstore: connect: %w", err)
 	}
 	s.cockroach = strings.Contains(version, "CockroachDB")
-	s.loop = retry.Loop{Budget: budget(cfg), Clock: cfg.BackoffClock, Jitter: s.jitter, OnRetry: s.metrics.txRetry}
+	s.loop = retry.Loop{Budget: budget(cfg), Clock: cfg.BackoffClock, Jitter: s.jitter, OnRetry: s.metrics.txRetry, Outage: outage}
 	s.claims = newCombiner(cfg.GroupCommit, s.claimBatch)
 	s.finishes = newCombiner(cfg.GroupCommit, s.finishBatch)
 	if cfg.Migrate {

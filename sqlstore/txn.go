@@ -24,12 +24,16 @@ import (
 // that no longer takes writes (25006, a demoted primary whose connection
 // onPgError closed: the next attempt connects to the new one): the
 // transaction did not commit and may be re-run whole.
+//
+// An outage (no server could take the attempt: a cluster between two
+// primaries) is retryable too; the loop waits it out for the budget's
+// Hold (outage) instead of spending attempts.
 func retryable(err error) bool {
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		return pgErr.Code == "40001" || pgErr.Code == "40P01" || pgErr.Code == "CR000" || readOnly(pgErr)
+	if errors.As(err, &pgErr) && (pgErr.Code == "40001" || pgErr.Code == "40P01" || pgErr.Code == "CR000") {
+		return true
 	}
-	return false
+	return outage(err)
 }
 
 // isUniqueViolation reports a 23505, which under SERIALIZABLE may be a

@@ -28,6 +28,15 @@ type Budget struct {
 	Cap time.Duration
 	// Total bounds the time of one call, attempts and backoffs included.
 	Total time.Duration
+	// Hold bounds how long a call waits out an outage (Loop.Outage): an
+	// attempt that failed because no server could take it, which proves
+	// nothing was done, spends no attempt and runs again every HoldStep
+	// (full jitter) until Hold has passed since the call's first such
+	// failure, or Total runs out. Zero: such a failure is an ordinary
+	// attempt.
+	Hold time.Duration
+	// HoldStep is the backoff step while a call waits out an outage.
+	HoldStep time.Duration
 }
 
 // Budgets names every retry budget of the coordinator.
@@ -63,6 +72,14 @@ var Default = Budgets{
 		Cap: 64 * time.Millisecond,
 		// A store that does not answer in this long is treated as down.
 		Total: 10 * time.Second,
+		// A cluster with no primary (a Patroni switchover: about 2.5 s
+		// here, docs/store-ha.md) holds a call this long, then the store
+		// is down: 503 with Retry-After. An unplanned failover (ttl 20 s)
+		// outlasts it on purpose: a client is not held for half a minute.
+		Hold: 4 * time.Second,
+		// A new primary is found within a tenth of a second; each try is
+		// one connection attempt.
+		HoldStep: 100 * time.Millisecond,
 	},
 	Record: Budget{
 		// One result is written at most this often, first try included.
@@ -112,6 +129,8 @@ type Share struct {
 	limit int
 	used  int
 	left  time.Duration
+	// held is when the call's first outage failure was seen (Budget.Hold).
+	held time.Time
 }
 
 // NewShare starts a share of b.
@@ -186,6 +205,22 @@ func (s *Share) take(limit int) bool {
 		return false
 	}
 	s.used++
+	return true
+}
+
+// hold gives back the attempt an outage failure spent and reports
+// whether the call may still wait out the outage: less than limit has
+// passed since its first outage failure (now, on the loop's clock).
+func (s *Share) hold(now time.Time, limit time.Duration) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.held.IsZero() {
+		s.held = now
+	}
+	if now.Sub(s.held) >= limit {
+		return false
+	}
+	s.used--
 	return true
 }
 

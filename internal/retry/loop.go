@@ -40,6 +40,11 @@ type Loop struct {
 	Jitter func(d time.Duration) time.Duration
 	// OnRetry, if set, is told of every attempt that is run again.
 	OnRetry func(ctx context.Context, op string)
+	// Outage, if set, reports a failure (one again accepted) that proves
+	// the attempt did nothing and that no server could take it now: a
+	// store failing over to a new primary. Such failures are waited out
+	// for Budget.Hold, every Budget.HoldStep, without spending attempts.
+	Outage func(error) bool
 }
 
 // Call returns ctx for one call of l's kind: ctx itself when it carries a
@@ -77,6 +82,13 @@ func (l *Loop) Do(ctx context.Context, op string, again func(error) bool, attemp
 			return err
 		}
 		last = err
+		step := time.Duration(0)
+		if l.Outage != nil && l.Budget.Hold > 0 && l.Outage(err) {
+			if !share.hold(clock.Or(l.Clock).Now(), l.Budget.Hold) {
+				return &ExhaustedError{Op: op, Attempts: share.Used(), Err: last}
+			}
+			step = max(l.Budget.HoldStep, time.Millisecond)
+		}
 		if share.Spent() || share.Used() >= l.Budget.Attempts {
 			return &ExhaustedError{Op: op, Attempts: share.Used(), Err: last}
 		}
@@ -84,6 +96,9 @@ func (l *Loop) Do(ctx context.Context, op string, again func(error) bool, attemp
 			l.OnRetry(ctx, op)
 		}
 		d := l.Budget.Step(n)
+		if step > 0 {
+			d = step
+		}
 		if l.Jitter != nil {
 			d = l.Jitter(d)
 		}

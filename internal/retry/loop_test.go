@@ -3,9 +3,12 @@ package retry_test
 import (
 	"context"
 	"errors"
+	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/internal/retry"
 )
 
@@ -66,5 +69,78 @@ func TestStepDoublesUpToTheCap(t *testing.T) {
 		if got := b.Step(tt.n); got != tt.want {
 			t.Errorf("Step(%d) = %v, want %v", tt.n, got, tt.want)
 		}
+	}
+}
+
+var errNoPrimary = errors.New("no primary")
+
+// TestAnOutageIsWaitedOutForTheHoldWithoutSpendingAttempts: failures the
+// loop's Outage names (no server could take the call: a store between two
+// primaries) spend no attempt; the call runs them again every HoldStep
+// until the outage ends, and gives up once Hold has passed since the
+// first one, on the loop's clock.
+func TestAnOutageIsWaitedOutForTheHoldWithoutSpendingAttempts(t *testing.T) {
+	fake := clock.NewFake(time.Date(2026, 12, 6, 0, 0, 0, 0, time.UTC))
+	b := retry.Budget{Attempts: 3, Base: time.Millisecond, Cap: time.Millisecond, Total: time.Hour,
+		Hold: 4 * time.Second, HoldStep: 100 * time.Millisecond}
+	outage := func(err error) bool { return errors.Is(err, errNoPrimary) }
+	run := func(failures int) (runs int, err error) {
+		l := &retry.Loop{Budget: b, Clock: fake, Outage: outage}
+		done := make(chan error, 1)
+		go func() {
+			done <- l.Do(context.Background(), "claim", always, func(context.Context) error {
+				runs++
+				if runs <= failures {
+					return errNoPrimary
+				}
+				return nil
+			})
+		}()
+		for {
+			select {
+			case err := <-done:
+				return runs, err
+			default:
+				if fake.Waiters() > 0 {
+					fake.Advance(b.HoldStep)
+				}
+				runtime.Gosched()
+			}
+		}
+	}
+	// 30 outage failures (3 s of hold) with a budget of 3 attempts: held,
+	// then served.
+	if runs, err := run(30); err != nil || runs != 31 {
+		t.Fatalf("a 3 s outage: %d runs, %v; want 31 runs and success", runs, err)
+	}
+	// An outage that lasts: given up once the hold has passed, as
+	// *ExhaustedError wrapping the outage.
+	runs, err := run(1 << 30)
+	var ex *retry.ExhaustedError
+	if !errors.As(err, &ex) || !errors.Is(err, errNoPrimary) {
+		t.Fatalf("a lasting outage: %v, want *ExhaustedError wrapping it", err)
+	}
+	if want := int(b.Hold/b.HoldStep) + 1; runs != want {
+		t.Errorf("a lasting outage ran %d times, want %d (one every step for the hold)", runs, want)
+	}
+	// Without Outage the same failures spend the attempts.
+	l := &retry.Loop{Budget: b, Clock: fake}
+	var n atomic.Int32
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				fake.Advance(b.Cap)
+				runtime.Gosched()
+			}
+		}
+	}()
+	err = l.Do(context.Background(), "claim", always, func(context.Context) error { n.Add(1); return errNoPrimary })
+	if !errors.As(err, &ex) || n.Load() != 3 {
+		t.Errorf("without Outage: %d runs, %v; want the 3 attempts, then *ExhaustedError", n.Load(), err)
 	}
 }
