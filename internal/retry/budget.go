@@ -72,11 +72,14 @@ var Default = Budgets{
 		Cap: 64 * time.Millisecond,
 		// A store that does not answer in this long is treated as down.
 		Total: 10 * time.Second,
-		// A cluster with no primary (a Patroni switchover: about 2.5 s
-		// here, docs/store-ha.md) holds a call this long, then the store
-		// is down: 503 with Retry-After. An unplanned failover (ttl 20 s)
-		// outlasts it on purpose: a client is not held for half a minute.
-		Hold: 4 * time.Second,
+		// A cluster with no primary (a Patroni switchover: about 2 s
+		// without one, docs/store-ha.md) holds a call this long, then the
+		// store is down: 503 with Retry-After. An unplanned failover (ttl
+		// 20 s) outlasts it on purpose: a client is not held for half a
+		// minute. Kept under an SDK's answer timeout (the endpoint's
+		// upstream_timeout + 2 s; the drills' is 1.5 s + 2 s), so the
+		// client gets the 503, not a timeout that may have run.
+		Hold: 3 * time.Second,
 		// A new primary is found within a tenth of a second; each try is
 		// one connection attempt.
 		HoldStep: 100 * time.Millisecond,
