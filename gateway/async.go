@@ -65,7 +65,7 @@ func (g *Gateway) accept(c *call, claim store.Claim, result string) {
 func (g *Gateway) runAsync(ctx context.Context, c *call, claim store.Claim, in Invocation) {
 	a, res, _, err := g.perform(ctx, c, claim, in)
 	if a.Err != nil {
-		g.log.WarnContext(ctx, "async execution failed", "operation_id", in.OperationID, "err", redact(a.Err))
+		g.log.WarnContext(ctx, "async execution failed", "operation_id", in.OperationID, "err", exchange.Redact(a.Err))
 	}
 	switch {
 	case errors.Is(err, store.ErrLostOwnership):

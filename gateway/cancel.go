@@ -13,6 +13,7 @@ import (
 
 	"github.com/idemcoord/idemcoord/config"
 	"github.com/idemcoord/idemcoord/gateway/exchange"
+	"github.com/idemcoord/idemcoord/gateway/routing"
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/internal/retry"
 	"github.com/idemcoord/idemcoord/store"
@@ -64,7 +65,7 @@ func (p *Proxy) Cancel(ctx context.Context, in Invocation) (CancelVerdict, idemp
 	setIdentity(req.Header, in)
 	a := p.do(req, sent)
 	if a.Err != nil {
-		return CancelUndetermined, idempotency.Stage{}, redact(a.Err)
+		return CancelUndetermined, idempotency.Stage{}, exchange.Redact(a.Err)
 	}
 	st, ok := stageOf(a.Header)
 	switch {
@@ -132,7 +133,7 @@ func (g *Gateway) cancelOperation(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	hop := r.Header.Get(HeaderForwardedFrom) // as serve does: routing refuses a second hop
 	stripReserved(r.Header)
-	r = withForwardedFrom(r, hop)
+	r = routing.WithForwardedFrom(r, hop)
 	p, err := g.cfg.Auth.Verify(r)
 	if err != nil {
 		exchange.WriteUnauthorized(w, err)
@@ -173,27 +174,26 @@ func (g *Gateway) cancelOperation(w http.ResponseWriter, r *http.Request) {
 	// The cancel's write is fenced like a claim: routing sends the DELETE
 	// to the actor's owner region (forwarded once, or redirected), or
 	// refuses it while ownership moves or the endpoint's failover policy
-	// holds the shard. The rounds are the request path's (rounds).
+	// holds the shard. The rounds are the request path's (routing.Stage.Rounds).
 	c := g.newCall(w, r, ep, actor, start)
 	cr := &cancelRun{g: g, ctx: ctx, w: w, ep: ep, id: id, rec: rec, cs: cs, canceller: canceller,
 		in: Invocation{OperationID: id, Actor: actor, Endpoint: ep}}
-	err = g.rounds(ctx, c, share, cancelRounds, cr.round)
-	switch {
-	case err == nil:
-	case errors.Is(err, errRouted):
+	switch end := g.routes.Rounds(ctx, &c.Request, share, cancelRounds, cr.round); end.Ending {
+	case routing.Answered:
+	case routing.Routed:
 		g.cancelled(ctx, ep.Name, "routed", id, "")
-	case errors.Is(err, errNotOwner):
+	case routing.NotOwner:
 		g.cancelled(ctx, ep.Name, "region_unavailable", id, "")
 		exchange.WriteProblem(w, exchange.Problem{Type: "region-unavailable", Title: "this region does not own the actor now",
 			Detail: "nothing was cancelled; retry the DELETE", Status: http.StatusServiceUnavailable,
 			OperationID: id.String()}, time.Second)
-	case errors.Is(err, errRoundsOut), errors.As(err, new(fenceRefused)):
+	case routing.RoundsOut, routing.FenceRefused:
 		g.cancelled(ctx, ep.Name, "contention", id, "")
 		exchange.WriteProblem(w, exchange.Problem{Type: "cancel-undetermined", Title: "operation is changing state",
 			Detail: "the upstream confirmed the cancel and the record is being updated; retry the DELETE",
 			Status: http.StatusConflict, OperationID: id.String()}, time.Second)
 	default:
-		g.cancelStoreDown(ctx, w, ep.Name, id, err)
+		g.cancelStoreDown(ctx, w, ep.Name, id, end.Err)
 	}
 }
 

@@ -28,8 +28,6 @@ type call struct {
 	// waitUntil is when a wait for the run in flight ends (await.go),
 	// set the first time the request finds its operation in flight.
 	waitUntil time.Time
-	// shadow is set on a shadow-mode endpoint (shadow.go).
-	shadow *shadowRun
 }
 
 // resolve asks the upstream about an OUTCOME_UNKNOWN operation and records

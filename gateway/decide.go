@@ -30,7 +30,7 @@ func (g *Gateway) decide(ctx context.Context, c *call, req store.ClaimRequest, c
 	}
 	switch claim.Outcome {
 	case store.Replayed:
-		g.replay.Replay(ctx, &c.Request, claim.Record, c.shadow == nil)
+		g.replay.Replay(ctx, &c.Request, claim.Record, c.Shadow == nil)
 	case store.Mismatch:
 		c.Refuse("fingerprint_conflict", admission.Mismatch(&c.Request, req, claim.Record))
 	case store.InFlight:

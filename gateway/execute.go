@@ -150,7 +150,7 @@ func (p *Proxy) Execute(ctx context.Context, in Invocation) Answer {
 	req.Body = io.NopCloser(bytes.NewReader(in.Body))
 	req.ContentLength = int64(len(in.Body))
 	req.GetBody = nil
-	req.Header = outboundHeader(in.Request.Header, 3)
+	req.Header = exchange.OutboundHeader(in.Request.Header, 3)
 	setIdentity(req.Header, in)
 	return p.do(req, sent)
 }
@@ -197,7 +197,7 @@ func (p *Proxy) do(req *http.Request, sent *sendTrace) Answer {
 		// upstream acted, so the outcome is for the resolve path to tell.
 		return Answer{Err: fmt.Errorf("gateway: upstream answer over %d bytes", maxUpstreamBody), Sent: true}
 	}
-	dropHopHeaders(resp.Header)
+	exchange.DropHopHeaders(resp.Header)
 	return Answer{Status: resp.StatusCode, Header: resp.Header, Body: body}
 }
 

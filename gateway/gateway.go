@@ -20,6 +20,7 @@ import (
 	"github.com/idemcoord/idemcoord/gateway/admission"
 	"github.com/idemcoord/idemcoord/gateway/exchange"
 	"github.com/idemcoord/idemcoord/gateway/replay"
+	"github.com/idemcoord/idemcoord/gateway/routing"
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/internal/lifecycle"
 	"github.com/idemcoord/idemcoord/ledger"
@@ -34,7 +35,7 @@ const (
 	HeaderOperationID = exchange.HeaderOperationID
 	HeaderActor       = exchange.HeaderActor
 	HeaderReplayed    = exchange.HeaderReplayed
-	HeaderRegion      = "X-Idempotency-Region"
+	HeaderRegion      = routing.HeaderRegion
 )
 
 // Authenticator maps a request to its principal (*authn.Verifier).
@@ -120,10 +121,12 @@ type Gateway struct {
 	cfg      Config
 	router   *Router
 	policies map[string]idempotency.Policy
-	fences   *fenceCache
-	routes   *routing
-	metrics  *metrics
-	tracer   trace.Tracer
+	// routes is the pipeline's second stage (gateway/routing): owner
+	// routing, holds and forwards in multi-region mode, the store's
+	// fences in single-region mode.
+	routes  *routing.Stage
+	metrics *metrics
+	tracer  trace.Tracer
 	// store and next are Config's Store and Next as the request pipeline
 	// calls them: the claim, the upstream call, the finish and the
 	// passthrough decorated with their spans (tracing.go).
@@ -214,12 +217,16 @@ func New(cfg Config) (*Gateway, error) {
 	canceller, _ := cfg.Next.(Canceller)
 	lister, _ := cfg.Store.(fenceLister)
 	cfg.Store, cfg.Next = nil, nil
-	routes, err := newRouting(&cfg, st, m)
+	routes, err := routing.New(routing.Config{Region: cfg.Region, Shards: cfg.Shards, Fences: st, Owners: cfg.Owners,
+		Health: cfg.Health, Ledger: cfg.Ledger, Topology: cfg.Topology, Routing: cfg.Routing,
+		ForwardTransport: cfg.ForwardTransport, ForwardTimeout: cfg.ForwardTimeout, Meter: cfg.Meter,
+		Logger: cfg.Logger, Clock: cfg.Clock})
 	if err != nil {
 		return nil, err
 	}
+	cfg.Region = routes.Local()
 	g := &Gateway{cfg: cfg, router: router, policies: map[string]idempotency.Policy{}, metrics: m,
-		log: cfg.Logger, fences: newFenceCache(st, cfg.Shards, cfg.Region), routes: routes, clock: cfg.Clock,
+		log: cfg.Logger, routes: routes, clock: cfg.Clock,
 		durations: map[string]*durationEstimate{}, tracer: tracer, shadowed: shadowed,
 		store: st, next: next, canceller: canceller, fenceLister: lister}
 	g.outcomes = &exchange.Outcomes{Log: cfg.Logger, Count: m.request}
@@ -374,7 +381,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 	// hop header is kept aside for routing, which only refuses on it.
 	hop := r.Header.Get(HeaderForwardedFrom)
 	stripReserved(r.Header)
-	r = withForwardedFrom(r, hop)
+	r = routing.WithForwardedFrom(r, hop)
 	p, authErr := g.cfg.Auth.Verify(r)
 	ep, ok := g.router.Match(r.Method, r.URL.Path)
 	if !ok || ep.Shadow() {

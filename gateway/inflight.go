@@ -58,7 +58,7 @@ const DefaultMoveSweepInterval = 500 * time.Millisecond
 func (g *Gateway) moveSweepLoop() func(context.Context) error {
 	fs := g.store
 	groups := g.fencedEndpoints()
-	if g.cfg.Recovery.Disabled || g.routes == nil || len(groups) == 0 {
+	if g.cfg.Recovery.Disabled || !g.routes.MultiRegion() || len(groups) == 0 {
 		return nil
 	}
 	every := g.cfg.Recovery.MoveSweepInterval
@@ -115,13 +115,13 @@ type moveWatch struct {
 // no longer this region's to sweep.
 func (w *moveWatch) observe(g *Gateway, groups map[policy.Policy][]string) {
 	for shard := range g.cfg.Shards {
-		owner, epoch, _, ok := g.routes.owners.Owner(shard)
+		owner, epoch, _, ok := g.routes.Owner(shard)
 		if !ok {
 			continue
 		}
 		prev, known := w.seen[shard]
 		w.seen[shard] = epoch
-		if owner != g.routes.local {
+		if owner != g.routes.Local() {
 			delete(w.pending, shard) // moved on before its sweep: the new owner's business
 			continue
 		}
@@ -145,11 +145,11 @@ func (g *Gateway) sweepMoved(ctx context.Context, fs store.Queue, w *moveWatch, 
 	if len(w.pending) == 0 {
 		return
 	}
-	health := g.routes.localHealth()
+	health := g.routes.LocalHealth()
 	for p, names := range groups {
 		var shards []int
 		for shard, todo := range w.pending {
-			if todo[p] && g.routes.mayRecoverShard(shard, p, health) {
+			if todo[p] && g.routes.MayRecoverShard(shard, p, health) {
 				shards = append(shards, shard)
 			}
 		}
@@ -220,7 +220,10 @@ func (g *Gateway) settleFenced(ctx context.Context, fs store.Queue, q store.Queu
 	}
 	sctx, cancel := context.WithTimeout(ctx, storeCallTimeout)
 	defer cancel()
-	tok, err := g.fences.token(sctx, rec.Scope.Actor)
+	tok, owned, err := g.routes.FenceToken(sctx, rec.Scope.Actor)
+	if err == nil && !owned {
+		return // moved on
+	}
 	var claim store.Claim
 	if err == nil {
 		claim, err = fs.TakeOver(sctx, rec, store.ClaimRequest{Token: tok, Worker: g.cfg.Worker,
@@ -228,10 +231,10 @@ func (g *Gateway) settleFenced(ctx context.Context, fs store.Queue, q store.Queu
 	}
 	switch {
 	case errors.Is(err, fencing.ErrStaleEpoch):
-		g.fences.invalidate(tok.Shard)
+		g.routes.Invalidate(tok.Shard)
 		return
-	case errors.Is(err, errNotOwner), errors.Is(err, store.ErrLostOwnership):
-		return // moved on, or another instance (or a retry) won it
+	case errors.Is(err, store.ErrLostOwnership):
+		return // another instance (or a retry) won it
 	case err != nil:
 		g.log.WarnContext(ctx, "takeover of an operation fenced out by a move failed", "operation_id", rec.OperationID, "err", err)
 		return

@@ -145,12 +145,12 @@ func (g *Gateway) recoverBatch(ctx context.Context, rs store.Queue, batch int, a
 			g.log.ErrorContext(ctx, "stored async request unreadable; left for a retry", "operation_id", rec.OperationID, "err", err)
 			continue
 		}
-		if !g.mayRecover(rec.Scope.Actor, ep.Failover) {
+		if !g.routes.MayRecover(rec.Scope.Actor, ep.Failover) {
 			continue // moving, or held by the endpoint's failover policy
 		}
 		sctx, cancel := context.WithTimeout(ctx, storeCallTimeout)
-		tok, err := g.fences.token(sctx, rec.Scope.Actor)
-		if err == nil {
+		tok, owned, err := g.routes.FenceToken(sctx, rec.Scope.Actor)
+		if err == nil && owned {
 			var claim store.Claim
 			claim, err = rs.TakeOver(sctx, rec, store.ClaimRequest{Token: tok, Worker: g.cfg.Worker,
 				Lease: policy.Lease, TTL: policy.TTL, ReplayTTL: policy.ReplayTTL, DownstreamWindow: ep.DownstreamWindow})
@@ -168,10 +168,10 @@ func (g *Gateway) recoverBatch(ctx context.Context, rs store.Queue, batch int, a
 		}
 		cancel()
 		switch {
-		case err == nil, errors.Is(err, errNotOwner), errors.Is(err, store.ErrLostOwnership):
+		case err == nil, errors.Is(err, store.ErrLostOwnership):
 			// Ran, another region's, or another instance won the takeover.
 		case errors.Is(err, fencing.ErrStaleEpoch):
-			g.fences.invalidate(tok.Shard)
+			g.routes.Invalidate(tok.Shard)
 		case errors.Is(err, store.ErrDownstreamWindowPassed):
 			g.log.WarnContext(ctx, "async operation past the downstream window; not run again, left for an operator",
 				"operation_id", rec.OperationID, "endpoint", ep.Name)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"net/url"
 	"time"
 
 	"github.com/idemcoord/idemcoord/fencing"
@@ -43,7 +42,7 @@ func (g *Gateway) run(ctx context.Context, c *call, claim store.Claim, result st
 		// (I7). The client is told to retry with the same key instead. A
 		// shadow endpoint honours no key, so its client gets the upstream's
 		// answer whatever the store kept.
-		if c.Endpoint.ResolvePath != "" && c.shadow == nil {
+		if c.Endpoint.ResolvePath != "" && c.Shadow == nil {
 			g.metrics.upstreamResult(ctx, c.Endpoint.Name, string(res.State))
 			if errors.Is(err, fencing.ErrStaleEpoch) {
 				g.ranWhileMoved(c, in)
@@ -66,7 +65,7 @@ func (g *Gateway) run(ctx context.Context, c *call, claim store.Claim, result st
 		return false
 	}
 	if res.State == idempotency.OutcomeUnknown {
-		g.log.WarnContext(ctx, "upstream outcome unknown", "operation_id", in.OperationID, "key", c.Key, "err", redact(a.Err))
+		g.log.WarnContext(ctx, "upstream outcome unknown", "operation_id", in.OperationID, "key", c.Key, "err", exchange.Redact(a.Err))
 		exchange.WriteProblem(c.W, exchange.Problem{Type: "outcome-unknown", Title: "upstream outcome unknown",
 			Detail: "the upstream did not answer in time; retry with the same key", Status: http.StatusGatewayTimeout,
 			OperationID: in.opID, OperationState: string(res.State)}, time.Second)
@@ -100,7 +99,7 @@ func (g *Gateway) ranWhileMoved(c *call, in Invocation) {
 		Detail: "the operation ran while the actor's shard moved to another region, which records its outcome; " +
 			"retry with the same key to get the answer, never with a new key",
 		Status: http.StatusServiceUnavailable, OperationID: in.opID,
-		OperationState: string(idempotency.InProgress)}, ownershipRetryAfter)
+		OperationState: string(idempotency.InProgress)}, exchange.OwnershipRetryAfter)
 }
 
 // ranUnrecorded answers a run whose result the store did not take (it
@@ -225,17 +224,7 @@ func (g *Gateway) execute(ctx context.Context, c *call, claim store.Claim, in In
 	}
 	start := g.clock.Now()
 	a := checkStatus(g.next.Execute(ctx, in))
-	c.shadow.markRelay()
+	c.Shadow.MarkRelay()
 	g.durations[c.Endpoint.Name].observe(g.clock.Now().Sub(start))
 	return a, g.result(c, a), false, nil
-}
-
-// redact keeps an upstream error loggable: a *url.Error carries the full
-// URL, query string included, which may hold what the client sent.
-func redact(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return ue.Err
-	}
-	return err
 }

@@ -1,18 +1,12 @@
-package gateway
+package routing
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"sync"
 
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/shard"
-	"github.com/idemcoord/idemcoord/store"
 )
-
-// errNotOwner means another region owns the actor's shard.
-var errNotOwner = errors.New("gateway: shard owned by another region")
 
 // fenceCache keeps each shard's epoch as last read from the store. It is a
 // hint: the store checks epoch and owner region in every write, and a
@@ -20,14 +14,14 @@ var errNotOwner = errors.New("gateway: shard owned by another region")
 // fence again. It never adopts an epoch that belongs to another region:
 // doing so would let a region that lost the shard keep writing.
 type fenceCache struct {
-	store  store.Store
+	store  Fences
 	shards int
 	region string
 	mu     sync.Mutex
 	epochs map[int]int64
 }
 
-func newFenceCache(s store.Store, shards int, region string) *fenceCache {
+func newFenceCache(s Fences, shards int, region string) *fenceCache {
 	return &fenceCache{store: s, shards: shards, region: region, epochs: map[int]int64{}}
 }
 
@@ -41,23 +35,25 @@ func (f *fenceCache) cached(actor string) (fencing.Token, bool) {
 	return fencing.Token{Shard: shard, Epoch: epoch, Region: f.region}, ok
 }
 
-// token returns the fencing token for an actor, or errNotOwner.
-func (f *fenceCache) token(ctx context.Context, actor string) (fencing.Token, error) {
+// token returns the fencing token for an actor, read from the store's
+// fence unless cached. owned is false, with the fence's owner, when the
+// shard is not this region's (an unowned ("") shard admits nobody either).
+func (f *fenceCache) token(ctx context.Context, actor string) (tok fencing.Token, owned bool, owner string, err error) {
 	if tok, ok := f.cached(actor); ok {
-		return tok, nil
+		return tok, true, f.region, nil
 	}
 	shard := shard.Of(actor, f.shards)
 	epoch, owner, err := f.store.Fence(ctx, shard)
 	if err != nil {
-		return fencing.Token{}, err
+		return fencing.Token{}, false, "", err
 	}
-	if owner != f.region { // an unowned ("") shard admits nobody either
-		return fencing.Token{}, fmt.Errorf("%w: shard %d is owned by %q at epoch %d", errNotOwner, shard, owner, epoch)
+	if owner != f.region {
+		return fencing.Token{Shard: shard, Epoch: epoch}, false, owner, nil
 	}
 	f.mu.Lock()
 	f.epochs[shard] = epoch
 	f.mu.Unlock()
-	return fencing.Token{Shard: shard, Epoch: epoch, Region: f.region}, nil
+	return fencing.Token{Shard: shard, Epoch: epoch, Region: f.region}, true, owner, nil
 }
 
 // invalidate forgets a shard's epoch after the store refused it.
@@ -66,3 +62,15 @@ func (f *fenceCache) invalidate(shard int) {
 	delete(f.epochs, shard)
 	f.mu.Unlock()
 }
+
+// FenceToken returns the fencing token this region writes an actor's
+// records with, as the store's fence gives it (the fence cache first):
+// what recovery and the move sweep take operations over with. owned is
+// false when the fence gives the shard to another region (or nobody).
+func (s *Stage) FenceToken(ctx context.Context, actor string) (tok fencing.Token, owned bool, err error) {
+	tok, owned, _, err = s.fences.token(ctx, actor)
+	return tok, owned, err
+}
+
+// Invalidate forgets a shard's fence epoch after the store refused it.
+func (s *Stage) Invalidate(shard int) { s.fences.invalidate(shard) }
