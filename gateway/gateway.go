@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"path"
 	"strings"
-	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -18,11 +17,12 @@ import (
 	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/config"
 	"github.com/idemcoord/idemcoord/gateway/admission"
+	"github.com/idemcoord/idemcoord/gateway/async"
 	"github.com/idemcoord/idemcoord/gateway/exchange"
 	"github.com/idemcoord/idemcoord/gateway/replay"
 	"github.com/idemcoord/idemcoord/gateway/routing"
+	"github.com/idemcoord/idemcoord/gateway/upstream"
 	"github.com/idemcoord/idemcoord/idempotency"
-	"github.com/idemcoord/idemcoord/internal/lifecycle"
 	"github.com/idemcoord/idemcoord/ledger"
 	"github.com/idemcoord/idemcoord/region"
 	"github.com/idemcoord/idemcoord/shard"
@@ -132,8 +132,6 @@ type Gateway struct {
 	// passthrough decorated with their spans (tracing.go).
 	store store.Store
 	next  Executor
-	// canceller is Config.Next's cancel capability, nil if it has none.
-	canceller Canceller
 	// fenceLister is Config.Store's fence listing, nil if it has none.
 	fenceLister fenceLister
 	log         *slog.Logger
@@ -143,13 +141,12 @@ type Gateway struct {
 	// root serves every request the mux routes to "/" (see rootOnly).
 	root  http.Handler
 	clock clock.Clock
-	// durations estimates each endpoint's execution time (Retry-After).
-	durations map[string]*durationEstimate
-	closeMu   sync.Mutex
-	closing   bool
-	bg        sync.WaitGroup
-	lc        lifecycle.Runner // the background loops (Start)
-	tickers   []clock.Ticker   // theirs, started by Start
+	// work is what outlives a request's answer (async.Work): the async
+	// stage's Close waits for it.
+	work async.Work
+	// async is the stage of async endpoints and of the background loops
+	// (gateway/async): the gateway's lifecycle is its.
+	async *async.Stage
 	// internal are the static prefixes of the endpoints' resolve and
 	// cancel paths:
 	// the upstream answers them for the gateway only, so they are never
@@ -164,6 +161,9 @@ type Gateway struct {
 	replay *replay.Stage
 	// waits holds retries waiting for runs in flight (wait.go).
 	waits *waits
+	// upstream is the stage that runs intents upstream and records their
+	// results (gateway/upstream).
+	upstream *upstream.Stage
 }
 
 // New builds a Gateway. It serves requests at once; Start runs its
@@ -227,17 +227,21 @@ func New(cfg Config) (*Gateway, error) {
 	cfg.Region = routes.Local()
 	g := &Gateway{cfg: cfg, router: router, policies: map[string]idempotency.Policy{}, metrics: m,
 		log: cfg.Logger, routes: routes, clock: cfg.Clock,
-		durations: map[string]*durationEstimate{}, tracer: tracer, shadowed: shadowed,
-		store: st, next: next, canceller: canceller, fenceLister: lister}
+		tracer: tracer, shadowed: shadowed,
+		store: st, next: next, fenceLister: lister}
 	g.outcomes = &exchange.Outcomes{Log: cfg.Logger, Count: m.request}
 	g.admission = admission.New(g.clock, cfg.FingerprintBudget, cfg.Worker, cfg.Endpoints)
 	g.waits = newWaits(st, g.clock, g.log, cfg.Endpoints)
 	if g.replay, err = replay.New(cfg.Endpoints, next); err != nil {
 		return nil, err
 	}
+	g.upstream = upstream.New(upstream.Config{Claims: st, Executor: next, Stored: g.replay, Clock: g.clock, Logger: g.log,
+		Results: m.upstreamResult, Recorded: g.waits.kick, Background: &g.work, Endpoints: cfg.Endpoints})
+	g.async = async.New(async.Config{Records: st, Canceller: canceller, Routes: routes, Runner: g.upstream, Work: &g.work,
+		Endpoints: cfg.Endpoints, Worker: cfg.Worker, Shards: cfg.Shards, Recovery: cfg.Recovery, Outcomes: g.outcomes,
+		CancelCount: m.cancel, Clock: g.clock, Logger: g.log})
 	for _, ep := range cfg.Endpoints {
 		g.policies[ep.Name] = ep.Policy()
-		g.durations[ep.Name] = &durationEstimate{}
 		for _, path := range []string{ep.ResolvePath, ep.CancelPath} {
 			if prefix, _, ok := strings.Cut(path, "{"); ok && prefix != "" {
 				g.internal = append(g.internal, prefix)
@@ -300,34 +304,18 @@ func rootOnly(r *http.Request) bool {
 // store.ErrNotBootstrapped) instead of answering every request 503.
 func (g *Gateway) Start(ctx context.Context) error {
 	if err := g.checkFences(ctx); err != nil {
-		for _, t := range g.tickers {
-			t.Stop()
-		}
 		return err
 	}
-	runs := []func(context.Context) error{func(ctx context.Context) error { <-ctx.Done(); return nil }}
-	if r := g.recoveryLoop(); r != nil {
-		runs = append(runs, r)
-	}
-	if m := g.moveSweepLoop(); m != nil {
-		runs = append(runs, m)
-	}
-	err := g.lc.Start(ctx, nil, runs...)
-	if err != nil { // the runs never started: their tickers stop here
-		for _, t := range g.tickers {
-			t.Stop()
-		}
-	}
-	return err
+	return g.async.Start(ctx)
 }
 
 // Done is closed once the gateway's loops stopped (Close, or the context
 // given to Start ended).
-func (g *Gateway) Done() <-chan struct{} { return g.lc.Done() }
+func (g *Gateway) Done() <-chan struct{} { return g.async.Done() }
 
 // Err says why the loops stopped: nil while they run and after Close, the
 // context's cause when the context given to Start ended.
-func (g *Gateway) Err() error { return g.lc.Err() }
+func (g *Gateway) Err() error { return g.async.Err() }
 
 // ServeHTTP implements http.Handler.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -347,11 +335,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // end with their last waiter). Call it after the HTTP server has shut
 // down.
 func (g *Gateway) Close() error {
-	g.closeMu.Lock()
-	g.closing = true
-	g.closeMu.Unlock()
-	err := g.lc.Close()
-	g.bg.Wait()
+	err := g.async.Close()
 	g.waits.close()
 	return err
 }

@@ -13,12 +13,13 @@ import (
 
 	"github.com/idemcoord/idemcoord/config"
 	"github.com/idemcoord/idemcoord/gateway/exchange"
+	"github.com/idemcoord/idemcoord/gateway/upstream"
 )
 
 // shadowRun is what a shadow-mode request learnt from the protocol: the
 // answer it recorded, and what the stages said of it (exchange.Shadow).
 type shadowRun struct {
-	rec recorder
+	rec *upstream.Recorder
 	exchange.Shadow
 }
 
@@ -67,9 +68,9 @@ func (g *Gateway) shadow(w http.ResponseWriter, r *http.Request, ep *config.Endp
 		g.passthrough(w, r, actor, ep.Name, start)
 		return
 	}
-	run := &shadowRun{rec: recorder{header: http.Header{}}, Shadow: exchange.Shadow{Client: w}}
+	run := &shadowRun{rec: upstream.NewRecorder(), Shadow: exchange.Shadow{Client: w}}
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	c := g.newCall(&run.rec, r, ep, actor, start)
+	c := g.newCall(run.rec, r, ep, actor, start)
 	c.Shadow = &run.Shadow
 	g.coordinateCall(c)
 	if run.Sent {
@@ -77,21 +78,21 @@ func (g *Gateway) shadow(w http.ResponseWriter, r *http.Request, ep *config.Endp
 	}
 	if run.Relay {
 		h := w.Header()
-		for name, vs := range run.rec.header {
+		for name, vs := range run.rec.Header() {
 			h[name] = vs
 		}
 		h.Del(HeaderKeyExpires) // a shadow endpoint honours no key
-		w.WriteHeader(run.rec.status)
-		w.Write(run.rec.body.Bytes())
+		w.WriteHeader(run.rec.Status())
+		w.Write(run.rec.Body())
 		return
 	}
-	would := "would_" + strconv.Itoa(run.rec.status)
-	if run.rec.header.Get(HeaderReplayed) == "true" {
+	would := "would_" + strconv.Itoa(run.rec.Status())
+	if run.rec.Header().Get(HeaderReplayed) == "true" {
 		would = "would_replay"
 	}
 	g.shadowDecision(r.Context(), ep, would)
 	g.log.InfoContext(r.Context(), "shadow: passed upstream what enforcement would have answered",
-		"endpoint", ep.Name, "would", would, "operation_id", run.rec.header.Get(HeaderOperationID))
+		"endpoint", ep.Name, "would", would, "operation_id", run.rec.Header().Get(HeaderOperationID))
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
 	g.passthrough(w, r, actor, ep.Name, start)

@@ -236,7 +236,7 @@ func (e tracedExecutor) Execute(ctx context.Context, in Invocation) Answer {
 	}
 	ctx, span := e.tracer.Start(ctx, SpanUpstream, trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithAttributes(attribute.String(AttrEndpoint, in.Endpoint.Name),
-			attribute.String(AttrOperationID, in.operationID())))
+			attribute.String(AttrOperationID, in.OperationIDText())))
 	defer span.End()
 	if span.SpanContext().IsValid() {
 		r := *in.Request

@@ -5,15 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"time"
 )
-
-// OwnershipRetryAfter is the Retry-After of a 503 caused by ownership (a
-// transfer in progress, a cache not loaded yet, two regions' views
-// disagreeing, an owner region unreachable, a run whose shard moved): a
-// transfer completes and a watch catches up within about a second, so a
-// client retrying after one second usually lands in a settled view.
-const OwnershipRetryAfter = time.Second
 
 // hopHeaders are connection-level headers a proxy must not forward.
 var hopHeaders = []string{"Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization",

@@ -8,9 +8,6 @@ import (
 	"github.com/idemcoord/idemcoord/internal/retry"
 )
 
-// storeCallTimeout bounds one store call of a round.
-var storeCallTimeout = retry.Default.Store.Total
-
 // Round is one round's view of the request's shared store budget.
 type Round struct {
 	// Token is the fencing token the round writes with.
@@ -22,7 +19,7 @@ type Round struct {
 // is what the rounds' shared budget has left (at most the store's call
 // bound), and the store's own retries draw from the same budget.
 func (r Round) Store(ctx context.Context) (context.Context, func()) {
-	return r.share.Call(ctx, storeCallTimeout)
+	return r.share.Call(ctx, exchange.StoreCallTimeout)
 }
 
 // Step is how a round's step ended.

@@ -1,4 +1,4 @@
-package gateway
+package upstream
 
 import (
 	"bytes"
@@ -46,8 +46,8 @@ type Invocation struct {
 	opID string
 }
 
-// operationID is OperationID as text.
-func (in Invocation) operationID() string {
+// OperationIDText is OperationID as text.
+func (in Invocation) OperationIDText() string {
 	if in.opID != "" {
 		return in.opID
 	}
@@ -113,7 +113,7 @@ func NewProxy(upstream *url.URL, transport http.RoundTripper) *Proxy {
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(upstream)
-			pr.Out.Header[HeaderActor] = pr.In.Header[HeaderActor]
+			pr.Out.Header[exchange.HeaderActor] = pr.In.Header[exchange.HeaderActor]
 		},
 		Transport: transport,
 	}
@@ -202,8 +202,8 @@ func (p *Proxy) do(req *http.Request, sent *sendTrace) Answer {
 }
 
 func setIdentity(h http.Header, in Invocation) {
-	h.Set(HeaderOperationID, in.operationID())
-	h.Set(HeaderActor, in.Actor)
+	h.Set(exchange.HeaderOperationID, in.OperationIDText())
+	h.Set(exchange.HeaderActor, in.Actor)
 	if in.ResumeFrom != "" {
 		h.Set(HeaderResumeFrom, in.ResumeFrom)
 	}

@@ -1,4 +1,4 @@
-package gateway
+package async
 
 import (
 	"context"
@@ -12,55 +12,56 @@ import (
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/gateway/exchange"
 	"github.com/idemcoord/idemcoord/gateway/routing"
+	"github.com/idemcoord/idemcoord/gateway/upstream"
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/store"
 )
 
 // cancelRun is one DELETE's state across its rounds.
 type cancelRun struct {
-	g         *Gateway
+	s         *Stage
 	ctx       context.Context
 	w         http.ResponseWriter
 	ep        *config.Endpoint
 	id        uuid.UUID
-	in        Invocation
+	in        upstream.Invocation
 	rec       store.Record // as last read
 	cs        store.Cancels
-	canceller Canceller
+	canceller upstream.Canceller
 	confirmed bool // the upstream confirmed the cancel
 }
 
 // round decides on the record as last read: answer from it, ask the
 // upstream (once), record the confirmed cancel, or read again.
 func (cr *cancelRun) round(r routing.Round) routing.Step {
-	g, ctx, w, ep, id, rec := cr.g, cr.ctx, cr.w, cr.ep, cr.id, cr.rec
+	s, ctx, w, ep, id, rec := cr.s, cr.ctx, cr.w, cr.ep, cr.id, cr.rec
 	if rec.State == idempotency.Cancelled && cr.confirmed {
 		// This DELETE's cancel; the worker, handed the upstream's
 		// cancellation, recorded it first.
-		g.cancelled(ctx, ep.Name, "cancelled", id, "")
+		s.cancelled(ctx, ep.Name, "cancelled", id, "")
 		writeCancelled(w, id, false)
 		return routing.Done
 	}
 	if rec.State == idempotency.Cancelled {
-		g.cancelled(ctx, ep.Name, "already_cancelled", id, "")
+		s.cancelled(ctx, ep.Name, "already_cancelled", id, "")
 		writeCancelled(w, id, true)
 		return routing.Done
 	}
 	if ok, stage := store.Cancellable(rec); !ok {
-		g.cancelled(ctx, ep.Name, "irreversible", id, stage)
+		s.cancelled(ctx, ep.Name, "irreversible", id, stage)
 		writeNotCancellable(w, id, rec.State, stage)
 		return routing.Done
 	}
 	if !cr.confirmed {
 		v, st, err := cr.canceller.Cancel(ctx, cr.in)
 		switch v {
-		case CancelRefused:
-			g.cancelled(ctx, ep.Name, "refused_upstream", id, st.Name)
+		case upstream.CancelRefused:
+			s.cancelled(ctx, ep.Name, "refused_upstream", id, st.Name)
 			writeNotCancellable(w, id, rec.State, st.Name)
 			return routing.Done
-		case CancelUndetermined:
-			g.log.WarnContext(ctx, "cancel: upstream gave no verdict", "operation_id", id, "endpoint", ep.Name, "err", err)
-			g.cancelled(ctx, ep.Name, "undetermined", id, "")
+		case upstream.CancelUndetermined:
+			s.log.WarnContext(ctx, "cancel: upstream gave no verdict", "operation_id", id, "endpoint", ep.Name, "err", err)
+			s.cancelled(ctx, ep.Name, "undetermined", id, "")
 			exchange.WriteProblem(w, exchange.Problem{Type: "cancel-undetermined", Title: "the upstream did not confirm or refuse the cancel",
 				Detail: "the operation may or may not be cancelled; retry the DELETE", Status: http.StatusBadGateway,
 				OperationID: id.String(), OperationState: string(rec.State)}, time.Second)
@@ -69,29 +70,29 @@ func (cr *cancelRun) round(r routing.Round) routing.Step {
 		cr.confirmed = true
 	}
 	sctx, done := r.Store(ctx)
-	err := cr.cs.Cancel(sctx, rec, r.Token, cancelledResult)
+	err := cr.cs.Cancel(sctx, rec, r.Token, upstream.Cancelled)
 	done()
 	var staleEpoch *fencing.StaleEpochError
 	next := routing.Again
 	switch {
 	case err == nil:
-		g.cancelled(ctx, ep.Name, "cancelled", id, "")
+		s.cancelled(ctx, ep.Name, "cancelled", id, "")
 		writeCancelled(w, id, false)
 		return routing.Done
 	case errors.As(err, &staleEpoch):
 		next = routing.Stale(err)
 	case !errors.Is(err, store.ErrLostOwnership) && !errors.Is(err, store.ErrNotCancellable) &&
 		!errors.As(err, new(*store.AmbiguousCommitError)):
-		g.cancelStoreDown(ctx, w, ep.Name, id, err)
+		s.cancelStoreDown(ctx, w, ep.Name, id, err)
 		return routing.Done
 	}
 	// Moved on (a heartbeat, a stage, the worker's own CANCELLED), or the
 	// commit's outcome was lost: read again and decide again.
 	sctx, done = r.Store(ctx)
-	cr.rec, err = g.store.Lookup(sctx, cr.in.Actor, id)
+	cr.rec, err = s.store.Lookup(sctx, cr.in.Actor, id)
 	done()
 	if err != nil {
-		g.cancelStoreDown(ctx, w, ep.Name, id, err)
+		s.cancelStoreDown(ctx, w, ep.Name, id, err)
 		return routing.Done
 	}
 	return next

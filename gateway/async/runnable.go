@@ -1,4 +1,4 @@
-package gateway
+package async
 
 import (
 	"github.com/idemcoord/idemcoord/failover/policy"
@@ -11,10 +11,10 @@ import (
 // single-region mode). It reads only the directory cache, once per shard
 // and policy, so the scan's answer is decided by the same rule as each
 // takeover, not by whatever is oldest in the store.
-func (g *Gateway) runnable() []store.Runnable {
+func (s *Stage) runnable() []store.Runnable {
 	byPolicy := map[policy.Policy][]string{}
 	var order []policy.Policy
-	for _, ep := range g.cfg.Endpoints {
+	for _, ep := range s.endpoints {
 		if !ep.Async {
 			continue
 		}
@@ -26,11 +26,11 @@ func (g *Gateway) runnable() []store.Runnable {
 	}
 	out := make([]store.Runnable, 0, len(order))
 	for _, p := range order {
-		r := store.Runnable{Endpoints: byPolicy[p], AllShards: !g.routes.MultiRegion()}
-		if g.routes.MultiRegion() {
-			health := g.routes.LocalHealth()
-			for shard := range g.cfg.Shards {
-				if g.routes.MayRecoverShard(shard, p, health) {
+		r := store.Runnable{Endpoints: byPolicy[p], AllShards: !s.routes.MultiRegion()}
+		if s.routes.MultiRegion() {
+			health := s.routes.LocalHealth()
+			for shard := range s.shards {
+				if s.routes.MayRecoverShard(shard, p, health) {
 					r.Shards = append(r.Shards, shard)
 				}
 			}
