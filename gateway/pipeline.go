@@ -112,3 +112,13 @@ func (g *Gateway) roundsEnded(c *call, end routing.End) {
 		c.StoreDown(end.Err)
 	}
 }
+
+// passthrough sends an uncoordinated request upstream: an unmatched route,
+// or a request without a key on an endpoint where the key is optional.
+func (g *Gateway) passthrough(w http.ResponseWriter, r *http.Request, actor, endpoint string, start time.Time) {
+	g.metrics.request(r.Context(), endpoint, "passthrough", start)
+	if actor != "" {
+		r.Header.Set(HeaderActor, actor)
+	}
+	g.next.Pass(w, r)
+}

@@ -2,7 +2,9 @@ package async
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -96,4 +98,48 @@ func (cr *cancelRun) round(r routing.Round) routing.Step {
 		return routing.Done
 	}
 	return next
+}
+
+// cancelView is the 200 body of a DELETE that cancelled (or had
+// cancelled) the operation.
+type cancelView struct {
+	OperationID string `json:"operation_id"`
+	State       string `json:"state"`
+	Result      string `json:"result"`
+}
+
+// cancelStoreDown answers 503: the record could not be read or written.
+func (s *Stage) cancelStoreDown(ctx context.Context, w http.ResponseWriter, endpoint string, id uuid.UUID, err error) {
+	s.log.WarnContext(ctx, "cancel: store unavailable", "operation_id", id, "endpoint", endpoint, "err", err)
+	s.cancelled(ctx, endpoint, "store_unavailable", id, "")
+	exchange.WriteProblem(w, exchange.Problem{Type: "store-unavailable", Title: "idempotency store unavailable",
+		Detail: "retry the DELETE", Status: http.StatusServiceUnavailable, OperationID: id.String()}, exchange.StoreRetryAfter)
+}
+
+// cancelled counts and logs one cancel decision.
+func (s *Stage) cancelled(ctx context.Context, endpoint, outcome string, id uuid.UUID, stage string) {
+	s.cancels(ctx, endpoint, outcome)
+	s.log.InfoContext(ctx, "cancel decided", "operation_id", id, "endpoint", endpoint, "outcome", outcome, "stage", stage)
+}
+
+// writeCancelled answers 200: the operation is cancelled. replayed marks
+// a DELETE that found it cancelled already.
+func writeCancelled(w http.ResponseWriter, id uuid.UUID, replayed bool) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	h.Set(exchange.HeaderOperationID, id.String())
+	if replayed {
+		h.Set(exchange.HeaderReplayed, "true")
+	}
+	w.WriteHeader(http.StatusOK)
+	json.NewEncoder(w).Encode(cancelView{OperationID: id.String(), State: string(idempotency.Cancelled), Result: "cancelled"})
+}
+
+// writeNotCancellable answers 409 naming the stage (or the terminal
+// state) that prevents the cancel.
+func writeNotCancellable(w http.ResponseWriter, id uuid.UUID, state idempotency.State, stage string) {
+	exchange.WriteProblem(w, exchange.Problem{Type: "not-cancellable", Title: "operation cannot be cancelled",
+		Detail: fmt.Sprintf("the operation has reached %q, from which it cannot be undone", stage),
+		Status: http.StatusConflict, OperationID: id.String(), OperationState: string(state), Stage: stage}, 0)
 }

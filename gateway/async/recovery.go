@@ -3,49 +3,12 @@ package async
 import (
 	"context"
 	"errors"
-	"net/http"
 	"sync"
-	"time"
 
 	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/store"
 )
-
-// Defaults for RecoveryConfig.
-const (
-	// DefaultRecoveryInterval is how often an instance looks for queued
-	// async work whose instance died. A stranded task waits at most its
-	// lease plus this; a scan is one indexed read, cheap at this rate.
-	DefaultRecoveryInterval = 5 * time.Second
-	// DefaultRecoveryBatch bounds the tasks one scan takes over: each runs
-	// an upstream call at once, and an instance that just came back from
-	// an outage must not flood the upstream with a region's backlog.
-	DefaultRecoveryBatch = 16
-)
-
-// RecoveryConfig configures the loop that runs async work stranded by a
-// dead instance: PENDING or IN_PROGRESS operations whose lease expired and
-// whose request the store kept (see accept).
-type RecoveryConfig struct {
-	// Interval between scans. Default DefaultRecoveryInterval.
-	Interval time.Duration
-	// Batch bounds the operations taken over per scan. Default
-	// DefaultRecoveryBatch.
-	Batch int
-	// Clock drives the interval. Default clock.Real(); tests pass a
-	// *clock.Fake and advance it. (Lease expiry is the store's time.)
-	Clock clock.Clock
-	// Disabled turns the loop off, and the move sweep (inflight.go); the
-	// instance still serves retries.
-	Disabled bool
-	// MoveSweepInterval is how often the directory cache is looked at for
-	// shards this region has just received, whose operations left in
-	// flight by the old owner are settled at once on endpoints that take
-	// over fenced operations (inflight.go). Default
-	// DefaultMoveSweepInterval. Driven by Clock.
-	MoveSweepInterval time.Duration
-}
 
 // recoveryLoop returns the async recovery loop for Start, or nil when
 // recovery is disabled or no endpoint is async. The loop returns when its
@@ -168,11 +131,3 @@ func (s *Stage) recoverBatch(ctx context.Context, rs store.Queue, batch int, aft
 	}
 	return next
 }
-
-// discard is the ResponseWriter of a recovered run: its client got its 202
-// long ago and reads the result from the status URL.
-type discard struct{}
-
-func (discard) Header() http.Header         { return http.Header{} }
-func (discard) Write(b []byte) (int, error) { return len(b), nil }
-func (discard) WriteHeader(int)             {}

@@ -118,47 +118,6 @@ func New(cfg Config) *Stage {
 	return s
 }
 
-// Start starts the recovery loop and the move sweep (each only when an
-// endpoint needs it) and returns; they run until ctx ends or Close.
-func (s *Stage) Start(ctx context.Context) error {
-	runs := []func(context.Context) error{func(ctx context.Context) error { <-ctx.Done(); return nil }}
-	if r := s.recoveryLoop(); r != nil {
-		runs = append(runs, r)
-	}
-	if m := s.moveSweepLoop(); m != nil {
-		runs = append(runs, m)
-	}
-	err := s.lc.Start(ctx, nil, runs...)
-	if err != nil { // the runs never started: their tickers stop here
-		s.stopTickers()
-	}
-	return err
-}
-
-// stopTickers stops the loops' tickers.
-func (s *Stage) stopTickers() {
-	for _, t := range s.tickers {
-		t.Stop()
-	}
-}
-
-// Close stops taking background work, stops the loops and waits for them
-// and for the background runs (the async runs and the results recorded
-// again).
-func (s *Stage) Close() error {
-	s.work.stop()
-	err := s.lc.Close()
-	s.work.close()
-	return err
-}
-
-// Done is closed once the loops stopped (Close, or Start's ctx ended).
-func (s *Stage) Done() <-chan struct{} { return s.lc.Done() }
-
-// Err says why the loops stopped: nil while they run and after Close, the
-// context's cause when the context given to Start ended.
-func (s *Stage) Err() error { return s.lc.Err() }
-
 // endpoint returns the configured endpoint named name.
 func (s *Stage) endpoint(name string) *config.Endpoint {
 	for i := range s.endpoints {
@@ -175,3 +134,46 @@ func (s *Stage) newRequest(r *http.Request, ep *config.Endpoint, actor string, b
 	return &exchange.Request{W: discard{}, R: r, Endpoint: ep, Policy: s.policies[ep.Name], Actor: actor, Body: body,
 		Start: time.Now(), Outcomes: s.outcomes}
 }
+
+// Defaults for RecoveryConfig.
+const (
+	// DefaultRecoveryInterval is how often an instance looks for queued
+	// async work whose instance died. A stranded task waits at most its
+	// lease plus this; a scan is one indexed read, cheap at this rate.
+	DefaultRecoveryInterval = 5 * time.Second
+	// DefaultRecoveryBatch bounds the tasks one scan takes over: each runs
+	// an upstream call at once, and an instance that just came back from
+	// an outage must not flood the upstream with a region's backlog.
+	DefaultRecoveryBatch = 16
+)
+
+// RecoveryConfig configures the loop that runs async work stranded by a
+// dead instance: PENDING or IN_PROGRESS operations whose lease expired and
+// whose request the store kept (see accept).
+type RecoveryConfig struct {
+	// Interval between scans. Default DefaultRecoveryInterval.
+	Interval time.Duration
+	// Batch bounds the operations taken over per scan. Default
+	// DefaultRecoveryBatch.
+	Batch int
+	// Clock drives the interval. Default clock.Real(); tests pass a
+	// *clock.Fake and advance it. (Lease expiry is the store's time.)
+	Clock clock.Clock
+	// Disabled turns the loop off, and the move sweep (inflight.go); the
+	// instance still serves retries.
+	Disabled bool
+	// MoveSweepInterval is how often the directory cache is looked at for
+	// shards this region has just received, whose operations left in
+	// flight by the old owner are settled at once on endpoints that take
+	// over fenced operations (inflight.go). Default
+	// DefaultMoveSweepInterval. Driven by Clock.
+	MoveSweepInterval time.Duration
+}
+
+// discard is the ResponseWriter of a recovered run: its client got its 202
+// long ago and reads the result from the status URL.
+type discard struct{}
+
+func (discard) Header() http.Header         { return http.Header{} }
+func (discard) Write(b []byte) (int, error) { return len(b), nil }
+func (discard) WriteHeader(int)             {}

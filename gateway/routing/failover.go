@@ -12,14 +12,6 @@ import (
 	"github.com/idemcoord/idemcoord/shard"
 )
 
-// RegionHealth tells how a region's liveness looks, from a local view
-// kept up to date elsewhere (no I/O): *failover.Tracker.
-type RegionHealth interface {
-	State(region string) failover.RegionState
-}
-
-var _ RegionHealth = (*failover.Tracker)(nil)
-
 // failoverHold applies the endpoint's failover policy to a shard in state,
 // owned by owner (docs/failover.md, "Policies"): a FAILED_OVER
 // shard is refused under reject (nothing executes until failback or an

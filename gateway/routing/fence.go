@@ -2,28 +2,10 @@ package routing
 
 import (
 	"context"
-	"sync"
 
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/shard"
 )
-
-// fenceCache keeps each shard's epoch as last read from the store. It is a
-// hint: the store checks epoch and owner region in every write, and a
-// StaleEpochError invalidates the entry so the next request reads the
-// fence again. It never adopts an epoch that belongs to another region:
-// doing so would let a region that lost the shard keep writing.
-type fenceCache struct {
-	store  Fences
-	shards int
-	region string
-	mu     sync.Mutex
-	epochs map[int]int64
-}
-
-func newFenceCache(s Fences, shards int, region string) *fenceCache {
-	return &fenceCache{store: s, shards: shards, region: region, epochs: map[int]int64{}}
-}
 
 // cached returns the fencing token for an actor if the cache holds its
 // shard's epoch (no I/O).

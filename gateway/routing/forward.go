@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/idemcoord/idemcoord/gateway/exchange"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 )
 
 // forwardSlack is added to the endpoint's upstream timeout to bound a
@@ -18,20 +20,6 @@ import (
 // is safe: a forward that times out is a 504, and the client's retry with
 // the same key replays the owner's record or finds it in progress.
 const forwardSlack = 5 * time.Second
-
-// forwardClient is the HTTP client of forwarded requests: its own
-// transport (so a drill can cut one region off without touching the
-// upstream's), never following redirects (the owner's answer is relayed as
-// it is).
-func forwardClient(rt http.RoundTripper) *http.Client {
-	if rt == nil {
-		t := http.DefaultTransport.(*http.Transport).Clone()
-		t.MaxIdleConnsPerHost = 256
-		rt = t
-	}
-	return &http.Client{Transport: rt,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-}
 
 // forward sends the call once to the owner region's gateway at target and
 // relays its answer. Method, path, query, body, Authorization and
@@ -127,4 +115,9 @@ func (rt *Stage) lost(ctx context.Context, c *exchange.Request, owner string, er
 	c.RefuseWait("forward_answer_lost", exchange.Problem{Type: "forward-answer-lost", Title: "the owner region's answer was lost",
 		Detail: "the owner region may have run the request; retry with the same key to get its answer",
 		Status: http.StatusGatewayTimeout}, exchange.OwnershipRetryAfter)
+}
+
+// count counts one routed request by owner region and result.
+func (rt *Stage) count(ctx context.Context, to, result string) {
+	rt.counter.Add(ctx, 1, metric.WithAttributes(attribute.String("to", to), attribute.String("result", result)))
 }

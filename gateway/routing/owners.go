@@ -3,6 +3,8 @@ package routing
 import (
 	"context"
 	"net/http"
+
+	"github.com/idemcoord/idemcoord/failover"
 )
 
 // Ownership states of a shard, as the ownership directory records them.
@@ -57,3 +59,11 @@ func ForwardedFrom(ctx context.Context) string {
 	from, _ := ctx.Value(forwardedKey{}).(string)
 	return from
 }
+
+// RegionHealth tells how a region's liveness looks, from a local view
+// kept up to date elsewhere (no I/O): *failover.Tracker.
+type RegionHealth interface {
+	State(region string) failover.RegionState
+}
+
+var _ RegionHealth = (*failover.Tracker)(nil)

@@ -2,6 +2,7 @@ package routing
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/gateway/exchange"
@@ -110,4 +111,35 @@ func (s *Stage) Rounds(ctx context.Context, req *exchange.Request, share *retry.
 		return End{Ending: FenceRefused, Err: staleErr}
 	}
 	return End{Ending: RoundsOut}
+}
+
+// Route returns where req is served in round r. stale is the store's
+// refusal of the previous round's token, nil on the first. Single-region
+// mode keeps the fence cache read from the store. What reads the store,
+// or waits, does so within the round's store budget (r); a token the
+// fence cache holds costs no store call, so no call's context either.
+// err is the store's, when the fence could not be read.
+func (s *Stage) Route(ctx context.Context, r Round, req *exchange.Request, stale error) (Route, error) {
+	// Whatever follows is this region's answer, unless a forward relays
+	// the owner's (which names its own region).
+	req.W.Header().Set(HeaderRegion, s.local)
+	if s.owners == nil {
+		if tok, ok := s.fences.cached(req.Actor); ok {
+			return Route{To: Here, Token: tok}, nil
+		}
+	}
+	sctx, done := r.Store(ctx)
+	defer done()
+	if s.owners == nil {
+		tok, owned, owner, err := s.fences.token(sctx, req.Actor)
+		switch {
+		case err != nil:
+			return Route{}, err
+		case !owned:
+			return Route{To: Elsewhere, Why: fmt.Errorf("gateway: shard owned by another region: shard %d is owned by %q at epoch %d",
+				tok.Shard, owner, tok.Epoch)}, nil
+		}
+		return Route{To: Here, Token: tok}, nil
+	}
+	return s.route(sctx, req, stale)
 }

@@ -6,9 +6,6 @@ import (
 	"net/http"
 	"strings"
 
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/metric"
-
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/gateway/exchange"
 	"github.com/idemcoord/idemcoord/ledger"
@@ -38,37 +35,6 @@ type Route struct {
 	Token fencing.Token
 	// Why names the owner the fence found (Elsewhere).
 	Why error
-}
-
-// Route returns where req is served in round r. stale is the store's
-// refusal of the previous round's token, nil on the first. Single-region
-// mode keeps the fence cache read from the store. What reads the store,
-// or waits, does so within the round's store budget (r); a token the
-// fence cache holds costs no store call, so no call's context either.
-// err is the store's, when the fence could not be read.
-func (s *Stage) Route(ctx context.Context, r Round, req *exchange.Request, stale error) (Route, error) {
-	// Whatever follows is this region's answer, unless a forward relays
-	// the owner's (which names its own region).
-	req.W.Header().Set(HeaderRegion, s.local)
-	if s.owners == nil {
-		if tok, ok := s.fences.cached(req.Actor); ok {
-			return Route{To: Here, Token: tok}, nil
-		}
-	}
-	sctx, done := r.Store(ctx)
-	defer done()
-	if s.owners == nil {
-		tok, owned, owner, err := s.fences.token(sctx, req.Actor)
-		switch {
-		case err != nil:
-			return Route{}, err
-		case !owned:
-			return Route{To: Elsewhere, Why: fmt.Errorf("gateway: shard owned by another region: shard %d is owned by %q at epoch %d",
-				tok.Shard, owner, tok.Epoch)}, nil
-		}
-		return Route{To: Here, Token: tok}, nil
-	}
-	return s.route(sctx, req, stale)
 }
 
 // route decides where req is served in multi-region mode. The directory
@@ -169,9 +135,4 @@ func quoteRegion(name string) string {
 		return name
 	}
 	return fmt.Sprintf("%q", name)
-}
-
-// count counts one routed request by owner region and result.
-func (rt *Stage) count(ctx context.Context, to, result string) {
-	rt.counter.Add(ctx, 1, metric.WithAttributes(attribute.String("to", to), attribute.String("result", result)))
 }

@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
@@ -139,4 +140,35 @@ func (s *Stage) MultiRegion() bool { return s.owners != nil }
 // see Owners.
 func (s *Stage) Owner(shard int) (region string, epoch int64, state string, ok bool) {
 	return s.owners.Owner(shard)
+}
+
+// fenceCache keeps each shard's epoch as last read from the store. It is a
+// hint: the store checks epoch and owner region in every write, and a
+// StaleEpochError invalidates the entry so the next request reads the
+// fence again. It never adopts an epoch that belongs to another region:
+// doing so would let a region that lost the shard keep writing.
+type fenceCache struct {
+	store  Fences
+	shards int
+	region string
+	mu     sync.Mutex
+	epochs map[int]int64
+}
+
+func newFenceCache(s Fences, shards int, region string) *fenceCache {
+	return &fenceCache{store: s, shards: shards, region: region, epochs: map[int]int64{}}
+}
+
+// forwardClient is the HTTP client of forwarded requests: its own
+// transport (so a drill can cut one region off without touching the
+// upstream's), never following redirects (the owner's answer is relayed as
+// it is).
+func forwardClient(rt http.RoundTripper) *http.Client {
+	if rt == nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.MaxIdleConnsPerHost = 256
+		rt = t
+	}
+	return &http.Client{Transport: rt,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
