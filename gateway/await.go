@@ -31,7 +31,7 @@ import (
 func (g *Gateway) awaitRun(c *call, claim store.Claim) (done *store.Record, again, answered bool, leaseLeft time.Duration) {
 	leaseLeft = claim.RetryAfter
 	wait := c.Endpoint.InProgress.Wait
-	if wait <= 0 || c.shadow != nil || c.Policy.Async {
+	if wait <= 0 || c.Shadow != nil || c.Policy.Async {
 		return nil, false, false, leaseLeft
 	}
 	if c.waitUntil.IsZero() {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/gateway/admission"
+	"github.com/idemcoord/idemcoord/gateway/async"
 	"github.com/idemcoord/idemcoord/gateway/exchange"
 	"github.com/idemcoord/idemcoord/gateway/replay"
 	"github.com/idemcoord/idemcoord/idempotency"
@@ -18,7 +19,7 @@ import (
 // lost to a takeover).
 func (g *Gateway) decide(ctx context.Context, c *call, req store.ClaimRequest, claim store.Claim) (again bool) {
 	exchange.AdvertiseClaim(c.W, claim)
-	if c.Policy.Async && claim.Outcome == store.Unresolved && g.resolve(ctx, c, req.Token, claim.Record) {
+	if c.Policy.Async && claim.Outcome == store.Unresolved && g.upstream.Resolve(ctx, &c.Request, req.Token, claim.Record) {
 		return true
 	}
 	if (claim.Outcome == store.Replayed || claim.Outcome == store.InFlight) && g.admission.Limited(&c.Request) {
@@ -30,7 +31,7 @@ func (g *Gateway) decide(ctx context.Context, c *call, req store.ClaimRequest, c
 	}
 	switch claim.Outcome {
 	case store.Replayed:
-		g.replay.Replay(ctx, &c.Request, claim.Record, c.shadow == nil)
+		g.replay.Replay(ctx, &c.Request, claim.Record, c.Shadow == nil)
 	case store.Mismatch:
 		c.Refuse("fingerprint_conflict", admission.Mismatch(&c.Request, req, claim.Record))
 	case store.InFlight:
@@ -57,7 +58,7 @@ func (g *Gateway) asyncRetry(ctx context.Context, c *call, claim store.Claim) bo
 	case claim.Outcome == store.Replayed || claim.Outcome == store.InFlight || claim.Outcome == store.Unresolved:
 		exchange.SetKeyStatus(c.W, exchange.RecordKeyStatus(rec))
 		g.metrics.request(ctx, c.Endpoint.Name, "async_accepted", c.Start)
-		writeAccepted(c.W, rec.OperationID, string(rec.State))
+		async.WriteAccepted(c.W, rec.OperationID, string(rec.State))
 	default:
 		return false
 	}
@@ -77,15 +78,15 @@ func (g *Gateway) inFlight(ctx context.Context, c *call, req store.ClaimRequest,
 	rec := claim.Record
 	c.RefuseWait("in_progress", exchange.Problem{Type: "in-progress", Title: "operation in progress",
 		Detail: "another request with this key is being processed", Status: http.StatusConflict,
-		OperationID: rec.OperationID.String(), OperationState: string(rec.State)}, g.durations[c.Endpoint.Name].retryAfter(leaseLeft))
+		OperationID: rec.OperationID.String(), OperationState: string(rec.State)}, g.upstream.RetryAfter(c.Endpoint.Name, leaseLeft))
 	return false
 }
 
 // unresolved asks the upstream about an outcome the store does not know
-// (resolve) and claims again once it is known, or answers 409
+// (upstream.Resolve) and claims again once it is known, or answers 409
 // outcome-unknown.
 func (g *Gateway) unresolved(ctx context.Context, c *call, tok fencing.Token, rec store.Record) (again bool) {
-	if g.resolve(ctx, c, tok, rec) {
+	if g.upstream.Resolve(ctx, &c.Request, tok, rec) {
 		return true
 	}
 	c.RefuseWait("outcome_unknown", exchange.Problem{Type: "outcome-unknown", Title: "operation outcome unknown",
@@ -102,8 +103,8 @@ func (g *Gateway) firstRun(ctx context.Context, c *call, claim store.Claim) (aga
 		result = "takeover"
 	}
 	if c.Policy.Async {
-		g.accept(c, claim, result)
+		g.async.Accept(&c.Request, claim, result)
 		return false
 	}
-	return g.run(ctx, c, claim, result)
+	return g.upstream.Run(ctx, &c.Request, claim, result)
 }

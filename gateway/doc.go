@@ -12,19 +12,26 @@
 // OUTCOME_UNKNOWN, resolved on a later retry by asking the upstream's resolve
 // endpoint, never by running the intent again blindly.
 //
-// The request pipeline, top to bottom, by file:
+// The request pipeline is declared once, in order, in pipeline.go; each
+// stage is a package of its own, a type holding only what it uses, that
+// answers the client through the shared per-request value
+// (gateway/exchange) and never takes the Gateway:
 //
-//   - claim: coordinate.go (admit: key, body, fingerprint; the claim
-//     rounds; decide), driven by rounds.go (route with claimToken, then one
-//     step per round, every round's store calls within one budget of
-//     internal/retry);
-//   - run: run.go (perform: the lease, the send, the record), execute.go
-//     (the upstream call), record.go (the answer classified and recorded);
-//   - proxy: execute.go's Proxy, the Executor in gateway mode, and
-//     proxysend.go (its request sent once through the transport, the
-//     answer read whole).
-//
-// The cancel path (cancel.go, cancelround.go) runs on the same round driver.
+//   - admission (gateway/admission): key, first-sent, body and media
+//     checks, multipart, the fingerprint and its budget, per-actor limits;
+//   - routing (gateway/routing): owner routing, holds during moves and
+//     failovers, forwarding, the fence cache, and the round driver
+//     (Rounds: route, then one step per round, every round's store calls
+//     within one budget of internal/retry);
+//   - claim and decide (pipeline.go, decide.go): the store's verdict, and
+//     a switch over it;
+//   - replay (gateway/replay): the recorded outcome;
+//   - upstream (gateway/upstream): the executors (Proxy, HandlerExecutor),
+//     a run under the claim's lease, the answer classified and recorded,
+//     unknown outcomes resolved;
+//   - async (gateway/async): the 202 and the queue, recovery, the move
+//     sweep and the cancel rounds, under a lifecycle component of its own
+//     (the Gateway's Start, Close, Done and Err are its).
 //
 // Tracing is a decoration, not a step of the pipeline (tracing.go): the
 // request span wraps the handler, and the pipeline calls the store and the

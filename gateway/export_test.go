@@ -5,7 +5,5 @@ func Waiting(g *Gateway) int { return g.waits.waiting() }
 
 // Closing reports whether g's Close has begun.
 func Closing(g *Gateway) bool {
-	g.closeMu.Lock()
-	defer g.closeMu.Unlock()
-	return g.closing
+	return g.work.Closing()
 }

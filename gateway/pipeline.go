@@ -10,6 +10,7 @@ import (
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/gateway/admission"
 	"github.com/idemcoord/idemcoord/gateway/exchange"
+	"github.com/idemcoord/idemcoord/gateway/routing"
 	"github.com/idemcoord/idemcoord/internal/retry"
 	"github.com/idemcoord/idemcoord/store"
 )
@@ -20,9 +21,9 @@ import (
 //  1. admission (gateway/admission): the key, the first-sent time, the
 //     body within its cap and declared type, the fingerprint within its
 //     budget; the per-actor limits, charged in decide.
-//  2. routing (rounds, claimToken): the actor's owner region and fencing
-//     token; forwards, redirects, holds during a move or a failover, or
-//     refuses instead.
+//  2. routing (gateway/routing): the actor's owner region and fencing
+//     token, once per round (Rounds, Route); forwards, redirects, holds
+//     during a move or a failover, or refuses instead.
 //  3. claim: the store's verdict on the key (claimRound).
 //  4. decide (decide.go): one arm per store outcome, answering by
 //     replay (gateway/replay: snapshot, reference, replay-expired), async
@@ -57,26 +58,26 @@ func (g *Gateway) coordinateCall(c *call) {
 	// 2. routing, once per round: a stale fence is re-read once, and
 	// resolving an unknown outcome (or losing a run to a takeover) is
 	// followed by claiming again.
-	err := g.rounds(ctx, c, retry.NewShare(retry.Default.Store), claimRounds, func(r round) stepResult {
+	end := g.routes.Rounds(ctx, &c.Request, retry.NewShare(retry.Default.Store), claimRounds, func(r routing.Round) routing.Step {
 		return g.claimRound(ctx, c, req, r) // 3. claim, 4. decide
 	})
-	g.roundsEnded(c, err)
+	g.roundsEnded(c, end)
 }
 
-// claimRounds bounds a request's claim rounds (see rounds).
+// claimRounds bounds a request's claim rounds (see routing.Stage.Rounds).
 const claimRounds = 4
 
 // claimRound claims the key with the round's token and decides on the
 // store's verdict.
-func (g *Gateway) claimRound(ctx context.Context, c *call, req store.ClaimRequest, r round) stepResult {
+func (g *Gateway) claimRound(ctx context.Context, c *call, req store.ClaimRequest, r routing.Round) routing.Step {
 	req.Token = r.Token
-	sctx, done := r.store(ctx)
+	sctx, done := r.Store(ctx)
 	c.ClaimedAt = g.clock.Now()
 	claim, err := g.store.Begin(sctx, req)
 	done()
 	switch {
 	case errors.Is(err, fencing.ErrStaleEpoch):
-		return stale(err)
+		return routing.Stale(err)
 	case errors.Is(err, store.ErrFingerprintVersion):
 		// Stored by an instance with a newer fingerprint algorithm:
 		// this one cannot compare. Another (upgraded) instance can.
@@ -84,30 +85,40 @@ func (g *Gateway) claimRound(ctx context.Context, c *call, req store.ClaimReques
 		c.RefuseWait("in_progress", exchange.Problem{Type: "in-progress", Title: "cannot compare with the stored request",
 			Detail: "the key's record was fingerprinted by a newer version; retry with the same key",
 			Status: http.StatusConflict}, time.Second)
-		return answered
+		return routing.Done
 	case err != nil:
 		c.StoreDown(err)
-		return answered
+		return routing.Done
 	}
 	if g.decide(ctx, c, req, claim) {
-		return another
+		return routing.Again
 	}
-	return answered
+	return routing.Done
 }
 
 // roundsEnded answers a call whose rounds ended without a stage's answer.
-func (g *Gateway) roundsEnded(c *call, err error) {
-	switch {
-	case err == nil || errors.Is(err, errRouted):
-		// Answered, or forwarded, redirected or refused (see shadowRun.relay).
-	case errors.Is(err, errNotOwner), errors.As(err, new(fenceRefused)):
-		c.RegionUnavailable(err) // another region owns the shard, or the fence kept refusing this one
-	case errors.Is(err, errRoundsOut):
+func (g *Gateway) roundsEnded(c *call, end routing.End) {
+	switch end.Ending {
+	case routing.Answered, routing.Routed:
+		// Answered, or forwarded, redirected or refused by routing.
+	case routing.NotOwner, routing.FenceRefused:
+		c.RegionUnavailable(end.Err) // another region owns the shard, or the fence kept refusing this one
+	case routing.RoundsOut:
 		// Resolved outcomes kept changing under us.
 		exchange.SetKeyStatus(c.W, KeyStatusInProgress)
 		c.RefuseWait("in_progress", exchange.Problem{Type: "in-progress", Title: "operation is changing state",
 			Detail: "retry with the same key", Status: http.StatusConflict}, time.Second)
 	default:
-		c.StoreDown(err)
+		c.StoreDown(end.Err)
 	}
+}
+
+// passthrough sends an uncoordinated request upstream: an unmatched route,
+// or a request without a key on an endpoint where the key is optional.
+func (g *Gateway) passthrough(w http.ResponseWriter, r *http.Request, actor, endpoint string, start time.Time) {
+	g.metrics.request(r.Context(), endpoint, "passthrough", start)
+	if actor != "" {
+		r.Header.Set(HeaderActor, actor)
+	}
+	g.next.Pass(w, r)
 }

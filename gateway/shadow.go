@@ -13,41 +13,14 @@ import (
 
 	"github.com/idemcoord/idemcoord/config"
 	"github.com/idemcoord/idemcoord/gateway/exchange"
+	"github.com/idemcoord/idemcoord/gateway/upstream"
 )
 
-// shadowRun is what a shadow-mode request learnt from the protocol.
+// shadowRun is what a shadow-mode request learnt from the protocol: the
+// answer it recorded, and what the stages said of it (exchange.Shadow).
 type shadowRun struct {
-	rec recorder
-	// relay is set when the recorded answer is one the client gets as it
-	// is: the upstream's own (the protocol executed the request), a
-	// redirect to the owner region, or a forward whose answer was lost
-	// (504: the owner may have run it, so it is not passed on again).
-	// Routing's refusals (a shard moving or failed over, an owner suspect
-	// or unreachable) are not: those requests go upstream uncoordinated,
-	// so a move or a failover is never an outage on a shadow endpoint.
-	relay bool
-	// client is the request's own writer, and sent is set once an answer
-	// went to it directly: the owner region's answer to a forward is
-	// streamed to the client (see direct), never held whole.
-	client http.ResponseWriter
-	sent   bool
-}
-
-func (s *shadowRun) markRelay() {
-	if s != nil {
-		s.relay = true
-	}
-}
-
-// direct returns where an answer the client gets as it comes goes: w
-// outside shadow mode; in shadow mode the client's own writer (the
-// protocol's recorder would hold the whole answer), marked sent.
-func (s *shadowRun) direct(w http.ResponseWriter) http.ResponseWriter {
-	if s == nil {
-		return w
-	}
-	s.sent = true
-	return s.client
+	rec *upstream.Recorder
+	exchange.Shadow
 }
 
 // shadowMetrics counts, per endpoint, what enforcement would have done
@@ -95,31 +68,31 @@ func (g *Gateway) shadow(w http.ResponseWriter, r *http.Request, ep *config.Endp
 		g.passthrough(w, r, actor, ep.Name, start)
 		return
 	}
-	run := &shadowRun{rec: recorder{header: http.Header{}}, client: w}
+	run := &shadowRun{rec: upstream.NewRecorder(), Shadow: exchange.Shadow{Client: w}}
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	c := g.newCall(&run.rec, r, ep, actor, start)
-	c.shadow = run
+	c := g.newCall(run.rec, r, ep, actor, start)
+	c.Shadow = &run.Shadow
 	g.coordinateCall(c)
-	if run.sent {
+	if run.Sent {
 		return
 	}
-	if run.relay {
+	if run.Relay {
 		h := w.Header()
-		for name, vs := range run.rec.header {
+		for name, vs := range run.rec.Header() {
 			h[name] = vs
 		}
 		h.Del(HeaderKeyExpires) // a shadow endpoint honours no key
-		w.WriteHeader(run.rec.status)
-		w.Write(run.rec.body.Bytes())
+		w.WriteHeader(run.rec.Status())
+		w.Write(run.rec.Body())
 		return
 	}
-	would := "would_" + strconv.Itoa(run.rec.status)
-	if run.rec.header.Get(HeaderReplayed) == "true" {
+	would := "would_" + strconv.Itoa(run.rec.Status())
+	if run.rec.Header().Get(HeaderReplayed) == "true" {
 		would = "would_replay"
 	}
 	g.shadowDecision(r.Context(), ep, would)
 	g.log.InfoContext(r.Context(), "shadow: passed upstream what enforcement would have answered",
-		"endpoint", ep.Name, "would", would, "operation_id", run.rec.header.Get(HeaderOperationID))
+		"endpoint", ep.Name, "would", would, "operation_id", run.rec.Header().Get(HeaderOperationID))
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
 	g.passthrough(w, r, actor, ep.Name, start)

@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/idemcoord/idemcoord/gateway/exchange"
 	"github.com/idemcoord/idemcoord/internal/idemconv"
 	"github.com/idemcoord/idemcoord/store"
 	"github.com/idemcoord/idemcoord/store/storeotel"
@@ -235,7 +236,7 @@ func (e tracedExecutor) Execute(ctx context.Context, in Invocation) Answer {
 	}
 	ctx, span := e.tracer.Start(ctx, SpanUpstream, trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithAttributes(attribute.String(AttrEndpoint, in.Endpoint.Name),
-			attribute.String(AttrOperationID, in.operationID())))
+			attribute.String(AttrOperationID, in.OperationIDText())))
 	defer span.End()
 	if span.SpanContext().IsValid() {
 		r := *in.Request
@@ -245,7 +246,7 @@ func (e tracedExecutor) Execute(ctx context.Context, in Invocation) Answer {
 	}
 	a := e.Executor.Execute(ctx, in)
 	if a.Err != nil {
-		span.RecordError(redact(a.Err))
+		span.RecordError(exchange.Redact(a.Err))
 		span.SetStatus(codes.Error, "upstream call failed")
 	} else {
 		span.SetAttributes(semconv.HTTPResponseStatusCode(a.Status))

@@ -65,6 +65,8 @@ type Request struct {
 	Charged bool
 	// Outcomes counts and logs the answers.
 	Outcomes *Outcomes
+	// Shadow is set on a shadow-mode endpoint (see Shadow).
+	Shadow *Shadow
 }
 
 // Refuse answers p (no Retry-After) and counts it as result.

@@ -1,4 +1,4 @@
-package gateway
+package upstream
 
 import (
 	"bytes"
@@ -46,8 +46,8 @@ type Invocation struct {
 	opID string
 }
 
-// operationID is OperationID as text.
-func (in Invocation) operationID() string {
+// OperationIDText is OperationID as text.
+func (in Invocation) OperationIDText() string {
 	if in.opID != "" {
 		return in.opID
 	}
@@ -113,7 +113,7 @@ func NewProxy(upstream *url.URL, transport http.RoundTripper) *Proxy {
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(upstream)
-			pr.Out.Header[HeaderActor] = pr.In.Header[HeaderActor]
+			pr.Out.Header[exchange.HeaderActor] = pr.In.Header[exchange.HeaderActor]
 		},
 		Transport: transport,
 	}
@@ -150,7 +150,7 @@ func (p *Proxy) Execute(ctx context.Context, in Invocation) Answer {
 	req.Body = io.NopCloser(bytes.NewReader(in.Body))
 	req.ContentLength = int64(len(in.Body))
 	req.GetBody = nil
-	req.Header = outboundHeader(in.Request.Header, 3)
+	req.Header = exchange.OutboundHeader(in.Request.Header, 3)
 	setIdentity(req.Header, in)
 	return p.do(req, sent)
 }
@@ -197,13 +197,13 @@ func (p *Proxy) do(req *http.Request, sent *sendTrace) Answer {
 		// upstream acted, so the outcome is for the resolve path to tell.
 		return Answer{Err: fmt.Errorf("gateway: upstream answer over %d bytes", maxUpstreamBody), Sent: true}
 	}
-	dropHopHeaders(resp.Header)
+	exchange.DropHopHeaders(resp.Header)
 	return Answer{Status: resp.StatusCode, Header: resp.Header, Body: body}
 }
 
 func setIdentity(h http.Header, in Invocation) {
-	h.Set(HeaderOperationID, in.operationID())
-	h.Set(HeaderActor, in.Actor)
+	h.Set(exchange.HeaderOperationID, in.OperationIDText())
+	h.Set(exchange.HeaderActor, in.Actor)
 	if in.ResumeFrom != "" {
 		h.Set(HeaderResumeFrom, in.ResumeFrom)
 	}

@@ -1,4 +1,4 @@
-package gateway
+package upstream
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/fencing"
+	"github.com/idemcoord/idemcoord/gateway/exchange"
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/internal/retry"
 	"github.com/idemcoord/idemcoord/store"
@@ -42,7 +43,7 @@ func checkStatus(a Answer) Answer {
 // learns an attempt's answer (the worker's live answer, a takeover's or a
 // retry's resolve) classifies it here, so the recovery point it reports
 // is kept whichever path it came by (complete.go).
-func (g *Gateway) result(c *call, a Answer) store.Result {
+func (s *Stage) result(c *exchange.Request, a Answer) store.Result {
 	a = checkStatus(a)
 	switch {
 	case errors.Is(a.Err, errInvalidStatus):
@@ -53,12 +54,12 @@ func (g *Gateway) result(c *call, a Answer) store.Result {
 		return store.Result{State: idempotency.RetryableFailure, ErrorSummary: "upstream unreachable"}
 	}
 	if st, ok := stageOf(a.Header); ok && st.Cancelled() && c.Endpoint.CancelPath != "" {
-		return cancelledResult // the upstream's word: it cancelled, nothing took effect
+		return Cancelled // the upstream's word: it cancelled, nothing took effect
 	}
 	state := c.Policy.Classify(a.Status)
 	res := store.Result{State: state}
 	if state == idempotency.Completed || state == idempotency.TerminalFailure {
-		res.Snapshot = g.replay.Stored(&c.Request, snapshot(c.Policy, a), a.Body, state)
+		res.Snapshot = s.stored.Stored(c, snapshot(c.Policy, a), a.Body, state)
 	} else {
 		res.ErrorSummary = http.StatusText(a.Status)
 	}
@@ -82,9 +83,9 @@ var errTakerRunning = errors.New("gateway: operation taken over and still in pro
 // store.ErrLostOwnership when the record holds another answer, and one
 // wrapping fencing.ErrStaleEpoch, with no retry, when the fence refused
 // it (the shard moved on).
-func (g *Gateway) record(ctx context.Context, c *call, lease *store.Lease, res store.Result) error {
-	rb := recording{share: retry.NewShare(recordBudget), until: g.clock.Now().Add(recordBudget.Total)}
-	err := g.finish(ctx, rb, c, lease, res)
+func (s *Stage) record(ctx context.Context, c *exchange.Request, lease *store.Lease, res store.Result) error {
+	rb := recording{share: retry.NewShare(recordBudget), until: s.clock.Now().Add(recordBudget.Total)}
+	err := s.finish(ctx, rb, c, lease, res)
 	if err == nil || errors.Is(err, store.ErrLostOwnership) {
 		return err
 	}
@@ -92,28 +93,17 @@ func (g *Gateway) record(ctx context.Context, c *call, lease *store.Lease, res s
 		// The shard moved to another region: no retry of this worker's
 		// can record it (its token's epoch is over for good); the owner's
 		// takeover settles the record.
-		g.log.WarnContext(ctx, "result not recorded: the shard moved to another region", "operation_id", lease.OperationID,
+		s.log.WarnContext(ctx, "result not recorded: the shard moved to another region", "operation_id", lease.OperationID,
 			"key", c.Key, "err", err)
 		return err
 	}
-	g.log.ErrorContext(ctx, "finish failed; recording again in the background", "operation_id", lease.OperationID,
+	s.log.ErrorContext(ctx, "finish failed; recording again in the background", "operation_id", lease.OperationID,
 		"key", c.Key, "err", err)
-	g.closeMu.Lock()
-	closing := g.closing
-	if !closing {
-		g.bg.Add(1)
-	}
-	g.closeMu.Unlock()
-	if closing {
+	if !s.bg.Go(func() { s.recordAgain(ctx, rb, c, lease, res, err) }) {
 		// Close is waiting already: the caller's goroutine is the last
 		// one this result will get.
-		g.recordAgain(ctx, rb, c, lease, res, err)
-		return err
+		s.recordAgain(ctx, rb, c, lease, res, err)
 	}
-	go func() {
-		defer g.bg.Done()
-		g.recordAgain(ctx, rb, c, lease, res, err)
-	}()
 	return err
 }
 
@@ -127,26 +117,26 @@ type recording struct {
 
 // recordAgain retries finish until the result is recorded, the record
 // holds another answer, or rb is spent.
-func (g *Gateway) recordAgain(ctx context.Context, rb recording, c *call, lease *store.Lease, res store.Result, last error) {
+func (s *Stage) recordAgain(ctx context.Context, rb recording, c *exchange.Request, lease *store.Lease, res store.Result, last error) {
 	for n := 1; ; n++ {
-		if rb.share.Spent() || !g.clock.Now().Before(rb.until) {
-			g.log.ErrorContext(ctx, "result never recorded: reconcile the operation", "operation_id", lease.OperationID,
+		if rb.share.Spent() || !s.clock.Now().Before(rb.until) {
+			s.log.ErrorContext(ctx, "result never recorded: reconcile the operation", "operation_id", lease.OperationID,
 				"key", c.Key, "state", res.State, "attempts", rb.share.Used(), "err", last)
 			return
 		}
-		if err := clock.Sleep(ctx, g.clock, min(recordBudget.Step(n), rb.until.Sub(g.clock.Now()))); err != nil {
+		if err := clock.Sleep(ctx, s.clock, min(recordBudget.Step(n), rb.until.Sub(s.clock.Now()))); err != nil {
 			return
 		}
-		if !g.clock.Now().Before(rb.until) {
+		if !s.clock.Now().Before(rb.until) {
 			continue // ends above
 		}
-		err := g.finish(ctx, rb, c, lease, res)
+		err := s.finish(ctx, rb, c, lease, res)
 		switch {
 		case err == nil:
-			g.log.InfoContext(ctx, "result recorded after a retry", "operation_id", lease.OperationID, "state", res.State)
+			s.log.InfoContext(ctx, "result recorded after a retry", "operation_id", lease.OperationID, "state", res.State)
 			return
 		case errors.Is(err, store.ErrLostOwnership):
-			g.log.WarnContext(ctx, "result not recorded: operation taken over", "operation_id", lease.OperationID, "key", c.Key)
+			s.log.WarnContext(ctx, "result not recorded: operation taken over", "operation_id", lease.OperationID, "key", c.Key)
 			return
 		}
 		last = err
@@ -166,16 +156,16 @@ func (g *Gateway) recordAgain(ctx context.Context, rb recording, c *call, lease 
 // store.ErrLostOwnership when the record holds another answer (or this
 // one, recorded by someone else); errTakerRunning while a taker holds the
 // operation without a result; any other error is the store's.
-func (g *Gateway) finish(ctx context.Context, rb recording, c *call, lease *store.Lease, res store.Result) error {
-	sctx, done := rb.share.Call(ctx, max(min(storeCallTimeout, rb.until.Sub(g.clock.Now())), time.Millisecond))
+func (s *Stage) finish(ctx context.Context, rb recording, c *exchange.Request, lease *store.Lease, res store.Result) error {
+	sctx, done := rb.share.Call(ctx, max(min(storeCallTimeout, rb.until.Sub(s.clock.Now())), time.Millisecond))
 	defer done()
-	err := g.store.Finish(sctx, lease, res)
+	err := s.claims.Finish(sctx, lease, res)
 	if !errors.Is(err, store.ErrLostOwnership) || res.State == idempotency.OutcomeUnknown {
 		// An unknown outcome is no answer: nothing to settle another
 		// record with.
 		return err
 	}
-	rec, lerr := g.store.Lookup(sctx, c.Actor, lease.OperationID)
+	rec, lerr := s.claims.Lookup(sctx, c.Actor, lease.OperationID)
 	switch {
 	case lerr != nil:
 		return fmt.Errorf("gateway: reading the record after a takeover: %w", lerr)
@@ -184,13 +174,13 @@ func (g *Gateway) finish(ctx context.Context, rb recording, c *call, lease *stor
 	case rec.State != idempotency.OutcomeUnknown:
 		return err
 	}
-	if rerr := g.store.Resolve(sctx, rec, lease.Token, res); rerr != nil {
+	if rerr := s.claims.Resolve(sctx, rec, lease.Token, res); rerr != nil {
 		if errors.Is(rerr, store.ErrLostOwnership) || errors.Is(rerr, store.ErrNotUnknown) {
 			return errTakerRunning // moved on meanwhile: look again
 		}
 		return rerr
 	}
-	g.log.InfoContext(ctx, "outcome unknown resolved with the answer this worker holds", "operation_id", lease.OperationID,
+	s.log.InfoContext(ctx, "outcome unknown resolved with the answer this worker holds", "operation_id", lease.OperationID,
 		"state", res.State)
 	return nil
 }

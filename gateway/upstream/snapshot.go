@@ -1,10 +1,11 @@
-package gateway
+package upstream
 
 import (
 	"net/http"
 	"net/url"
 	"path"
 
+	"github.com/idemcoord/idemcoord/gateway/exchange"
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/store"
 )
@@ -59,9 +60,9 @@ func writeAnswer(w http.ResponseWriter, a Answer, opID string, replayed bool) {
 		h[name] = vs
 	}
 	h.Del("Content-Length")
-	h.Set(HeaderOperationID, opID)
+	h.Set(exchange.HeaderOperationID, opID)
 	if replayed {
-		h.Set(HeaderReplayed, "true")
+		h.Set(exchange.HeaderReplayed, "true")
 	}
 	w.WriteHeader(a.Status)
 	w.Write(a.Body)

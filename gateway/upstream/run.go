@@ -1,10 +1,9 @@
-package gateway
+package upstream
 
 import (
 	"context"
 	"errors"
 	"net/http"
-	"net/url"
 	"time"
 
 	"github.com/idemcoord/idemcoord/fencing"
@@ -19,14 +18,14 @@ import (
 // call may have been sent; one that does not knows it was not.
 const stageSending = "sending"
 
-// run executes the intent under the claim's lease, records the result and
+// Run executes the intent under the claim's lease, records the result and
 // answers the client. again asks the caller to claim once more: the
 // operation was taken over meanwhile, and its record now holds the answer
 // that counts (or says it is still in progress).
-func (g *Gateway) run(ctx context.Context, c *call, claim store.Claim, result string) (again bool) {
+func (s *Stage) Run(ctx context.Context, c *exchange.Request, claim store.Claim, result string) (again bool) {
 	in := Invocation{Request: c.R, Body: c.Body, OperationID: claim.Lease.OperationID, Actor: c.Actor, Endpoint: c.Endpoint,
 		opID: claim.Lease.OperationID.String()}
-	a, res, replayed, err := g.perform(ctx, c, claim, in)
+	a, res, replayed, err := s.perform(ctx, c, claim, in)
 	if err != nil {
 		if errors.Is(err, store.ErrLostOwnership) {
 			return true
@@ -43,12 +42,12 @@ func (g *Gateway) run(ctx context.Context, c *call, claim store.Claim, result st
 		// (I7). The client is told to retry with the same key instead. A
 		// shadow endpoint honours no key, so its client gets the upstream's
 		// answer whatever the store kept.
-		if c.Endpoint.ResolvePath != "" && c.shadow == nil {
-			g.metrics.upstreamResult(ctx, c.Endpoint.Name, string(res.State))
+		if c.Endpoint.ResolvePath != "" && c.Shadow == nil {
+			s.results(ctx, c.Endpoint.Name, string(res.State))
 			if errors.Is(err, fencing.ErrStaleEpoch) {
-				g.ranWhileMoved(c, in)
+				s.ranWhileMoved(c, in)
 			} else {
-				g.ranUnrecorded(c, in, err)
+				s.ranUnrecorded(c, in, err)
 			}
 			return false
 		}
@@ -56,17 +55,17 @@ func (g *Gateway) run(ctx context.Context, c *call, claim store.Claim, result st
 		// one there is: the record stays in progress, this worker keeps
 		// recording it in the background, and the client gets it.
 	}
-	g.metrics.upstreamResult(ctx, c.Endpoint.Name, string(res.State))
-	g.metrics.request(ctx, c.Endpoint.Name, result, c.Start)
+	s.results(ctx, c.Endpoint.Name, string(res.State))
+	c.Outcomes.Count(ctx, c.Endpoint.Name, result, c.Start)
 	if errors.Is(a.Err, errInvalidStatus) {
-		g.log.WarnContext(ctx, "upstream answered an invalid status", "operation_id", in.OperationID, "key", c.Key, "err", a.Err)
+		s.log.WarnContext(ctx, "upstream answered an invalid status", "operation_id", in.OperationID, "key", c.Key, "err", a.Err)
 		exchange.WriteProblem(c.W, exchange.Problem{Type: "upstream-invalid-answer", Title: "upstream answered an invalid status",
 			Detail: "the upstream ran but its answer is not valid HTTP; retry with the same key",
 			Status: http.StatusBadGateway, OperationID: in.opID, OperationState: string(res.State)}, time.Second)
 		return false
 	}
 	if res.State == idempotency.OutcomeUnknown {
-		g.log.WarnContext(ctx, "upstream outcome unknown", "operation_id", in.OperationID, "key", c.Key, "err", redact(a.Err))
+		s.log.WarnContext(ctx, "upstream outcome unknown", "operation_id", in.OperationID, "key", c.Key, "err", exchange.Redact(a.Err))
 		exchange.WriteProblem(c.W, exchange.Problem{Type: "outcome-unknown", Title: "upstream outcome unknown",
 			Detail: "the upstream did not answer in time; retry with the same key", Status: http.StatusGatewayTimeout,
 			OperationID: in.opID, OperationState: string(res.State)}, time.Second)
@@ -93,14 +92,14 @@ func (g *Gateway) run(ctx context.Context, c *call, claim store.Claim, result st
 // the upstream itself: the client is told to retry with the same key and
 // gets the recorded answer there. (Without a resolve path the answer
 // this worker holds is the only one there is, and it is given.)
-func (g *Gateway) ranWhileMoved(c *call, in Invocation) {
-	g.log.WarnContext(c.R.Context(), "result refused by the fence: the shard moved during the run; the owner settles it",
+func (s *Stage) ranWhileMoved(c *exchange.Request, in Invocation) {
+	s.log.WarnContext(c.R.Context(), "result refused by the fence: the shard moved during the run; the owner settles it",
 		"operation_id", in.OperationID, "key", c.Key)
 	c.RefuseWait("ownership_moved", exchange.Problem{Type: "ownership-moving", Title: "the actor's ownership moved during the run",
 		Detail: "the operation ran while the actor's shard moved to another region, which records its outcome; " +
 			"retry with the same key to get the answer, never with a new key",
 		Status: http.StatusServiceUnavailable, OperationID: in.opID,
-		OperationState: string(idempotency.InProgress)}, ownershipRetryAfter)
+		OperationState: string(idempotency.InProgress)}, exchange.OwnershipRetryAfter)
 }
 
 // ranUnrecorded answers a run whose result the store did not take (it
@@ -109,14 +108,14 @@ func (g *Gateway) ranWhileMoved(c *call, in Invocation) {
 // retry with the same key gets what the record ends up holding: this
 // answer once recorded, or, after a takeover, the outcome the resolve path
 // reports. The client is never handed an answer the record may contradict.
-func (g *Gateway) ranUnrecorded(c *call, in Invocation, err error) {
-	g.log.WarnContext(c.R.Context(), "result not recorded: the store did not take it; the client retries for the recorded answer",
+func (s *Stage) ranUnrecorded(c *exchange.Request, in Invocation, err error) {
+	s.log.WarnContext(c.R.Context(), "result not recorded: the store did not take it; the client retries for the recorded answer",
 		"operation_id", in.OperationID, "key", c.Key, "err", err)
 	c.RefuseWait("result_unrecorded", exchange.Problem{Type: "store-unavailable", Title: "the operation ran but its result is not recorded yet",
 		Detail: "the operation ran and its outcome is being recorded; retry with the same key to get the answer, " +
 			"never with a new key",
 		Status: http.StatusServiceUnavailable, OperationID: in.opID,
-		OperationState: string(idempotency.InProgress)}, storeRetryAfter)
+		OperationState: string(idempotency.InProgress)}, exchange.StoreRetryAfter)
 }
 
 // perform runs the intent (or, after a takeover of a crashed worker, finds
@@ -125,37 +124,37 @@ func (g *Gateway) ranUnrecorded(c *call, in Invocation, err error) {
 // (a.Sent false, no status), or while recording the result (see record).
 // An error wrapping store.ErrLostOwnership with nothing sent means the
 // operation was taken over before this worker's send: it sent nothing.
-func (g *Gateway) perform(ctx context.Context, c *call, claim store.Claim, in Invocation) (a Answer, res store.Result, replayed bool, err error) {
+func (s *Stage) perform(ctx context.Context, c *exchange.Request, claim store.Claim, in Invocation) (a Answer, res store.Result, replayed bool, err error) {
 	lease := claim.Lease
 	drillpoint.Hit(drillpoint.AfterClaim)
 	if c.Endpoint.ResolvePath == "" && lease.LastStage == "" {
 		// No way to ask the upstream later: leave a mark before sending.
 		sctx, cancel := context.WithTimeout(ctx, storeCallTimeout)
-		err = g.store.RecordStage(sctx, lease, stageSending)
+		err = s.claims.RecordStage(sctx, lease, stageSending)
 		cancel()
 		if err != nil {
 			// Nothing is sent, and the client is told so; the mark may
 			// have committed unseen, so the claim is released (unsent).
-			g.unsent(ctx, c, lease, err)
+			s.unsent(ctx, c, lease, err)
 			return Answer{}, store.Result{}, false, err
 		}
 	}
-	guard := newLeaseGuard(g.store, g.clock, lease, c.Policy.Lease, c.ClaimedAt)
-	stop := g.heartbeat(ctx, c, guard)
-	a, res, replayed, err = g.execute(ctx, c, claim, in, guard)
+	guard := newLeaseGuard(s.claims, s.clock, lease, c.Policy.Lease, c.ClaimedAt)
+	stop := s.heartbeat(ctx, c, guard)
+	a, res, replayed, err = s.execute(ctx, c, claim, in, guard)
 	stop()
 	if err != nil {
-		g.unsent(ctx, c, lease, err)
+		s.unsent(ctx, c, lease, err)
 		return Answer{}, store.Result{}, false, err
 	}
 	drillpoint.Hit(drillpoint.AfterUpstream)
-	err = g.record(ctx, c, lease, res)
-	g.waits.kick(lease.OperationID) // retries waiting on it read the record now
+	err = s.record(ctx, c, lease, res)
+	s.recorded(lease.OperationID) // retries waiting on it read the record now
 	switch {
 	case errors.Is(err, store.ErrLostOwnership):
 		// Expected after a takeover (this worker was paused or slow past
 		// its lease) or a cancel: the record's answer stands.
-		g.log.WarnContext(ctx, "result not recorded: operation taken over or cancelled", "operation_id", in.OperationID, "key", c.Key)
+		s.log.WarnContext(ctx, "result not recorded: operation taken over or cancelled", "operation_id", in.OperationID, "key", c.Key)
 	case err != nil:
 		a.Sent = true
 	}
@@ -169,20 +168,20 @@ func (g *Gateway) perform(ctx context.Context, c *call, claim store.Claim, in In
 // waiting out the lease, and a "sending" mark that committed unseen never
 // makes a takeover call the outcome of a request never sent unknown: the
 // client is told nothing was executed, and the record must agree.
-func (g *Gateway) unsent(ctx context.Context, c *call, lease *store.Lease, err error) {
+func (s *Stage) unsent(ctx context.Context, c *exchange.Request, lease *store.Lease, err error) {
 	if errors.Is(err, store.ErrLostOwnership) {
-		g.log.WarnContext(ctx, "not sent: operation taken over before the send", "operation_id", lease.OperationID, "key", c.Key)
+		s.log.WarnContext(ctx, "not sent: operation taken over before the send", "operation_id", lease.OperationID, "key", c.Key)
 		return
 	}
-	g.log.WarnContext(ctx, "not sent: lease could not be confirmed", "operation_id", lease.OperationID, "key", c.Key, "err", err)
+	s.log.WarnContext(ctx, "not sent: lease could not be confirmed", "operation_id", lease.OperationID, "key", c.Key, "err", err)
 	sctx, cancel := context.WithTimeout(ctx, storeCallTimeout)
 	defer cancel()
-	if err := g.store.Release(sctx, lease, "not sent: the lease could not be confirmed"); err != nil &&
+	if err := s.claims.Release(sctx, lease, "not sent: the lease could not be confirmed"); err != nil &&
 		!errors.Is(err, store.ErrLostOwnership) {
-		g.log.WarnContext(ctx, "claim not released yet: the store releases it once it answers", "operation_id",
+		s.log.WarnContext(ctx, "claim not released yet: the store releases it once it answers", "operation_id",
 			lease.OperationID, "key", c.Key, "err", err)
 	}
-	g.waits.kick(lease.OperationID)
+	s.recorded(lease.OperationID)
 }
 
 // execute runs the intent. After a takeover of a crashed worker's claim,
@@ -194,7 +193,7 @@ func (g *Gateway) unsent(ctx context.Context, c *call, lease *store.Lease, err e
 //
 // Before sending, it proves the lease is still this worker's (see
 // leaseGuard.ensure); err is set, and nothing sent, when it cannot.
-func (g *Gateway) execute(ctx context.Context, c *call, claim store.Claim, in Invocation, guard *leaseGuard) (Answer, store.Result, bool, error) {
+func (s *Stage) execute(ctx context.Context, c *exchange.Request, claim store.Claim, in Invocation, guard *leaseGuard) (Answer, store.Result, bool, error) {
 	prior := claim.Record.State
 	crashed := claim.Outcome == store.TakenOver && (prior == idempotency.InProgress || prior == idempotency.Pending)
 	unknown := func(why string) (Answer, store.Result, bool, error) {
@@ -203,9 +202,9 @@ func (g *Gateway) execute(ctx context.Context, c *call, claim store.Claim, in In
 	}
 	switch {
 	case crashed && c.Endpoint.ResolvePath != "":
-		switch v, a := g.next.Resolve(ctx, in); v {
+		switch v, a := s.next.Resolve(ctx, in); v {
 		case Ran:
-			res := g.result(c, a)
+			res := s.result(c, a)
 			final := res.State.Terminal()
 			return checkStatus(a), res, final, nil
 		case Undetermined:
@@ -218,24 +217,14 @@ func (g *Gateway) execute(ctx context.Context, c *call, claim store.Claim, in In
 		return Answer{}, store.Result{}, false, err
 	}
 	if c.Endpoint.CancelPath != "" || c.Endpoint.Completes() {
-		in.Stage = func(st idempotency.Stage) { g.recordStage(ctx, c, guard, st) }
+		in.Stage = func(st idempotency.Stage) { s.recordStage(ctx, c, guard, st) }
 	}
 	if c.Endpoint.Completes() {
 		in.ResumeFrom = claim.Lease.LastStage // the recovery point (complete.go)
 	}
-	start := g.clock.Now()
-	a := checkStatus(g.next.Execute(ctx, in))
-	c.shadow.markRelay()
-	g.durations[c.Endpoint.Name].observe(g.clock.Now().Sub(start))
-	return a, g.result(c, a), false, nil
-}
-
-// redact keeps an upstream error loggable: a *url.Error carries the full
-// URL, query string included, which may hold what the client sent.
-func redact(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return ue.Err
-	}
-	return err
+	start := s.clock.Now()
+	a := checkStatus(s.next.Execute(ctx, in))
+	c.Shadow.MarkRelay()
+	s.durations[c.Endpoint.Name].observe(s.clock.Now().Sub(start))
+	return a, s.result(c, a), false, nil
 }

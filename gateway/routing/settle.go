@@ -1,10 +1,11 @@
-package gateway
+package routing
 
 import (
 	"context"
 	"time"
 
 	"github.com/idemcoord/idemcoord/failover"
+	"github.com/idemcoord/idemcoord/gateway/exchange"
 	"github.com/idemcoord/idemcoord/ownership"
 )
 
@@ -46,7 +47,7 @@ var _ ownersChanged = (*ownership.Cache)(nil)
 
 // changed returns the owners' change signal, or nil (a channel that never
 // fires) when they have none.
-func (rt *routing) changed() <-chan struct{} {
+func (rt *Stage) changed() <-chan struct{} {
 	if oc, ok := rt.owners.(ownersChanged); ok {
 		return oc.Changed()
 	}
@@ -58,7 +59,7 @@ func (rt *routing) changed() <-chan struct{} {
 // are when settleHold has passed on the gateway's clock or ctx ended. It
 // waits on the cache's change signal, and re-reads the health view every
 // settlePoll.
-func (rt *routing) settled(ctx context.Context, c *call, shard int) (owner string, epoch int64, state string, ok bool) {
+func (rt *Stage) settled(ctx context.Context, c *exchange.Request, shard int) (owner string, epoch int64, state string, ok bool) {
 	changed := rt.changed() // taken before the read: a change after it fires
 	owner, epoch, state, ok = rt.owners.Owner(shard)
 	if !ok || !rt.between(c, owner, state) {
@@ -88,7 +89,7 @@ func (rt *routing) settled(ctx context.Context, c *call, shard int) (owner strin
 // between reports whether a shard in state, owned by owner, is between
 // owners for c's endpoint: FENCING, or waiting for its owner's failover
 // (the endpoint's failover policy decides an action whose answer holds).
-func (rt *routing) between(c *call, owner, state string) bool {
+func (rt *Stage) between(c *exchange.Request, owner, state string) bool {
 	if state == ShardFencing {
 		return true
 	}

@@ -1,4 +1,4 @@
-package gateway
+package async
 
 import (
 	"context"
@@ -10,8 +10,6 @@ import (
 	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/failover/policy"
 	"github.com/idemcoord/idemcoord/fencing"
-	"github.com/idemcoord/idemcoord/gateway/exchange"
-	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/store"
 )
 
@@ -55,24 +53,24 @@ const DefaultMoveSweepInterval = 500 * time.Millisecond
 // region received, unless recovery is disabled or the store cannot scan
 // for them; nil then. What the region owns when it is called was not just
 // received.
-func (g *Gateway) moveSweepLoop() func(context.Context) error {
-	fs := g.store
-	groups := g.fencedEndpoints()
-	if g.cfg.Recovery.Disabled || g.routes == nil || len(groups) == 0 {
+func (s *Stage) moveSweepLoop() func(context.Context) error {
+	fs := s.store
+	groups := s.fencedEndpoints()
+	if s.recovery.Disabled || !s.routes.MultiRegion() || len(groups) == 0 {
 		return nil
 	}
-	every := g.cfg.Recovery.MoveSweepInterval
+	every := s.recovery.MoveSweepInterval
 	if every <= 0 {
 		every = DefaultMoveSweepInterval
 	}
-	batch := g.cfg.Recovery.Batch
+	batch := s.recovery.Batch
 	if batch <= 0 {
 		batch = DefaultRecoveryBatch
 	}
-	t := clock.Or(g.cfg.Recovery.Clock).NewTicker(every) // now, in Start (recoveryLoop)
-	g.tickers = append(g.tickers, t)
+	t := clock.Or(s.recovery.Clock).NewTicker(every) // now, in Start (recoveryLoop)
+	s.tickers = append(s.tickers, t)
 	w := &moveWatch{seen: map[int]int64{}, pending: map[int]map[policy.Policy]bool{}}
-	w.observe(g, groups) // what is owned now was not just received
+	w.observe(s, groups) // what is owned now was not just received
 	clear(w.pending)
 	return func(ctx context.Context) error {
 		defer t.Stop()
@@ -81,8 +79,8 @@ func (g *Gateway) moveSweepLoop() func(context.Context) error {
 			case <-ctx.Done():
 				return nil
 			case <-t.C():
-				w.observe(g, groups)
-				g.sweepMoved(ctx, fs, w, groups, batch)
+				w.observe(s, groups)
+				s.sweepMoved(ctx, fs, w, groups, batch)
 			}
 		}
 	}
@@ -90,9 +88,9 @@ func (g *Gateway) moveSweepLoop() func(context.Context) error {
 
 // fencedEndpoints returns the endpoints that take over fenced operations,
 // grouped by failover policy (which decides where they may run).
-func (g *Gateway) fencedEndpoints() map[policy.Policy][]string {
+func (s *Stage) fencedEndpoints() map[policy.Policy][]string {
 	out := map[policy.Policy][]string{}
-	for _, ep := range g.cfg.Endpoints {
+	for _, ep := range s.endpoints {
 		if ep.TakesOverFenced() {
 			p := ep.Failover
 			out[p] = append(out[p], ep.Name)
@@ -113,15 +111,15 @@ type moveWatch struct {
 // owned here was just received. A shard seen for the first time (the
 // cache just loaded) only sets the baseline; one owned elsewhere now is
 // no longer this region's to sweep.
-func (w *moveWatch) observe(g *Gateway, groups map[policy.Policy][]string) {
-	for shard := range g.cfg.Shards {
-		owner, epoch, _, ok := g.routes.owners.Owner(shard)
+func (w *moveWatch) observe(s *Stage, groups map[policy.Policy][]string) {
+	for shard := range s.shards {
+		owner, epoch, _, ok := s.routes.Owner(shard)
 		if !ok {
 			continue
 		}
 		prev, known := w.seen[shard]
 		w.seen[shard] = epoch
-		if owner != g.routes.local {
+		if owner != s.routes.Local() {
 			delete(w.pending, shard) // moved on before its sweep: the new owner's business
 			continue
 		}
@@ -141,22 +139,22 @@ func (w *moveWatch) observe(g *Gateway, groups map[policy.Policy][]string) {
 // shard stays pending for a policy until a sweep of it went through to
 // the end without an error (a reject endpoint's shard held FAILED_OVER
 // waits for an operator's accept).
-func (g *Gateway) sweepMoved(ctx context.Context, fs store.Queue, w *moveWatch, groups map[policy.Policy][]string, batch int) {
+func (s *Stage) sweepMoved(ctx context.Context, fs store.Queue, w *moveWatch, groups map[policy.Policy][]string, batch int) {
 	if len(w.pending) == 0 {
 		return
 	}
-	health := g.routes.localHealth()
+	health := s.routes.LocalHealth()
 	for p, names := range groups {
 		var shards []int
 		for shard, todo := range w.pending {
-			if todo[p] && g.routes.mayRecoverShard(shard, p, health) {
+			if todo[p] && s.routes.MayRecoverShard(shard, p, health) {
 				shards = append(shards, shard)
 			}
 		}
 		if len(shards) == 0 {
 			continue
 		}
-		if !g.sweepShards(ctx, fs, store.Runnable{Endpoints: names, Shards: shards}, batch) {
+		if !s.sweepShards(ctx, fs, store.Runnable{Endpoints: names, Shards: shards}, batch) {
 			continue
 		}
 		for _, shard := range shards {
@@ -170,7 +168,7 @@ func (g *Gateway) sweepMoved(ctx context.Context, fs store.Queue, w *moveWatch, 
 
 // sweepShards pages through r's fenced operations, settling each page
 // before reading the next. It reports whether it reached the end.
-func (g *Gateway) sweepShards(ctx context.Context, fs store.Queue, r store.Runnable, batch int) bool {
+func (s *Stage) sweepShards(ctx context.Context, fs store.Queue, r store.Runnable, batch int) bool {
 	var after store.Cursor
 	for ctx.Err() == nil {
 		sctx, cancel := context.WithTimeout(ctx, storeCallTimeout)
@@ -178,13 +176,13 @@ func (g *Gateway) sweepShards(ctx context.Context, fs store.Queue, r store.Runna
 		cancel()
 		if err != nil {
 			if ctx.Err() == nil {
-				g.log.WarnContext(ctx, "scan for operations fenced out by a move failed", "err", err)
+				s.log.WarnContext(ctx, "scan for operations fenced out by a move failed", "err", err)
 			}
 			return false
 		}
 		var wg sync.WaitGroup
 		for _, q := range page {
-			g.settleFenced(ctx, fs, q, &wg)
+			s.settleFenced(ctx, fs, q, &wg)
 		}
 		wg.Wait()
 		if len(page) < batch {
@@ -197,13 +195,13 @@ func (g *Gateway) sweepShards(ctx context.Context, fs store.Queue, r store.Runna
 
 // settleFenced takes one fenced operation over (of all the instances
 // sweeping, one wins) and settles it in a goroutine counted by wg.
-func (g *Gateway) settleFenced(ctx context.Context, fs store.Queue, q store.Queued, wg *sync.WaitGroup) {
+func (s *Stage) settleFenced(ctx context.Context, fs store.Queue, q store.Queued, wg *sync.WaitGroup) {
 	rec := q.Record
-	ep := g.endpoint(rec.Scope.Endpoint)
+	ep := s.endpoint(rec.Scope.Endpoint)
 	if ep == nil || !ep.TakesOverFenced() {
 		return // another configuration's endpoint
 	}
-	policy := g.policies[ep.Name]
+	policy := s.policies[ep.Name]
 	var (
 		r     *http.Request
 		body  []byte
@@ -212,7 +210,7 @@ func (g *Gateway) settleFenced(ctx context.Context, fs store.Queue, q store.Queu
 	)
 	if async {
 		if r, body, err = decodeQueued(context.Background(), q.Request); err != nil {
-			g.log.ErrorContext(ctx, "stored async request unreadable; left for a retry", "operation_id", rec.OperationID, "err", err)
+			s.log.ErrorContext(ctx, "stored async request unreadable; left for a retry", "operation_id", rec.OperationID, "err", err)
 			return
 		}
 	} else if r, err = http.NewRequestWithContext(context.Background(), ep.Method, "/", nil); err != nil {
@@ -220,55 +218,35 @@ func (g *Gateway) settleFenced(ctx context.Context, fs store.Queue, q store.Queu
 	}
 	sctx, cancel := context.WithTimeout(ctx, storeCallTimeout)
 	defer cancel()
-	tok, err := g.fences.token(sctx, rec.Scope.Actor)
+	tok, owned, err := s.routes.FenceToken(sctx, rec.Scope.Actor)
+	if err == nil && !owned {
+		return // moved on
+	}
 	var claim store.Claim
 	if err == nil {
-		claim, err = fs.TakeOver(sctx, rec, store.ClaimRequest{Token: tok, Worker: g.cfg.Worker,
+		claim, err = fs.TakeOver(sctx, rec, store.ClaimRequest{Token: tok, Worker: s.worker,
 			Lease: policy.Lease, TTL: policy.TTL, ReplayTTL: policy.ReplayTTL, TakeOverFenced: true})
 	}
 	switch {
 	case errors.Is(err, fencing.ErrStaleEpoch):
-		g.fences.invalidate(tok.Shard)
+		s.routes.Invalidate(tok.Shard)
 		return
-	case errors.Is(err, errNotOwner), errors.Is(err, store.ErrLostOwnership):
-		return // moved on, or another instance (or a retry) won it
+	case errors.Is(err, store.ErrLostOwnership):
+		return // another instance (or a retry) won it
 	case err != nil:
-		g.log.WarnContext(ctx, "takeover of an operation fenced out by a move failed", "operation_id", rec.OperationID, "err", err)
+		s.log.WarnContext(ctx, "takeover of an operation fenced out by a move failed", "operation_id", rec.OperationID, "err", err)
 		return
 	}
-	c := &call{Request: exchange.Request{W: discard{}, R: r, Endpoint: ep, Policy: policy, Actor: rec.Scope.Actor, Body: body, Start: time.Now(), Outcomes: g.outcomes}}
-	in := Invocation{Request: r, Body: body, OperationID: rec.OperationID, Actor: rec.Scope.Actor, Endpoint: ep}
-	g.log.InfoContext(ctx, "operation left in flight by a region that lost its shard taken over", "operation_id", rec.OperationID,
+	c := s.newRequest(r, ep, rec.Scope.Actor, body)
+	s.log.InfoContext(ctx, "operation left in flight by a region that lost its shard taken over", "operation_id", rec.OperationID,
 		"endpoint", ep.Name, "state", rec.State, "from_epoch", rec.Token.Epoch, "epoch", tok.Epoch)
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		if async {
-			g.runAsync(context.Background(), c, claim, in)
+			s.runAsync(context.Background(), c, claim)
 			return
 		}
-		g.resolveTaken(context.Background(), c, claim.Lease, in)
+		s.runner.SettleTaken(context.Background(), c, claim.Lease)
 	}()
-}
-
-// resolveTaken settles a synchronous operation taken over from a fenced
-// holder without its request: from the resolve path's verdict alone. It
-// never runs the intent (the store did not keep the request); a retry
-// does, once the verdict says it never ran.
-func (g *Gateway) resolveTaken(ctx context.Context, c *call, lease *store.Lease, in Invocation) {
-	var res store.Result
-	switch v, a := g.next.Resolve(ctx, in); v {
-	case Ran:
-		res = g.result(c, a)
-	case NotRun:
-		res = store.Result{State: idempotency.RetryableFailure, ErrorSummary: "upstream confirmed it never ran"}
-	default:
-		res = store.Result{State: idempotency.OutcomeUnknown,
-			ErrorSummary: "taken over from a region that lost the shard; upstream state undetermined"}
-	}
-	if err := g.record(ctx, c, lease, res); err != nil && !errors.Is(err, store.ErrLostOwnership) {
-		g.log.WarnContext(ctx, "fenced operation's verdict not recorded", "operation_id", in.OperationID, "err", err)
-		return
-	}
-	g.metrics.upstreamResult(ctx, c.Endpoint.Name, string(res.State))
 }

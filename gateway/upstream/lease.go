@@ -1,4 +1,4 @@
-package gateway
+package upstream
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/idemcoord/idemcoord/clock"
+	"github.com/idemcoord/idemcoord/gateway/exchange"
 	"github.com/idemcoord/idemcoord/store"
 )
 
@@ -22,7 +23,7 @@ import (
 // a little; the check leaves half the lease for that and for a pause
 // between the check and the send.
 type leaseGuard struct {
-	store  store.Store
+	store  store.Claims
 	clock  clock.Clock
 	lease  *store.Lease
 	length time.Duration
@@ -31,7 +32,7 @@ type leaseGuard struct {
 	extendedAt time.Time // send time of the last claim or heartbeat that succeeded
 }
 
-func newLeaseGuard(st store.Store, c clock.Clock, lease *store.Lease, length time.Duration, claimedAt time.Time) *leaseGuard {
+func newLeaseGuard(st store.Claims, c clock.Clock, lease *store.Lease, length time.Duration, claimedAt time.Time) *leaseGuard {
 	return &leaseGuard{store: st, clock: c, lease: lease, length: length, extendedAt: claimedAt}
 }
 
@@ -79,13 +80,13 @@ func (l *leaseGuard) ensure(ctx context.Context) error {
 // extension ended, until stop is called, so a slow upstream or handler is
 // never taken over while it runs. stop waits for the heartbeat goroutine,
 // so the lease is the caller's alone again when it returns.
-func (g *Gateway) heartbeat(ctx context.Context, c *call, guard *leaseGuard) (stop func()) {
+func (s *Stage) heartbeat(ctx context.Context, c *exchange.Request, guard *leaseGuard) (stop func()) {
 	every := c.Policy.Lease / 3
 	done := make(chan struct{})
 	quit := make(chan struct{})
 	go func() {
 		defer close(done)
-		t := g.clock.NewTimer(every)
+		t := s.clock.NewTimer(every)
 		defer t.Stop()
 		for {
 			select {
@@ -97,11 +98,11 @@ func (g *Gateway) heartbeat(ctx context.Context, c *call, guard *leaseGuard) (st
 			err := guard.extend(sctx)
 			cancel()
 			if errors.Is(err, store.ErrLostOwnership) {
-				g.log.WarnContext(ctx, "lease lost while executing", "operation_id", guard.lease.OperationID, "key", c.Key)
+				s.log.WarnContext(ctx, "lease lost while executing", "operation_id", guard.lease.OperationID, "key", c.Key)
 				return
 			}
 			if err != nil {
-				g.log.WarnContext(ctx, "heartbeat failed", "operation_id", guard.lease.OperationID, "err", err)
+				s.log.WarnContext(ctx, "heartbeat failed", "operation_id", guard.lease.OperationID, "err", err)
 			}
 			t.Reset(every)
 		}

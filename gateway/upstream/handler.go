@@ -1,4 +1,4 @@
-package gateway
+package upstream
 
 import (
 	"bytes"
@@ -41,7 +41,7 @@ func (e handlerExecutor) Pass(w http.ResponseWriter, r *http.Request) { e.h.Serv
 // run calls the handler; a panic is an unknown outcome (it may have
 // written before panicking).
 func (e handlerExecutor) run(r *http.Request) (a Answer) {
-	rec := &recorder{header: http.Header{}}
+	rec := NewRecorder()
 	defer func() {
 		if v := recover(); v != nil {
 			a = Answer{Err: fmt.Errorf("gateway: handler panicked: %v", v), Sent: true}
@@ -54,19 +54,31 @@ func (e handlerExecutor) run(r *http.Request) (a Answer) {
 	return Answer{Status: rec.status, Header: rec.header, Body: rec.body.Bytes()}
 }
 
-// recorder captures a handler's final response. Informational (1xx)
+// Recorder captures a handler's final response. Informational (1xx)
 // responses other than 101 are not the answer: they are dropped (a 103
 // Early Hints is only a hint) and the final status that follows is
 // recorded. A status that is no final HTTP status (101, below 100, above
 // 599) is recorded as it is and refused by checkStatus.
-type recorder struct {
+type Recorder struct {
 	header http.Header
 	status int
 	body   bytes.Buffer
 }
 
-func (r *recorder) Header() http.Header { return r.header }
-func (r *recorder) WriteHeader(code int) {
+// NewRecorder returns an empty Recorder.
+func NewRecorder() *Recorder { return &Recorder{header: http.Header{}} }
+
+// Status is the recorded status (0 if nothing was written).
+func (r *Recorder) Status() int { return r.status }
+
+// Body is the recorded body.
+func (r *Recorder) Body() []byte { return r.body.Bytes() }
+
+// Header is the answer's header.
+func (r *Recorder) Header() http.Header { return r.header }
+
+// WriteHeader records the final status (see Recorder).
+func (r *Recorder) WriteHeader(code int) {
 	if r.status != 0 {
 		return
 	}
@@ -75,7 +87,9 @@ func (r *recorder) WriteHeader(code int) {
 	}
 	r.status = code
 }
-func (r *recorder) Write(b []byte) (int, error) {
+
+// Write records body bytes (a 200 when no status came first).
+func (r *Recorder) Write(b []byte) (int, error) {
 	if r.status == 0 {
 		r.status = http.StatusOK
 	}

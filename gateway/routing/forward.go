@@ -1,4 +1,4 @@
-package gateway
+package routing
 
 import (
 	"bytes"
@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/idemcoord/idemcoord/gateway/exchange"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 )
 
 // forwardSlack is added to the endpoint's upstream timeout to bound a
@@ -18,20 +20,6 @@ import (
 // is safe: a forward that times out is a 504, and the client's retry with
 // the same key replays the owner's record or finds it in progress.
 const forwardSlack = 5 * time.Second
-
-// forwardClient is the HTTP client of forwarded requests: its own
-// transport (so a drill can cut one region off without touching the
-// upstream's), never following redirects (the owner's answer is relayed as
-// it is).
-func forwardClient(rt http.RoundTripper) *http.Client {
-	if rt == nil {
-		t := http.DefaultTransport.(*http.Transport).Clone()
-		t.MaxIdleConnsPerHost = 256
-		rt = t
-	}
-	return &http.Client{Transport: rt,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-}
 
 // forward sends the call once to the owner region's gateway at target and
 // relays its answer. Method, path, query, body, Authorization and
@@ -45,7 +33,7 @@ func forwardClient(rt http.RoundTripper) *http.Client {
 // cannot be rewound (no GetBody), so a resend cannot happen. Nothing is
 // ever executed locally instead: an owner that cannot be reached is a 503,
 // one whose answer was lost after the request may have reached it a 504.
-func (rt *routing) forward(ctx context.Context, c *call, owner, target string) {
+func (rt *Stage) forward(ctx context.Context, c *exchange.Request, owner, target string) {
 	timeout := rt.timeout
 	if timeout <= 0 {
 		// The owner may hold a retry for in_progress.wait before it
@@ -63,7 +51,7 @@ func (rt *routing) forward(ctx context.Context, c *call, owner, target string) {
 	// empty body into NoBody, and either makes the request replayable.
 	req.Body = io.NopCloser(bytes.NewReader(c.Body))
 	req.ContentLength = int64(len(c.Body))
-	req.Header = outboundHeader(c.R.Header, 1)
+	req.Header = exchange.OutboundHeader(c.R.Header, 1)
 	req.Header.Del("Expect")
 	req.Header.Set(HeaderForwardedFrom, rt.local)
 	// As for the upstream (Proxy.do): once the head is written the owner
@@ -82,49 +70,54 @@ func (rt *routing) forward(ctx context.Context, c *call, owner, target string) {
 	}
 	defer resp.Body.Close()
 	rt.count(ctx, owner, "answered")
-	rt.metrics.request(ctx, c.Endpoint.Name, "forwarded", c.Start)
+	c.Outcomes.Count(ctx, c.Endpoint.Name, "forwarded", c.Start)
 	// Streamed to the client as it comes, on a shadow endpoint too.
-	w := c.shadow.direct(c.W)
+	w := c.Shadow.Direct(c.W)
 	h := w.Header()
 	h.Del(HeaderRegion) // the owner's answer names the region that served it
-	if c.shadow == nil && resp.Header.Get(HeaderKeyStatus) != "" {
+	if c.Shadow == nil && resp.Header.Get(exchange.HeaderKeyStatus) != "" {
 		exchange.SetKeyStatus(w, "") // the owner's word on the key
 	}
 	for name, vs := range resp.Header {
 		h[name] = vs
 	}
-	dropHopHeaders(h)
-	if c.shadow != nil {
-		h.Del(HeaderKeyExpires) // a shadow endpoint honours no key
+	exchange.DropHopHeaders(h)
+	if c.Shadow != nil {
+		h.Del(exchange.HeaderKeyExpires) // a shadow endpoint honours no key
 	}
 	w.WriteHeader(resp.StatusCode)
 	if _, err := io.Copy(w, resp.Body); err != nil {
 		// The status is out; cut the connection so the client sees a
 		// broken answer rather than a short one it could take as whole.
-		rt.log.WarnContext(ctx, "forwarded answer cut short", "to", owner, "endpoint", c.Endpoint.Name, "err", redact(err))
+		rt.log.WarnContext(ctx, "forwarded answer cut short", "to", owner, "endpoint", c.Endpoint.Name, "err", exchange.Redact(err))
 		panic(http.ErrAbortHandler)
 	}
 }
 
 // unreachable answers 503: the request never reached the owner region.
-func (rt *routing) unreachable(ctx context.Context, c *call, owner string, err error) {
+func (rt *Stage) unreachable(ctx context.Context, c *exchange.Request, owner string, err error) {
 	rt.count(ctx, owner, "unreachable")
-	rt.log.WarnContext(ctx, "owner region unreachable", "to", owner, "endpoint", c.Endpoint.Name, "err", redact(err))
+	rt.log.WarnContext(ctx, "owner region unreachable", "to", owner, "endpoint", c.Endpoint.Name, "err", exchange.Redact(err))
 	c.RefuseWait("region_unreachable", exchange.Problem{Type: "region-unreachable", Title: "the actor's owner region is unreachable",
-		Detail: "nothing was executed; retry with the same key", Status: http.StatusServiceUnavailable}, ownershipRetryAfter)
+		Detail: "nothing was executed; retry with the same key", Status: http.StatusServiceUnavailable}, exchange.OwnershipRetryAfter)
 }
 
 // lost answers 504: the request may have reached the owner, which then
 // holds the operation's record; a retry with the same key replays it or
 // finds it in progress.
-func (rt *routing) lost(ctx context.Context, c *call, owner string, err error) {
+func (rt *Stage) lost(ctx context.Context, c *exchange.Request, owner string, err error) {
 	rt.count(ctx, owner, "answer_lost")
 	// Passing it upstream here could run it a second time: a shadow
 	// client gets the 504 too.
-	c.shadow.markRelay()
-	exchange.SetKeyStatus(c.W, KeyStatusInProgress) // not "rejected": the owner may have run it
-	rt.log.WarnContext(ctx, "owner region's answer lost", "to", owner, "endpoint", c.Endpoint.Name, "key", c.Key, "err", redact(err))
+	c.Shadow.MarkRelay()
+	exchange.SetKeyStatus(c.W, exchange.KeyStatusInProgress) // not "rejected": the owner may have run it
+	rt.log.WarnContext(ctx, "owner region's answer lost", "to", owner, "endpoint", c.Endpoint.Name, "key", c.Key, "err", exchange.Redact(err))
 	c.RefuseWait("forward_answer_lost", exchange.Problem{Type: "forward-answer-lost", Title: "the owner region's answer was lost",
 		Detail: "the owner region may have run the request; retry with the same key to get its answer",
-		Status: http.StatusGatewayTimeout}, ownershipRetryAfter)
+		Status: http.StatusGatewayTimeout}, exchange.OwnershipRetryAfter)
+}
+
+// count counts one routed request by owner region and result.
+func (rt *Stage) count(ctx context.Context, to, result string) {
+	rt.counter.Add(ctx, 1, metric.WithAttributes(attribute.String("to", to), attribute.String("result", result)))
 }

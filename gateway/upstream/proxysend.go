@@ -1,4 +1,4 @@
-package gateway
+package upstream
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
-	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -46,36 +45,6 @@ func detach(ctx context.Context) context.Context {
 		return context.WithoutCancel(ctx)
 	}
 	return ctx
-}
-
-// hopHeaders are connection-level headers a proxy must not forward.
-var hopHeaders = []string{"Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization",
-	"Proxy-Connection", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
-
-// isHopHeader reports whether name is one of hopHeaders.
-func isHopHeader(name string) bool { return slices.Contains(hopHeaders, name) }
-
-// outboundHeader is h without its hop-by-hop headers (as h.Clone() with
-// each of hopHeaders deleted), with room for extra more. The values are
-// h's, capped: the copy never appends into h's.
-func outboundHeader(h http.Header, extra int) http.Header {
-	out := make(http.Header, len(h)+extra)
-	for name, vs := range h {
-		if !isHopHeader(name) {
-			out[name] = vs[:len(vs):len(vs)]
-		}
-	}
-	return out
-}
-
-// dropHopHeaders deletes h's hop-by-hop headers (as h.Del of each of
-// hopHeaders does).
-func dropHopHeaders(h http.Header) {
-	for name := range h {
-		if isHopHeader(name) {
-			delete(h, name)
-		}
-	}
 }
 
 // roundTrip sends req once through rt, as Proxy's former http.Client (no

@@ -1,6 +1,7 @@
-package gateway
+package upstream
 
 import (
+	"github.com/idemcoord/idemcoord/gateway/exchange"
 	"github.com/idemcoord/idemcoord/idempotency"
 )
 
@@ -16,7 +17,7 @@ import (
 // reported in 1xx answers while the attempt ran are recorded as they come
 // (execute). A final or unknown outcome needs no recovery point: it is
 // replayed, or resolved first.
-func recoveryPoint(c *call, a Answer, state idempotency.State) string {
+func recoveryPoint(c *exchange.Request, a Answer, state idempotency.State) string {
 	if !c.Endpoint.Completes() || state != idempotency.RetryableFailure || a.Err != nil {
 		return ""
 	}

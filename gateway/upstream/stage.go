@@ -1,4 +1,4 @@
-package gateway
+package upstream
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/textproto"
 
+	"github.com/idemcoord/idemcoord/gateway/exchange"
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/store"
 )
@@ -57,17 +58,17 @@ func stagesOf(onStage func(idempotency.Stage)) func(int, textproto.MIMEHeader) e
 // the heartbeat), so a cancel the store can refuse is refused without
 // asking the upstream. A stage that is not recorded is logged and left:
 // the upstream still decides every cancel it is asked.
-func (g *Gateway) recordStage(ctx context.Context, c *call, guard *leaseGuard, st idempotency.Stage) {
+func (s *Stage) recordStage(ctx context.Context, c *exchange.Request, guard *leaseGuard, st idempotency.Stage) {
 	err := guard.stage(ctx, st)
 	switch {
 	case err == nil:
-		g.log.InfoContext(ctx, "upstream stage recorded", "operation_id", guard.lease.OperationID,
+		s.log.InfoContext(ctx, "upstream stage recorded", "operation_id", guard.lease.OperationID,
 			"endpoint", c.Endpoint.Name, "stage", st.String())
 	case errors.Is(err, store.ErrLostOwnership):
-		g.log.InfoContext(ctx, "upstream stage not recorded: the operation moved on (cancelled or taken over)",
+		s.log.InfoContext(ctx, "upstream stage not recorded: the operation moved on (cancelled or taken over)",
 			"operation_id", guard.lease.OperationID, "endpoint", c.Endpoint.Name, "stage", st.String())
 	default:
-		g.log.WarnContext(ctx, "upstream stage not recorded", "operation_id", guard.lease.OperationID,
+		s.log.WarnContext(ctx, "upstream stage not recorded", "operation_id", guard.lease.OperationID,
 			"endpoint", c.Endpoint.Name, "stage", st.String(), "err", err)
 	}
 }

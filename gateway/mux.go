@@ -1,0 +1,75 @@
+package gateway
+
+import (
+	"context"
+	"net/http"
+	"path"
+	"strings"
+	"time"
+)
+
+// newMux routes the gateway's own paths, and every other to root.
+func (g *Gateway) newMux(root http.Handler) *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok\n")) })
+	mux.HandleFunc("GET /readyz", g.readyz)
+	mux.HandleFunc("GET /v1/operations/{id}", g.operation)
+	mux.HandleFunc("DELETE /v1/operations/{id}", g.cancelOperation)
+	if g.cfg.Metrics != nil {
+		mux.Handle("GET /metrics", g.cfg.Metrics)
+	}
+	mux.Handle("/", root)
+	return mux
+}
+
+// ownPaths are the paths, and prefixes, newMux routes elsewhere than to
+// root.
+var ownPaths = []string{"/healthz", "/readyz", "/metrics", "/v1/operations/"}
+
+// rootOnly reports whether the mux would serve r with its root handler
+// as it is (no redirect to a cleaned path, none of the gateway's own
+// paths): a clean path outside ownPaths, in a request that is neither
+// CONNECT nor "*". Such a request skips the mux's matching.
+func rootOnly(r *http.Request) bool {
+	if r.Method == http.MethodConnect || r.RequestURI == "*" {
+		return false
+	}
+	p := r.URL.EscapedPath()
+	if p == "" || p[0] != '/' || path.Clean(p) != p {
+		return false
+	}
+	for _, own := range ownPaths {
+		if strings.HasPrefix(p, own) {
+			return false
+		}
+	}
+	return true
+}
+
+// ServeHTTP implements http.Handler.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if rootOnly(r) {
+		r.Pattern = "/" // as the mux sets it
+		g.root.ServeHTTP(w, r)
+		return
+	}
+	g.mux.ServeHTTP(w, r)
+}
+
+func (g *Gateway) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	// The body names the part that is not usable (store, etcd liveness,
+	// ownership cache) and why, for the operator reading a failed probe.
+	if err := g.store.Ping(ctx); err != nil {
+		http.Error(w, "not ready: store: "+err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	if g.cfg.Ready != nil {
+		if err := g.cfg.Ready(ctx); err != nil {
+			http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+	}
+	w.Write([]byte("ready\n"))
+}
