@@ -85,8 +85,9 @@ type Config struct {
 	// treats every owner as healthy.
 	Health RegionHealth
 	// Ledger, if set, records the requests routing holds or refuses
-	// while their shard is between owners or failed over, for the
-	// incident ledger (ledger.Notes). nil records nothing.
+	// while their shard is between owners or failed over, and those
+	// refused while the store is unavailable, for the incident ledger
+	// (ledger.Notes). nil records nothing.
 	Ledger ledger.Recorder
 	// Topology gives the regions' gateway URLs. Required with Owners; its
 	// local region is Region.
@@ -222,7 +223,11 @@ func New(cfg Config) (*Gateway, error) {
 		log: cfg.Logger, fences: newFenceCache(st, cfg.Shards, cfg.Region), routes: routes, clock: cfg.Clock,
 		durations: map[string]*durationEstimate{}, tracer: tracer, shadowed: shadowed,
 		store: st, next: next, canceller: canceller, fenceLister: lister}
-	g.outcomes = &exchange.Outcomes{Log: cfg.Logger, Count: m.request}
+	g.outcomes = &exchange.Outcomes{Log: cfg.Logger, Count: m.request,
+		StoreDown: ledger.NoteStoreDown(cfg.Ledger, cfg.Region, cfg.Shards, func(actor string) int64 {
+			tok, _ := g.fences.cached(actor)
+			return tok.Epoch
+		})}
 	g.admission = admission.New(g.clock, cfg.FingerprintBudget, cfg.Worker, cfg.Endpoints)
 	g.waits = newWaits(st, g.clock, g.log, cfg.Endpoints)
 	if g.replay, err = replay.New(cfg.Endpoints, next); err != nil {
