@@ -89,5 +89,7 @@ func (h suite) tests() []struct {
 		// admin.go
 		{"TestAuditedCleanupRecordsTheDeletionInItsTransaction", h.TestAuditedCleanupRecordsTheDeletionInItsTransaction},
 		{"TestActorScopesFindsScopesBySubject", h.TestActorScopesFindsScopesBySubject},
+		// ledger.go
+		{"TestTheLedgerReadsAndWritesIncidentEventsAlike", h.TestTheLedgerReadsAndWritesIncidentEventsAlike},
 	}
 }
