@@ -107,7 +107,7 @@ type Daemon struct {
 	cache *ownership.Cache
 	topo  *region.Topology
 	ctl   *failover.Controller
-	notes *ledger.Notes // the gateway's incident events (multi-region), closed after it
+	notes *ledger.Notes // the gateway's incident events and store outages, closed after it
 	opts  Options
 	tel   *telemetry
 	bg    *background
@@ -230,11 +230,17 @@ func (d *Daemon) open(ctx context.Context) (err error) {
 	if opts.UnsafeDrillStore != nil {
 		gwStore = opts.UnsafeDrillStore(gwStore)
 	}
+	// The incident ledger's notes: requests held or refused while a shard
+	// is between owners (multi-region), and the store outages the
+	// gateway's own store calls see, with the requests refused meanwhile
+	// (every mode).
+	d.notes = ledger.NewNotes(d.store, 0, log)
+	gwStore = d.notes.Watch(gwStore, cfg.Region, cfg.WorkerName(), opts.Clock)
 	gcfg := gateway.Config{
 		Region: cfg.Region, Worker: cfg.WorkerName(), Shards: cfg.Shards, Store: gwStore, Auth: verifier,
 		Endpoints: cfg.Endpoints, Next: gateway.NewProxy(upstream, transport),
 		Logger: log, Meter: meter, Metrics: d.tel.handler, TracerProvider: d.tel.tracerProvider(),
-		Clock: opts.Clock,
+		Clock: opts.Clock, Ledger: d.notes,
 	}
 	if len(cfg.Etcd.Endpoints) > 0 {
 		// Multi-region: ownership comes from the etcd directory, and
@@ -246,8 +252,6 @@ func (d *Daemon) open(ctx context.Context) (err error) {
 		gcfg.ForwardTransport = opts.ForwardTransport
 		gcfg.Ready = d.ready
 		gcfg.Health = d.ctl.Tracker()
-		d.notes = ledger.NewNotes(d.store, 0, log)
-		gcfg.Ledger = d.notes
 	} else if err := d.store.BootstrapFences(ctx, cfg.Shards, d.topo.Home); err != nil {
 		// Single-region mode: every shard is the local region's, before
 		// anything is served; a store bootstrapped with another shard

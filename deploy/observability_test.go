@@ -30,6 +30,9 @@ var requiredAlerts = []string{
 	"IdemcoordCleanupFallingBehind",
 	"IdemcoordRegionWithoutLiveInstance",
 	"IdemcoordScrapeDown",
+	// A 409 downstream-window-passed leaves an operation for a person
+	// (issue 29).
+	"IdemcoordDownstreamWindowPassed",
 }
 
 // runbookBase is where every alert's runbook_url points: a section of

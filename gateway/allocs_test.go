@@ -105,14 +105,13 @@ func TestTheGatewayAllocatesLittleOfItsOwnPerRequest(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector makes sync.Pool drop what it is given")
 	}
-	// 50 and 35 until the 422's member digests (issue 29 item 3): every
-	// claim, replays included, now carries its body's member digests, and
-	// computing them (encoding/json into any, a digest per member) costs
-	// about 40 allocations (84.6 and 69.1 measured with them, 44.8 and
-	// 29.6 without). A streaming digest in the fingerprint's own scan,
-	// and the digests sent with the finish instead of every claim, would
-	// give them back: not done yet (docs/capacity.md).
-	const firstRunAllocs, replayAllocs = 90, 75
+	// Every claim, replays included, carries its body's member digests
+	// (the 422's changed_members, issue 29 item 3). Taken from a tree
+	// (encoding/json into any) they cost about 40 allocations and these
+	// budgets were 90 and 75 (84.6 and 69.1 measured); taken from the
+	// fingerprint's own canonical form they cost one, the encoded digests
+	// (46.8 and 31.1 measured, 44.8 and 29.6 without digests at all).
+	const firstRunAllocs, replayAllocs = 50, 35
 	st := &allocStore{Store: openStore(t, 4)}
 	ex := &allocExecutor{Executor: gateway.NewProxy(benchUpstream(t), nil)}
 	g, err := gateway.New(gateway.Config{Region: "test", Worker: "w", Store: st, Auth: verifier(t),

@@ -81,8 +81,9 @@ type Config struct {
 	// treats every owner as healthy.
 	Health RegionHealth
 	// Ledger, if set, records the requests routing holds or refuses
-	// while their shard is between owners or failed over, for the
-	// incident ledger (ledger.Notes). nil records nothing.
+	// while their shard is between owners or failed over, and those
+	// refused while the store is unavailable, for the incident ledger
+	// (ledger.Notes). nil records nothing.
 	Ledger ledger.Recorder
 	// Topology gives the regions' gateway URLs. Required with Owners; its
 	// local region is Region.

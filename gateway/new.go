@@ -14,6 +14,7 @@ import (
 	"github.com/idemcoord/idemcoord/gateway/routing"
 	"github.com/idemcoord/idemcoord/gateway/upstream"
 	"github.com/idemcoord/idemcoord/idempotency"
+	"github.com/idemcoord/idemcoord/ledger"
 	"github.com/idemcoord/idemcoord/shard"
 	"go.opentelemetry.io/otel"
 )
@@ -81,7 +82,8 @@ func New(cfg Config) (*Gateway, error) {
 		log: cfg.Logger, routes: routes, clock: cfg.Clock,
 		tracer: tracer, shadowed: shadowed,
 		store: st, next: next, fenceLister: lister}
-	g.outcomes = &exchange.Outcomes{Log: cfg.Logger, Count: m.request}
+	g.outcomes = &exchange.Outcomes{Log: cfg.Logger, Count: m.request,
+		StoreDown: ledger.NoteStoreDown(cfg.Ledger, cfg.Region, cfg.Shards, routes.CachedEpoch)}
 	g.admission = admission.New(g.clock, cfg.FingerprintBudget, cfg.Worker, cfg.Endpoints)
 	g.waits = newWaits(st, g.clock, g.log, cfg.Endpoints)
 	if g.replay, err = replay.New(cfg.Endpoints, next); err != nil {

@@ -168,6 +168,13 @@ func ComputeFingerprintVersion(r Request, o FingerprintOptions, version int) (Fi
 
 // computeFingerprint is ComputeFingerprint under a given version.
 func computeFingerprint(r Request, o FingerprintOptions, version uint32) (Fingerprint, error) {
+	return computeFingerprintWith(r, o, version, nil)
+}
+
+// computeFingerprintWith is computeFingerprint that, when members is not
+// nil, also sets it to the body's encoded member digests
+// (ComputeFingerprintMembers), taken from the same canonical form.
+func computeFingerprintWith(r Request, o FingerprintOptions, version uint32, members *[]byte) (Fingerprint, error) {
 	if err := o.Validate(); err != nil {
 		return Fingerprint{}, fmt.Errorf("idempotency: fingerprint options: %w", err)
 	}
@@ -186,6 +193,9 @@ func computeFingerprint(r Request, o FingerprintOptions, version uint32) (Finger
 			return Fingerprint{}, err
 		}
 		defer canon.release()
+		if members != nil {
+			*members = canon.appendMembers(nil, -1)
+		}
 	}
 
 	// Every field is length-prefixed so that no bytes can move from one field
@@ -226,6 +236,9 @@ func computeFingerprint(r Request, o FingerprintOptions, version uint32) (Finger
 	fr.buf = fr.h.Sum(b[:0])
 	f := Fingerprint{Version: int(version)}
 	copy(f.Sum[:], fr.buf)
+	if members != nil && canon == nil {
+		*members = appendBodyMembers(nil, fr, r.Body)
+	}
 	return f, nil
 }
 

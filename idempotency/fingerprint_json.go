@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"hash"
 	"math"
 	"slices"
 	"strings"
@@ -54,6 +55,13 @@ type canonicaliser struct {
 	num     []byte      // one canonical number
 	ptrs    [][]string  // Exclude pointers as reference tokens
 	nulls   bool        // FingerprintOptions.NullEqualsMissing
+
+	// Member digests (members_canon.go).
+	mptr   []byte        // the pointer of the member being walked
+	mnames []byte        // the pointers of the members found
+	ments  []memberEntry // the members found
+	mbuf   []byte        // one member's framing, then its SHA-256
+	mh     hash.Hash     // reused SHA-256
 }
 
 // container is what scanContainers learns of one object or array.
@@ -155,6 +163,12 @@ func (c *canonicaliser) release() {
 	}
 	if cap(c.members)*40 > maxPooledBytes {
 		c.members = nil
+	}
+	if cap(c.mnames) > maxPooledBytes || cap(c.mptr) > maxPooledBytes || cap(c.mbuf) > maxPooledBytes {
+		c.mnames, c.mptr, c.mbuf = nil, nil, nil
+	}
+	if cap(c.ments)*16 > maxPooledBytes {
+		c.ments = nil
 	}
 	c.members = c.members[:0]
 	c.arena = c.arena[:0]

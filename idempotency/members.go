@@ -193,9 +193,30 @@ const restMember = "…"
 
 // BytesMembers is the one member "body" of a body compared byte for byte.
 func BytesMembers(body []byte) Members {
-	h := newMemberHash(BodyMember)
-	h.write(body)
-	return Members{kind: membersBody, names: []string{BodyMember}, sums: []memberSum{h.sum()}}
+	fr := framerPool.Get().(*framer)
+	defer fr.release()
+	m, _ := ParseMembers(appendBodyMembers(nil, fr, body))
+	return m
+}
+
+// appendBodyMembers appends the encoded digests (MarshalBinary) of
+// BytesMembers(body) to dst, hashed with fr's hasher: the body is not
+// copied, as memberHash would.
+func appendBodyMembers(dst []byte, fr *framer, body []byte) []byte {
+	f := append(fr.buf[:0], memberPrefix...)
+	f = binary.AppendUvarint(f, uint64(len(BodyMember)))
+	f = append(f, BodyMember...)
+	f = binary.AppendUvarint(f, uint64(len(body)))
+	fr.h.Reset()
+	fr.h.Write(f)
+	fr.h.Write(body)
+	fr.buf = fr.h.Sum(f[:0])
+	if dst == nil {
+		dst = make([]byte, 0, 5+len(BodyMember)+len(memberSum{}))
+	}
+	dst = append(dst, 1, membersBody, 0, 1, byte(len(BodyMember)))
+	dst = append(dst, BodyMember...)
+	return append(dst, fr.buf[:len(memberSum{})]...)
 }
 
 // memberHash digests one member: its name, then length-framed content.

@@ -18,10 +18,14 @@ const (
 	KindDrain    = "drain"    // a region's shards moved away, ACTIVE (planned)
 	KindAccept   = "accept"   // an operator accepted the new owner of FAILED_OVER shards
 	KindMove     = "move"     // shards moved by hand (idemctl move), outside a region-level repair
+	// KindStoreOutage: a region's gateways found the store unavailable
+	// and refused requests (503 store-unavailable) from From to To.
+	KindStoreOutage = "store_outage"
 )
 
 // AuditActions are the repair audit actions incidents are made of.
-var AuditActions = []string{"move_fence", "region_failover", "failover", "failback", "drain", "failover_accept"}
+var AuditActions = []string{"move_fence", "region_failover", "failover", "failback", "drain", "failover_accept",
+	ActionStoreOutage}
 
 // moveSpan is how long before its region-level audit row a repair's fence
 // moves may lie: the row is written after the moves, which take seconds
@@ -122,6 +126,7 @@ func Incidents(rows []store.AuditRow, now time.Time) []Incident {
 	}
 	out = append(out, accepts(rows, used)...)
 	out = append(out, manualMoves(rows, used)...)
+	out = append(out, storeOutages(rows)...)
 	slices.SortStableFunc(out, func(a, b Incident) int { return a.From.Compare(b.From) })
 	for i := range out {
 		for _, mv := range out[i].Moves {
@@ -188,6 +193,53 @@ func manualMoves(rows []store.AuditRow, used []bool) []Incident {
 	return out
 }
 
+// storeOutages makes an incident of each region's store outage: the
+// windows its gateway instances audited (one row each), merged where
+// they overlap, from the earliest start to the latest end, with the
+// requests they refused summed.
+func storeOutages(rows []store.AuditRow) []Incident {
+	var ws []Outage
+	ids := map[int]store.AuditRow{}
+	for _, r := range rows {
+		if o, ok := ParseOutage(r); ok {
+			ids[len(ws)] = r
+			ws = append(ws, o)
+		}
+	}
+	order := make([]int, len(ws))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		if c := cmp.Compare(ws[a].Region, ws[b].Region); c != 0 {
+			return c
+		}
+		return ws[a].From.Compare(ws[b].From)
+	})
+	var out []Incident
+	var refused, workers int
+	for _, i := range order {
+		o, r := ws[i], ids[i]
+		if n := len(out); n > 0 && out[n-1].Region == o.Region && !o.From.After(out[n-1].To) {
+			cur := &out[n-1]
+			if o.To.After(cur.To) {
+				cur.To = o.To
+			}
+			refused, workers = refused+o.Refused, workers+1
+			cur.Detail = outageDetail(refused, workers)
+			continue
+		}
+		refused, workers = o.Refused, 1
+		out = append(out, Incident{ID: shortID(r), Kind: KindStoreOutage, Region: o.Region, From: o.From, To: o.To,
+			Operator: r.Operator, Reason: r.Reason, Detail: outageDetail(refused, workers)})
+	}
+	return out
+}
+
+func outageDetail(refused, workers int) string {
+	return fmt.Sprintf("%d requests refused 503 store-unavailable (seen by %d gateway instances)", refused, workers)
+}
+
 // endFailovers closes each failover's window at the first later failback
 // of its region or accept of one of its shards; one nothing ended yet is
 // Open and runs to now.
@@ -248,7 +300,7 @@ func WindowOf(in Incident) Window {
 	if in.Kind == KindFailover {
 		w.EventsFrom = in.From.Add(-failoverPreroll)
 	}
-	if w.Shards == nil {
+	if w.Shards == nil && in.Kind != KindStoreOutage { // a store outage touched every shard (nil)
 		w.Shards = []int{}
 	}
 	for _, mv := range in.Moves {

@@ -119,6 +119,15 @@ func (s *Store) ReconcileUnknown(ctx context.Context, operator, reason string, o
 	})
 }
 
+// ReconcilePastWindow settles operation opID on whichever cluster holds
+// it (AdminLookup's search).
+func (s *Store) ReconcilePastWindow(ctx context.Context, operator, reason string, opID uuid.UUID, window time.Duration,
+	res store.Result) error {
+	return s.findOne(ctx, func(ctx context.Context, c clusterStore) error {
+		return c.ReconcilePastWindow(ctx, operator, reason, opID, window, res)
+	})
+}
+
 // findOne runs fn on the clusters in turn until one does not answer
 // store.ErrNotFound. It returns ErrNotFound only when every cluster
 // answered so.

@@ -20,6 +20,11 @@ var (
 	// ErrFingerprintVersion means a record was fingerprinted with an
 	// algorithm version the caller cannot compute.
 	ErrFingerprintVersion = errors.New("store: record's fingerprint version is not supported")
+	// ErrNotPastWindow means ReconcilePastWindow was asked to settle an
+	// operation that is not left past its downstream window: another
+	// state, a live lease, a window not passed yet, or a result the
+	// state cannot take.
+	ErrNotPastWindow = errors.New("store: operation is not left past its downstream window")
 	// ErrNotUnknown means a resolution was attempted on an operation that is
 	// not in OUTCOME_UNKNOWN.
 	ErrNotUnknown = errors.New("store: operation is not in OUTCOME_UNKNOWN")

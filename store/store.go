@@ -145,6 +145,14 @@ type Admin interface {
 	AdminFind(ctx context.Context, operator, reason string, sc Scope) (Record, error)
 	// ReconcileUnknown settles an OUTCOME_UNKNOWN operation by hand.
 	ReconcileUnknown(ctx context.Context, operator, reason string, opID uuid.UUID, res Result) error
+	// ReconcilePastWindow settles by hand an operation the gateway will
+	// never send again because it was first claimed longer ago than its
+	// endpoint's downstream window (by the store's clock): a
+	// RETRYABLE_FAILURE, or a PENDING or IN_PROGRESS whose lease has
+	// expired, to COMPLETED (res: the provider ran it) or, from PENDING
+	// or IN_PROGRESS, RETRYABLE_FAILURE (it did not). It returns
+	// ErrNotPastWindow, changing nothing, for any other operation.
+	ReconcilePastWindow(ctx context.Context, operator, reason string, opID uuid.UUID, window time.Duration, res Result) error
 	// ListOperations returns a page of the operations f selects.
 	ListOperations(ctx context.Context, operator, reason string, f OperationFilter) (OperationPage, error)
 	// AuditedCleanup runs Cleanup's deletion as an audited repair.

@@ -63,10 +63,13 @@ func incidentListCmd() *cobra.Command {
 		Short: "List the incidents of the repair audit with their windows, regions and shards",
 		Long: `list derives the incidents from the repair audit, oldest first: each region
 failover (by the controller or idemctl failover), failback, drain, accept of a
-new owner (the accepts of one operator and reason are one incident) and shard
-move by hand. An incident's window runs from its first fence move to its last;
-a failover's runs on until the failback or accept that ended it (ENDED BY), and
-is "open" while nothing has. ID is what "idemctl incident report" takes.`,
+new owner (the accepts of one operator and reason are one incident), shard
+move by hand and store outage. An incident's window runs from its first fence
+move to its last; a failover's runs on until the failback or accept that ended
+it (ENDED BY), and is "open" while nothing has; a store outage's (store_outage,
+on all shards) from the first store call a gateway found unavailable to the
+first answered again, the overlapping windows of a region's instances as one.
+ID is what "idemctl incident report" takes.`,
 		Example: `  idemctl incident list --config idemd.yaml
   idemctl incident list --since 24h -o json`,
 		Args: cobra.NoArgs,
@@ -95,8 +98,12 @@ is "open" while nothing has. ID is what "idemctl incident report" takes.`,
 				if in.Open {
 					to = "open"
 				}
+				shards := fmt.Sprint(len(in.Shards))
+				if in.Kind == ledger.KindStoreOutage {
+					shards = "all" // the store refused every shard's requests
+				}
 				t.rows = append(t.rows, []string{in.ID, in.Kind, dash(in.Region), in.From.UTC().Format(time.RFC3339), to,
-					fmt.Sprint(len(in.Shards)), dash(in.EndedBy), in.Operator, in.Reason})
+					shards, dash(in.EndedBy), in.Operator, in.Reason})
 			}
 			if format == outputTable && len(all) == 0 {
 				fmt.Fprintf(cmd.OutOrStdout(), "no incident in the audit since %s\n", f.since)

@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 
+	"github.com/idemcoord/idemcoord/config"
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/store"
 )
@@ -76,11 +77,18 @@ func opReconcileCmd() *cobra.Command {
 	var opts opReconcileOptions
 	cmd := &cobra.Command{
 		Use:   "reconcile OPERATION_ID (--ran --status N [--body BODY] [--header 'Name: value']... | --not-run) --reason TEXT",
-		Short: "Settle an OUTCOME_UNKNOWN operation after checking the downstream (a repair, audited)",
+		Short: "Settle an OUTCOME_UNKNOWN operation, or one past its downstream window, after checking the downstream (a repair, audited)",
 		Long: `reconcile records what the downstream says about an operation whose outcome
 is unknown: --ran with the response the downstream produced (the record becomes
 COMPLETED and retries replay it), or --not-run (RETRYABLE_FAILURE: the next retry
 runs it). The change and its audit row commit together.
+
+On an endpoint with a downstream_window it also settles what the gateway will
+never send again because it was first claimed longer ago than the window (its
+retries answer 409 downstream-window-passed): a RETRYABLE_FAILURE (--ran only),
+or a PENDING or IN_PROGRESS whose lease has expired (--ran, or --not-run:
+RETRYABLE_FAILURE; retries stay refused, and the client may send the intent
+again under a new key).
 
 The answer is built as the gateway builds one from the upstream, from the
 operation's endpoint in --config (or the dev cluster's configuration): a JSON
@@ -137,29 +145,51 @@ func (opts *opReconcileOptions) run(cmd *cobra.Command, args []string) error {
 		return err
 	}
 	defer s.Close()
+	rec, err := s.AdminLookup(cmd.Context(), opts.af.operator, "reconcile: "+opts.af.reason, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("operation %s: %w: nothing reconciled", id, err)
+	}
+	if err != nil {
+		return err
+	}
+	unknown := rec.State == idempotency.OutcomeUnknown
+	switch rec.State {
+	case idempotency.OutcomeUnknown, idempotency.RetryableFailure, idempotency.Pending, idempotency.InProgress:
+	default:
+		return fmt.Errorf("operation %s is %s, not OUTCOME_UNKNOWN (%w): nothing to reconcile, nothing changed",
+			id, rec.State, store.ErrNotUnknown)
+	}
+	var ep config.Endpoint
+	if opts.ran || !unknown {
+		if ep, err = opts.sf.endpointOf(rec.Scope.Endpoint); err != nil {
+			if !unknown {
+				return fmt.Errorf("operation %s is %s, not OUTCOME_UNKNOWN: it is reconciled only past its endpoint's "+
+					"downstream_window, which needs the endpoint's declaration: %w", id, rec.State, err)
+			}
+			return err
+		}
+	}
+	if !unknown && ep.DownstreamWindow <= 0 {
+		return fmt.Errorf("operation %s is %s, not OUTCOME_UNKNOWN, and its endpoint %s has no downstream_window: "+
+			"nothing to reconcile, nothing changed", id, rec.State, ep.Name)
+	}
 	if opts.ran {
-		rec, err := s.AdminLookup(cmd.Context(), opts.af.operator, "reconcile: "+opts.af.reason, id)
-		if errors.Is(err, store.ErrNotFound) {
-			return fmt.Errorf("operation %s: %w: nothing reconciled", id, err)
-		}
-		if err != nil {
-			return err
-		}
-		if rec.State != idempotency.OutcomeUnknown {
-			return fmt.Errorf("operation %s is %s, not OUTCOME_UNKNOWN: nothing to reconcile, nothing changed", id, rec.State)
-		}
-		ep, err := opts.sf.endpointOf(rec.Scope.Endpoint)
-		if err != nil {
-			return err
-		}
 		snap, err := reconciledSnapshot(ep, opts.status, opts.body, opts.headers)
 		if err != nil {
 			return err
 		}
 		res = store.Result{State: idempotency.Completed, Snapshot: snap}
 	}
-	if err := s.ReconcileUnknown(cmd.Context(), opts.af.operator, opts.af.reason, id, res); err != nil {
-		if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrNotUnknown) {
+	if unknown {
+		err = s.ReconcileUnknown(cmd.Context(), opts.af.operator, opts.af.reason, id, res)
+	} else {
+		// Past the downstream window: the gateway never sends it again,
+		// so a RETRYABLE_FAILURE or a stranded IN_PROGRESS is settled
+		// here too (docs/runbook.md, "Past the downstream window").
+		err = s.ReconcilePastWindow(cmd.Context(), opts.af.operator, opts.af.reason, id, ep.DownstreamWindow, res)
+	}
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrNotUnknown) || errors.Is(err, store.ErrNotPastWindow) {
 			// Which operation, and that nothing changed (idemctl op get shows its state).
 			return fmt.Errorf("operation %s: %w: nothing reconciled, nothing changed (idemctl op get %s shows it)", id, err, id)
 		}

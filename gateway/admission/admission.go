@@ -97,7 +97,7 @@ func (a *Stage) Admit(c *exchange.Request) (store.ClaimRequest, Verdict) {
 		fingerprintBusy(c)
 		return store.ClaimRequest{}, Answered
 	}
-	fp, err := fingerprint(c, 0)
+	fp, members, err := fingerprintMembers(c) // members.go
 	release()
 	if err != nil {
 		c.Refuse("malformed_body", exchange.Problem{Type: "malformed-body", Title: "request body cannot be fingerprinted",
@@ -118,7 +118,7 @@ func (a *Stage) Admit(c *exchange.Request) (store.ClaimRequest, Verdict) {
 		TakeOverFenced: ep.TakesOverFenced(),
 		FirstSent:      firstSent,
 		KeepStages:     ep.Completes(),
-		Members:        members(c), // members.go
+		Members:        members,
 		// Past the provider's key window nothing is sent again (the
 		// gateway's window.go).
 		DownstreamWindow: ep.DownstreamWindow,

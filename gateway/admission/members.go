@@ -10,19 +10,31 @@ import (
 	"github.com/idemcoord/idemcoord/store"
 )
 
-// members returns the member digests of c's body (idempotency.Members,
-// encoded), stored with a new record so that a later 422 can name what a
-// reused key's request changed: a JSON body's members, a multipart
-// form's parts by field name, any other body as "body". Nil when they
-// cannot be computed: the record then answers a plain 422, as a v1
-// record does.
-func members(c *exchange.Request) []byte {
-	m, ok := bodyMembers(c, idempotency.Members{})
-	if !ok {
-		return nil
+// fingerprintMembers returns c's FingerprintV2 fingerprint and the
+// member digests of its body (idempotency.Members, encoded), stored with
+// a new record so that a later 422 can name what a reused key's request
+// changed: a JSON body's members, a multipart form's parts by field name,
+// any other body as "body". A JSON or other body is canonicalised once
+// for both (idempotency.ComputeFingerprintMembers: one allocation beside
+// the fingerprint's, as every claim pays it, replays included). Members
+// are nil when they cannot be computed: the record then answers a plain
+// 422, as a v1 record does.
+func fingerprintMembers(c *exchange.Request) (idempotency.Fingerprint, []byte, error) {
+	if c.Endpoint.DeclaredBody() == config.BodyMultipart && len(c.Body) > 0 {
+		fp, err := fingerprint(c, idempotency.FingerprintV2)
+		if err != nil {
+			return fp, nil, err
+		}
+		m, ok := bodyMembers(c, idempotency.Members{})
+		if !ok {
+			return fp, nil, nil
+		}
+		b, _ := m.MarshalBinary()
+		return fp, b, nil
 	}
-	b, _ := m.MarshalBinary()
-	return b
+	req := idempotency.Request{Method: c.R.Method, Path: c.R.URL.Path,
+		Query: c.R.URL.RawQuery, ContentType: c.R.Header.Get("Content-Type"), Body: c.Body}
+	return idempotency.ComputeFingerprintMembers(req, c.Policy.Fingerprint)
 }
 
 // changedMembers names the members of c's body that differ from those

@@ -40,6 +40,9 @@ func (q *Request) StoreDown(err error) {
 		return
 	}
 	SetKeyStatus(q.W, KeyStatusRejected)
+	if q.Outcomes.StoreDown != nil {
+		q.Outcomes.StoreDown(q.Actor, q.Endpoint.Name, q.Key)
+	}
 	q.Outcomes.Log.WarnContext(q.R.Context(), "store unavailable", "endpoint", q.Endpoint.Name, "key", q.Key, "err", err)
 	q.RefuseWait("store_unavailable", Problem{Type: "store-unavailable", Title: "idempotency store unavailable",
 		Detail: "nothing was executed; retry with the same key", Status: http.StatusServiceUnavailable}, StoreRetryAfter)

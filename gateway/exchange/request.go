@@ -34,6 +34,10 @@ type Outcomes struct {
 	Log *slog.Logger
 	// Count counts one answer of endpoint with result, started at start.
 	Count func(ctx context.Context, endpoint, result string, start time.Time)
+	// StoreDown, if set, is told of each request refused because the
+	// store is unavailable (Request.StoreDown): the incident ledger's
+	// store outage notes (ledger.NoteStoreDown).
+	StoreDown func(actor, endpoint string, key idempotency.Key)
 }
 
 // Request is one coordinated request as it moves through the stages.

@@ -56,3 +56,11 @@ func (s *Stage) FenceToken(ctx context.Context, actor string) (tok fencing.Token
 
 // Invalidate forgets a shard's fence epoch after the store refused it.
 func (s *Stage) Invalidate(shard int) { s.fences.invalidate(shard) }
+
+// CachedEpoch returns the epoch of actor's shard fence as last read, 0
+// when none was read yet; it never reads the store (the incident ledger's
+// notes of requests refused while the store is down).
+func (s *Stage) CachedEpoch(actor string) int64 {
+	tok, _ := s.fences.cached(actor)
+	return tok.Epoch
+}

@@ -42,6 +42,7 @@ func (h suite) tests() []struct {
 		{"TestMemberDigestsAreStoredWithTheRecordAndNamedOnAMismatch", h.TestMemberDigestsAreStoredWithTheRecordAndNamedOnAMismatch},
 		// window.go
 		{"TestNothingIsTakenOverPastTheDownstreamWindow", h.TestNothingIsTakenOverPastTheDownstreamWindow},
+		{"TestReconcilePastWindowSettlesOnlyWhatTheGuardLeaves", h.TestReconcilePastWindowSettlesOnlyWhatTheGuardLeaves},
 		// adopt.go
 		{"TestTakenOverLeaseAdoptsNothing", h.TestTakenOverLeaseAdoptsNothing},
 		// attempt.go
@@ -89,5 +90,7 @@ func (h suite) tests() []struct {
 		// admin.go
 		{"TestAuditedCleanupRecordsTheDeletionInItsTransaction", h.TestAuditedCleanupRecordsTheDeletionInItsTransaction},
 		{"TestActorScopesFindsScopesBySubject", h.TestActorScopesFindsScopesBySubject},
+		// ledger.go
+		{"TestTheLedgerReadsAndWritesIncidentEventsAlike", h.TestTheLedgerReadsAndWritesIncidentEventsAlike},
 	}
 }

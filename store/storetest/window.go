@@ -82,3 +82,78 @@ func (h suite) TestNothingIsTakenOverPastTheDownstreamWindow(t *testing.T) {
 	retryable.DownstreamWindow = 0
 	MustBegin(t, s, retryable, store.TakenOver)
 }
+
+// TestReconcilePastWindowSettlesOnlyWhatTheGuardLeaves holds
+// ReconcilePastWindow to its doc: within the window, or while a lease
+// runs, or for a state it does not settle, it changes nothing
+// (ErrNotPastWindow); past the window a RETRYABLE_FAILURE becomes
+// COMPLETED, whose retry replays, and an expired IN_PROGRESS becomes
+// RETRYABLE_FAILURE, each with a reconcile audit row; an operator and a
+// reason are required.
+func (h suite) TestReconcilePastWindowSettlesOnlyWhatTheGuardLeaves(t *testing.T) {
+	ctx := context.Background()
+	clock := NewClock()
+	s := h.Open(t, clock)
+	const window = 24 * time.Hour
+	windowed := func(key string) store.ClaimRequest {
+		req := Request(t, "tenant/alice", key, `{"amount":"1"}`)
+		req.DownstreamWindow, req.TTL = window, 72*time.Hour
+		return req
+	}
+	retryable := windowed("reconcile-retryable")
+	failed := WithState(t, s, retryable, idempotency.RetryableFailure)
+	crashed := windowed("reconcile-crashed")
+	stranded := WithState(t, s, crashed, idempotency.InProgress)
+	done := windowed("reconcile-done")
+	completed := WithState(t, s, done, idempotency.Completed)
+	ran := Completed(`{"reconciled":true}`)
+	notRun := store.Result{State: idempotency.RetryableFailure, ErrorSummary: "reconciled: not run"}
+	reconcile := func(rec store.Record, res store.Result) error {
+		return s.ReconcilePastWindow(ctx, "oncall", "INC-5", rec.OperationID, window, res)
+	}
+
+	clock.Advance(window - time.Second) // within the window
+	if err := reconcile(failed, ran); !errors.Is(err, store.ErrNotPastWindow) {
+		t.Errorf("within the window: %v, want ErrNotPastWindow", err)
+	}
+	clock.Advance(time.Second)
+	before := h.Raw(t, s, "")
+	for _, tc := range []struct {
+		name string
+		rec  store.Record
+		res  store.Result
+	}{
+		{"a completed operation", completed, ran},
+		{"not-run of a retryable failure", failed, notRun},
+	} {
+		if err := reconcile(tc.rec, tc.res); !errors.Is(err, store.ErrNotPastWindow) {
+			t.Errorf("%s: %v, want ErrNotPastWindow", tc.name, err)
+		}
+	}
+	if err := s.ReconcilePastWindow(ctx, "", "INC-5", failed.OperationID, window, ran); !errors.Is(err, store.ErrNoOperator) {
+		t.Errorf("without an operator: %v, want ErrNoOperator", err)
+	}
+	if after := h.Raw(t, s, ""); after != before {
+		t.Errorf("the refusals changed records:\nbefore %s\nafter  %s", before, after)
+	}
+
+	if err := reconcile(failed, ran); err != nil {
+		t.Fatalf("past the window, a retryable failure --ran: %v", err)
+	}
+	if c := MustBegin(t, s, retryable, store.Replayed); c.Record.State != idempotency.Completed {
+		t.Errorf("its retry: %s, want the reconciled COMPLETED replayed", c.Record.State)
+	}
+	if err := reconcile(stranded, notRun); err != nil {
+		t.Fatalf("past the window, an expired IN_PROGRESS --not-run: %v", err)
+	}
+	if rec, err := s.Read(ctx, crashed.Scope); err != nil || rec.State != idempotency.RetryableFailure {
+		t.Errorf("the stranded operation after --not-run: %s (%v), want RETRYABLE_FAILURE", rec.State, err)
+	}
+	rows, err := s.QueryAudit(ctx, store.AuditFilter{Action: "reconcile"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 {
+		t.Errorf("%d reconcile audit rows, want 2: %+v", len(rows), rows)
+	}
+}
