@@ -192,11 +192,17 @@ func Build(in Input) Report {
 			continue
 		}
 		r.Requests++
-		sec := int(op.Return / int64(time.Second))
-		for len(r.Timeline) <= sec {
-			r.Timeline = append(r.Timeline, Second{At: len(r.Timeline)})
+		// The timeline plots the drill's own traffic: the last phase's
+		// re-send of every acknowledged answer (AckReplay) comes at once,
+		// many times the workload's rate, and would set the chart's scale.
+		b := &Second{}
+		if !op.AckReplay {
+			sec := int(op.Return / int64(time.Second))
+			for len(r.Timeline) <= sec {
+				r.Timeline = append(r.Timeline, Second{At: len(r.Timeline)})
+			}
+			b = &r.Timeline[sec]
 		}
-		b := &r.Timeline[sec]
 		b.Requests++
 		switch {
 		case op.Acknowledged():

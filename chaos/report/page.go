@@ -34,6 +34,7 @@ dl.meta{display:grid;grid-template-columns:max-content auto;gap:2px 12px;font-si
 
 <h2>Timeline</h2>
 <p class="legend"><span><svg width="14" height="4"><rect width="14" height="4" fill="#11772d"/></svg>acknowledged requests per second</span><span><svg width="14" height="4"><rect width="14" height="4" fill="#b00020"/></svg>failed attempts per second</span><span><svg width="14" height="12"><rect width="14" height="12" fill="#e0a000" fill-opacity="0.18" stroke="#e0a000" stroke-opacity="0.6"/></svg>fault window F<i>n</i>: from the fault's injection until it was healed (the table below lists each)</span></p>
+<p class="note">The drill's own traffic; the re-send of every acknowledged answer after the drill (counted above) is not plotted.</p>
 <svg id="timeline" xmlns="http://www.w3.org/2000/svg" width="{{.Chart.W}}" height="{{.Chart.H}}" viewBox="0 0 {{.Chart.W}} {{.Chart.H}}" role="img" aria-label="acknowledged and failed requests per second over the run, with fault windows">
 {{range .Chart.Faults}}<rect class="fault" x="{{.X}}" y="{{$.Chart.Top}}" width="{{.W}}" height="{{$.Chart.PlotH}}" fill="#e0a000" fill-opacity="0.18" stroke="#e0a000" stroke-opacity="0.6"><title>{{.Title}}</title></rect>
 <text class="fault-label" x="{{.X}}" y="{{$.Chart.Top}}" dy="-4" font-size="10" fill="#8a6200">{{.Label}}</text>

@@ -208,3 +208,29 @@ func TestTheReportHeaderAndNotesReadForAPerson(t *testing.T) {
 		t.Errorf("sdk-mode report: the direct-mode note is there, or the in-flight note is not")
 	}
 }
+
+// TestTheTimelinePlotsTheDrillNotTheRecheckOfAcknowledgedAnswers: the
+// drill's last phase re-sends every acknowledged answer at once (a burst
+// of replays many times the workload's rate); the timeline plots the
+// drill's own traffic, so that burst neither sets its scale nor adds
+// seconds to it. The request counts still include it.
+func TestTheTimelinePlotsTheDrillNotTheRecheckOfAcknowledgedAnswers(t *testing.T) {
+	in := synthetic()
+	for i := range 500 {
+		in.History.Ops = append(in.History.Ops, history.Operation{Seq: int64(100 + i), Kind: history.KindRequest,
+			Call: 12 * sec, Return: 12*sec + sec/4, Actor: "demo/a", Key: "k", Intent: 1, SentTo: "us-east",
+			ServedBy: "us-east", Status: 201, Replayed: true, AckReplay: true, Shard: 1})
+	}
+	r := Build(in)
+	if r.Requests != 510 {
+		t.Errorf("requests = %d, want 510: the recheck's attempts are requests too", r.Requests)
+	}
+	if len(r.Timeline) != 10 {
+		t.Fatalf("timeline has %d seconds, want the drill's 10: %+v", len(r.Timeline), r.Timeline)
+	}
+	for _, s := range r.Timeline {
+		if s.Acked > 1 {
+			t.Errorf("second %d plots %d acknowledged, want the drill's own (at most 1)", s.At, s.Acked)
+		}
+	}
+}
