@@ -2,7 +2,6 @@ package sqlstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -10,7 +9,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/idemcoord/idemcoord/downstream"
-	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/store"
 )
@@ -37,11 +35,7 @@ func (s *Store) ReconcilePastWindow(ctx context.Context, operator, reason string
 		return fmt.Errorf("%w: the endpoint has no downstream_window", store.ErrNotPastWindow)
 	}
 	return s.RunTx(ctx, func(tx pgx.Tx) error {
-		var rec store.Record
-		err := scanRecord(tx.QueryRow(ctx, `SELECT `+recordCols+` FROM idempotency_records WHERE operation_id = $1`, opID), &rec)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return store.ErrNotFound
-		}
+		rec, err := recordByOpID(ctx, tx, opID)
 		if err != nil {
 			return err
 		}
@@ -52,11 +46,9 @@ func (s *Store) ReconcilePastWindow(ctx context.Context, operator, reason string
 		if err := pastWindow(rec, now, window, res.State); err != nil {
 			return err
 		}
-		var tok fencing.Token
-		tok.Shard = rec.Token.Shard
-		err = tx.QueryRow(ctx, `SELECT epoch, owner_region FROM shard_fences WHERE shard = $1`, tok.Shard).Scan(&tok.Epoch, &tok.Region)
+		tok, err := fenceOf(ctx, tx, rec.Token.Shard)
 		if err != nil {
-			return fmt.Errorf("sqlstore: read fence: %w", err)
+			return err
 		}
 		status, headers, body, resourceID, errSummary, err := snapshotArgs(res)
 		if err != nil {

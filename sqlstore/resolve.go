@@ -85,12 +85,8 @@ func (s *Store) Lookup(ctx context.Context, actor string, opID uuid.UUID) (store
 // access to the repair audit in the same transaction.
 func (s *Store) AdminLookup(ctx context.Context, operator, reason string, opID uuid.UUID) (store.Record, error) {
 	var rec store.Record
-	err := s.RunTx(ctx, func(tx pgx.Tx) error {
-		err := scanRecord(tx.QueryRow(ctx, `SELECT `+recordCols+` FROM idempotency_records WHERE operation_id = $1`, opID), &rec)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return store.ErrNotFound
-		}
-		if err != nil {
+	err := s.RunTx(ctx, func(tx pgx.Tx) (err error) {
+		if rec, err = recordByOpID(ctx, tx, opID); err != nil {
 			return err
 		}
 		return s.audit(ctx, tx, operator, "lookup", reason, &opID, rec.Scope.Actor, "")
@@ -106,19 +102,13 @@ func (s *Store) ReconcileUnknown(ctx context.Context, operator, reason string, o
 		return err
 	}
 	return s.RunTx(ctx, func(tx pgx.Tx) error {
-		var rec store.Record
-		err := scanRecord(tx.QueryRow(ctx, `SELECT `+recordCols+` FROM idempotency_records WHERE operation_id = $1`, opID), &rec)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return store.ErrNotFound
-		}
+		rec, err := recordByOpID(ctx, tx, opID)
 		if err != nil {
 			return err
 		}
-		var tok fencing.Token
-		tok.Shard = rec.Token.Shard
-		err = tx.QueryRow(ctx, `SELECT epoch, owner_region FROM shard_fences WHERE shard = $1`, tok.Shard).Scan(&tok.Epoch, &tok.Region)
+		tok, err := fenceOf(ctx, tx, rec.Token.Shard)
 		if err != nil {
-			return fmt.Errorf("sqlstore: read fence: %w", err)
+			return err
 		}
 		u, err := s.prepareResolve(rec, tok, res, "reconcile")
 		if err != nil {
@@ -130,4 +120,25 @@ func (s *Store) ReconcileUnknown(ctx context.Context, operator, reason string, o
 		}
 		return s.audit(ctx, tx, operator, "reconcile", reason, &opID, rec.Scope.Actor, string(res.State))
 	})
+}
+
+// recordByOpID reads the record of operation opID in tx;
+// store.ErrNotFound when there is none.
+func recordByOpID(ctx context.Context, tx pgx.Tx, opID uuid.UUID) (store.Record, error) {
+	var rec store.Record
+	err := scanRecord(tx.QueryRow(ctx, `SELECT `+recordCols+` FROM idempotency_records WHERE operation_id = $1`, opID), &rec)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return rec, store.ErrNotFound
+	}
+	return rec, err
+}
+
+// fenceOf reads shard's fence in tx.
+func fenceOf(ctx context.Context, tx pgx.Tx, shard int) (fencing.Token, error) {
+	tok := fencing.Token{Shard: shard}
+	err := tx.QueryRow(ctx, `SELECT epoch, owner_region FROM shard_fences WHERE shard = $1`, shard).Scan(&tok.Epoch, &tok.Region)
+	if err != nil {
+		return tok, fmt.Errorf("sqlstore: read fence: %w", err)
+	}
+	return tok, nil
 }

@@ -82,22 +82,18 @@ func (l *Loop) Do(ctx context.Context, op string, again func(error) bool, attemp
 			return err
 		}
 		last = err
-		step := time.Duration(0)
+		d := l.Budget.Step(n)
 		if l.Outage != nil && l.Budget.Hold > 0 && l.Outage(err) {
 			if !share.hold(clock.Or(l.Clock).Now(), l.Budget.Hold) {
 				return &ExhaustedError{Op: op, Attempts: share.Used(), Err: last}
 			}
-			step = max(l.Budget.HoldStep, time.Millisecond)
+			d = max(l.Budget.HoldStep, time.Millisecond)
 		}
 		if share.Spent() || share.Used() >= l.Budget.Attempts {
 			return &ExhaustedError{Op: op, Attempts: share.Used(), Err: last}
 		}
 		if l.OnRetry != nil {
 			l.OnRetry(ctx, op)
-		}
-		d := l.Budget.Step(n)
-		if step > 0 {
-			d = step
 		}
 		if l.Jitter != nil {
 			d = l.Jitter(d)
