@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/idemcoord/idemcoord/chaos/cluster"
 	"github.com/idemcoord/idemcoord/chaos/history"
 	"github.com/idemcoord/idemcoord/chaos/probe"
 	"github.com/idemcoord/idemcoord/config"
@@ -21,27 +22,41 @@ import (
 // prober runs the drill-side probes on a store of its own, so a probe
 // goes through the same fenced claim the coordinator uses.
 type prober struct {
-	store sqlBackend
-	rec   *history.Recorder
-	seed  uint64
-	n     int64
+	// store is the backend as the gateways see it: on the replicated
+	// store, every cluster, each shard's calls routed to its home's.
+	store store.Backend
+	// pool is the SQL pool the serialization probe races on (the one
+	// PostgreSQL, or the first cluster's).
+	pool *pgxpool.Pool
+	rec  *history.Recorder
+	seed uint64
+	n    int64
 }
 
-func newProber(ctx context.Context, dsn string, rec *history.Recorder, seed uint64) (*prober, error) {
-	b, err := backend.Open(ctx, backend.Options{Store: config.Store{DSN: dsn, GroupCommit: config.GroupCommit{MaxBatch: 1}}, MaxConns: 4,
-		Logger: slog.New(slog.DiscardHandler)})
+// newProber opens the probes' store over c's: c.DSN(), or the backend c
+// says its gateways use (cluster.ProbeStore).
+func newProber(ctx context.Context, c interface{ DSN() string }, rec *history.Recorder, seed uint64) (*prober, error) {
+	opts, routed := backend.Options{}, false
+	if ps, ok := c.(cluster.ProbeStore); ok {
+		opts, routed = ps.ProbeStore()
+	}
+	if !routed {
+		opts = backend.Options{Store: config.Store{DSN: c.DSN(), GroupCommit: config.GroupCommit{MaxBatch: 1}}, MaxConns: 4,
+			Logger: slog.New(slog.DiscardHandler)}
+	}
+	b, err := backend.Open(ctx, opts)
 	if err != nil {
 		return nil, fmt.Errorf("chaos: probe store: %w", err)
 	}
-	store, ok := b.(sqlBackend)
-	if !ok {
+	pool, err := pgxpool.New(ctx, c.DSN())
+	if err != nil {
 		b.Close()
-		return nil, fmt.Errorf("chaos: probe store: backend %T has no SQL pool (the serialization probe needs one)", b)
+		return nil, fmt.Errorf("chaos: probe pool: %w", err)
 	}
-	return &prober{store: store, rec: rec, seed: seed}, nil
+	return &prober{store: b, pool: pool, rec: rec, seed: seed}, nil
 }
 
-func (p *prober) close() { p.store.Close() }
+func (p *prober) close() { p.store.Close(); p.pool.Close() }
 
 // loop probes every interval until ctx ends; 0 disables it.
 func (p *prober) loop(ctx context.Context, interval time.Duration, keep func(error)) {
@@ -74,14 +89,7 @@ func (p *prober) once(ctx context.Context, keep func(error)) {
 	if _, err := probe.StaleEpoch(ctx, p.store, p.rec, actor, shard.DefaultCount, p.n); err != nil && ctx.Err() == nil {
 		keep(err)
 	}
-	if _, err := probe.Serialization(ctx, p.store.Pool(), p.rec); err != nil && ctx.Err() == nil {
+	if _, err := probe.Serialization(ctx, p.pool, p.rec); err != nil && ctx.Err() == nil {
 		keep(err)
 	}
-}
-
-// sqlBackend is the probes' store: a backend whose SQL pool the
-// serialization probe races on (the "postgres" backend's).
-type sqlBackend interface {
-	store.Backend
-	Pool() *pgxpool.Pool
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/shard"
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // A green verdict needs an ambiguous outcome resolved, a takeover and a
@@ -77,7 +78,7 @@ type provoker struct {
 	rec    *history.Recorder
 	seed   uint64
 	path   string
-	store  sqlBackend      // the probes' own store, for the dead claim
+	store  store.Backend   // the probes' own store (as the gateways see it), for the dead claim
 	actors []traffic.Actor // the workload's actors, whose shards are loaded
 }
 

@@ -116,7 +116,7 @@ func Run(ctx context.Context, sc scenario.Scenario, seed uint64, c cluster.Clust
 	if err != nil {
 		return res, err
 	}
-	pr, err := newProber(ctx, c.DSN(), rec, seed)
+	pr, err := newProber(ctx, c, rec, seed)
 	if err != nil {
 		return res, err
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/idemcoord/idemcoord/chaos/failpoint"
 	"github.com/idemcoord/idemcoord/chaos/validate"
+	"github.com/idemcoord/idemcoord/store/backend"
 )
 
 // Region is one region's public face.
@@ -104,6 +105,15 @@ type Mover interface {
 // shard.DefaultCount; the traffic hashes actors with it.
 type Shards interface {
 	Shards() int
+}
+
+// ProbeStore is implemented by a cluster whose store is more than the one
+// PostgreSQL behind DSN (the replicated store: one Patroni cluster per
+// home region). The drill's probes open the backend it returns, as the
+// gateways see the store, so a probe's fence read and claim land in the
+// shard's own cluster; ok is false when DSN is the whole store.
+type ProbeStore interface {
+	ProbeStore() (opts backend.Options, ok bool)
 }
 
 // Upstream is implemented by a cluster that knows its endpoint's

@@ -238,6 +238,20 @@ func (p *Process) haClusterConfig(home string, async bool) (patronilocal.Config,
 	return cfg, nil
 }
 
+// ProbeStore implements ProbeStore: on the replicated store, the patroni
+// backend over every cluster with the shards' homes the regions' idemd
+// use; on the one PostgreSQL, ok is false (DSN is the store).
+func (p *Process) ProbeStore() (backend.Options, bool) {
+	if p.ha == nil {
+		return backend.Options{}, false
+	}
+	return backend.Options{Store: p.ha.storeConfig(func(c *haCluster) (string, error) {
+		return c.cl.DSN(), nil
+	}), Shards: shard.DefaultCount, Home: storeHome, MaxConns: 4, Logger: slog.New(slog.DiscardHandler)}, true
+}
+
+var _ ProbeStore = (*Process)(nil)
+
 // storeConfig is the store block of the patroni backend over the
 // clusters, each cluster's DSN from dsn; the audit of repairs that are
 // about no one shard goes to the first region's cluster.
