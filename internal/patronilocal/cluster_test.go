@@ -89,6 +89,7 @@ func TestConfigValidateNamesEachBadField(t *testing.T) {
 		{"loop_wait", func(c *patronilocal.Config) { c.LoopWait = 0 }},
 		{"ttl", func(c *patronilocal.Config) { c.LoopWait = 10 * time.Second; c.RetryTimeout = 6 * time.Second }},
 		{"strict", func(c *patronilocal.Config) { c.Async = true }},
+		{"quorum", func(c *patronilocal.Config) { c.Async, c.Strict, c.Quorum = true, false, true }},
 		{"sync_standbys", func(c *patronilocal.Config) { c.SyncStandbys = 2 }},
 	} {
 		cfg := good

@@ -88,6 +88,15 @@ type Config struct {
 	// commits wait instead of going asynchronous (RPO 0, at the cost of
 	// availability). DefaultConfig sets it.
 	Strict bool
+	// Quorum sets quorum commit (synchronous_mode: quorum): a commit
+	// waits for ANY SyncStandbys of the standbys rather than for one named
+	// synchronous standby, and a failover promotes only a member that
+	// heard from enough of the others to be sure it holds every
+	// acknowledged commit. With three members, the loss of either
+	// standby (its region) stalls no commit, where in synchronous_mode on
+	// the loss of the named one stalls commits until Patroni names the
+	// other. With Strict, no standby left still means writes wait.
+	Quorum bool
 	// SyncStandbys is synchronous_node_count: how many standbys each
 	// commit waits for (0: 1). Cluster.SetSyncStandbys changes it on a
 	// running cluster (a planned switchover raises it to 2 for its
@@ -189,6 +198,9 @@ func (c Config) Validate() error {
 	if c.Async && c.Strict {
 		bad("strict", "synchronous_mode_strict needs synchronous replication; Async is set")
 	}
+	if c.Async && c.Quorum {
+		bad("quorum", "quorum commit is synchronous replication; Async is set")
+	}
 	return errors.Join(errs...)
 }
 
@@ -216,4 +228,16 @@ func (c Config) logger() *slog.Logger {
 		return slog.New(slog.DiscardHandler)
 	}
 	return c.Logger
+}
+
+// syncMode is Patroni's synchronous_mode: false (Async), "quorum"
+// (Quorum) or true.
+func (c Config) syncMode() any {
+	switch {
+	case c.Async:
+		return false
+	case c.Quorum:
+		return "quorum"
+	}
+	return true
 }

@@ -63,7 +63,7 @@ func (c *Cluster) memberYAML(m *member) ([]byte, error) {
 				"loop_wait":               int(c.cfg.LoopWait.Seconds()),
 				"retry_timeout":           int(c.cfg.RetryTimeout.Seconds()),
 				"maximum_lag_on_failover": 1 << 20,
-				"synchronous_mode":        !c.cfg.Async,
+				"synchronous_mode":        c.cfg.syncMode(),
 				"synchronous_mode_strict": c.cfg.Strict,
 				"synchronous_node_count":  max(c.cfg.SyncStandbys, 1),
 				"postgresql": map[string]any{

@@ -15,11 +15,12 @@ import (
 // Member roles and states as Patroni's REST API reports them (package
 // patronirest's, repeated here for the callers of this package).
 const (
-	RoleLeader      = patronirest.RoleLeader
-	RoleSyncStandby = patronirest.RoleSyncStandby
-	RoleReplica     = patronirest.RoleReplica
-	StateRunning    = patronirest.StateRunning
-	StateStreaming  = patronirest.StateStreaming
+	RoleLeader        = patronirest.RoleLeader
+	RoleSyncStandby   = patronirest.RoleSyncStandby
+	RoleQuorumStandby = patronirest.RoleQuorumStandby
+	RoleReplica       = patronirest.RoleReplica
+	StateRunning      = patronirest.StateRunning
+	StateStreaming    = patronirest.StateStreaming
 )
 
 // MemberStatus is one member as Patroni's REST /cluster reports it.
@@ -75,8 +76,8 @@ func (c *Cluster) Primary(ctx context.Context) (MemberStatus, error) {
 }
 
 // WaitHealthy waits until the cluster has a running primary and (unless
-// Async) a streaming synchronous standby: the state in which a strict
-// cluster commits.
+// Async) a streaming synchronous or quorum standby: the state in which a
+// strict cluster commits.
 func (c *Cluster) WaitHealthy(ctx context.Context) error {
 	return c.waitFor(ctx, func(ms []MemberStatus) bool { return healthy(ms, c.cfg.Async) })
 }
@@ -87,7 +88,7 @@ func healthy(ms []MemberStatus, async bool) bool {
 		switch {
 		case m.Role == RoleLeader && m.State == StateRunning:
 			leader = true
-		case m.Role == RoleSyncStandby && m.State == StateStreaming:
+		case patronirest.Synchronous(m.Role) && m.State == StateStreaming:
 			sync = true
 		case async && m.State == StateStreaming:
 			sync = true
@@ -136,7 +137,8 @@ func (c *Cluster) waitFor(ctx context.Context, ok func([]MemberStatus) bool) err
 }
 
 // Switchover hands the leader key from the current primary to candidate
-// (empty: Patroni picks the synchronous standby) through the primary's
+// (empty: Patroni picks the synchronous standby; in quorum commit any
+// member may be the candidate) through the primary's
 // REST POST /switchover, as `patronictl switchover` does, and waits
 // until the new primary runs with a streaming synchronous standby.
 func (c *Cluster) Switchover(ctx context.Context, candidate string) error {
@@ -200,9 +202,14 @@ func (c *Cluster) SetSyncStandbys(ctx context.Context, n int) error {
 
 // WaitSynced waits until the cluster is settled with n synchronous
 // standbys: a running primary, exactly n streaming members in the
-// sync_standby role, and every other member streaming.
+// sync_standby role, and every other member streaming. In quorum commit
+// every streaming standby is a quorum standby (commits wait for ANY n of
+// them), so it waits for all of them to be.
 func (c *Cluster) WaitSynced(ctx context.Context, n int) error {
 	want := len(c.members)
+	if c.cfg.Quorum {
+		n = want - 1
+	}
 	return c.waitFor(ctx, func(ms []MemberStatus) bool {
 		var leader, sync, streaming int
 		for _, m := range ms {
@@ -211,7 +218,7 @@ func (c *Cluster) WaitSynced(ctx context.Context, n int) error {
 				leader++
 			case m.State == StateStreaming:
 				streaming++
-				if m.Role == RoleSyncStandby {
+				if patronirest.Synchronous(m.Role) {
 					sync++
 				}
 			}

@@ -20,10 +20,22 @@ import (
 const (
 	RoleLeader      = "leader"
 	RoleSyncStandby = "sync_standby"
-	RoleReplica     = "replica"
-	StateRunning    = "running"
-	StateStreaming  = "streaming"
+	// RoleQuorumStandby is a standby in the commit quorum of a cluster in
+	// quorum commit (synchronous_mode: quorum): a commit waits for ANY
+	// synchronous_node_count of them, and every one of them is a voter a
+	// failover must hear from.
+	RoleQuorumStandby = "quorum_standby"
+	RoleReplica       = "replica"
+	StateRunning      = "running"
+	StateStreaming    = "streaming"
 )
+
+// Synchronous reports whether role is a standby that commits wait for:
+// RoleSyncStandby (synchronous_mode: on) or RoleQuorumStandby
+// (synchronous_mode: quorum).
+func Synchronous(role string) bool {
+	return role == RoleSyncStandby || role == RoleQuorumStandby
+}
 
 // MemberStatus is one member as Patroni's REST /cluster reports it.
 type MemberStatus struct {
@@ -31,7 +43,8 @@ type MemberStatus struct {
 	Name string `json:"name"`
 	// Region is the member's region tag.
 	Region string `json:"region"`
-	// Role is RoleLeader, RoleSyncStandby or RoleReplica.
+	// Role is RoleLeader, RoleSyncStandby, RoleQuorumStandby or
+	// RoleReplica.
 	Role string `json:"role"`
 	// State is e.g. StateRunning (a primary), StateStreaming (a standby
 	// receiving WAL), "stopped", "starting".
