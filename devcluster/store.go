@@ -57,6 +57,9 @@ func (c *Cluster) startStores(ctx context.Context, log *slog.Logger) error {
 		cfg.Namespace = storeNamespace
 		cfg.Members = storeMembers(home)
 		cfg.EtcdEndpoints = c.Etcd.Endpoints()
+		// Quorum commit, as deploy/patroni: a commit waits for either of
+		// the two other regions' members, so losing one stalls nothing.
+		cfg.Quorum = true
 		cfg.Logger = log.With("store_cluster", home)
 		go func() {
 			pc, err := patronilocal.Start(ctx, cfg)

@@ -15,8 +15,8 @@ import (
 
 // TestStoreHAStartsAPatroniClusterPerHomeRegionAndServesFromIt: with
 // Store StoreHA the dev cluster runs one Patroni cluster per region whose
-// first primary is in its home region and whose synchronous standby is in
-// another, the state file lists them for idemctl, and each region's
+// first primary is in its home region and whose members in the two
+// other regions are its quorum standbys (quorum commit), the state file lists them for idemctl, and each region's
 // payments have their records in their home region's cluster only
 // (store.backend patroni routes each shard there).
 func TestStoreHAStartsAPatroniClusterPerHomeRegionAndServesFromIt(t *testing.T) {
@@ -32,19 +32,26 @@ func TestStoreHAStartsAPatroniClusterPerHomeRegionAndServesFromIt(t *testing.T) 
 		t.Fatalf("state store %q with %d clusters, want %q with %d", st.Store, len(st.StoreClusters), StoreHA, len(Regions))
 	}
 	for i, sc := range st.StoreClusters {
+		if err := c.Stores[i].WaitSynced(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
 		ms, err := patronilocal.ReadStatus(ctx, sc.REST)
 		if err != nil {
 			t.Fatal(err)
 		}
 		roles := map[string]patronilocal.MemberStatus{}
+		var quorum []patronilocal.MemberStatus
 		for _, m := range ms {
 			roles[m.Role] = m
+			if m.Role == patronilocal.RoleQuorumStandby && m.Region != Regions[i] {
+				quorum = append(quorum, m)
+			}
 		}
 		if sc.Name != Regions[i] || roles[patronilocal.RoleLeader].Region != Regions[i] {
 			t.Errorf("cluster %s: leader %+v, want one in region %s", sc.Name, roles[patronilocal.RoleLeader], Regions[i])
 		}
-		if s, ok := roles[patronilocal.RoleSyncStandby]; !ok || s.Region == Regions[i] {
-			t.Errorf("cluster %s: sync standby %+v, want one in another region", sc.Name, s)
+		if len(quorum) != len(Regions)-1 {
+			t.Errorf("cluster %s: members %+v, want the %d in other regions quorum standbys (quorum commit)", sc.Name, ms, len(Regions)-1)
 		}
 	}
 	if !strings.Contains(st.DSN, "target_session_attrs=read-write") {
@@ -64,7 +71,7 @@ func TestStoreHAStartsAPatroniClusterPerHomeRegionAndServesFromIt(t *testing.T) 
 				t.Fatal(err)
 			}
 			for _, m := range ms {
-				if m.Role != patronilocal.RoleLeader && m.Role != patronilocal.RoleSyncStandby {
+				if m.Role != patronilocal.RoleLeader && m.Role != patronilocal.RoleQuorumStandby {
 					continue
 				}
 				dsn, _ := sc.MemberDSN(m.Name)

@@ -210,7 +210,11 @@ func (p *Process) haClusterConfig(home string, async bool) (patronilocal.Config,
 	cfg := patronilocal.DefaultConfig()
 	cfg.Scope, cfg.Namespace = "idemdrill-"+home, "/idemdrill-patroni/"
 	cfg.EtcdEndpoints = p.etcd.Endpoints()
-	cfg.Async, cfg.Strict = async, !async
+	// Quorum commit (ANY 1 of the two standbys, strict): a region lost
+	// with one cluster's standby in it stalls none of that cluster's
+	// commits, where a named synchronous standby's loss stalls them until
+	// Patroni names the other (as deploy/patroni runs).
+	cfg.Async, cfg.Strict, cfg.Quorum = async, !async, !async
 	cfg.Advertise = func(member, listen string) (string, error) {
 		addr, err := p.toxics.Add(member, linkPGIn, listen)
 		if err != nil {
@@ -337,10 +341,11 @@ func (c *haCluster) memberIn(region string) (string, error) {
 }
 
 // failback hands the primary to region's member by a planned switchover
-// (at start, so the primary begins in the first region). Patroni switches
-// a strict cluster over only to its synchronous standby, so when the
-// member is not it, both standbys are made synchronous for the switchover
-// (synchronous_node_count 2) and the count is set back after it.
+// (at start, so the primary begins in the first region). In quorum
+// commit any standby may be the candidate. Patroni switches a cluster in
+// synchronous_mode on over only to its synchronous standby, so there,
+// when the member is not it, both standbys are made synchronous for the
+// switchover (synchronous_node_count 2) and the count is set back after.
 func (c *haCluster) failback(ctx context.Context, region string) error {
 	home, err := c.memberIn(region)
 	if err != nil {
@@ -352,7 +357,7 @@ func (c *haCluster) failback(ctx context.Context, region string) error {
 	if pr, err := c.cl.Primary(ctx); err != nil || pr.Name == home {
 		return err
 	}
-	if !c.async {
+	if !c.async && !c.cl.Quorum() {
 		if err := c.patchConfig(ctx, `{"synchronous_node_count":2}`); err != nil {
 			return err
 		}

@@ -22,20 +22,27 @@ type storeClusterView struct {
 	Cluster string `json:"cluster"`
 	// Primary and SyncStandby name the members in those roles (empty:
 	// none; with no synchronous standby a strict cluster's writes wait).
+	// In quorum commit SyncStandby lists the quorum standbys,
+	// comma-separated: a commit waits for any one of them.
 	Primary     string `json:"primary"`
 	SyncStandby string `json:"sync_standby"`
+	// Quorum is true when the cluster runs quorum commit
+	// (synchronous_mode: quorum).
+	Quorum bool `json:"quorum"`
 	// Timeline is the primary's timeline: each failover or switchover
 	// starts a new one.
 	Timeline int `json:"timeline"`
 	// Lag is the synchronous standby's lag behind the primary in bytes
-	// (-1 unknown).
+	// (-1 unknown); in quorum commit, the least of the streaming quorum
+	// standbys'.
 	Lag int64 `json:"sync_lag_bytes"`
 	// PrimaryAnswers is true when the primary's own REST API says it is
 	// primary (GET /primary 200); a dead primary keeps its leader key, and
 	// so its name above, until the key's ttl runs out.
 	PrimaryAnswers bool `json:"primary_answers"`
 	// Writable is true when the cluster has a primary that answers and a
-	// streaming synchronous standby, the state in which it commits.
+	// streaming synchronous (or quorum) standby, the state in which it
+	// commits.
 	Writable bool                       `json:"writable"`
 	Members  []patronirest.MemberStatus `json:"members"`
 	// Error says why no member's REST API answered.
@@ -136,20 +143,38 @@ func readStoreCluster(ctx context.Context, tg storeTarget) storeClusterView {
 		return v
 	}
 	v.Members = ms
+	v.summarize(func(m patronirest.MemberStatus) bool { return patronirest.ProbePrimary(ctx, m.REST) == nil })
+	return v
+}
+
+// summarize fills the view's primary, synchronous standbys, lag,
+// timeline and writability from its Members; answers asks the leader's
+// own REST API whether it is primary (GET /primary).
+func (v *storeClusterView) summarize(answers func(patronirest.MemberStatus) bool) {
+	var syncs []string
 	var syncStreaming, primaryRunning bool
-	for _, m := range ms {
-		switch m.Role {
-		case patronirest.RoleLeader:
+	for _, m := range v.Members {
+		switch {
+		case m.Role == patronirest.RoleLeader:
 			v.Primary, v.Timeline = m.Name, m.Timeline
-			v.PrimaryAnswers = patronirest.ProbePrimary(ctx, m.REST) == nil
+			v.PrimaryAnswers = answers(m)
 			primaryRunning = m.State == patronirest.StateRunning && v.PrimaryAnswers
-		case patronirest.RoleSyncStandby:
-			v.SyncStandby, v.Lag = m.Name, m.Lag
-			syncStreaming = m.State == patronirest.StateStreaming
+		case patronirest.Synchronous(m.Role):
+			syncs = append(syncs, m.Name)
+			v.Quorum = m.Role == patronirest.RoleQuorumStandby
+			if m.State != patronirest.StateStreaming {
+				continue
+			}
+			// A commit waits for the first standby to flush it (ANY 1 in
+			// quorum commit): the least lag is the one commits see.
+			if !syncStreaming || v.Lag < 0 || m.Lag >= 0 && m.Lag < v.Lag {
+				v.Lag = m.Lag
+			}
+			syncStreaming = true
 		}
 	}
+	v.SyncStandby = strings.Join(syncs, ",")
 	v.Writable = primaryRunning && syncStreaming
-	return v
 }
 
 // storeTable is one row per member, then the JSON of every cluster.
@@ -171,7 +196,7 @@ func storeTable(views []storeClusterView) table {
 		case v.Primary != "" && !v.PrimaryAnswers:
 			t.rows = append(t.rows, []string{v.Cluster, v.Primary, "-", "NOT WRITABLE", "the leader does not answer /primary (dead or frozen; its key lasts until its ttl): writes wait", "-", "-", "-"})
 		case !v.Writable:
-			t.rows = append(t.rows, []string{v.Cluster, "-", "-", "NOT WRITABLE", "no running primary with a streaming sync standby: writes wait", "-", "-", "-"})
+			t.rows = append(t.rows, []string{v.Cluster, "-", "-", "NOT WRITABLE", "no running primary with a streaming sync or quorum standby: writes wait", "-", "-", "-"})
 		}
 	}
 	return t

@@ -235,6 +235,9 @@ func (c *Cluster) member(name string) (*member, error) {
 // Members returns the configured members, in Config order.
 func (c *Cluster) Members() []MemberSpec { return append([]MemberSpec(nil), c.cfg.Members...) }
 
+// Quorum reports whether the cluster runs quorum commit (Config.Quorum).
+func (c *Cluster) Quorum() bool { return c.cfg.Quorum }
+
 // Scope returns the cluster's Patroni scope.
 func (c *Cluster) Scope() string { return c.cfg.Scope }
 
