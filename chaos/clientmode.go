@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"strings"
 
 	"github.com/idemcoord/idemcoord/chaos/cluster"
@@ -31,6 +33,12 @@ const (
 
 // ClientModes lists the client modes, the default first.
 func ClientModes() []string { return []string{ClientDirect, ClientSDK, ClientEntry} }
+
+// EnvEntryLog names a file that receives the global entry's HAProxy log
+// in client mode entry (a line per request with the region that served
+// it and its timings, and each region's check going down or up), for
+// reading why an entry-mode run answered what it did. Unset: discarded.
+const EnvEntryLog = "IDEMCOORD_DRILL_ENTRY_LOG"
 
 // ErrInvalidClientMode is returned for an unknown client mode.
 var ErrInvalidClientMode = errors.New("chaos: invalid client mode")
@@ -69,12 +77,28 @@ func clientTarget(ctx context.Context, c cluster.Cluster, mode string) (traffic.
 			}
 			cfg.Regions = append(cfg.Regions, reg)
 		}
-		e, err := haproxy.Start(ctx, cfg, nil)
+		var logs io.WriteCloser
+		if path := os.Getenv(EnvEntryLog); path != "" {
+			f, err := os.Create(path)
+			if err != nil {
+				return t, nil, fmt.Errorf("chaos: %s: %w", EnvEntryLog, err)
+			}
+			logs = f
+		}
+		e, err := haproxy.Start(ctx, cfg, logs)
 		if err != nil {
+			if logs != nil {
+				logs.Close()
+			}
 			return t, nil, fmt.Errorf("chaos: client mode %s: starting the global entry: %w", ClientEntry, err)
 		}
 		t.Regions = []traffic.Region{{Name: ClientEntry, URL: e.URL}}
-		return t, func() { e.Close() }, nil
+		return t, func() {
+			e.Close()
+			if logs != nil {
+				logs.Close()
+			}
+		}, nil
 	}
 	return t, nil, CheckClientMode(mode)
 }

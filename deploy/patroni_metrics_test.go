@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/prometheus/model/rulefmt"
 	"github.com/prometheus/prometheus/promql/parser"
 
+	"github.com/idemcoord/idemcoord/internal/patronilocal"
 	"github.com/idemcoord/idemcoord/internal/patronitest"
 )
 
@@ -87,17 +88,17 @@ func TestPatroniAlertRulesParseWithPrometheus(t *testing.T) {
 }
 
 // TestPatroniRulesMetricsAreOnARealPatroni starts a real three-member
-// Patroni 4 cluster (internal/patronitest: strict synchronous mode, on
-// the test binary's embedded etcd), scrapes every member's REST /metrics
-// and checks that every metric the Patroni rules select is there, with
-// the scope and name labels the rules join on, and that the healthy
-// cluster shows what the rules expect of one: one primary, one
-// synchronous standby.
+// Patroni 4 cluster (internal/patronitest in quorum commit, strict, as
+// deploy/patroni runs it, on the test binary's embedded etcd), scrapes
+// every member's REST /metrics and checks that every metric the Patroni
+// rules select is there, with the scope and name labels the rules join
+// on, and that the healthy cluster shows what the rules expect of one:
+// one primary, both standbys quorum standbys.
 func TestPatroniRulesMetricsAreOnARealPatroni(t *testing.T) {
 	uses := patroniRuleMetrics(t)
-	c := patronitest.Start(t)
+	c := patronitest.Start(t, patronitest.WithConfig(func(c *patronilocal.Config) { c.Quorum = true }))
 
-	// A replica reports patroni_sync_standby from its own view of the
+	// A replica reports patroni_quorum_standby from its own view of the
 	// DCS's /sync key, refreshed every HA loop: scrape until the members
 	// agree with what Start waited for (a bounded number of loops).
 	var scraped map[string]bool
@@ -114,7 +115,7 @@ func TestPatroniRulesMetricsAreOnARealPatroni(t *testing.T) {
 				sum[s.name] += s.value
 			}
 		}
-		if sum["patroni_sync_standby"] == 1 || time.Now().After(deadline) {
+		if sum["patroni_quorum_standby"] == 2 || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(200 * time.Millisecond)
@@ -129,9 +130,9 @@ func TestPatroniRulesMetricsAreOnARealPatroni(t *testing.T) {
 	for _, m := range missing {
 		t.Errorf("not on a real Patroni's /metrics: %s", m)
 	}
-	if sum["patroni_primary"] != 1 || sum["patroni_sync_standby"] != 1 || sum["patroni_cluster_unlocked"] != 0 {
-		t.Errorf("healthy cluster: patroni_primary %v, patroni_sync_standby %v, patroni_cluster_unlocked %v summed over the members; want 1, 1, 0",
-			sum["patroni_primary"], sum["patroni_sync_standby"], sum["patroni_cluster_unlocked"])
+	if sum["patroni_primary"] != 1 || sum["patroni_quorum_standby"] != 2 || sum["patroni_sync_standby"] != 0 || sum["patroni_cluster_unlocked"] != 0 {
+		t.Errorf("healthy cluster: patroni_primary %v, patroni_quorum_standby %v, patroni_sync_standby %v, patroni_cluster_unlocked %v summed over the members; want 1, 2, 0, 0",
+			sum["patroni_primary"], sum["patroni_quorum_standby"], sum["patroni_sync_standby"], sum["patroni_cluster_unlocked"])
 	}
 }
 

@@ -31,7 +31,7 @@ type patroniConfig struct {
 	Raft       any `json:"raft"`
 	Bootstrap  struct {
 		DCS struct {
-			SynchronousMode       bool `json:"synchronous_mode"`
+			SynchronousMode       any  `json:"synchronous_mode"`
 			SynchronousModeStrict bool `json:"synchronous_mode_strict"`
 			SynchronousNodeCount  int  `json:"synchronous_node_count"`
 			FailsafeMode          bool `json:"failsafe_mode"`
@@ -52,8 +52,9 @@ type patroniMember struct {
 // TestPatroniClustersAreStrictSynchronousOverThreeRegions builds each
 // region's Patroni overlay, decodes every object strictly and checks the
 // settings the store's safety rests on (docs/store-ha.md): the DCS is the
-// deployment's etcd over the v3 API and nothing else, synchronous_mode and
-// synchronous_mode_strict are on, a demoted primary rejoins with
+// deployment's etcd over the v3 API and nothing else, synchronous_mode is
+// quorum (quorum commit, ANY 1 of the two other regions' members) and
+// synchronous_mode_strict on, a demoted primary rejoins with
 // pg_rewind, failsafe mode is off; each of the three clusters has exactly
 // one member in each region (so its synchronous standby is in another
 // region); every region has a
@@ -213,8 +214,8 @@ func TestPatroniClustersAreStrictSynchronousOverThreeRegions(t *testing.T) {
 func checkPatroniSafety(t *testing.T, where string, cfg *patroniConfig) {
 	t.Helper()
 	d := cfg.Bootstrap.DCS
-	if !d.SynchronousMode || !d.SynchronousModeStrict {
-		t.Errorf("%s: synchronous_mode %v, synchronous_mode_strict %v; want both on", where, d.SynchronousMode, d.SynchronousModeStrict)
+	if d.SynchronousMode != "quorum" || !d.SynchronousModeStrict {
+		t.Errorf("%s: synchronous_mode %v, synchronous_mode_strict %v; want quorum (a commit waits for either other region, so losing one stalls nothing) and strict on", where, d.SynchronousMode, d.SynchronousModeStrict)
 	}
 	if d.SynchronousNodeCount > 1 {
 		t.Errorf("%s: synchronous_node_count %d: a commit would wait for both other regions", where, d.SynchronousNodeCount)

@@ -62,6 +62,12 @@ type peer struct {
 // lease (the configuration refuses a lease that is not longer).
 func upstreamTimeout(lease time.Duration) time.Duration { return lease / 2 }
 
+// inProgressWait is how long a retry that finds its run still in flight
+// waits for it (the endpoint's in_progress.wait): the global entry's
+// answer slack (haproxy.AnswerSlack), so the entry's re-send of a slow
+// first attempt is answered within the entry's own server timeout.
+const inProgressWait = 2 * time.Second
+
 // render returns the region's idemd.yaml: the dev cluster's create-payment
 // endpoint (same fingerprint, retry statuses and resolve path) under the
 // drill's policy and lease. Values are JSON, which YAML reads as
@@ -106,6 +112,10 @@ endpoints:
     # intent a dead region left in flight is resolved by the new owner
     # right after the move, not after its lease
     upstream_dedup: operation_id
+    # the global entry re-sends a keyed request to another region when
+    # the first gives no answer within upstream_timeout + 2 s: the re-send
+    # waits for the run in flight and gets its answer, not a 409
+    in_progress: {wait: %s}
 `, q(f.Region), q(f.Listen), q(f.Upstream), f.storeBlock(q), q(f.Etcd), q(f.Peers),
-		q(devcluster.Issuer), q(devcluster.Audience), q(f.SecretFile), f.Lease, f.UpstreamTimeout, q(f.Policy))
+		q(devcluster.Issuer), q(devcluster.Audience), q(f.SecretFile), f.Lease, f.UpstreamTimeout, q(f.Policy), inProgressWait)
 }
