@@ -66,8 +66,9 @@ func storeCmd() *cobra.Command {
 		Use:   "status",
 		Short: "Show each Patroni cluster's primary, synchronous standby, lag and timeline",
 		Long: `status asks each store cluster's Patroni REST API (GET /cluster, trying its
-members in turn) for its members: which is primary, which is the synchronous
-standby (with strict synchronous replication no write commits without one),
+members in turn) for its members: which is primary, which are the synchronous
+standbys (sync_standby, or quorum_standby in quorum commit, where a commit
+waits for any one of them; strict: no write commits without one),
 whether the primary itself answers (GET /primary: a dead primary keeps its
 leader key, so its name, until the key's ttl runs out), each member's state, replication lag in bytes and timeline (each promotion
 starts a new one).

@@ -56,9 +56,9 @@ idemctl's --port-base says which one it talks to. The ports are checked before
 anything starts.
 
 --store ha replaces the store with one Patroni-managed PostgreSQL cluster per
-home region (three members each: the first primary in its home region, a
-synchronous standby and a third member in the other regions; strict
-synchronous replication; the dev etcd as Patroni's DCS under
+home region (three members each: the first primary in its home region, one
+member in each other region; quorum commit, strict: a commit waits for either
+of the other regions' members; the dev etcd as Patroni's DCS under
 /idemcoord-dev/patroni/) and prints its members; "idemctl store status" shows
 their roles, lag and timelines. It needs Patroni 4 (Debian trixie's package
 "patroni") and takes about a minute to start; the default, --store single, is

@@ -13,7 +13,7 @@ import (
 // printStoreMembers prints the Patroni clusters of a --store ha cluster,
 // one line per member with its role as Patroni reports it now.
 func printStoreMembers(ctx context.Context, w io.Writer, st devcluster.State) {
-	fmt.Fprintln(w, "Store: one Patroni cluster per home region (strict synchronous replication):")
+	fmt.Fprintln(w, "Store: one Patroni cluster per home region (quorum commit: ANY 1 of the other regions' members):")
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "  CLUSTER\tMEMBER\tREGION\tROLE\tADDRESS\tREST")
