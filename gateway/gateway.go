@@ -131,6 +131,8 @@ type Gateway struct {
 	// fenceLister is Config.Store's fence listing, nil if it has none.
 	fenceLister fenceLister
 	log         *slog.Logger
+	// readiness logs the changes of the /readyz answer.
+	readiness readiness
 	// outcomes counts and logs the answers of every request (exchange).
 	outcomes *exchange.Outcomes
 	mux      *http.ServeMux

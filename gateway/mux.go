@@ -2,9 +2,11 @@ package gateway
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"path"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -61,15 +63,43 @@ func (g *Gateway) readyz(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	// The body names the part that is not usable (store, etcd liveness,
 	// ownership cache) and why, for the operator reading a failed probe.
+	why := ""
 	if err := g.store.Ping(ctx); err != nil {
-		http.Error(w, "not ready: store: "+err.Error(), http.StatusServiceUnavailable)
-		return
-	}
-	if g.cfg.Ready != nil {
+		why = "store: " + err.Error()
+	} else if g.cfg.Ready != nil {
 		if err := g.cfg.Ready(ctx); err != nil {
-			http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
-			return
+			why = err.Error()
 		}
 	}
+	g.readiness.observe(g.log, g.clock.Now(), why)
+	if why != "" {
+		http.Error(w, "not ready: "+why, http.StatusServiceUnavailable)
+		return
+	}
 	w.Write([]byte("ready\n"))
+}
+
+// readiness logs each change of the instance's answer to /readyz: a
+// balancer (the global entry, Kubernetes) takes the instance out on the
+// first failed checks and the probe's body is seen by nobody, so the
+// reason is logged once when readiness is lost, and its length when it is
+// back. A probe repeating the same state logs nothing.
+type readiness struct {
+	mu    sync.Mutex
+	down  bool
+	since time.Time
+}
+
+// observe records one /readyz answer: why is "" when ready.
+func (r *readiness) observe(log *slog.Logger, now time.Time, why string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case why != "" && !r.down:
+		r.down, r.since = true, now
+		log.Warn("not ready: balancers take this instance out", "reason", why)
+	case why == "" && r.down:
+		r.down = false
+		log.Info("ready again", "not_ready_for", now.Sub(r.since).Round(time.Millisecond).String())
+	}
 }
