@@ -177,3 +177,71 @@ func TestEntrySendsAKeyedRequestElsewhereWhenItsRegionGoesSilent(t *testing.T) {
 		t.Errorf("the live region read %d unkeyed requests for at most 3 sent to it", n)
 	}
 }
+
+// TestEntrySendsToTheReachableRegionsWhenEveryRegionFailsItsReadiness:
+// real haproxy in front of two regions whose /readyz both answer 503 (as
+// when a second's etcd stall lapses every instance's liveness proof at
+// once) but which serve requests. The entry takes both out of its main
+// backend and sends the requests to the regions that accept a
+// connection, each answering for itself, instead of answering 503
+// no-region-available to everyone; with no region accepting a connection
+// either, the entry's own 503 remains.
+func TestEntrySendsToTheReachableRegionsWhenEveryRegionFailsItsReadiness(t *testing.T) {
+	if _, err := Binary(); err != nil {
+		t.Skip(err)
+	}
+	unready := func(name string) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/readyz" {
+				http.Error(w, "not ready: etcd liveness: lease not proven", http.StatusServiceUnavailable)
+				return
+			}
+			w.Header().Set("X-Idempotency-Region", name)
+			w.Write([]byte("ok\n"))
+		})
+	}
+	a, b := httptest.NewServer(unready("a")), httptest.NewServer(unready("b"))
+	cfg := Config{Listen: "127.0.0.1:0", Regions: []Region{{Name: "a", Addr: a.Listener.Addr().String()}, {Name: "b", Addr: b.Listener.Addr().String()}}}
+	e, err := Start(t.Context(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	waitStates(t, ctx, e, map[string]bool{"a": false, "b": false})
+
+	served := map[string]int{}
+	for i := 0; i < 10; i++ {
+		res, err := http.Get(e.URL + "/v1/x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			t.Fatalf("request %d with every region unready: %d; want the regions' own 200", i, res.StatusCode)
+		}
+		served[res.Header.Get("X-Idempotency-Region")]++
+	}
+	if served["a"] == 0 || served["b"] == 0 {
+		t.Errorf("served by %v; want both reachable regions in turn", served)
+	}
+
+	a.Close()
+	b.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		res, err := http.Get(e.URL + "/v1/x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode == http.StatusServiceUnavailable && res.Header.Get("Retry-After") != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("with no region reachable the entry answers %d; want its own 503 with Retry-After", res.StatusCode)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
