@@ -46,7 +46,7 @@ func (g *Gateway) coordinateCall(c *call) {
 	// Once the coordinator has the request it carries it through to a
 	// recorded outcome even if the client hangs up: a claim or a result
 	// abandoned half-way would hold the key for a whole lease.
-	ctx := context.WithoutCancel(c.R.Context())
+	ctx := exchange.Detach(c.R.Context())
 	req, verdict := g.admission.Admit(&c.Request) // 1. admission
 	switch verdict {
 	case admission.Answered:

@@ -40,3 +40,59 @@ func TestHeaderJSONStoresWhatJSONMarshalStored(t *testing.T) {
 		t.Error("no headers must store NULL")
 	}
 }
+
+// TestAStoredAnswersHeadersDecodeAsEncodingJSONDecodesThem: decodeHeaders
+// gives what json.Unmarshal gives for the forms JSONB returns (spaces
+// after ':' and ','), headerJSON's own, and every form it leaves to
+// encoding/json (escapes, invalid UTF-8, malformed text), errors included.
+func TestAStoredAnswersHeadersDecodeAsEncodingJSONDecodesThem(t *testing.T) {
+	for _, in := range []string{
+		`{}`, ` { } `, `{"Location": ["/v1/things/1"], "Content-Type": ["application/json"]}`,
+		`{"A":["x","y"],"B":[],"C":null,"":[""]}`, "{\n\t\"A\" :\r [ \"x\" , \"y\" ] }",
+		`{"X-A": ["caf` + "\u00e9 \U0001F600" + `"]}`, `{"A": ["x"], "A": ["y"]}`,
+		`{"X-A": ["q\"uote", "back\\slash", "\u0001"]}`, "{\"X-Bad\": [\"a\xffb\"]}",
+		`null`, `[]`, `{"A": "x"}`, `{"A": [1]}`, `{"A": [null]}`, `{"A": ["x",]}`, `{"A": ["x"],}`,
+		`{"A": ["x"]} x`, `{"A": nullx}`, `{"A": ["x"]`, `{"A": ["x`, "{\"A\": [\"x\ty\"]}", `{A: ["x"]}`,
+	} {
+		var want, got http.Header
+		wantErr := json.Unmarshal([]byte(in), &want)
+		gotErr := decodeHeaders([]byte(in), &got)
+		if (wantErr == nil) != (gotErr == nil) || !reflect.DeepEqual(want, got) {
+			t.Errorf("%q: decodeHeaders gives %#v (err %v), json.Unmarshal %#v (err %v)", in, got, gotErr, want, wantErr)
+		}
+	}
+	// Into a map already there, it merges as json.Unmarshal does.
+	h := http.Header{"Old": {"v"}}
+	if err := decodeHeaders([]byte(`{"New": ["w"]}`), &h); err != nil || len(h) != 2 {
+		t.Errorf("merged into an existing map: %#v, %v", h, err)
+	}
+	// Every value list is capped: an append to one never writes into the
+	// next one's values.
+	h = nil
+	if err := decodeHeaders([]byte(`{"A": ["x"], "B": ["y"]}`), &h); err != nil {
+		t.Fatal(err)
+	}
+	_ = append(h["A"], "z")
+	_ = append(h["B"], "z")
+	if h.Get("A") != "x" || h.Get("B") != "y" || len(h["A"]) != 1 || len(h["B"]) != 1 {
+		t.Errorf("an append changed another list: %#v", h)
+	}
+}
+
+// TestAReplaysHeadersDecodeInFourAllocations: a replay reads its stored
+// headers back on every request; the plain form costs the map (two: its
+// header and its one group), one string and one slice (encoding/json: 20
+// for these three headers).
+func TestAReplaysHeadersDecodeInFourAllocations(t *testing.T) {
+	stored := []byte(`{"Location": ["/v1/things/1"], "Content-Type": ["application/json"], "X-Request-Id": ["r-1", "r-2"]}`)
+	h := new(http.Header) // the record's field, allocated with the record
+	allocs := testing.AllocsPerRun(100, func() {
+		*h = nil
+		if err := decodeHeaders(stored, h); err != nil || len(*h) != 3 {
+			t.Fatalf("%#v, %v", *h, err)
+		}
+	})
+	if allocs > 4 {
+		t.Errorf("%v allocations to decode three headers, want at most 4", allocs)
+	}
+}

@@ -1,7 +1,6 @@
 package sqlstore
 
 import (
-	"encoding/json"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -59,7 +58,7 @@ func scanRecord(row pgx.Row, r *store.Record, extra ...any) error {
 		r.Snapshot.Status = int(*status)
 	}
 	if len(headers) > 0 {
-		if err := json.Unmarshal(headers, &r.Snapshot.Header); err != nil {
+		if err := decodeHeaders(headers, &r.Snapshot.Header); err != nil {
 			return err
 		}
 	}

@@ -30,7 +30,7 @@ func operationPath(id uuid.UUID) string { return "/v1/operations/" + id.String()
 // finding a live lease that nobody serves.
 func (s *Stage) Accept(c *exchange.Request, claim store.Claim, result string) {
 	lease := claim.Lease
-	ctx := context.WithoutCancel(c.R.Context())
+	ctx := exchange.Detach(c.R.Context())
 	if !s.work.enter() {
 		s.release(ctx, c, lease, "instance shutting down")
 		exchange.SetKeyStatus(c.W, exchange.KeyStatusRejected)

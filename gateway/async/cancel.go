@@ -1,7 +1,6 @@
 package async
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"time"
@@ -48,7 +47,7 @@ func (s *Stage) Cancel(w http.ResponseWriter, r *http.Request, actor string, sta
 		exchange.WriteProblem(w, notFound, 0)
 		return
 	}
-	ctx := context.WithoutCancel(r.Context())
+	ctx := exchange.Detach(r.Context())
 	// The DELETE's store calls, its rounds' included, share one budget.
 	share := retry.NewShare(retry.Default.Store)
 	sctx, done := share.Call(ctx, storeCallTimeout)

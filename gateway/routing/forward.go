@@ -40,7 +40,7 @@ func (rt *Stage) forward(ctx context.Context, c *exchange.Request, owner, target
 		// answers (and then run it, after a retryable failure).
 		timeout = c.Endpoint.UpstreamTimeout + c.Endpoint.InProgress.Wait + forwardSlack
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	ctx, cancel := context.WithTimeout(exchange.Detach(ctx), timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, c.R.Method, target, nil)
 	if err != nil {

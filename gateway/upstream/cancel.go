@@ -46,7 +46,7 @@ var _ Canceller = (*Proxy)(nil)
 // caller's context (a cancel the upstream may be carrying out is seen to
 // its answer).
 func (p *Proxy) Cancel(ctx context.Context, in Invocation) (CancelVerdict, idempotency.Stage, error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), in.Endpoint.UpstreamTimeout)
+	ctx, cancel := context.WithTimeout(exchange.Detach(ctx), in.Endpoint.UpstreamTimeout)
 	defer cancel()
 	u := *p.upstream
 	u.Path = strings.TrimSuffix(u.Path, "/") +

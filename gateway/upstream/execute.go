@@ -160,7 +160,7 @@ func (p *Proxy) Resolve(ctx context.Context, in Invocation) (Verdict, Answer) {
 	if in.Endpoint.ResolvePath == "" {
 		return Undetermined, Answer{}
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), in.Endpoint.UpstreamTimeout)
+	ctx, cancel := context.WithTimeout(exchange.Detach(ctx), in.Endpoint.UpstreamTimeout)
 	defer cancel()
 	u := *p.upstream
 	u.Path = strings.TrimSuffix(u.Path, "/") + resolvePath(in)

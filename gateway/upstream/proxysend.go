@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/idemcoord/idemcoord/gateway/exchange"
 	"github.com/idemcoord/idemcoord/idempotency"
 )
 
@@ -38,11 +39,11 @@ func traceSend(ctx context.Context, onStage func(idempotency.Stage)) (context.Co
 }
 
 // detach returns ctx without its cancellation and deadline, as
-// context.WithoutCancel does: ctx itself when it has neither (the request
+// context.WithoutCancel does (exchange.Detach): ctx itself when it has neither (the request
 // pipeline's context is detached already).
 func detach(ctx context.Context) context.Context {
 	if _, ok := ctx.Deadline(); ok || ctx.Done() != nil {
-		return context.WithoutCancel(ctx)
+		return exchange.Detach(ctx)
 	}
 	return ctx
 }
