@@ -191,6 +191,11 @@ func TestAnUnconfirmedAsyncClaimIsReleasedOnceTheStoreAnswers(t *testing.T) {
 		if err == nil && rec.State != idempotency.RetryableFailure {
 			err = fmt.Errorf("record %s v%d", rec.State, rec.Version)
 		}
+		if err == nil && e.releases(t)["released"] == 0 {
+			// The release counts right after its write commits, so a
+			// reader can see the record released before the count.
+			err = fmt.Errorf("record released, not yet counted")
+		}
 		return err
 	})
 	if got := e.releases(t); got["released"] != 1 {
@@ -234,6 +239,10 @@ func TestAReleaseTheStoreCouldNotTakeIsMadeOnceItAnswers(t *testing.T) {
 		rec, err = e.direct.Read(ctx, req.Scope)
 		if err == nil && rec.State != idempotency.RetryableFailure {
 			err = fmt.Errorf("record %s at stage %q", rec.State, rec.LastStage)
+		}
+		if err == nil && e.releases(t)["released"] == 0 {
+			// Counted right after the write commits, not with it.
+			err = fmt.Errorf("record released, not yet counted")
 		}
 		return err
 	})
