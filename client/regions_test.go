@@ -2,7 +2,6 @@ package client_test
 
 import (
 	"errors"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -10,19 +9,14 @@ import (
 	"time"
 
 	"github.com/idemcoord/idemcoord/client"
+	"github.com/idemcoord/idemcoord/internal/testutil"
 )
 
 // deadURL is the URL of a loopback port nobody listens on: connecting is
 // refused, so nothing is ever sent there.
 func deadURL(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return "http://" + addr
+	return "http://" + testutil.RefusingAddr(t)
 }
 
 // scripted answers the i-th request with answers[i] (the last one once

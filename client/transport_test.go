@@ -17,6 +17,7 @@ import (
 
 	"github.com/idemcoord/idemcoord/client"
 	"github.com/idemcoord/idemcoord/clock"
+	"github.com/idemcoord/idemcoord/internal/testutil"
 )
 
 // flakyTransport fails the first failures round trips with err (or, with
@@ -108,12 +109,7 @@ func TestDoTransportErrors(t *testing.T) {
 }
 
 func TestDoRetriesConnectionRefusedUntilGivingUp(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close() // nothing listens there now
+	addr := testutil.RefusingAddr(t) // nothing listens there
 	rec := newSleepRecorder()
 	c, err := client.New(client.Config{BaseURL: "http://" + addr, MaxAttempts: 3, Clock: rec})
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -55,12 +54,7 @@ func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
 // cancelled ctx (SIGTERM during `idemd run` startup) must stop it: the
 // session is created with context.WithoutCancel(ctx) and no deadline.
 func TestStartGivesUpOnUnreachableEtcd(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := "http://" + ln.Addr().String()
-	ln.Close() // nothing listens there any more
+	dead := "http://" + testutil.RefusingAddr(t) // nothing listens there
 	cfg := review2Config(t, []string{dead})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()

@@ -7,17 +7,16 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 
 	"github.com/idemcoord/idemcoord/gateway"
+	"github.com/idemcoord/idemcoord/internal/testutil"
 )
 
 func TestUnreachableOwnerRegionAnswers503AndNothingRuns(t *testing.T) {
-	dead := "http://" + refusingAddr(t)
+	dead := "http://" + testutil.RefusingAddr(t)
 	s := openStore(t, 8)
 	east, west := startRegions(t, s, "east", regionsOptions{urlOf: func(viewer, name, real string) string {
 		if viewer == "west" && name == "east" {
@@ -33,28 +32,6 @@ func TestUnreachableOwnerRegionAnswers503AndNothingRuns(t *testing.T) {
 		t.Errorf("west's upstream ran %d, east received %d; want nothing run anywhere", west.upstream.Load(), east.received.Load())
 	}
 	assertNoRecord(t, s, "cut-off")
-}
-
-// refusingAddr returns a loopback address every dial to is refused: a
-// TCP socket bound to it and never listening, held until the test ends.
-// (A closed listener's port is free for the next server the test, or a
-// parallel one, starts: the regions' own servers once took it, and the
-// "unreachable" owner answered.)
-func refusingAddr(t *testing.T) string {
-	t.Helper()
-	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { syscall.Close(fd) })
-	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
-		t.Fatal(err)
-	}
-	sa, err := syscall.Getsockname(fd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return net.JoinHostPort("127.0.0.1", strconv.Itoa(sa.(*syscall.SockaddrInet4).Port))
 }
 
 // connSeq is the context key of a connection's request counter.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/idemcoord/idemcoord/chaos/history"
+	"github.com/idemcoord/idemcoord/internal/testutil"
 )
 
 // gateway is a small HTTP stand-in for an idemcoord region (the traffic's
@@ -167,9 +168,7 @@ func TestTrafficClassifiesLostAnswers(t *testing.T) {
 		}
 	}()
 	// A port nobody listens on: the request was never sent.
-	dead, _ := net.Listen("tcp", "127.0.0.1:0")
-	deadURL := "http://" + dead.Addr().String()
-	dead.Close()
+	deadURL := "http://" + testutil.RefusingAddr(t)
 	t.Cleanup(func() { ln.Close() })
 	regions := []Region{{Name: "hangup", URL: "http://" + ln.Addr().String()}, {Name: "dead", URL: deadURL}}
 	rec := history.NewRecorder()
@@ -200,9 +199,7 @@ func TestTrafficClassifiesLostAnswers(t *testing.T) {
 // sent, and each intent ends with an answer, the SDK having moved on to
 // a live region within the call.
 func TestSDKModeRecordsEveryAttemptTheSDKMakes(t *testing.T) {
-	dead, _ := net.Listen("tcp", "127.0.0.1:0")
-	deadURL := "http://" + dead.Addr().String()
-	dead.Close()
+	deadURL := "http://" + testutil.RefusingAddr(t)
 	regions := append([]Region{{Name: "dead", URL: deadURL}}, startRegions(t)[:2]...)
 	tg := target(regions)
 	tg.SDK = true

@@ -2,7 +2,6 @@ package payments_test
 
 import (
 	"encoding/json"
-	"net"
 	"net/http"
 	"testing"
 	"time"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/idemcoord/idemcoord/demo/bank"
 	"github.com/idemcoord/idemcoord/demo/payments"
+	"github.com/idemcoord/idemcoord/internal/testutil"
 )
 
 // shortWait is the bank timeout of tests that make the bank's answer late:
@@ -209,12 +209,7 @@ func TestFailedButCharged(t *testing.T) {
 // failed and 502; once the bank is back, a retry charges exactly once.
 func TestBankUnreachable(t *testing.T) {
 	e := newEnv(t, payments.Options{})
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := "http://" + l.Addr().String()
-	l.Close()
+	dead := "http://" + testutil.RefusingAddr(t)
 	offline := payments.New(e.pool, dead, payments.Options{BankTimeout: shortWait})
 	op := newOp()
 	rec := send(t, http.DefaultClient, "POST", serve(t, offline)+"/v1/payments", op, "default/alice", order("order-r"))

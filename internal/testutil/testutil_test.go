@@ -2,8 +2,10 @@ package testutil
 
 import (
 	"errors"
+	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -36,5 +38,22 @@ func TestLogBufferTakesConcurrentWrites(t *testing.T) {
 	wg.Wait()
 	if got := len(b.String()); got == 0 {
 		t.Error("nothing written")
+	}
+}
+
+// TestARefusingAddrRefusesEveryDialAndNoServerCanTakeIt: the address of a
+// down peer refuses a dial, and a server asked for that port cannot get
+// it while the test holds it (a closed listener's port could be).
+func TestARefusingAddrRefusesEveryDialAndNoServerCanTakeIt(t *testing.T) {
+	addr := RefusingAddr(t)
+	if c, err := net.Dial("tcp", addr); err == nil {
+		c.Close()
+		t.Fatalf("dial %s succeeded, want refused", addr)
+	} else if !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Errorf("dial %s: %v, want connection refused", addr, err)
+	}
+	if ln, err := net.Listen("tcp", addr); err == nil {
+		ln.Close()
+		t.Errorf("a server could listen on %s", addr)
 	}
 }
