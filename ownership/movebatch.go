@@ -18,6 +18,11 @@ import (
 // for guards (a controller's failover carries two).
 const maxBatch = 100
 
+// batchConcurrency bounds the batches of one MoveBatch in flight at once:
+// a region's failover (about a third of the shards) is four batches of
+// 1024 shards, all at once; a larger move keeps etcd's load bounded.
+const batchConcurrency = 4
+
 // Planned is one move of a MoveBatch: a shard as the caller read it
 // (Entry, with its ModRevision), to region To, ending in Final. When Entry
 // is FENCING and To and Final are not that transfer's own, the move is
@@ -38,7 +43,9 @@ type Planned struct {
 // fences move concurrency at a time, and one transaction per batch makes
 // the fenced ones final. That is two etcd round trips per hundred shards
 // instead of three per shard, which is most of a region failover's move
-// time. A plan whose entry is FENCING, a move that drains, and every
+// time; and the batches run side by side (batchConcurrency), their SQL
+// fences sharing the concurrency bound, so the moves take about one
+// batch's time. Each shard still goes FENCING, fenced, final in order. A plan whose entry is FENCING, a move that drains, and every
 // shard of a batch whose transaction fails a comparison (the shard
 // changed since it was read, or a guard no longer holds) go through Move,
 // shard by shard, which re-reads and decides as it always does; after
@@ -66,8 +73,8 @@ func (d *Directory) MoveBatch(ctx context.Context, plans []Planned, operator, re
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	sem := make(chan struct{}, max(1, concurrency))
-	var wg sync.WaitGroup
 	each := func(idx []int, fn func(i int)) {
+		var wg sync.WaitGroup
 		for _, i := range idx {
 			select {
 			case sem <- struct{}{}:
@@ -100,14 +107,11 @@ func (d *Directory) MoveBatch(ctx context.Context, plans []Planned, operator, re
 		out[i], errs[i] = d.Move(ctx, p.Entry.Shard, p.To, p.Final, operator, reason,
 			append([]MoveOption{FromEpoch(from)}, opts...)...)
 	}
-	for start := 0; start < len(batch); start += maxBatch {
-		chunk := batch[start:min(start+maxBatch, len(batch))]
-		if ctx.Err() != nil {
-			for _, i := range chunk {
-				errs[i] = context.Cause(ctx)
-			}
-			continue
-		}
+	// moveChunk makes the moves of one batch (at most maxBatch plans):
+	// one etcd transaction to FENCING, the SQL fences through each, one
+	// transaction to final; a batch that cannot go through whole goes
+	// shard by shard (one).
+	moveChunk := func(chunk []int) {
 		fenced, ok, err := d.fenceBatch(ctx, plans, chunk, operator, reason, o)
 		if gaveUp(err) {
 			// etcd failed past its budget: going shard by shard would
@@ -116,20 +120,20 @@ func (d *Directory) MoveBatch(ctx context.Context, plans []Planned, operator, re
 			for _, i := range chunk {
 				errs[i] = err
 			}
-			continue
+			return
 		}
 		if err != nil || !ok {
 			// A comparison failed, or the answer was lost (the batch may
 			// have committed): Move re-reads each shard and rolls forward
 			// or reports what it finds.
 			each(chunk, one)
-			continue
+			return
 		}
 		if err := d.step(stepFencing); err != nil {
 			for _, i := range chunk {
 				errs[i] = err // the mover stops here, as if it died
 			}
-			continue
+			return
 		}
 		each(chunk, func(i int) { errs[i] = d.fenceSQL(ctx, fenced[i]) })
 		var done []int
@@ -139,7 +143,7 @@ func (d *Directory) MoveBatch(ctx context.Context, plans []Planned, operator, re
 			}
 		}
 		if len(done) == 0 {
-			continue
+			return
 		}
 		switch ok, err := d.finalBatch(ctx, fenced, done, o, out); {
 		case gaveUp(err):
@@ -150,6 +154,33 @@ func (d *Directory) MoveBatch(ctx context.Context, plans []Planned, operator, re
 			each(done, func(i int) { out[i], errs[i] = d.finishCAS(ctx, fenced[i], o) })
 		}
 	}
+	// The batches run side by side, at most batchConcurrency at a time,
+	// their SQL fences sharing the concurrency bound: a failover's moves
+	// take about one batch's time, not one per hundred shards. Each shard
+	// still goes FENCING, fenced, final in that order; only different
+	// shards' steps overlap, as concurrent Moves' do.
+	chunkSem := make(chan struct{}, batchConcurrency)
+	var chunks sync.WaitGroup
+	for start := 0; start < len(batch); start += maxBatch {
+		chunk := batch[start:min(start+maxBatch, len(batch))]
+		select {
+		case chunkSem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			for _, i := range chunk {
+				errs[i] = context.Cause(ctx)
+			}
+			continue
+		}
+		chunks.Add(1)
+		go func() {
+			defer chunks.Done()
+			defer func() { <-chunkSem }()
+			moveChunk(chunk)
+		}()
+	}
+	chunks.Wait()
 	each(single, one)
 	return out, errs
 }
