@@ -135,7 +135,7 @@ func (d *Directory) MoveBatch(ctx context.Context, plans []Planned, operator, re
 			}
 			return
 		}
-		each(chunk, func(i int) { errs[i] = d.fenceSQL(ctx, fenced[i]) })
+		d.fenceSQLBatch(ctx, fenced, chunk, sem, errs, each)
 		var done []int
 		for _, i := range chunk {
 			if errs[i] == nil {
@@ -231,6 +231,57 @@ func (d *Directory) fenceSQL(ctx context.Context, fen Entry) error {
 		return fmt.Errorf("ownership: fence %s: %w", m, err)
 	}
 	return d.step(stepFenced)
+}
+
+// FenceBatcher is a FenceStore that also moves many fences in one call
+// (sqlstore.Store.MoveFences: one transaction): MoveBatch moves each
+// batch's fences with it. MoveFences returns one error per move, in
+// order, as MoveFence would for each (nil: applied, now or before).
+type FenceBatcher interface {
+	MoveFences(ctx context.Context, moves []fencing.Move) []error
+}
+
+// fenceSQLBatch is step 3 of the chunk's fenced shards: one MoveFences
+// call (one store connection, from sem) when the store is a FenceBatcher,
+// else fenceSQL of each shard, concurrently through each.
+func (d *Directory) fenceSQLBatch(ctx context.Context, fenced map[int]Entry, chunk []int, sem chan struct{},
+	errs []error, each func([]int, func(int))) {
+	fb, ok := d.fences.(FenceBatcher)
+	if !ok {
+		each(chunk, func(i int) { errs[i] = d.fenceSQL(ctx, fenced[i]) })
+		return
+	}
+	moves := make([]fencing.Move, len(chunk))
+	for j, i := range chunk {
+		fen := fenced[i]
+		t := fen.Transfer
+		moves[j] = fencing.Move{Shard: fen.Shard, From: t.FromEpoch, To: fen.Owner, Operator: t.Operator, Reason: t.Reason}
+	}
+	select {
+	case sem <- struct{}{}:
+	case <-ctx.Done():
+		fillErr(errs, chunk, context.Cause(ctx))
+		return
+	}
+	got := fb.MoveFences(ctx, moves)
+	<-sem
+	for j, i := range chunk {
+		switch err := got[j]; {
+		case errors.Is(err, fencing.ErrMoveConflict):
+			errs[i] = fmt.Errorf("%w: shard %d stays FENCING: %w", ErrFenceDiverged, moves[j].Shard, err)
+		case err != nil:
+			errs[i] = fmt.Errorf("ownership: fence %s: %w", moves[j], err)
+		default:
+			errs[i] = d.step(stepFenced)
+		}
+	}
+}
+
+// fillErr sets errs[i] to err for every i of idx.
+func fillErr(errs []error, idx []int, err error) {
+	for _, i := range idx {
+		errs[i] = err
+	}
 }
 
 // finalBatch makes the fenced shards done final in one transaction, and
