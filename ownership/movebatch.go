@@ -39,21 +39,22 @@ type Planned struct {
 // decided on) and with opts, and returns one entry and one error per
 // plan, in order. It is Move's protocol for many shards at once: one etcd
 // transaction per up to maxBatch shards puts them in FENCING (a
-// compare-and-swap on every mod revision, plus the guards), the SQL
-// fences move concurrency at a time, and one transaction per batch makes
-// the fenced ones final. That is two etcd round trips per hundred shards
-// instead of three per shard, which is most of a region failover's move
-// time; and the batches run side by side (batchConcurrency), their SQL
-// fences sharing the concurrency bound, so the moves take about one
-// batch's time. Each shard still goes FENCING, fenced, final in order. A plan whose entry is FENCING, a move that drains, and every
+// compare-and-swap on every mod revision, plus the guards), the batch's
+// SQL fences move in one store call when the store is a FenceBatcher
+// (else concurrency at a time), and one transaction per batch makes the
+// fenced ones final. That is two etcd round trips and one SQL transaction
+// per hundred shards instead of three and one per shard; and the batches
+// run side by side (at most batchConcurrency), so the moves take about
+// one batch's time. Each shard still goes FENCING, fenced, final in that
+// order. A plan whose entry is FENCING, a move that drains, and every
 // shard of a batch whose transaction fails a comparison (the shard
 // changed since it was read, or a guard no longer holds) go through Move,
 // shard by shard, which re-reads and decides as it always does; after
-// ErrGuardFailed the remaining moves are not tried. The batched writes
-// ride out transient etcd failures as Move's do (batchTxn); a batch
-// whose retries ran out is not redone shard by shard (each would spend
-// a budget of its own on an etcd that is down): its shards get that
-// error and are left for their next move to roll forward.
+// ErrGuardFailed the moves not yet started are not tried. The batched
+// writes ride out transient etcd failures as Move's do (batchTxn); a
+// batch whose retries ran out is not redone shard by shard (each would
+// spend a budget of its own on an etcd that is down): its shards get
+// that error and are left for their next move to roll forward.
 func (d *Directory) MoveBatch(ctx context.Context, plans []Planned, operator, reason string, concurrency int,
 	opts ...MoveOption) ([]Entry, []error) {
 	var o moveOptions
@@ -165,12 +166,14 @@ func (d *Directory) MoveBatch(ctx context.Context, plans []Planned, operator, re
 		chunk := batch[start:min(start+maxBatch, len(batch))]
 		select {
 		case chunkSem <- struct{}{}:
-		case <-ctx.Done():
-		}
-		if ctx.Err() != nil {
-			for _, i := range chunk {
-				errs[i] = context.Cause(ctx)
+			if ctx.Err() == nil {
+				break
 			}
+			<-chunkSem
+			fillErr(errs, chunk, context.Cause(ctx))
+			continue
+		case <-ctx.Done():
+			fillErr(errs, chunk, context.Cause(ctx))
 			continue
 		}
 		chunks.Add(1)
