@@ -60,11 +60,11 @@ const (
 	// DefaultMoveConcurrency is how many shards the controller moves at
 	// once where they go one by one: a batch that fell back to Move, and
 	// the SQL fences on a store that cannot move a batch's fences in one
-	// transaction (ownership.FenceBatcher; sqlstore can). Each such move
-	// holds one store connection, so this also caps the SQL connections a
-	// failover takes from the pool. A batched failover of 1024 shards
-	// over three regions (~342 moves, four batches side by side) holds
-	// four.
+	// transaction (ownership.FenceBatcher; sqlstore and patronistore can).
+	// Each such move holds one store connection, so this also caps the
+	// SQL connections a failover takes from the pool. A batched failover
+	// of 1024 shards over three regions (~342 moves, four batches side by
+	// side) holds four.
 	DefaultMoveConcurrency = 64
 	// DefaultStuckAfter is how long a transfer may sit in FENCING,
 	// unchanged, before the leading controller finishes it: longer than
