@@ -23,10 +23,12 @@ import (
 // six times per TTL, plus etcd's 500 ms expiry check); the watch sees the
 // delete at once (a poll within DefaultPollInterval when the watch is
 // broken); the leader re-reads exactly DefaultConfirmDelay later and
-// confirms the failure; the moves then take under a second at
-// DefaultMoveConcurrency, and the gateways' watch-fed caches follow within
-// milliseconds: 2.5-4 s in all. A region whose last instance shuts down
-// cleanly marks its key as left before revoking it, and is failed at once.
+// confirms the failure; the moves then take 0.15-0.4 s for a third of
+// 1024 shards (batches of 100 side by side, each batch's SQL fences one
+// transaction), and the gateways' watch-fed caches follow within
+// milliseconds: 2.5-3 s in all (docs/failover.md, "Where the failover's
+// seconds go"). A region whose last instance shuts down cleanly marks its
+// key as left before revoking it, and is failed at once.
 const (
 	// DefaultConfirmDelay is how long a region must have no liveness key
 	// before it is failed. The lease TTL already is the main detector
@@ -56,12 +58,13 @@ const (
 	// delay the failover of the leader's own region by the difference.
 	DefaultElectionTTL = 2 * time.Second
 	// DefaultMoveConcurrency is how many shards the controller moves at
-	// once: 1024 shards over three regions is ~342 moves of three etcd
-	// writes and one SQL transaction each. Measured here
-	// (BenchmarkRegionFailover1024Shards, 3-member etcd, local
-	// PostgreSQL, 2 shared cores): ~1.5 s at 16, ~0.8 s at 64. Each move
-	// holds one store connection, so this also caps the SQL connections a
-	// failover takes from the pool.
+	// once where they go one by one: a batch that fell back to Move, and
+	// the SQL fences on a store that cannot move a batch's fences in one
+	// transaction (ownership.FenceBatcher; sqlstore and patronistore can).
+	// Each such move holds one store connection, so this also caps the
+	// SQL connections a failover takes from the pool. A batched failover
+	// of 1024 shards over three regions (~342 moves, four batches side by
+	// side) holds four.
 	DefaultMoveConcurrency = 64
 	// DefaultStuckAfter is how long a transfer may sit in FENCING,
 	// unchanged, before the leading controller finishes it: longer than

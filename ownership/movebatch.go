@@ -18,6 +18,11 @@ import (
 // for guards (a controller's failover carries two).
 const maxBatch = 100
 
+// batchConcurrency bounds the batches of one MoveBatch in flight at once:
+// a region's failover (about a third of the shards) is four batches of
+// 1024 shards, all at once; a larger move keeps etcd's load bounded.
+const batchConcurrency = 4
+
 // Planned is one move of a MoveBatch: a shard as the caller read it
 // (Entry, with its ModRevision), to region To, ending in Final. When Entry
 // is FENCING and To and Final are not that transfer's own, the move is
@@ -34,19 +39,22 @@ type Planned struct {
 // decided on) and with opts, and returns one entry and one error per
 // plan, in order. It is Move's protocol for many shards at once: one etcd
 // transaction per up to maxBatch shards puts them in FENCING (a
-// compare-and-swap on every mod revision, plus the guards), the SQL
-// fences move concurrency at a time, and one transaction per batch makes
-// the fenced ones final. That is two etcd round trips per hundred shards
-// instead of three per shard, which is most of a region failover's move
-// time. A plan whose entry is FENCING, a move that drains, and every
+// compare-and-swap on every mod revision, plus the guards), the batch's
+// SQL fences move in one store call when the store is a FenceBatcher
+// (else concurrency at a time), and one transaction per batch makes the
+// fenced ones final. That is two etcd round trips and one SQL transaction
+// per hundred shards instead of three and one per shard; and the batches
+// run side by side (at most batchConcurrency), so the moves take about
+// one batch's time. Each shard still goes FENCING, fenced, final in that
+// order. A plan whose entry is FENCING, a move that drains, and every
 // shard of a batch whose transaction fails a comparison (the shard
 // changed since it was read, or a guard no longer holds) go through Move,
 // shard by shard, which re-reads and decides as it always does; after
-// ErrGuardFailed the remaining moves are not tried. The batched writes
-// ride out transient etcd failures as Move's do (batchTxn); a batch
-// whose retries ran out is not redone shard by shard (each would spend
-// a budget of its own on an etcd that is down): its shards get that
-// error and are left for their next move to roll forward.
+// ErrGuardFailed the moves not yet started are not tried. The batched
+// writes ride out transient etcd failures as Move's do (batchTxn); a
+// batch whose retries ran out is not redone shard by shard (each would
+// spend a budget of its own on an etcd that is down): its shards get
+// that error and are left for their next move to roll forward.
 func (d *Directory) MoveBatch(ctx context.Context, plans []Planned, operator, reason string, concurrency int,
 	opts ...MoveOption) ([]Entry, []error) {
 	var o moveOptions
@@ -66,8 +74,8 @@ func (d *Directory) MoveBatch(ctx context.Context, plans []Planned, operator, re
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	sem := make(chan struct{}, max(1, concurrency))
-	var wg sync.WaitGroup
 	each := func(idx []int, fn func(i int)) {
+		var wg sync.WaitGroup
 		for _, i := range idx {
 			select {
 			case sem <- struct{}{}:
@@ -100,14 +108,11 @@ func (d *Directory) MoveBatch(ctx context.Context, plans []Planned, operator, re
 		out[i], errs[i] = d.Move(ctx, p.Entry.Shard, p.To, p.Final, operator, reason,
 			append([]MoveOption{FromEpoch(from)}, opts...)...)
 	}
-	for start := 0; start < len(batch); start += maxBatch {
-		chunk := batch[start:min(start+maxBatch, len(batch))]
-		if ctx.Err() != nil {
-			for _, i := range chunk {
-				errs[i] = context.Cause(ctx)
-			}
-			continue
-		}
+	// moveChunk makes the moves of one batch (at most maxBatch plans):
+	// one etcd transaction to FENCING, the SQL fences through each, one
+	// transaction to final; a batch that cannot go through whole goes
+	// shard by shard (one).
+	moveChunk := func(chunk []int) {
 		fenced, ok, err := d.fenceBatch(ctx, plans, chunk, operator, reason, o)
 		if gaveUp(err) {
 			// etcd failed past its budget: going shard by shard would
@@ -116,22 +121,22 @@ func (d *Directory) MoveBatch(ctx context.Context, plans []Planned, operator, re
 			for _, i := range chunk {
 				errs[i] = err
 			}
-			continue
+			return
 		}
 		if err != nil || !ok {
 			// A comparison failed, or the answer was lost (the batch may
 			// have committed): Move re-reads each shard and rolls forward
 			// or reports what it finds.
 			each(chunk, one)
-			continue
+			return
 		}
 		if err := d.step(stepFencing); err != nil {
 			for _, i := range chunk {
 				errs[i] = err // the mover stops here, as if it died
 			}
-			continue
+			return
 		}
-		each(chunk, func(i int) { errs[i] = d.fenceSQL(ctx, fenced[i]) })
+		d.fenceSQLBatch(ctx, fenced, chunk, sem, errs, each)
 		var done []int
 		for _, i := range chunk {
 			if errs[i] == nil {
@@ -139,7 +144,7 @@ func (d *Directory) MoveBatch(ctx context.Context, plans []Planned, operator, re
 			}
 		}
 		if len(done) == 0 {
-			continue
+			return
 		}
 		switch ok, err := d.finalBatch(ctx, fenced, done, o, out); {
 		case gaveUp(err):
@@ -150,6 +155,35 @@ func (d *Directory) MoveBatch(ctx context.Context, plans []Planned, operator, re
 			each(done, func(i int) { out[i], errs[i] = d.finishCAS(ctx, fenced[i], o) })
 		}
 	}
+	// The batches run side by side, at most batchConcurrency at a time,
+	// their SQL fences sharing the concurrency bound: a failover's moves
+	// take about one batch's time, not one per hundred shards. Each shard
+	// still goes FENCING, fenced, final in that order; only different
+	// shards' steps overlap, as concurrent Moves' do.
+	chunkSem := make(chan struct{}, batchConcurrency)
+	var chunks sync.WaitGroup
+	for start := 0; start < len(batch); start += maxBatch {
+		chunk := batch[start:min(start+maxBatch, len(batch))]
+		select {
+		case chunkSem <- struct{}{}:
+			if ctx.Err() == nil {
+				break
+			}
+			<-chunkSem
+			fillErr(errs, chunk, context.Cause(ctx))
+			continue
+		case <-ctx.Done():
+			fillErr(errs, chunk, context.Cause(ctx))
+			continue
+		}
+		chunks.Add(1)
+		go func() {
+			defer chunks.Done()
+			defer func() { <-chunkSem }()
+			moveChunk(chunk)
+		}()
+	}
+	chunks.Wait()
 	each(single, one)
 	return out, errs
 }
@@ -200,6 +234,57 @@ func (d *Directory) fenceSQL(ctx context.Context, fen Entry) error {
 		return fmt.Errorf("ownership: fence %s: %w", m, err)
 	}
 	return d.step(stepFenced)
+}
+
+// FenceBatcher is a FenceStore that also moves many fences in one call
+// (sqlstore.Store.MoveFences: one transaction): MoveBatch moves each
+// batch's fences with it. MoveFences returns one error per move, in
+// order, as MoveFence would for each (nil: applied, now or before).
+type FenceBatcher interface {
+	MoveFences(ctx context.Context, moves []fencing.Move) []error
+}
+
+// fenceSQLBatch is step 3 of the chunk's fenced shards: one MoveFences
+// call (one store connection, from sem) when the store is a FenceBatcher,
+// else fenceSQL of each shard, concurrently through each.
+func (d *Directory) fenceSQLBatch(ctx context.Context, fenced map[int]Entry, chunk []int, sem chan struct{},
+	errs []error, each func([]int, func(int))) {
+	fb, ok := d.fences.(FenceBatcher)
+	if !ok {
+		each(chunk, func(i int) { errs[i] = d.fenceSQL(ctx, fenced[i]) })
+		return
+	}
+	moves := make([]fencing.Move, len(chunk))
+	for j, i := range chunk {
+		fen := fenced[i]
+		t := fen.Transfer
+		moves[j] = fencing.Move{Shard: fen.Shard, From: t.FromEpoch, To: fen.Owner, Operator: t.Operator, Reason: t.Reason}
+	}
+	select {
+	case sem <- struct{}{}:
+	case <-ctx.Done():
+		fillErr(errs, chunk, context.Cause(ctx))
+		return
+	}
+	got := fb.MoveFences(ctx, moves)
+	<-sem
+	for j, i := range chunk {
+		switch err := got[j]; {
+		case errors.Is(err, fencing.ErrMoveConflict):
+			errs[i] = fmt.Errorf("%w: shard %d stays FENCING: %w", ErrFenceDiverged, moves[j].Shard, err)
+		case err != nil:
+			errs[i] = fmt.Errorf("ownership: fence %s: %w", moves[j], err)
+		default:
+			errs[i] = d.step(stepFenced)
+		}
+	}
+}
+
+// fillErr sets errs[i] to err for every i of idx.
+func fillErr(errs []error, idx []int, err error) {
+	for _, i := range idx {
+		errs[i] = err
+	}
 }
 
 // finalBatch makes the fenced shards done final in one transaction, and

@@ -3,6 +3,7 @@ package patronistore
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/store"
@@ -23,6 +24,37 @@ func (s *Store) Fence(ctx context.Context, shard int) (int64, string, error) {
 // move's transaction).
 func (s *Store) MoveFence(ctx context.Context, m fencing.Move) error {
 	return s.of(m.Shard).MoveFence(ctx, m)
+}
+
+// MoveFences moves each move's fence on its shard's cluster, the moves of
+// one cluster in one transaction there (sqlstore.Store.MoveFences), the
+// clusters at once. It returns one error per move, in order.
+func (s *Store) MoveFences(ctx context.Context, moves []fencing.Move) []error {
+	errs := make([]error, len(moves))
+	byCluster := map[int][]int{}
+	for i, m := range moves {
+		c := s.ClusterOf(m.Shard)
+		byCluster[c] = append(byCluster[c], i)
+	}
+	var wg sync.WaitGroup
+	for c, idx := range byCluster {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ms := make([]fencing.Move, len(idx))
+			for j, i := range idx {
+				ms[j] = moves[i]
+			}
+			for j, err := range s.clusters[c].Store.MoveFences(ctx, ms) {
+				if err != nil {
+					err = fmt.Errorf("patronistore: cluster %s: %w", s.clusters[c].Name, err)
+				}
+				errs[idx[j]] = err
+			}
+		}()
+	}
+	wg.Wait()
+	return errs
 }
 
 // BootstrapFences records the shard count on every cluster and gives

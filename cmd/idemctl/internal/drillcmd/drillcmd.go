@@ -39,13 +39,13 @@ const (
 )
 
 // drillStarter returns the Starter --cluster names.
-func drillStarter(kind, source, binary string, progress io.Writer) (cluster.Starter, error) {
+func drillStarter(kind, source, binary, dir string, progress io.Writer) (cluster.Starter, error) {
 	switch kind {
 	case drillProcess:
-		return cluster.ProcessStarter(cluster.ProcessConfig{Source: source, Binary: binary, Progress: progress}), nil
+		return cluster.ProcessStarter(cluster.ProcessConfig{Source: source, Binary: binary, Dir: dir, Progress: progress}), nil
 	case drillInProcess:
-		if source != "" || binary != "" {
-			return nil, fmt.Errorf("--source and --idemd are for --cluster %s", drillProcess)
+		if source != "" || binary != "" || dir != "" {
+			return nil, fmt.Errorf("--source, --idemd and --keep-dir are for --cluster %s", drillProcess)
 		}
 		return cluster.StartRegional, nil
 	}
@@ -135,6 +135,7 @@ type Output struct {
 type runOptions struct {
 	name, reportPath, historyPath, format string
 	unsafe, kind, source, binary, mode    string
+	keepDir                               string
 	seed                                  uint64
 	duration                              time.Duration
 	output                                Output
@@ -194,6 +195,7 @@ explained; must not fail over: a failover in its window is a false one):
 		drillInProcess+" (regions in this process; fewer fault families)")
 	run.Flags().StringVar(&opts.source, "source", "", "idemcoord module `DIR` to build the drill idemd from (default: found at or above the working directory)")
 	run.Flags().StringVar(&opts.binary, "idemd", "", "an idemd `BIN` built with -tags drill, instead of building one")
+	run.Flags().StringVar(&opts.keepDir, "keep-dir", "", "keep the regions' configurations and logs (<region>.yaml, <region>.log) in `DIR` (--cluster process); default: a temporary directory, removed")
 	run.Flags().StringVar(&opts.mode, "client", chaos.ClientDirect, "how the drill's clients reach the cluster: "+chaos.ClientDirect+
 		" (each attempt to one region's address, the baseline), "+chaos.ClientSDK+" (the multi-region Go SDK with every region) or "+
 		chaos.ClientEntry+" (through the HAProxy global entry; needs haproxy)")
@@ -280,7 +282,7 @@ func (opts *runOptions) run(cmd *cobra.Command) error {
 		return fmt.Errorf("--client: %w", err)
 	}
 	// The build's progress goes to stderr, with the line below.
-	start, err := drillStarter(opts.kind, opts.source, opts.binary, cmd.ErrOrStderr())
+	start, err := drillStarter(opts.kind, opts.source, opts.binary, opts.keepDir, cmd.ErrOrStderr())
 	if err != nil {
 		return err
 	}

@@ -72,7 +72,8 @@ func TestDrillRunNamesWhatItCannotStart(t *testing.T) {
 	}{
 		{[]string{"--cluster", "docker"}, `--cluster must be process or inprocess, got "docker"`},
 		{[]string{"--cluster", "process", "--source", t.TempDir()}, "module source"},
-		{[]string{"--cluster", "inprocess", "--idemd", "/bin/true"}, "--source and --idemd are for --cluster process"},
+		{[]string{"--cluster", "inprocess", "--idemd", "/bin/true"}, "--source, --idemd and --keep-dir are for --cluster process"},
+		{[]string{"--cluster", "inprocess", "--keep-dir", t.TempDir()}, "--source, --idemd and --keep-dir are for --cluster process"},
 		{[]string{"--cluster", "inprocess", "--client", "browser"}, `--client: chaos: invalid client mode: "browser": must be one of direct, sdk, entry`},
 	}
 	for _, tt := range tests {
