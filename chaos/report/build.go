@@ -64,7 +64,8 @@ type Window struct {
 	Unaffected, Affected Availability
 	// InFlight is, for each intent of an affected actor that had a call
 	// in flight when the fault began, the time from the fault's effect
-	// (as for Failover) to its first final answer.
+	// (as for Failover) to its first final answer; an intent answered
+	// before the effect was not in flight in the lost region and is left out.
 	InFlight []time.Duration
 }
 

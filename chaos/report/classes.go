@@ -155,7 +155,9 @@ func classes(cs []call, f history.Operation, w *Window) {
 		}
 	}
 	for id := range inFlight {
-		if at, ok := resolved[id]; ok {
+		// An intent answered before the fault took effect (the kill's
+		// hold, a pause's lead-in) was never stuck in the lost region.
+		if at, ok := resolved[id]; ok && at >= f.Effect() {
 			w.InFlight = append(w.InFlight, time.Duration(at-f.Effect()))
 		}
 	}

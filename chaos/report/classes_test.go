@@ -124,3 +124,33 @@ func TestACallTheDrillCutAtTheEndOfItsMainPhaseCountsNowhere(t *testing.T) {
 		t.Errorf("in-flight resolution times = %v, want none", r.Faults[0].InFlight)
 	}
 }
+
+// TestAnIntentAnsweredBeforeTheRegionWasLostIsNotInFlight: a fault whose
+// effect comes a second after it starts (the kill's hold of the region's
+// answers, a pause's lead-in) has calls that span its start and end with
+// their final answer before the region is lost. They were never stuck in
+// the lost region, and counting them gave in_flight_resolved_p99 = -1 s
+// in zombie-pause entry drills. Only an intent resolved at or after the
+// loss is in-flight work.
+func TestAnIntentAnsweredBeforeTheRegionWasLostIsNotInFlight(t *testing.T) {
+	at := func(s float64) int64 { return int64(s * float64(time.Second)) }
+	var ops []history.Operation
+	add := func(call, ret float64, intent int64, status int, servedBy string, e history.ErrorClass) {
+		ops = append(ops, history.Operation{Seq: int64(len(ops) + 1), Kind: history.KindRequest, Actor: "demo/a", Shard: 1,
+			Intent: intent, Call: at(call), Return: at(ret), Status: status, ServedBy: servedBy, Error: e})
+	}
+	add(8, 8.1, 1, 201, "us-east", "")
+	add(9.9, 10.02, 2, 201, "us-east", "")         // spans the fault's start, answered before the loss
+	add(10.5, 11.5, 3, 0, "", history.ErrAfterSend) // sent, then the region was lost
+	add(12, 13.5, 3, 201, "eu-west", "")
+	ops = append(ops, history.Operation{Seq: int64(len(ops) + 1), Kind: history.KindFault, Call: at(10), Effective: at(11),
+		Return: at(20), SentTo: "us-east", Shard: -1, Fault: "kill_region", Detail: "kill_region us-east for 8s"})
+	in := synthetic()
+	in.History = history.History{Ops: ops}
+	r := Build(in)
+	got := slices.Clone(r.Faults[0].InFlight)
+	slices.Sort(got)
+	if want := []time.Duration{2500 * time.Millisecond}; !slices.Equal(got, want) {
+		t.Errorf("in-flight resolution times = %v, want %v: intent 2 was answered before the loss", got, want)
+	}
+}
