@@ -140,7 +140,7 @@ func TestAnIntentAnsweredBeforeTheRegionWasLostIsNotInFlight(t *testing.T) {
 			Intent: intent, Call: at(call), Return: at(ret), Status: status, ServedBy: servedBy, Error: e})
 	}
 	add(8, 8.1, 1, 201, "us-east", "")
-	add(9.9, 10.02, 2, 201, "us-east", "")         // spans the fault's start, answered before the loss
+	add(9.9, 10.02, 2, 201, "us-east", "")          // spans the fault's start, answered before the loss
 	add(10.5, 11.5, 3, 0, "", history.ErrAfterSend) // sent, then the region was lost
 	add(12, 13.5, 3, 201, "eu-west", "")
 	ops = append(ops, history.Operation{Seq: int64(len(ops) + 1), Kind: history.KindFault, Call: at(10), Effective: at(11),
