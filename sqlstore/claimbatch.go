@@ -100,7 +100,7 @@ func (s *Store) claim(ctx context.Context, req store.ClaimRequest, owner string,
 	case err != nil:
 		return false, err
 	case alone:
-		defer s.claims.leave()
+		defer s.claims.leave(m.key)
 		return s.claimRow(ctx, s.pool, req, owner, opID, state, rec, now)
 	case j.inserted:
 		*now = j.now

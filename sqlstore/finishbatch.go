@@ -83,7 +83,7 @@ func (s *Store) finishFirst(ctx context.Context, u *fencedUpdate) (bool, error) 
 	case err != nil:
 		return false, err
 	case alone:
-		defer s.finishes.leave()
+		defer s.finishes.leave(m.key)
 		return u.run(ctx, s, s.pool)
 	case j.ok:
 		l.Version, l.Owner, l.ExpiresAt, l.RecordExpiresAt = j.version, u.owner, time.Time{}, j.expires
