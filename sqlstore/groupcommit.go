@@ -66,7 +66,8 @@ type GroupCommit struct {
 	// turns it off.
 	GrowSlots int
 	// GrowQueue is how many waiting requests open a GrowSlots slot; 0
-	// stands for half of MaxBatch (at least 2).
+	// stands for MaxBatch (only full batches take a grow slot). Lower
+	// sends smaller batches sooner: more statements, less waiting.
 	GrowQueue int
 }
 
@@ -82,9 +83,12 @@ type GroupCommit struct {
 // milliseconds; tens across regions on CockroachDB) and well below what a
 // client notices.
 //
-// GrowSlots lets a growing queue (half a batch waiting) send up to two
-// more batches while the others run: measured with the same benchmark,
-// loaded and with fsync on (docs/capacity.md, "Adaptive group commit").
+// GrowSlots lets a queue that grew to a full batch again send up to two
+// more batches while the others run: when statements take long (a
+// commit's fsync, a loaded machine) the queue fills and more batches
+// overlap; when they are quick it rarely fills and nothing changes.
+// Measured with the same benchmark, with fsync on and off, quiet and
+// loaded (docs/capacity.md, "Adaptive group commit (2026-12-07)").
 var DefaultGroupCommit = GroupCommit{MaxInFlight: 1, MaxBatch: 8, FullBatchSlots: 1, MaxQueueWait: 50 * time.Millisecond,
 	GrowSlots: 2}
 
@@ -113,7 +117,7 @@ func (g GroupCommit) validate() []error {
 		errs = append(errs, fmt.Errorf("group_commit.grow_slots: must not be negative, got %d", g.GrowSlots))
 	}
 	if g.GrowQueue < 0 || g.GrowQueue == 1 || (g.GrowQueue > g.MaxBatch && g.MaxBatch > 1) {
-		errs = append(errs, fmt.Errorf("group_commit.grow_queue: must be 0 (half of max_batch) or between 2 and max_batch (%d), got %d", g.MaxBatch, g.GrowQueue))
+		errs = append(errs, fmt.Errorf("group_commit.grow_queue: must be 0 (max_batch) or between 2 and max_batch (%d), got %d", g.MaxBatch, g.GrowQueue))
 	}
 	if g.MaxQueueWait < 0 {
 		errs = append(errs, fmt.Errorf("group_commit.max_queue_wait: must not be negative (0 waits for a slot however long), got %s", g.MaxQueueWait))
@@ -174,7 +178,7 @@ func newCombiner[T any](g GroupCommit, run func(context.Context, []*member[T])) 
 	}
 	grow := g.GrowQueue
 	if grow == 0 {
-		grow = max(2, g.MaxBatch/2)
+		grow = g.MaxBatch
 	}
 	return &combiner[T]{maxInFlight: g.MaxInFlight, maxBatch: g.MaxBatch, fullBatchSlots: g.FullBatchSlots,
 		growSlots: g.GrowSlots, growQueue: grow, maxQueueWait: g.MaxQueueWait, run: run,

@@ -41,6 +41,17 @@ func growStore(t *testing.T) gcStore {
 	return g
 }
 
+// lockWaiters is how many of the database's backends wait on a lock.
+func lockWaiters(t *testing.T, s *sqlstore.Store) int {
+	t.Helper()
+	var n int
+	if err := s.Pool().QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
+		WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 // beginAll starts Begin for each request in its own goroutine and
 // returns the channel of their claims, in the order they answer.
 func beginAll(t *testing.T, s *sqlstore.Store, reqs []store.ClaimRequest) <-chan beginAnswer {
@@ -78,18 +89,18 @@ func awaitFirstRuns(t *testing.T, answers <-chan beginAnswer, n int, what string
 
 // TestAGrowingQueueSendsAnotherBatchWhileASlowOneIsInFlight: with the
 // default group commit, the only ordinary claim slot busy (its statement
-// waits on a fence row a transaction holds) and no queue timeout, half a
-// batch of waiting claims goes at once as a batch of its own; when that
+// waits on a fence row a transaction holds) and no queue timeout, a
+// queue grown to GrowQueue goes at once as a batch of its own; when that
 // batch is slow too (its shard's fence row is the held one), the next
-// half batch goes beside it and is answered while both still wait. The
-// batches are counted by the batch-size metric, which a batch records as
-// it starts.
+// grown queue goes beside both and is answered while they still wait.
+// The batches are counted by the batch-size metric, which a batch
+// records as it starts.
 func TestAGrowingQueueSendsAnotherBatchWhileASlowOneIsInFlight(t *testing.T) {
 	g := growStore(t)
 	holder := "tenant/holder"
 	release := g.holdSlot(t, holder, func() { mustBegin(t, g.s, request(t, holder, "held", `{}`), store.FirstRun) })
 	defer release()
-	grow := max(2, g.s.GroupCommit().MaxBatch/2)
+	grow := g.s.GroupCommit().MaxBatch // the default GrowQueue (0: MaxBatch)
 
 	var slow []store.ClaimRequest
 	for _, a := range actorsOn(holder, grow) {
@@ -109,6 +120,9 @@ func TestAGrowingQueueSendsAnotherBatchWhileASlowOneIsInFlight(t *testing.T) {
 		fast = append(fast, request(t, a, "fast", `{}`))
 	}
 	awaitFirstRuns(t, beginAll(t, g.s, fast), grow, "a second batch beside a slow one")
+	if n := lockWaiters(t, g.direct); n < 2 {
+		t.Fatalf("%d statements still wait on the held fence row, want the slot's and the slow batch's: the second batch went only once a statement in flight gave up", n)
+	}
 	if n, members := g.batches(t, "claim"); n != 2 || members != int64(2*grow) {
 		t.Fatalf("%d batches carrying %d claims, want 2 carrying %d", n, members, 2*grow)
 	}
@@ -128,7 +142,7 @@ func TestAKeysQueuedClaimWaitsForTheBatchCarryingItsKey(t *testing.T) {
 	holder := "tenant/holder"
 	release := g.holdSlot(t, holder, func() { mustBegin(t, g.s, request(t, holder, "held", `{}`), store.FirstRun) })
 	defer release()
-	grow := max(2, g.s.GroupCommit().MaxBatch/2)
+	grow := g.s.GroupCommit().MaxBatch // the default GrowQueue (0: MaxBatch)
 
 	on := actorsOn(holder, grow)
 	var slow []store.ClaimRequest
@@ -148,6 +162,9 @@ func TestAKeysQueuedClaimWaitsForTheBatchCarryingItsKey(t *testing.T) {
 		others = append(others, request(t, a, "key", `{}`))
 	}
 	awaitFirstRuns(t, beginAll(t, g.s, others), grow-1, "claims of other keys queued with it")
+	if n := lockWaiters(t, g.direct); n < 2 {
+		t.Fatalf("%d statements still wait on the held fence row, want the slot's and the first batch's: the others went only once a statement in flight gave up", n)
+	}
 	if c, _ := g.s.Queued(); c != 1 {
 		t.Fatalf("%d claims queued after the others were answered, want 1: the second claim of a key in flight went beside it", c)
 	}
