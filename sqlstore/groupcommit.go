@@ -185,6 +185,25 @@ func newCombiner[T any](g GroupCommit, run func(context.Context, []*member[T])) 
 		running: make(map[memberKey]int)}
 }
 
+// alone takes a free slot for a request of key, if one of the
+// MaxInFlight slots is free: the request then runs its own single
+// statement at once and calls leave with key. A nil combiner (batching
+// off) always answers true.
+func (c *combiner[T]) alone(key memberKey) bool {
+	if c == nil {
+		return true
+	}
+	c.mu.Lock()
+	if c.busy < c.maxInFlight {
+		c.busy++
+		c.running[key]++
+		c.mu.Unlock()
+		return true
+	}
+	c.mu.Unlock()
+	return false
+}
+
 // join enters m. It returns alone=true when m holds a slot and must run
 // its own single statement, then call leave with its key. Otherwise m's
 // batch has run and its result is in m's request, or err is ctx's error:
