@@ -75,7 +75,7 @@ func TestTheStoreSectionsGroupCommitReachesTheStore(t *testing.T) {
 	}{
 		{"unset", config.GroupCommit{}, sqlstore.DefaultGroupCommit},
 		{"set", config.GroupCommit{MaxBatch: 32, MaxQueueWait: 20 * time.Millisecond},
-			sqlstore.GroupCommit{MaxInFlight: 1, MaxBatch: 32, FullBatchSlots: 1, MaxQueueWait: 20 * time.Millisecond, GrowSlots: 2}},
+			sqlstore.GroupCommit{MaxInFlight: 1, MaxBatch: 32, FullBatchSlots: 1, MaxQueueWait: 20 * time.Millisecond}},
 		{"off", config.GroupCommit{MaxBatch: 1}, sqlstore.GroupCommitOff},
 	} {
 		t.Run(c.name, func(t *testing.T) {

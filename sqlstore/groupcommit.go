@@ -83,14 +83,13 @@ type GroupCommit struct {
 // milliseconds; tens across regions on CockroachDB) and well below what a
 // client notices.
 //
-// GrowSlots lets a queue that grew to a full batch again send up to two
-// more batches while the others run: when statements take long (a
-// commit's fsync, a loaded machine) the queue fills and more batches
-// overlap; when they are quick it rarely fills and nothing changes.
-// Measured with the same benchmark, with fsync on and off, quiet and
-// loaded (docs/capacity.md, "Adaptive group commit (2026-12-07)").
-var DefaultGroupCommit = GroupCommit{MaxInFlight: 1, MaxBatch: 8, FullBatchSlots: 1, MaxQueueWait: 50 * time.Millisecond,
-	GrowSlots: 2}
+// GrowSlots is 0 (off): in the measurements of 2026-12-07
+// (docs/capacity.md, "Adaptive group commit (2026-12-07)") two grow
+// slots were level or ahead with fsync on and a quiet machine, but behind
+// with fsync off under CPU load, where more batches at once cost more
+// PostgreSQL CPU per first run (their transactions share-lock the same
+// fence rows). Set it where commits wait on a disk or a replica.
+var DefaultGroupCommit = GroupCommit{MaxInFlight: 1, MaxBatch: 8, FullBatchSlots: 1, MaxQueueWait: 50 * time.Millisecond}
 
 // GroupCommitOff is the GroupCommit that turns group commit off: every
 // claim and finish runs its own statement at once (MaxBatch 1). For

@@ -26,7 +26,8 @@ func actorsOn(actor string, n int) []string {
 	return out
 }
 
-// growStore is a store with the default group commit, except that a
+// growStore is a store with the default group commit and two grow
+// slots (GrowQueue 0: a refilled full batch opens one), except that a
 // queued request never leaves the queue by MaxQueueWait (so what sends a
 // batch is the queue alone), on a fresh database, with a direct store
 // for holding fence rows.
@@ -35,7 +36,7 @@ func growStore(t *testing.T) gcStore {
 	dsn := pgtest.NewDatabase(t)
 	direct := openDSN(t, dsn, newClock()) // migrates
 	gc := sqlstore.DefaultGroupCommit
-	gc.MaxQueueWait = 0
+	gc.GrowSlots, gc.MaxQueueWait = 2, 0
 	g := openGroupCommitWith(t, dsn, newClock(), gc)
 	g.direct = direct
 	return g
@@ -87,13 +88,13 @@ func awaitFirstRuns(t *testing.T, answers <-chan beginAnswer, n int, what string
 	}
 }
 
-// TestAGrowingQueueSendsAnotherBatchWhileASlowOneIsInFlight: with the
-// default group commit, the only ordinary claim slot busy (its statement
-// waits on a fence row a transaction holds) and no queue timeout, a
-// queue grown to GrowQueue goes at once as a batch of its own; when that
-// batch is slow too (its shard's fence row is the held one), the next
-// grown queue goes beside both and is answered while they still wait.
-// The batches are counted by the batch-size metric, which a batch
+// TestAGrowingQueueSendsAnotherBatchWhileASlowOneIsInFlight: with grow
+// slots, the only ordinary claim slot busy (its statement waits on a
+// fence row a transaction holds) and no queue timeout, a full batch of
+// waiting claims goes at once (the full batch's slot); when that batch is
+// slow too (its shard's fence row is the held one), the next full batch
+// goes beside both on a grow slot and is answered while they still
+// wait. The batches are counted by the batch-size metric, which a batch
 // records as it starts.
 func TestAGrowingQueueSendsAnotherBatchWhileASlowOneIsInFlight(t *testing.T) {
 	g := growStore(t)
