@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -419,15 +421,30 @@ func TestBenchmarkPairsRun(t *testing.T) {
 
 // benchGroupCommit is the store's group commit in the benchmarks:
 // DefaultGroupCommit, or IDEMCOORD_BENCH_GROUP_COMMIT="maxInFlight,maxBatch"
-// to sweep it ("0,0" turns it off).
+// to sweep it ("0,0" turns it off; no full-batch or grow slot, no queue
+// wait, as the first sweeps ran), or
+// "maxInFlight,maxBatch,fullBatchSlots,growSlots[,growQueue]" (with
+// DefaultGroupCommit's MaxQueueWait).
 func benchGroupCommit(b testing.TB) sqlstore.GroupCommit {
 	v := os.Getenv("IDEMCOORD_BENCH_GROUP_COMMIT")
 	if v == "" {
 		return sqlstore.DefaultGroupCommit
 	}
 	var g sqlstore.GroupCommit
-	if _, err := fmt.Sscanf(v, "%d,%d", &g.MaxInFlight, &g.MaxBatch); err != nil {
-		b.Fatalf("IDEMCOORD_BENCH_GROUP_COMMIT=%q: want maxInFlight,maxBatch: %v", v, err)
+	fields := []*int{&g.MaxInFlight, &g.MaxBatch, &g.FullBatchSlots, &g.GrowSlots, &g.GrowQueue}
+	parts := strings.Split(v, ",")
+	if len(parts) != 2 && len(parts) != 4 && len(parts) != 5 {
+		b.Fatalf("IDEMCOORD_BENCH_GROUP_COMMIT=%q: want maxInFlight,maxBatch or maxInFlight,maxBatch,fullBatchSlots,growSlots[,growQueue]", v)
+	}
+	for i, p := range parts {
+		n, err := strconv.Atoi(strings.TrimSpace(p))
+		if err != nil {
+			b.Fatalf("IDEMCOORD_BENCH_GROUP_COMMIT=%q: field %d: %v", v, i+1, err)
+		}
+		*fields[i] = n
+	}
+	if len(parts) > 2 {
+		g.MaxQueueWait = sqlstore.DefaultGroupCommit.MaxQueueWait
 	}
 	if g.MaxBatch <= 1 {
 		return sqlstore.GroupCommitOff // the zero GroupCommit would be the default

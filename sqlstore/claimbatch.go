@@ -92,15 +92,28 @@ func (s *Store) claim(ctx context.Context, req store.ClaimRequest, owner string,
 	if s.claims == nil {
 		return s.claimRow(ctx, s.pool, req, owner, opID, state, rec, now)
 	}
-	m := &member[claimJob]{key: memberKey{req.Scope.Actor, req.Scope.Endpoint, req.Scope.Key.Hash()},
-		req: claimJob{req: &req, owner: owner, opID: opID, state: state, rec: rec}}
+	key := memberKey{req.Scope.Actor, req.Scope.Endpoint, req.Scope.Key.Hash()}
+	if s.claims.alone(key) {
+		// (Before any member is built: a request that finds a slot free
+		// allocates nothing for the combiner.)
+		defer s.claims.leave(key)
+		return s.claimRow(ctx, s.pool, req, owner, opID, state, rec, now)
+	}
+	return s.claimQueued(ctx, key, req, owner, opID, state, rec, now)
+}
+
+// claimQueued is claim's request that found no slot free: it queues for
+// a batch (or, if a slot frees first, runs alone after all).
+func (s *Store) claimQueued(ctx context.Context, key memberKey, req store.ClaimRequest, owner string, opID uuid.UUID,
+	state idempotency.State, rec *store.Record, now *time.Time) (bool, error) {
+	m := &member[claimJob]{key: key, req: claimJob{req: &req, owner: owner, opID: opID, state: state, rec: rec}}
 	j := &m.req
 	alone, err := s.claims.join(ctx, m)
 	switch {
 	case err != nil:
 		return false, err
 	case alone:
-		defer s.claims.leave()
+		defer s.claims.leave(m.key)
 		return s.claimRow(ctx, s.pool, req, owner, opID, state, rec, now)
 	case j.inserted:
 		*now = j.now

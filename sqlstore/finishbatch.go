@@ -76,14 +76,19 @@ const (
 // other member runs finishSQL alone, in this same attempt.
 func (s *Store) finishFirst(ctx context.Context, u *fencedUpdate) (bool, error) {
 	l := u.l
-	m := &member[finishJob]{key: memberKey{l.Scope.Actor, l.Scope.Endpoint, l.KeyHash}, req: finishJob{u: u}}
+	key := memberKey{l.Scope.Actor, l.Scope.Endpoint, l.KeyHash}
+	if s.finishes.alone(key) {
+		defer s.finishes.leave(key)
+		return u.run(ctx, s, s.pool)
+	}
+	m := &member[finishJob]{key: key, req: finishJob{u: u}}
 	j := &m.req
 	alone, err := s.finishes.join(ctx, m)
 	switch {
 	case err != nil:
 		return false, err
 	case alone:
-		defer s.finishes.leave()
+		defer s.finishes.leave(m.key)
 		return u.run(ctx, s, s.pool)
 	case j.ok:
 		l.Version, l.Owner, l.ExpiresAt, l.RecordExpiresAt = j.version, u.owner, time.Time{}, j.expires

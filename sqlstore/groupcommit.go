@@ -56,6 +56,19 @@ type GroupCommit struct {
 	// however long it takes. It does not bound a batch already sent: its
 	// members wait for its slowest row, as that row's request would alone.
 	MaxQueueWait time.Duration
+	// GrowSlots is how many batch statements of a kind beyond
+	// MaxInFlight+FullBatchSlots may run when the queue grows: once
+	// GrowQueue requests wait, they go at once as one batch if fewer than
+	// MaxInFlight+FullBatchSlots+GrowSlots statements of their kind run.
+	// Like a full batch's slot, it never runs a request alone by choice, so
+	// it adds overlap (the claims of one batch are sent while another's
+	// commit is still being written) without adding lone statements. 0
+	// turns it off.
+	GrowSlots int
+	// GrowQueue is how many waiting requests open a GrowSlots slot; 0
+	// stands for MaxBatch (only full batches take a grow slot). Lower
+	// sends smaller batches sooner: more statements, less waiting.
+	GrowQueue int
 }
 
 // DefaultGroupCommit is DefaultConfig's GroupCommit, tuned with
@@ -69,6 +82,13 @@ type GroupCommit struct {
 // MaxQueueWait is well above a statement's usual time (a few
 // milliseconds; tens across regions on CockroachDB) and well below what a
 // client notices.
+//
+// GrowSlots is 0 (off): in the measurements of 2026-12-07
+// (docs/capacity.md, "Adaptive group commit (2026-12-07)") two grow
+// slots were level or ahead with fsync on and a quiet machine, but behind
+// with fsync off under CPU load, where more batches at once cost more
+// PostgreSQL CPU per first run (their transactions share-lock the same
+// fence rows). Set it where commits wait on a disk or a replica.
 var DefaultGroupCommit = GroupCommit{MaxInFlight: 1, MaxBatch: 8, FullBatchSlots: 1, MaxQueueWait: 50 * time.Millisecond}
 
 // GroupCommitOff is the GroupCommit that turns group commit off: every
@@ -92,6 +112,12 @@ func (g GroupCommit) validate() []error {
 	if g.FullBatchSlots < 0 {
 		errs = append(errs, fmt.Errorf("group_commit.full_batch_slots: must not be negative, got %d", g.FullBatchSlots))
 	}
+	if g.GrowSlots < 0 {
+		errs = append(errs, fmt.Errorf("group_commit.grow_slots: must not be negative, got %d", g.GrowSlots))
+	}
+	if g.GrowQueue < 0 || g.GrowQueue == 1 || (g.GrowQueue > g.MaxBatch && g.MaxBatch > 1) {
+		errs = append(errs, fmt.Errorf("group_commit.grow_queue: must be 0 (max_batch) or between 2 and max_batch (%d), got %d", g.MaxBatch, g.GrowQueue))
+	}
 	if g.MaxQueueWait < 0 {
 		errs = append(errs, fmt.Errorf("group_commit.max_queue_wait: must not be negative (0 waits for a slot however long), got %s", g.MaxQueueWait))
 	}
@@ -104,8 +130,10 @@ func (g GroupCommit) validate() []error {
 }
 
 // member is one request waiting in a combiner: its request (T), its key
-// (no two members with one key share a batch) and, once its batch ran,
-// its result (set by the batch's runner before wake is signalled).
+// (no two members with one key share a batch, and a queued member is not
+// sent while a statement of its kind carrying its key runs) and, once
+// its batch ran, its result (set by the batch's runner before wake is
+// signalled).
 type member[T any] struct {
 	key  memberKey
 	req  T
@@ -118,8 +146,18 @@ type member[T any] struct {
 
 // combiner is the group commit of one statement kind. Its zero value is
 // unusable; a nil *combiner never batches.
+//
+// A batch never carries a key that a running statement of its kind
+// carries (alone or in another batch): such a member stays in the queue,
+// ahead of its key's later members, until that statement ends. So the
+// slots beyond MaxInFlight (full batches, GrowSlots) add overlap between
+// keys, never between two requests of one key, and a key's queued
+// requests go to the database in the order they came, one statement at a
+// time. (A request that finds one of the MaxInFlight slots free runs at
+// once, as it did before batching, whatever else carries its key.)
 type combiner[T any] struct {
 	maxInFlight, maxBatch, fullBatchSlots int
+	growSlots, growQueue                  int
 	maxQueueWait                          time.Duration
 	// run sends batch (two members or more) as one statement and sets
 	// every member's result. ctx is the leader's, detached from its
@@ -129,22 +167,49 @@ type combiner[T any] struct {
 	mu    sync.Mutex
 	busy  int
 	queue []*member[T]
+	// running counts, per key, the running statements that carry it.
+	running map[memberKey]int
 }
 
 func newCombiner[T any](g GroupCommit, run func(context.Context, []*member[T])) *combiner[T] {
 	if !g.enabled() {
 		return nil
 	}
+	grow := g.GrowQueue
+	if grow == 0 {
+		grow = g.MaxBatch
+	}
 	return &combiner[T]{maxInFlight: g.MaxInFlight, maxBatch: g.MaxBatch, fullBatchSlots: g.FullBatchSlots,
-		maxQueueWait: g.MaxQueueWait, run: run}
+		growSlots: g.GrowSlots, growQueue: grow, maxQueueWait: g.MaxQueueWait, run: run,
+		running: make(map[memberKey]int)}
+}
+
+// alone takes a free slot for a request of key, if one of the
+// MaxInFlight slots is free: the request then runs its own single
+// statement at once and calls leave with key. A nil combiner (batching
+// off) always answers true.
+func (c *combiner[T]) alone(key memberKey) bool {
+	if c == nil {
+		return true
+	}
+	c.mu.Lock()
+	if c.busy < c.maxInFlight {
+		c.busy++
+		c.running[key]++
+		c.mu.Unlock()
+		return true
+	}
+	c.mu.Unlock()
+	return false
 }
 
 // join enters m. It returns alone=true when m holds a slot and must run
-// its own single statement, then call leave. Otherwise m's batch has run
-// and its result is in m's request, or err is ctx's error: m left the
-// queue before a batch took it. A member taken into a batch always waits
-// for the batch's answer: the batch runs on a context its members'
-// cancellations do not cut, bounded by the store's per-call budget.
+// its own single statement, then call leave with its key. Otherwise m's
+// batch has run and its result is in m's request, or err is ctx's error:
+// m left the queue before a batch took it. A member taken into a batch
+// always waits for the batch's answer: the batch runs on a context its
+// members' cancellations do not cut, bounded by the store's per-call
+// budget.
 func (c *combiner[T]) join(ctx context.Context, m *member[T]) (alone bool, err error) {
 	if c == nil {
 		return true, nil
@@ -152,13 +217,13 @@ func (c *combiner[T]) join(ctx context.Context, m *member[T]) (alone bool, err e
 	c.mu.Lock()
 	if c.busy < c.maxInFlight {
 		c.busy++
+		c.running[m.key]++
 		c.mu.Unlock()
 		return true, nil
 	}
 	m.wake = make(chan struct{}, 1)
 	c.queue = append(c.queue, m)
-	if len(c.queue) >= c.maxBatch && c.busy < c.maxInFlight+c.fullBatchSlots {
-		// A full batch need not wait for a slot (GroupCommit.FullBatchSlots).
+	if c.sendNow() {
 		c.busy++
 		c.handOff()
 	} else {
@@ -177,8 +242,26 @@ func (c *combiner[T]) join(ctx context.Context, m *member[T]) (alone bool, err e
 	for _, o := range m.lead[1:] {
 		o.wake <- struct{}{}
 	}
-	c.leave()
+	c.mu.Lock()
+	for _, o := range m.lead {
+		c.done(o.key)
+	}
+	c.next()
 	return false, nil
+}
+
+// sendNow reports whether the queue goes as a batch at once, on a slot
+// beyond MaxInFlight (c.mu held): it holds a full batch and a full
+// batch's slot is free (GroupCommit.FullBatchSlots), or it grew to
+// GrowQueue and a grow slot is free (GroupCommit.GrowSlots).
+func (c *combiner[T]) sendNow() bool {
+	switch n := len(c.queue); {
+	case n >= c.maxBatch && c.busy < c.maxInFlight+c.fullBatchSlots:
+		return true
+	case c.growSlots > 0 && n >= c.growQueue && c.busy < c.maxInFlight+c.fullBatchSlots+c.growSlots:
+		return true
+	}
+	return false
 }
 
 // await waits until m is woken (taken into a batch, or handed a slot),
@@ -234,13 +317,30 @@ var queueTimers = sync.Pool{New: func() any {
 	return t
 }}
 
-// leave frees a slot: it hands it to the next batch of queued members,
-// whose first member runs it.
-func (c *combiner[T]) leave() {
+// leave ends the single statement of a request join let run alone (key
+// is its member's): it frees the slot, handing it to the next batch of
+// queued members, whose first member runs it.
+func (c *combiner[T]) leave(key memberKey) {
 	if c == nil {
 		return
 	}
 	c.mu.Lock()
+	c.done(key)
+	c.next()
+}
+
+// done marks that a statement carrying key ended (c.mu held).
+func (c *combiner[T]) done(key memberKey) {
+	if n := c.running[key]; n > 1 {
+		c.running[key] = n - 1
+	} else {
+		delete(c.running, key)
+	}
+}
+
+// next frees the slot of a statement that ended (c.mu held; it unlocks
+// it): the queue's next batch takes it, if any.
+func (c *combiner[T]) next() {
 	if len(c.queue) == 0 {
 		c.busy--
 		c.mu.Unlock()
@@ -249,26 +349,53 @@ func (c *combiner[T]) leave() {
 	c.handOff()
 }
 
-// handOff takes the next batch off the queue (c.mu held; it unlocks it)
-// and hands it, with a slot, to its first member.
+// handOff takes the next batch off the queue (c.mu held, a slot taken
+// for it; it unlocks c.mu) and hands it, with the slot, to its first
+// member; when the queue still holds a grown batch and a slot is free for
+// it (sendNow), that one goes too. A member whose key is already in the
+// batch, or in a statement that runs, stays in the queue, ahead of later
+// members of its key; when every queued member is such, the slot is
+// given back (the statement carrying their key hands it on when it ends).
 func (c *combiner[T]) handOff() {
-	batch := make([]*member[T], 0, min(len(c.queue), c.maxBatch))
-	keys := make(map[memberKey]struct{}, cap(batch))
+	first := c.take()
+	var second []*member[T]
+	if first == nil {
+		c.busy--
+	} else if c.sendNow() {
+		c.busy++
+		if second = c.take(); second == nil {
+			c.busy--
+		}
+	}
+	c.mu.Unlock()
+	for _, batch := range [2][]*member[T]{first, second} {
+		if batch != nil {
+			batch[0].lead = batch
+			batch[0].wake <- struct{}{}
+		}
+	}
+}
+
+// take removes the next batch from the queue and marks its keys running
+// (c.mu held); nil when no queued member may go.
+func (c *combiner[T]) take() []*member[T] {
+	var batch []*member[T]
 	rest := c.queue[:0]
 	for _, m := range c.queue {
-		if _, dup := keys[m.key]; dup || len(batch) == c.maxBatch {
+		if len(batch) == c.maxBatch || c.running[m.key] > 0 {
 			rest = append(rest, m)
 			continue
 		}
-		keys[m.key] = struct{}{}
+		if batch == nil {
+			batch = make([]*member[T], 0, min(len(c.queue), c.maxBatch))
+		}
+		c.running[m.key]++
 		m.taken = true
 		batch = append(batch, m)
 	}
 	clear(c.queue[len(rest):])
 	c.queue = rest
-	c.mu.Unlock()
-	batch[0].lead = batch
-	batch[0].wake <- struct{}{}
+	return batch
 }
 
 // remove drops m from the queue; c.mu is held.

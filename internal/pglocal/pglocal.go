@@ -31,6 +31,9 @@ type Server struct {
 	port          int
 	cred          *syscall.Credential
 	sharedBuffers string
+	// durable runs the server with fsync, synchronous_commit and
+	// full_page_writes on (Durable).
+	durable bool
 }
 
 // DefaultSharedBuffers is the shared_buffers a server gets unless an
@@ -52,6 +55,16 @@ func SharedBuffers(size string) Option {
 			return fmt.Errorf("pglocal: shared_buffers %q is not a PostgreSQL size (a number with kB, MB, GB or TB, e.g. 6GB)", size)
 		}
 		s.sharedBuffers = size
+		return nil
+	}
+}
+
+// Durable runs the server as a production one writes: fsync,
+// synchronous_commit and full_page_writes on (the default is off, for
+// speed), so a benchmark can measure what a commit's WAL flush costs.
+func Durable() Option {
+	return func(s *Server) error {
+		s.durable = true
 		return nil
 	}
 }
@@ -156,7 +169,12 @@ func (s *Server) Halt(ctx context.Context) error {
 func (s *Server) Resume(ctx context.Context) error {
 	// fsync off and a large max_connections: the server is throwaway, and
 	// tests open many pools.
-	opts := fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -k %s -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=400 -c shared_buffers=%s", s.port, s.dir, s.sharedBuffers)
+	// Durable turns the writes' safety back on.
+	sync := "off"
+	if s.durable {
+		sync = "on"
+	}
+	opts := fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -k %s -c fsync=%[3]s -c synchronous_commit=%[3]s -c full_page_writes=%[3]s -c max_connections=400 -c shared_buffers=%s", s.port, s.dir, sync, s.sharedBuffers)
 	return s.run(ctx, "pg_ctl", "-D", s.dataDir(), "-l", filepath.Join(s.dir, "postgres.log"), "-w", "-t", "60", "-o", opts, "start")
 }
 

@@ -25,6 +25,12 @@ import (
 // EnvURL names the environment variable holding an external server's URL.
 const EnvURL = "IDEMCOORD_TEST_DATABASE_URL"
 
+// EnvDurable names the environment variable that, set to 1, starts the
+// local server with fsync, synchronous_commit and full_page_writes on
+// (pglocal.Durable), for benchmarks of durable commits. Tests run with
+// them off.
+const EnvDurable = "IDEMCOORD_TEST_PG_DURABLE"
+
 var (
 	once    sync.Once
 	server  *pglocal.Server
@@ -64,7 +70,16 @@ func start(t testing.TB) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		server, initErr = pglocal.Start(ctx)
+		var opts []pglocal.Option
+		switch v := os.Getenv(EnvDurable); v {
+		case "", "0":
+		case "1":
+			opts = append(opts, pglocal.Durable())
+		default:
+			initErr = fmt.Errorf("pgtest: %s=%q: want 1 (fsync on) or 0", EnvDurable, v)
+			return
+		}
+		server, initErr = pglocal.Start(ctx, opts...)
 		if initErr == nil {
 			baseURL = server.DSN("postgres")
 		}
