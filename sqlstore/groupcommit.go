@@ -130,8 +130,9 @@ func (g GroupCommit) validate() []error {
 }
 
 // member is one request waiting in a combiner: its request (T), its key
-// (no two members with one key share a batch, and a queued member is not
-// sent while a statement of its kind carrying its key runs) and, once
+// (no two members with one key share a batch; with grow slots on, a
+// queued member is not sent while a statement of its kind carrying its
+// key runs) and, once
 // its batch ran, its result (set by the batch's runner before wake is
 // signalled).
 type member[T any] struct {
@@ -147,8 +148,9 @@ type member[T any] struct {
 // combiner is the group commit of one statement kind. Its zero value is
 // unusable; a nil *combiner never batches.
 //
-// A batch never carries a key that a running statement of its kind
-// carries (alone or in another batch): such a member stays in the queue,
+// With grow slots on (GroupCommit.GrowSlots), a batch never carries a
+// key that a running statement of its kind carries (alone or in another
+// batch): such a member stays in the queue,
 // ahead of its key's later members, until that statement ends. So the
 // slots beyond MaxInFlight (full batches, GrowSlots) add overlap between
 // keys, never between two requests of one key, and a key's queued
@@ -376,13 +378,34 @@ func (c *combiner[T]) handOff() {
 	}
 }
 
+// carried reports whether m's key may not go in batch now (c.mu held):
+// batch carries it already (a statement cannot write one row twice), or,
+// with grow slots on, a running statement of this kind carries it (so
+// the slots beyond the first never send one key's requests side by side
+// or out of order). Without grow slots a key's queued requests go as
+// they did before the grow slots: one per batch, and a request whose
+// MaxQueueWait ran out goes on a slot of its own whatever runs, so a
+// thousand retries of one key do not queue behind each other one
+// statement at a time.
+func (c *combiner[T]) carried(batch []*member[T], key memberKey) bool {
+	if c.growSlots > 0 {
+		return c.running[key] > 0
+	}
+	for _, o := range batch {
+		if o.key == key {
+			return true
+		}
+	}
+	return false
+}
+
 // take removes the next batch from the queue and marks its keys running
 // (c.mu held); nil when no queued member may go.
 func (c *combiner[T]) take() []*member[T] {
 	var batch []*member[T]
 	rest := c.queue[:0]
 	for _, m := range c.queue {
-		if len(batch) == c.maxBatch || c.running[m.key] > 0 {
+		if len(batch) == c.maxBatch || c.carried(batch, m.key) {
 			rest = append(rest, m)
 			continue
 		}

@@ -185,3 +185,46 @@ func TestAKeysQueuedClaimWaitsForTheBatchCarryingItsKey(t *testing.T) {
 	}
 	testutil.Eventually(t, 10*time.Second, testutil.Cond(func() bool { c, _ := g.s.Queued(); return c == 0 }))
 }
+
+// TestAHotKeysQueuedClaimsDoNotGoOneStatementAtATime: without grow slots
+// (the default), retries of one key queued behind the busy slot go as
+// they did before the grow slots: once a request's MaxQueueWait runs
+// out it goes on a slot of its own, whatever statement carries its key.
+// Held to the grow slots' key rule, they went one statement at a time,
+// and a thousand retries of one key waiting on its run in flight took
+// minutes to reach their wait (gateway's
+// TestAThousandWaitersHoldNoDatabaseConnection). Here the key's shard
+// fence row is held: its first claim waits on it in the slot, and the
+// three queued retries must join it there, four statements waiting on
+// the lock, not one.
+func TestAHotKeysQueuedClaimsDoNotGoOneStatementAtATime(t *testing.T) {
+	dsn := pgtest.NewDatabase(t)
+	direct := openDSN(t, dsn, newClock())
+	g := openGroupCommitWith(t, dsn, newClock(), sqlstore.DefaultGroupCommit)
+	g.direct = direct
+	hot := "tenant/hot"
+	req := request(t, hot, "hot-key", `{}`)
+	first := make(chan beginAnswer, 1)
+	release := g.holdSlot(t, hot, func() {
+		c, err := g.s.Begin(context.Background(), req)
+		first <- beginAnswer{hot, c, err}
+	})
+	defer release()
+	retries := beginAll(t, g.s, []store.ClaimRequest{req, req, req})
+	if err := waitForLockWaiters(context.Background(), direct, 4); err != nil {
+		t.Fatalf("the queued retries of the key did not join its first claim on the lock (%d waiting): %v",
+			lockWaiters(t, direct), err)
+	}
+	release()
+	// The lock lets them go in any order: one runs, three see it run.
+	outcomes := map[store.Outcome]int{}
+	for _, a := range []beginAnswer{<-first, <-retries, <-retries, <-retries} {
+		if a.err != nil {
+			t.Fatalf("claim: %v", a.err)
+		}
+		outcomes[a.c.Outcome]++
+	}
+	if outcomes[store.FirstRun] != 1 || outcomes[store.InFlight] != 3 {
+		t.Errorf("outcomes %v, want one first run and three in progress", outcomes)
+	}
+}
