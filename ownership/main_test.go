@@ -117,3 +117,20 @@ func ctxT(t *testing.T) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
+
+// failoverPlans lists d and plans, for every shard that from owns, its
+// failover to to (the moves a controller makes when from is lost).
+func failoverPlans(ctx context.Context, t *testing.T, d *ownership.Directory, from, to string) []ownership.Planned {
+	t.Helper()
+	entries, _, err := d.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plans []ownership.Planned
+	for _, e := range entries {
+		if e.Owner == from {
+			plans = append(plans, ownership.Planned{Entry: e, To: to, Final: ownership.FailedOver})
+		}
+	}
+	return plans
+}

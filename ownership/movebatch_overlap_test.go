@@ -21,16 +21,7 @@ func TestTheBatchesOfALargeMoveAreInFlightAtOnce(t *testing.T) {
 	ctx := ctxT(t)
 	const shards = 750 // 250 homed in us-east: three batches of at most 100
 	d, s, _ := setup(t, shards)
-	entries, _, err := d.List(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var plans []ownership.Planned
-	for _, e := range entries {
-		if e.Owner == "us-east" {
-			plans = append(plans, ownership.Planned{Entry: e, To: "eu-west", Final: ownership.FailedOver})
-		}
-	}
+	plans := failoverPlans(ctx, t, d, "us-east", "eu-west")
 	batches := (len(plans) + 99) / 100
 	if batches < 3 {
 		t.Fatalf("%d plans make %d batches, want at least 3", len(plans), batches)

@@ -42,16 +42,7 @@ func TestABatchOfMovesBumpsItsFencesInOneStoreTransaction(t *testing.T) {
 	if err := d.Bootstrap(ctx, topology(t), 750); err != nil {
 		t.Fatal(err)
 	}
-	entries, _, err := d.List(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var plans []ownership.Planned
-	for _, e := range entries {
-		if e.Owner == "us-east" {
-			plans = append(plans, ownership.Planned{Entry: e, To: "eu-west", Final: ownership.FailedOver})
-		}
-	}
+	plans := failoverPlans(ctx, t, d, "us-east", "eu-west")
 	_, errs := d.MoveBatch(ctx, plans, "controller", "us-east down", 64)
 	for i, err := range errs {
 		if err != nil {
