@@ -225,12 +225,24 @@ func (d *Directory) fenceBatch(ctx context.Context, plans []Planned, chunk []int
 // fenceSQL is step 3 of one fenced shard (Move's finish, without the
 // etcd write).
 func (d *Directory) fenceSQL(ctx context.Context, fen Entry) error {
+	m := fenceMove(fen)
+	return d.fenced(m, d.fences.MoveFence(ctx, m))
+}
+
+// fenceMove is the SQL fence move of a fenced shard's transfer.
+func fenceMove(fen Entry) fencing.Move {
 	t := fen.Transfer
-	m := fencing.Move{Shard: fen.Shard, From: t.FromEpoch, To: fen.Owner, Operator: t.Operator, Reason: t.Reason}
-	if err := d.fences.MoveFence(ctx, m); err != nil {
-		if errors.Is(err, fencing.ErrMoveConflict) {
-			return fmt.Errorf("%w: shard %d stays FENCING: %w", ErrFenceDiverged, fen.Shard, err)
-		}
+	return fencing.Move{Shard: fen.Shard, From: t.FromEpoch, To: fen.Owner, Operator: t.Operator, Reason: t.Reason}
+}
+
+// fenced is step 3's outcome for m, whose fence move returned err: a
+// fence that holds another epoch leaves the shard FENCING
+// (ErrFenceDiverged), another error is the move's, nil is the step done.
+func (d *Directory) fenced(m fencing.Move, err error) error {
+	switch {
+	case errors.Is(err, fencing.ErrMoveConflict):
+		return fmt.Errorf("%w: shard %d stays FENCING: %w", ErrFenceDiverged, m.Shard, err)
+	case err != nil:
 		return fmt.Errorf("ownership: fence %s: %w", m, err)
 	}
 	return d.step(stepFenced)
@@ -256,9 +268,7 @@ func (d *Directory) fenceSQLBatch(ctx context.Context, fenced map[int]Entry, chu
 	}
 	moves := make([]fencing.Move, len(chunk))
 	for j, i := range chunk {
-		fen := fenced[i]
-		t := fen.Transfer
-		moves[j] = fencing.Move{Shard: fen.Shard, From: t.FromEpoch, To: fen.Owner, Operator: t.Operator, Reason: t.Reason}
+		moves[j] = fenceMove(fenced[i])
 	}
 	select {
 	case sem <- struct{}{}:
@@ -269,14 +279,7 @@ func (d *Directory) fenceSQLBatch(ctx context.Context, fenced map[int]Entry, chu
 	got := fb.MoveFences(ctx, moves)
 	<-sem
 	for j, i := range chunk {
-		switch err := got[j]; {
-		case errors.Is(err, fencing.ErrMoveConflict):
-			errs[i] = fmt.Errorf("%w: shard %d stays FENCING: %w", ErrFenceDiverged, moves[j].Shard, err)
-		case err != nil:
-			errs[i] = fmt.Errorf("ownership: fence %s: %w", moves[j], err)
-		default:
-			errs[i] = d.step(stepFenced)
-		}
+		errs[i] = d.fenced(moves[j], got[j])
 	}
 }
 
