@@ -40,6 +40,14 @@ const (
 	MinEtcdLeaseTTL = 2 * time.Second
 )
 
+// The values of etcd.down_probe (Etcd.DownProbe).
+const (
+	// DownProbePeer probes a suspect region's peer URL (the default).
+	DownProbePeer = "peer"
+	// DownProbeOff never probes: every suspect region waits confirm_delay.
+	DownProbeOff = "off"
+)
+
 // Config is the whole idemd file. Parse fills in defaults; the zero value is
 // not valid.
 type Config struct {
@@ -163,6 +171,14 @@ type Etcd struct {
 	// registers again. A clean shutdown of a region's last instance skips
 	// it.
 	ConfirmDelay time.Duration `yaml:"confirm_delay"`
+	// DownProbe is how a region that just lost its last liveness key is
+	// told from one that may only be stalled: "peer" (the default, when
+	// empty) opens one connection to its peer URL (regions[].url), and a
+	// refused connection, or one closed before any answer, fails it at
+	// once instead of after confirm_delay; "off" always waits
+	// confirm_delay. A paused or partitioned region is never failed
+	// sooner (its address accepts, or the probe times out).
+	DownProbe string `yaml:"down_probe"`
 	// TLS is the client TLS to etcd (production.go).
 	TLS EtcdTLS `yaml:"tls"`
 }

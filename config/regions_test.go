@@ -56,8 +56,8 @@ routing: redirect
 // fault window), and a TTL etcd would refuse or round is an error naming
 // the field.
 func TestEtcdTimingsTuneFailureDetection(t *testing.T) {
-	c := mustParse(t, minimal+"etcd: {endpoints: [\"http://127.0.0.1:2379\"], liveness_ttl: 3s, election_ttl: 2s, confirm_delay: 500ms}\n")
-	if c.Etcd.LivenessTTL != 3*time.Second || c.Etcd.ElectionTTL != 2*time.Second || c.Etcd.ConfirmDelay != 500*time.Millisecond {
+	c := mustParse(t, minimal+"etcd: {endpoints: [\"http://127.0.0.1:2379\"], liveness_ttl: 3s, election_ttl: 2s, confirm_delay: 500ms, down_probe: \"off\"}\n")
+	if c.Etcd.LivenessTTL != 3*time.Second || c.Etcd.ElectionTTL != 2*time.Second || c.Etcd.ConfirmDelay != 500*time.Millisecond || c.Etcd.DownProbe != DownProbeOff {
 		t.Fatalf("parsed etcd timings %+v", c.Etcd)
 	}
 	tests := []struct {
@@ -69,6 +69,7 @@ func TestEtcdTimingsTuneFailureDetection(t *testing.T) {
 		{"liveness not whole seconds", Etcd{LivenessTTL: 2500 * time.Millisecond}, "etcd.liveness_ttl"},
 		{"election below etcd's minimum", Etcd{ElectionTTL: 1500 * time.Millisecond}, "etcd.election_ttl"},
 		{"negative confirm delay", Etcd{ConfirmDelay: -time.Second}, "etcd.confirm_delay"},
+		{"unknown down probe", Etcd{DownProbe: "tcp"}, "etcd.down_probe"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

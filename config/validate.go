@@ -200,6 +200,11 @@ func checkEtcdTimings(p *problems, e Etcd) {
 	if e.ConfirmDelay < 0 {
 		p.add("etcd.confirm_delay", "must not be negative, got %s", e.ConfirmDelay)
 	}
+	switch e.DownProbe {
+	case "", DownProbePeer, DownProbeOff:
+	default:
+		p.add("etcd.down_probe", "must be %q or %q (or unset for %q), got %q", DownProbePeer, DownProbeOff, DownProbePeer, e.DownProbe)
+	}
 }
 
 // positive reports a duration that is not positive.

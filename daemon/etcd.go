@@ -96,6 +96,9 @@ func (d *Daemon) startFailover(ctx context.Context, cfg *config.Config, meter me
 		fc.ConfirmDelay = cfg.Etcd.ConfirmDelay
 	}
 	fc.Client, fc.Directory, fc.Topology, fc.Audit = d.etcd, d.dir, d.topo, d.store
+	if fc.Probe == nil && cfg.Etcd.DownProbe != config.DownProbeOff {
+		fc.Probe = failover.PeerProbe{URL: d.topo.URL}
+	}
 	fc.Name, fc.Meter, fc.Logger = cfg.Region+"/"+cfg.WorkerName(), meter, log
 	if fc.Clock == nil {
 		fc.Clock = d.opts.Clock // nil too: the failover package's default, the system clock

@@ -131,6 +131,12 @@ type Config struct {
 	// MoveConcurrency bounds concurrent shard moves. Default
 	// DefaultMoveConcurrency.
 	MoveConcurrency int
+	// Probe, when set, is asked whether a region that just turned suspect
+	// is down (nothing serves at its address); one that is is failed at
+	// once instead of after ConfirmDelay. Default nil: every suspect
+	// region waits ConfirmDelay. The daemon sets a PeerProbe unless
+	// etcd.down_probe is off.
+	Probe Prober
 	// Clock times states, polls and backoff. Default the system clock.
 	Clock clock.Clock
 	// Meter records failovers and region states. Default no metrics.

@@ -250,8 +250,11 @@ func (c *Controller) failRegion(ctx context.Context, guard clientv3.Cmp, region 
 		failedRev = listRev // a failure this tracker did not confirm: back since the listing
 	}
 	reason := fmt.Sprintf("region %s failed: no liveness key for %s", region, c.cfg.ConfirmDelay)
-	if c.tracker.failedCleanly(region) {
+	switch {
+	case c.tracker.failedCleanly(region):
 		reason = fmt.Sprintf("region %s failed: its instances left cleanly (stopped), no instance remains", region)
+	case c.tracker.failedDown(region):
+		reason = fmt.Sprintf("region %s failed: no liveness key, and nothing serves at its address (connection refused or closed)", region)
 	}
 	moved, err := runMoves(ctx, c.cfg.Directory, plans, ControllerOperator, reason, c.cfg.MoveConcurrency,
 		ownership.Guard(guard), ownership.GuardStart(stillFailed(c.cfg.Prefix, region, failedRev)))

@@ -16,6 +16,11 @@ import (
 //	idemcoord.failover.region_state   gauge per region: 0 healthy, 1 suspect,
 //	                                  2 failed, 3 recovering (RegionState.Value)
 //	idemcoord.failover.leader         gauge: 1 while this candidate leads
+//
+// The tracker counts its down probes itself (NewTracker):
+//
+//	idemcoord.failover.down_probes    counter, by watched_region and
+//	                                  result (down, not_down)
 type metrics struct {
 	moved, regions metric.Int64Counter
 	lead           atomic.Int64

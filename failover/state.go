@@ -68,6 +68,13 @@ type regionStatus struct {
 	// every instance left cleanly (stopped), not because none answered
 	// for the confirmation delay: the audit says which.
 	failedCleanly bool
+	// probing records that the Prober was asked about this suspect
+	// period (once per period); down that it found the region down.
+	// Both are cleared by every change of state.
+	probing, down bool
+	// failedDown records that the last move to Failed was on the
+	// Prober's evidence, before the confirmation delay ran out.
+	failedDown bool
 }
 
 // timing is what transitions depend on.
@@ -120,17 +127,19 @@ func (st *regionStatus) observe(now time.Time, rev int64, instances []ownership.
 		switch {
 		case leftCleanly:
 			st.set(now, Failed)
-			st.failedRev, st.failedCleanly = rev, true
+			st.failedRev, st.failedCleanly, st.failedDown = rev, true, false
 		case !live:
 			st.set(now, Suspect)
 		}
 	case Suspect:
+		confirmed := now.Sub(st.since) >= tm.confirm && (st.everLive || now.Sub(tm.started) >= tm.grace)
+		down := st.down && st.everLive // a region never seen alive keeps the startup grace
 		switch {
 		case live:
 			st.set(now, Healthy)
-		case leftCleanly, now.Sub(st.since) >= tm.confirm && (st.everLive || now.Sub(tm.started) >= tm.grace):
+		case leftCleanly, confirmed, down:
 			st.set(now, Failed)
-			st.failedRev, st.failedCleanly = rev, leftCleanly
+			st.failedRev, st.failedCleanly, st.failedDown = rev, leftCleanly, !leftCleanly && !confirmed
 		}
 	case Failed:
 		if live {
@@ -140,7 +149,7 @@ func (st *regionStatus) observe(now time.Time, rev int64, instances []ownership.
 		switch {
 		case !live:
 			st.set(now, Failed)
-			st.failedRev, st.failedCleanly = rev, leftCleanly
+			st.failedRev, st.failedCleanly, st.failedDown = rev, leftCleanly, false
 		case now.Sub(oldest) >= tm.hold:
 			st.set(now, Healthy)
 			st.everLive = true
@@ -191,6 +200,7 @@ func (st *regionStatus) deadline(tm timing) time.Time {
 func (st *regionStatus) set(now time.Time, s RegionState) {
 	if st.state != s {
 		st.state, st.since = s, now
+		st.probing, st.down = false, false
 	}
 }
 

@@ -10,6 +10,9 @@ import (
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
 
 	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/internal/lifecycle"
@@ -29,6 +32,15 @@ type Tracker struct {
 	poll    time.Duration
 	tm      timing
 	log     *slog.Logger
+
+	// probe, when set, is asked once per suspect period whether the
+	// region is down (Prober); probes run under probeCtx, which Close
+	// ends, and Close waits for them.
+	probe      Prober
+	probeCtx   context.Context
+	probeStop  context.CancelFunc
+	probes     sync.WaitGroup
+	probeCount metric.Int64Counter
 
 	mu      sync.Mutex
 	status  map[string]*regionStatus
@@ -55,6 +67,14 @@ func NewTracker(cfg Config) (*Tracker, error) {
 	for _, r := range t.regions {
 		t.status[r] = &regionStatus{}
 	}
+	t.probe = cfg.Probe
+	t.probeCtx, t.probeStop = context.WithCancel(context.Background())
+	m := cfg.Meter
+	if m == nil {
+		m = noop.NewMeterProvider().Meter("")
+	}
+	t.probeCount, _ = m.Int64Counter("idemcoord.failover.down_probes",
+		metric.WithDescription("Probes of a region that turned suspect, by watched_region and result: down (nothing serves at its address: failed without the confirmation delay) or not_down (the confirmation delay runs)."))
 	return t, nil
 }
 
@@ -93,6 +113,11 @@ func (t *Tracker) Refresh(ctx context.Context) (map[string]RegionState, error) {
 			t.log.Info("region state", "watched_region", r, "from", prev, "to", st.state, "instances", len(st.seen))
 		}
 		out[r] = st.state
+		if st.state == Suspect && st.everLive && !st.probing && t.probe != nil {
+			st.probing = true
+			t.probes.Add(1)
+			go t.probeRegion(r, st.since)
+		}
 	}
 	if moved {
 		close(t.changed)
@@ -124,6 +149,57 @@ func (t *Tracker) failedRevision(region string) int64 {
 		return st.failedRev
 	}
 	return 0
+}
+
+// probeRegion asks the Prober whether region, suspect since since, is
+// down; if it is and the region is still in that suspect period, it
+// reads again at once, which fails the region (observe).
+func (t *Tracker) probeRegion(region string, since time.Time) {
+	defer t.probes.Done()
+	ctx, cancel := context.WithTimeout(t.probeCtx, min(max(t.tm.confirm, probeTimeoutFloor), probeTimeoutCeil))
+	down := t.probe.Down(ctx, region)
+	cancel()
+	if t.probeCtx.Err() != nil {
+		return
+	}
+	result := "not_down"
+	if down {
+		result = "down"
+	}
+	t.probeCount.Add(t.probeCtx, 1, metric.WithAttributes(attribute.String("watched_region", region), attribute.String("result", result)))
+	t.mu.Lock()
+	st := t.status[region]
+	current := st.state == Suspect && st.since.Equal(since)
+	if current {
+		st.down = down
+	}
+	t.mu.Unlock()
+	if !current || !down {
+		return
+	}
+	t.log.Warn("suspect region is down: nothing serves at its address", "watched_region", region)
+	if _, err := t.Refresh(t.probeCtx); err != nil && t.probeCtx.Err() == nil {
+		t.log.Warn("region liveness read failed", "err", err)
+	}
+}
+
+// A probe is given the confirmation delay (past it, the delay decides
+// anyway), at least probeTimeoutFloor and at most probeTimeoutCeil (real
+// time: a refusal comes within a round trip, and a probe that hangs
+// proves nothing).
+const (
+	probeTimeoutFloor = 250 * time.Millisecond
+	probeTimeoutCeil  = time.Second
+)
+
+// failedDown reports whether region's last failure was confirmed by the
+// Prober (nothing served at its address) before the confirmation delay
+// ran out.
+func (t *Tracker) failedDown(region string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	st, ok := t.status[region]
+	return ok && st.failedDown
 }
 
 // failedCleanly reports whether region's last failure was confirmed
@@ -193,9 +269,14 @@ func (t *Tracker) Changed() <-chan struct{} {
 // still answers Refresh. It can be started once.
 func (t *Tracker) Start(ctx context.Context) error { return t.run.Start(ctx, nil, t.follow) }
 
-// Close stops the tracker's loop and waits for it; idempotent. The
-// tracker keeps the states it last read.
-func (t *Tracker) Close() error { return t.run.Close() }
+// Close stops the tracker's loop and its probes and waits for them;
+// idempotent. The tracker keeps the states it last read.
+func (t *Tracker) Close() error {
+	err := t.run.Close()
+	t.probeStop()
+	t.probes.Wait()
+	return err
+}
 
 // Done is closed once the tracker's loop has stopped.
 func (t *Tracker) Done() <-chan struct{} { return t.run.Done() }

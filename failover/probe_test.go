@@ -1,0 +1,207 @@
+package failover_test
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idemcoord/idemcoord/clock"
+	"github.com/idemcoord/idemcoord/config"
+	"github.com/idemcoord/idemcoord/failover"
+	"github.com/idemcoord/idemcoord/internal/testutil"
+	"github.com/idemcoord/idemcoord/region"
+)
+
+// deadURL is the base URL of a region whose process is gone: every
+// connection is refused.
+func deadURL(t *testing.T) string { return "http://" + testutil.RefusingAddr(t) }
+
+// closingURL is the base URL of a TCP proxy in front of a dead process
+// (the drills' peer links): it accepts, then closes without a byte.
+func closingURL(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	return "http://" + ln.Addr().String()
+}
+
+// stalledURL is the base URL of a paused process: its kernel accepts
+// connections, nothing ever answers.
+func stalledURL(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	return "http://" + ln.Addr().String() // never accepted: the backlog holds the connection
+}
+
+// answeringURL is the base URL of a live instance that lost its liveness
+// key (an etcd hiccup): it answers, here with a 503.
+func answeringURL(t *testing.T) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+func TestPeerProbeFindsARegionDownOnlyOnARefusedOrClosedConnection(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		url  func(*testing.T) string
+		down bool
+	}{
+		{"refused", deadURL, true},
+		{"closed before any answer", closingURL, true},
+		{"accepted, never answered (paused)", stalledURL, false},
+		{"answered, even an error", answeringURL, false},
+		{"https, closed before the handshake", func(t *testing.T) string { return "https" + strings.TrimPrefix(closingURL(t), "http") }, true},
+		{"https, a handshake (even one the probe does not trust)", func(t *testing.T) string {
+			srv := httptest.NewTLSServer(http.NotFoundHandler())
+			t.Cleanup(srv.Close)
+			return srv.URL
+		}, false},
+		{"unknown region", func(*testing.T) string { return "" }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			u := tc.url(t)
+			p := failover.PeerProbe{URL: func(string) (string, error) {
+				if u == "" {
+					return "", region.ErrUnknownRegion
+				}
+				return u, nil
+			}}
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			defer cancel()
+			if got := p.Down(ctx, "us-east"); got != tc.down {
+				t.Fatalf("Down = %v, want %v", got, tc.down)
+			}
+		})
+	}
+}
+
+// probeResults is a Prober that reports each result of the PeerProbe it
+// wraps on results.
+type probeResults struct {
+	p       failover.PeerProbe
+	results chan bool
+}
+
+func (r probeResults) Down(ctx context.Context, region string) bool {
+	d := r.p.Down(ctx, region)
+	r.results <- d
+	return d
+}
+
+// probedTracker returns a tracker whose confirmation delay never falls due
+// unless the test moves the clock, probing us-east at usEast, and the
+// channel of its probes' results.
+func probedTracker(t *testing.T, usEast string) (*failover.Tracker, *clock.Fake, chan bool, string) {
+	t.Helper()
+	var rs []config.Region
+	for _, n := range regions {
+		u := "http://" + n + ".invalid"
+		if n == "us-east" {
+			u = usEast
+		}
+		rs = append(rs, config.Region{Name: n, URL: u})
+	}
+	topo, err := region.New(regions[1], rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli, pfx := client(t), prefix(t)
+	fake := clock.NewFake(epoch0())
+	results := make(chan bool, 4)
+	tr, err := failover.NewTracker(failover.Config{Client: cli, Topology: topo, Prefix: pfx,
+		ConfirmDelay: time.Hour, Clock: fake, Logger: quiet(),
+		Probe: probeResults{p: failover.PeerProbe{URL: topo.URL}, results: results}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tr.Close() })
+	a := instance(t, cli, pfx, "us-east", "a")
+	if states, err := tr.Refresh(ctxT(t)); err != nil || states["us-east"] != failover.Healthy {
+		t.Fatalf("us-east %s (%v), want healthy", states["us-east"], err)
+	}
+	a.kill()
+	return tr, fake, results, pfx
+}
+
+// TestARegionWhoseAddressRefusesConnectionsIsFailedWithoutTheConfirmationDelay:
+// a killed region's process holds no socket; once its key is gone, the
+// probe's refused connection fails it at once, as a clean stop does. The
+// clock never moves here, and the confirmation delay is an hour.
+func TestARegionWhoseAddressRefusesConnectionsIsFailedWithoutTheConfirmationDelay(t *testing.T) {
+	for name, url := range map[string]func(*testing.T) string{"refused": deadURL, "closed by a proxy": closingURL} {
+		t.Run(name, func(t *testing.T) {
+			ctx := ctxT(t)
+			tr, _, results, _ := probedTracker(t, url(t))
+			changed := tr.Changed()
+			if states, err := tr.Refresh(ctx); err != nil || states["us-east"] != failover.Suspect {
+				t.Fatalf("us-east %s (%v), want suspect", states["us-east"], err)
+			}
+			if down := <-results; !down {
+				t.Fatal("the probe did not find the dead region down")
+			}
+			for tr.State("us-east") != failover.Failed {
+				select {
+				case <-changed:
+					changed = tr.Changed()
+				case <-ctx.Done():
+					t.Fatalf("us-east stayed %s after the probe found it down, want failed", tr.State("us-east"))
+				}
+			}
+		})
+	}
+}
+
+// TestASuspectRegionThatStillAcceptsConnectionsWaitsForTheConfirmationDelay:
+// a paused process (its kernel accepts) or a live instance that lost its
+// key (it answers) is no evidence of death: the region stays suspect
+// until the confirmation delay runs out.
+func TestASuspectRegionThatStillAcceptsConnectionsWaitsForTheConfirmationDelay(t *testing.T) {
+	for name, url := range map[string]func(*testing.T) string{"paused": stalledURL, "answering": answeringURL} {
+		t.Run(name, func(t *testing.T) {
+			ctx := ctxT(t)
+			tr, fake, results, _ := probedTracker(t, url(t))
+			if states, err := tr.Refresh(ctx); err != nil || states["us-east"] != failover.Suspect {
+				t.Fatalf("us-east %s (%v), want suspect", states["us-east"], err)
+			}
+			if down := <-results; down {
+				t.Fatal("the probe found a region that accepts connections down")
+			}
+			if states, err := tr.Refresh(ctx); err != nil || states["us-east"] != failover.Suspect {
+				t.Fatalf("us-east %s (%v) after the probe, want still suspect", states["us-east"], err)
+			}
+			select {
+			case d := <-results:
+				t.Fatalf("probed again (%v) in the same suspect period", d)
+			default:
+			}
+			fake.Advance(time.Hour)
+			if states, err := tr.Refresh(ctx); err != nil || states["us-east"] != failover.Failed {
+				t.Fatalf("us-east %s (%v) after the confirmation delay, want failed", states["us-east"], err)
+			}
+		})
+	}
+}
