@@ -66,7 +66,7 @@ func (p PeerProbe) Down(ctx context.Context, region string) bool {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", net.JoinHostPort(u.Hostname(), port))
 	if err != nil {
-		return refusedOrClosed(ctx, err)
+		return NothingServes(ctx, err)
 	}
 	defer conn.Close()
 	if dl, ok := ctx.Deadline(); ok {
@@ -83,20 +83,23 @@ func (p PeerProbe) Down(ctx context.Context, region string) bool {
 			}
 		}
 		err := tls.Client(conn, cfg).HandshakeContext(ctx)
-		return err != nil && refusedOrClosed(ctx, err)
+		return err != nil && NothingServes(ctx, err)
 	}
 	if _, err := fmt.Fprintf(conn, "GET /healthz HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", u.Host); err != nil {
-		return refusedOrClosed(ctx, err)
+		return NothingServes(ctx, err)
 	}
 	var b [1]byte
 	n, err := conn.Read(b[:])
-	return n == 0 && err != nil && refusedOrClosed(ctx, err)
+	return n == 0 && err != nil && NothingServes(ctx, err)
 }
 
-// refusedOrClosed reports whether err says nothing serves at the address:
-// the connection was refused, or closed or reset before any answer. Not
-// when ctx ended: a probe that timed out proves nothing.
-func refusedOrClosed(ctx context.Context, err error) bool {
+// NothingServes reports whether err, the error of a connection or of a
+// request on a fresh connection before any byte of its answer, says
+// nothing serves at the address: the connection was refused, or closed or
+// reset before any answer. Not when ctx ended: a probe or a request that
+// timed out proves nothing. The gateway reads a failed forward the same
+// way.
+func NothingServes(ctx context.Context, err error) bool {
 	if ctx.Err() != nil {
 		return false
 	}

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/idemcoord/idemcoord/failover"
 	"github.com/idemcoord/idemcoord/gateway/exchange"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -21,8 +22,22 @@ import (
 // the same key replays the owner's record or finds it in progress.
 const forwardSlack = 5 * time.Second
 
+// forwardFailure is how a forward ended without an answer to relay.
+type forwardFailure struct {
+	// wrote: the request's head was written, so the owner may have acted
+	// on it (an answer lost); else it never reached the owner.
+	wrote bool
+	// down: the failure is evidence that nothing serves at the owner's
+	// address (failover.NothingServes: refused, or closed or reset before
+	// any answer), not a timeout.
+	down bool
+	err  error
+}
+
 // forward sends the call once to the owner region's gateway at target and
-// relays its answer. Method, path, query, body, Authorization and
+// relays its answer, or returns how it failed without answering the
+// client (elsewhere answers, or holds the call: ownerdown.go).
+// Method, path, query, body, Authorization and
 // Idempotency-Key go unchanged; HeaderForwardedFrom names this region so
 // the owner never forwards it again. The owner authenticates, claims and
 // answers as for a direct request, so the client sees the same answer.
@@ -31,9 +46,10 @@ const forwardSlack = 5 * time.Second
 // failed on a reused connection when it deems it replayable, and a request
 // with an Idempotency-Key and a rewindable body is, to it: the body here
 // cannot be rewound (no GetBody), so a resend cannot happen. Nothing is
-// ever executed locally instead: an owner that cannot be reached is a 503,
-// one whose answer was lost after the request may have reached it a 504.
-func (rt *Stage) forward(ctx context.Context, c *exchange.Request, owner, target string) {
+// ever executed locally instead while the owner holds the shard: an owner
+// that cannot be reached is a 503, one whose answer was lost after the
+// request may have reached it a 504.
+func (rt *Stage) forward(ctx context.Context, c *exchange.Request, owner, target string) *forwardFailure {
 	timeout := rt.timeout
 	if timeout <= 0 {
 		// The owner may hold a retry for in_progress.wait before it
@@ -44,8 +60,7 @@ func (rt *Stage) forward(ctx context.Context, c *exchange.Request, owner, target
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, c.R.Method, target, nil)
 	if err != nil {
-		rt.unreachable(ctx, c, owner, err)
-		return
+		return &forwardFailure{err: err}
 	}
 	// Not a *bytes.Reader: NewRequest would add a GetBody, or turn an
 	// empty body into NoBody, and either makes the request replayable.
@@ -61,12 +76,7 @@ func (rt *Stage) forward(ctx context.Context, c *exchange.Request, owner, target
 	req = req.WithContext(httptrace.WithClientTrace(req.Context(), trace))
 	resp, err := rt.client.Do(req)
 	if err != nil {
-		if !wrote.Load() {
-			rt.unreachable(ctx, c, owner, err)
-			return
-		}
-		rt.lost(ctx, c, owner, err)
-		return
+		return &forwardFailure{wrote: wrote.Load(), down: failover.NothingServes(ctx, err), err: err}
 	}
 	defer resp.Body.Close()
 	rt.count(ctx, owner, "answered")
@@ -92,6 +102,7 @@ func (rt *Stage) forward(ctx context.Context, c *exchange.Request, owner, target
 		rt.log.WarnContext(ctx, "forwarded answer cut short", "to", owner, "endpoint", c.Endpoint.Name, "err", exchange.Redact(err))
 		panic(http.ErrAbortHandler)
 	}
+	return nil
 }
 
 // unreachable answers 503: the request never reached the owner region.

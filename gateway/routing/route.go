@@ -44,6 +44,13 @@ type Route struct {
 // means a transfer the cache has not seen yet, possibly still FENCING, so
 // nothing is served until the cache catches up.
 func (rt *Stage) route(ctx context.Context, c *exchange.Request, stale error) (Route, error) {
+	return rt.routeOnce(ctx, c, stale, true)
+}
+
+// routeOnce is route; mayHold lets a failed forward be held until its
+// owner is down and the call routed again (ownerdown.go), which the
+// second routing then may not do again.
+func (rt *Stage) routeOnce(ctx context.Context, c *exchange.Request, stale error, mayHold bool) (Route, error) {
 	shard := shard.Of(c.Actor, rt.shards)
 	if stale != nil {
 		epoch, owner, err := rt.store.Fence(ctx, shard)
@@ -54,7 +61,7 @@ func (rt *Stage) route(ctx context.Context, c *exchange.Request, stale error) (R
 			rt.moving(c, shard, "this region's ownership view is behind the store's fence")
 			return Route{To: Answer}, nil
 		}
-		rt.elsewhere(ctx, c, shard, owner, epoch)
+		rt.elsewhere(ctx, c, shard, owner, epoch, false)
 		return Route{To: Answer}, nil
 	}
 	owner, epoch, state, ok := rt.settled(ctx, c, shard) // settle.go: held while between owners
@@ -73,7 +80,9 @@ func (rt *Stage) route(ctx context.Context, c *exchange.Request, stale error) (R
 	case owner == rt.local:
 		return Route{To: Here, Token: fencing.Token{Shard: shard, Epoch: epoch, Region: rt.local}}, nil
 	}
-	rt.elsewhere(ctx, c, shard, owner, epoch)
+	if rt.elsewhere(ctx, c, shard, owner, epoch, mayHold) {
+		return rt.routeOnce(ctx, c, nil, false) // the owner went down while its forward was held
+	}
 	return Route{To: Answer}, nil
 }
 
@@ -87,18 +96,21 @@ func (rt *Stage) moving(c *exchange.Request, shard int, why string) {
 // the shard (at epoch): forwarded once, or redirected. A call that was
 // already forwarded here is refused instead: the forwarder thought this
 // region owned the shard and this region thinks otherwise, so one of the
-// two views is stale, and a second hop could only start a cycle.
-func (rt *Stage) elsewhere(ctx context.Context, c *exchange.Request, shard int, owner string, epoch int64) {
+// two views is stale, and a second hop could only start a cycle. It
+// reports whether the call is to be routed again: a forward that failed
+// on evidence that the owner is dead, held (mayHold) until the owner
+// turned suspect (ownerdown.go); nothing was answered then.
+func (rt *Stage) elsewhere(ctx context.Context, c *exchange.Request, shard int, owner string, epoch int64, mayHold bool) (again bool) {
 	if from := ForwardedFrom(c.R.Context()); from != "" {
 		rt.refuseLoop(ctx, c, from, shard, owner, epoch)
-		return
+		return false
 	}
 	base, err := rt.topo.URL(owner)
 	if err != nil {
 		rt.log.ErrorContext(ctx, "shard owned by a region outside the topology", "shard", shard, "owner", owner)
 		c.RefuseWait("ownership_unknown", exchange.Problem{Type: "ownership-unknown", Title: "the actor's owner region is not in this gateway's topology",
 			Detail: "nothing was executed; retry with the same key", Status: http.StatusServiceUnavailable}, exchange.OwnershipRetryAfter)
-		return
+		return false
 	}
 	target := strings.TrimSuffix(base, "/") + c.R.URL.RequestURI()
 	if rt.redirect {
@@ -109,9 +121,20 @@ func (rt *Stage) elsewhere(ctx context.Context, c *exchange.Request, shard int, 
 		h.Set("Location", target)
 		h.Set("Cache-Control", "no-store")
 		c.W.WriteHeader(http.StatusTemporaryRedirect)
-		return
+		return false
 	}
-	rt.forward(ctx, c, owner, target)
+	f := rt.forward(ctx, c, owner, target)
+	switch {
+	case f == nil:
+		return false
+	case mayHold && rt.holdForOwnerDown(ctx, c, f, shard, owner):
+		return true
+	case f.wrote:
+		rt.lost(ctx, c, owner, f.err)
+	default:
+		rt.unreachable(ctx, c, owner, f.err)
+	}
+	return false
 }
 
 // refuseLoop answers 503 misrouted to a forwarded call this region would
