@@ -49,7 +49,7 @@ func Run(ctx context.Context, sched Schedule, inj Injector, rec *history.Recorde
 		call := rec.Now()
 		if err := inj.Inject(ctx, f); err != nil {
 			rec.Add(history.Operation{Kind: history.KindFault, Call: call, Return: rec.Now(), Shard: -1,
-				SentTo: f.Region, Fault: string(f.Kind), Skipped: true, Detail: f.String() + ": not injected: " + err.Error()})
+				SentTo: f.Region, Fault: string(f.Kind), Link: string(f.Link), Skipped: true, Detail: f.String() + ": not injected: " + err.Error()})
 			if !errors.Is(err, ErrUnsupported) {
 				errs = append(errs, fmt.Errorf("inject %s: %w", f, err))
 			}
@@ -64,7 +64,7 @@ func Run(ctx context.Context, sched Schedule, inj Injector, rec *history.Recorde
 		healErr := inj.Heal(hctx, f)
 		cancel()
 		rec.Add(history.Operation{Kind: history.KindFault, Call: call, Effective: effective, Return: rec.Now(), Shard: -1,
-			SentTo: f.Region, Fault: string(f.Kind), Detail: f.String()})
+			SentTo: f.Region, Fault: string(f.Kind), Link: string(f.Link), Detail: f.String()})
 		if obs.Healed != nil {
 			obs.Healed(f)
 		}

@@ -138,6 +138,9 @@ type Operation struct {
 	// hold, Effective after it. 0 (histories written before it) reads as
 	// Call.
 	Effective int64 `json:"effective_ns,omitempty"`
+	// Link is, for a fault that acts on one of a region's links
+	// (latency, reset_peer), which: "etcd", "sql", "peer", "upstream".
+	Link string `json:"link,omitempty"`
 	// Skipped marks a fault the cluster could not inject: its window
 	// disturbed nothing.
 	Skipped bool `json:"skipped,omitempty"`

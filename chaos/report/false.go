@@ -3,6 +3,7 @@ package report
 import (
 	"time"
 
+	"github.com/idemcoord/idemcoord/chaos/failpoint"
 	"github.com/idemcoord/idemcoord/chaos/history"
 	"github.com/idemcoord/idemcoord/chaos/validate"
 )
@@ -27,8 +28,9 @@ const failoverSlack = 15 * time.Second
 
 // falseFailovers returns the failovers of fs that no region-loss fault
 // (RegionLoss: a kill, a pause past the lease, a cut from etcd or SQL, a
-// crash point) of the same region explains: one is explained when it was
-// audited inside that fault's window, or within failoverSlack after it.
+// crash point; or a reset of its etcd link, cutsEtcd) of the same region
+// explains: one is explained when it was audited inside that fault's
+// window, or within failoverSlack after it.
 func falseFailovers(h history.History, fs []validate.Failover) []FalseFailover {
 	var out []FalseFailover
 	faults := h.Filter(history.KindFault)
@@ -36,7 +38,7 @@ func falseFailovers(h history.History, fs []validate.Failover) []FalseFailover {
 		at := h.At(f.At)
 		explained := false
 		for _, w := range faults {
-			if w.SentTo == f.Region && !w.Skipped && RegionLoss[w.Fault] &&
+			if w.SentTo == f.Region && !w.Skipped && (RegionLoss[w.Fault] || cutsEtcd(w)) &&
 				at >= w.Call && at <= w.Return+int64(failoverSlack) {
 				explained = true
 				break
@@ -47,4 +49,15 @@ func falseFailovers(h history.History, fs []validate.Failover) []FalseFailover {
 		}
 	}
 	return out
+}
+
+// cutsEtcd reports whether fault op resets the connections of its
+// region's etcd link (reset_peer on "etcd"): every keepalive's answer is
+// reset, the client reconnects into the next reset, and a window longer
+// than the liveness TTL leaves the region's lease to expire as a cut
+// does (the region's own tracker sees its key gone). A failover of the
+// region in that window is the fault's, not a false one. A reset of any
+// other link, or latency on any link, never explains one.
+func cutsEtcd(op history.Operation) bool {
+	return op.Fault == string(failpoint.ResetPeer) && op.Link == string(failpoint.LinkEtcd)
 }

@@ -64,3 +64,29 @@ func TestRegionLossKindsAreTheRegistrysAndExplainAFailover(t *testing.T) {
 		}
 	}
 }
+
+// TestAFailoverWhileARegionsEtcdConnectionsAreResetIsNotFalse: resetting
+// every etcd connection of eu-west for 7 s (mixed, seed 8) let its lease
+// expire as a cut would, and its failover inside the window is the
+// fault's. A reset of its SQL link explains nothing: ap-south's failover
+// in such a window is false.
+func TestAFailoverWhileARegionsEtcdConnectionsAreResetIsNotFalse(t *testing.T) {
+	start := time.Date(2026, 12, 7, 9, 29, 28, 0, time.UTC)
+	at := func(s float64) int64 { return int64(s * float64(time.Second)) }
+	in := synthetic()
+	in.History = history.History{Start: start, Ops: []history.Operation{
+		{Seq: 1, Kind: history.KindFault, Call: at(3), Effective: at(3), Return: at(10.2), SentTo: "eu-west", Shard: -1,
+			Fault: "reset_peer", Link: "etcd", Detail: "reset_peer eu-west etcd for 7.193s"},
+		{Seq: 2, Kind: history.KindFault, Call: at(20), Effective: at(20), Return: at(27), SentTo: "ap-south", Shard: -1,
+			Fault: "reset_peer", Link: "sql", Detail: "reset_peer ap-south sql for 7s"},
+	}}
+	in.Result.Failovers = []validate.Failover{
+		{Region: "eu-west", Shards: 341, At: start.Add(6 * time.Second)},
+		{Region: "ap-south", Shards: 342, At: start.Add(24 * time.Second)},
+	}
+	r := Build(in)
+	want := []FalseFailover{{Region: "ap-south", Shards: 342, At: 24}}
+	if len(r.FalseFailovers) != 1 || r.FalseFailovers[0] != want[0] {
+		t.Errorf("false failovers = %+v, want %+v", r.FalseFailovers, want)
+	}
+}
