@@ -41,6 +41,7 @@ type Tracker struct {
 	probeStop  context.CancelFunc
 	probes     sync.WaitGroup
 	probeCount metric.Int64Counter
+	probesShut bool // under mu: Close began, no probe starts
 
 	mu      sync.Mutex
 	status  map[string]*regionStatus
@@ -113,7 +114,7 @@ func (t *Tracker) Refresh(ctx context.Context) (map[string]RegionState, error) {
 			t.log.Info("region state", "watched_region", r, "from", prev, "to", st.state, "instances", len(st.seen))
 		}
 		out[r] = st.state
-		if st.state == Suspect && st.everLive && !st.probing && t.probe != nil {
+		if st.state == Suspect && st.everLive && !st.probing && t.probe != nil && !t.probesShut {
 			st.probing = true
 			t.probes.Add(1)
 			go t.probeRegion(r, st.since)
@@ -273,6 +274,9 @@ func (t *Tracker) Start(ctx context.Context) error { return t.run.Start(ctx, nil
 // idempotent. The tracker keeps the states it last read.
 func (t *Tracker) Close() error {
 	err := t.run.Close()
+	t.mu.Lock()
+	t.probesShut = true
+	t.mu.Unlock()
 	t.probeStop()
 	t.probes.Wait()
 	return err
