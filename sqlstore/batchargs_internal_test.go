@@ -36,7 +36,7 @@ func TestBatchArgumentsDoNotAllocatePerMember(t *testing.T) {
 		for i := range n {
 			req := storetest.Request(t, fmt.Sprintf("tenant/a%d", i), fmt.Sprintf("key-%d", i), `{"amount":"1"}`)
 			batch = append(batch, &member[claimJob]{key: memberKey{keyHash: req.Scope.Key.Hash()},
-				req: claimJob{req: &req, owner: "w/1", opID: newOperationID(false), state: idempotency.InProgress}})
+				req: claimJob{req: req, owner: "w/1", opID: newOperationID(false), state: idempotency.InProgress}})
 		}
 		return batch
 	}

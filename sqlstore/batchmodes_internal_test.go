@@ -44,7 +44,7 @@ func TestBatchesRunInEveryQueryExecMode(t *testing.T) {
 				}
 				claims = append(claims, &member[claimJob]{
 					key: memberKey{reqs[i].Scope.Actor, reqs[i].Scope.Endpoint, reqs[i].Scope.Key.Hash()},
-					req: claimJob{req: &reqs[i], owner: fmt.Sprintf("w/%d", i), opID: newOperationID(false),
+					req: claimJob{req: reqs[i], owner: fmt.Sprintf("w/%d", i), opID: newOperationID(false),
 						state: idempotency.InProgress, rec: &recs[i]}})
 			}
 			s.claimBatch(ctx, claims)

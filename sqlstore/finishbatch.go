@@ -145,8 +145,7 @@ func (s *Store) finishBatch(ctx context.Context, batch []*member[finishJob]) {
 	defer cancel()
 	// The batch's own commit watch: a sync-rep warning on its commit is
 	// every member's, not its leader's call's (syncrep.go).
-	w := &commitWatch{}
-	ctx = context.WithValue(ctx, watchKey{}, w)
+	ctx, w := newWatch(ctx)
 	s.metrics.batch(ctx, "finish", len(batch))
 	n := len(batch)
 	args := append([]any{s.now()}, finishBatchArgs(batch)...)
