@@ -60,12 +60,7 @@ func TestBatchesRunInEveryQueryExecMode(t *testing.T) {
 					res = store.Result{State: idempotency.TerminalFailure, ErrorSummary: "declined",
 						Snapshot: store.Snapshot{Status: 402, Body: []byte(`{}`)}}
 				}
-				status, headers, body, resourceID, errSummary, err := snapshotArgs(res)
-				if err != nil {
-					t.Fatal(err)
-				}
-				u := s.prepareOwn(l, "finish", finishSQL, string(res.State), status, headers, body,
-					res.Snapshot.BodyOmitted, resourceID, errSummary, l.TTL.Milliseconds())
+				u := s.prepareFinish(l, res)
 				finishes = append(finishes, &member[finishJob]{req: finishJob{u: &u}})
 			}
 			s.finishBatch(ctx, finishes)

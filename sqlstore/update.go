@@ -55,6 +55,13 @@ type fencedUpdate struct {
 	keyHash            [32]byte
 	leaseOwner, region string
 	extra              []any
+	// fin, when finish is set, holds a finish's own parameters
+	// (finishSet's, $10 on) typed, in place of extra: boxed only when
+	// the update runs alone (args), read as they are by a batch
+	// (finishBatchArgs). Boxing them for every finish, batched or not,
+	// cost a first run about seven allocations.
+	fin    finishVals
+	finish bool
 	// self is set for the lease holder's own writes (heartbeat, stage,
 	// finish): they keep the owner and require a running state, so a
 	// record still running under this lease's owner moved only by this
@@ -73,14 +80,16 @@ func (s *Store) prepareText(l *store.Lease, owner, op, q string, extra ...any) f
 		leaseOwner: l.Owner, region: l.Token.Region, extra: extra}
 }
 
-// args are the statement's arguments, $1 on.
+// args are the statement's arguments, $1 on (u's own, not a copy's: a
+// finish's pointer arguments point into u).
 func (u *fencedUpdate) args() []any {
-	return append([]any{u.at, u.shard, u.epoch, u.actor, u.endpoint, u.keyHash[:], u.version, u.leaseOwner,
-		u.region}, u.extra...)
+	a := make([]any, 0, fixedArgs+max(len(u.extra), finishArgCount))
+	a = append(a, u.at, u.shard, u.epoch, u.actor, u.endpoint, u.keyHash[:], u.version, u.leaseOwner, u.region)
+	if u.finish {
+		return u.fin.appendArgs(a)
+	}
+	return append(a, u.extra...)
 }
-
-// arg is the operation's own parameter $(i+1), i >= fixedArgs.
-func (u *fencedUpdate) arg(i int) any { return u.extra[i-fixedArgs] }
 
 // updateTexts caches updateSQL filled per (set, cond): every caller passes
 // constants, so the text is built once per kind of update, not on every
@@ -381,24 +390,11 @@ func (s *Store) Finish(ctx context.Context, l *store.Lease, res store.Result) er
 	if err := idempotency.Transition(idempotency.InProgress, res.State); err != nil || res.State == idempotency.InProgress {
 		return fmt.Errorf("sqlstore: finish: %w", errors.Join(err, errors.New("state must be a result")))
 	}
-	status, headers, body, resourceID, errSummary, err := snapshotArgs(res)
-	if err != nil {
-		return err
-	}
 	drillpoint.Hit(drillpoint.BeforeFinish)
-	var (
-		u     fencedUpdate
-		first func(context.Context, *fencedUpdate) (bool, error)
-	)
-	if res.Stage != "" {
-		u = s.prepareOwn(l, "finish", finishStageSQL, string(res.State), status, headers, body,
-			res.Snapshot.BodyOmitted, resourceID, errSummary, l.TTL.Milliseconds(), res.Stage)
-	} else {
-		u = s.prepareOwn(l, "finish", finishSQL, string(res.State), status, headers, body,
-			res.Snapshot.BodyOmitted, resourceID, errSummary, l.TTL.Milliseconds())
-		if s.finishes != nil {
-			first = s.finishFirst
-		}
+	u := s.prepareFinish(l, res)
+	var first func(context.Context, *fencedUpdate) (bool, error)
+	if res.Stage == "" && s.finishes != nil {
+		first = s.finishFirst
 	}
 	ok, err := s.runUpdateVia(ctx, u, first)
 	if err == nil && ok && res.Stage != "" {
