@@ -90,18 +90,6 @@ func finishValues(res *store.Result, ttl time.Duration) finishVals {
 	return f
 }
 
-// appendArgs appends f as the single statement's parameters, $10 on, of
-// the Go types the other writes pass (see snapshotArgs); the pointers
-// point into f.
-func (f *finishVals) appendArgs(a []any) []any {
-	a = append(a, f.state, optPtr(&f.status, f.hasStatus), optPtr(&f.headers, f.headers != ""), f.body, f.omitted,
-		optPtr(&f.resourceID, f.resourceID != ""), optPtr(&f.errSummary, f.errSummary != ""), f.ttl)
-	if f.stage != "" {
-		a = append(a, f.stage)
-	}
-	return a
-}
-
 // optPtr is p when ok, else a nil *T (NULL).
 func optPtr[T any](p *T, ok bool) *T {
 	if ok {

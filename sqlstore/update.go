@@ -62,6 +62,8 @@ type fencedUpdate struct {
 	// cost a first run about seven allocations.
 	fin    finishVals
 	finish bool
+	// single holds the arguments when the update runs alone (args).
+	single updateArgs
 	// self is set for the lease holder's own writes (heartbeat, stage,
 	// finish): they keep the owner and require a running state, so a
 	// record still running under this lease's owner moved only by this
@@ -78,17 +80,6 @@ func (s *Store) prepareText(l *store.Lease, owner, op, q string, extra ...any) f
 	return fencedUpdate{l: l, owner: owner, op: op, sql: q, at: s.now(), shard: l.Token.Shard, epoch: l.Token.Epoch,
 		version: l.Version, actor: l.Scope.Actor, endpoint: l.Scope.Endpoint, keyHash: l.KeyHash,
 		leaseOwner: l.Owner, region: l.Token.Region, extra: extra}
-}
-
-// args are the statement's arguments, $1 on (u's own, not a copy's: a
-// finish's pointer arguments point into u).
-func (u *fencedUpdate) args() []any {
-	a := make([]any, 0, fixedArgs+max(len(u.extra), finishArgCount))
-	a = append(a, u.at, u.shard, u.epoch, u.actor, u.endpoint, u.keyHash[:], u.version, u.leaseOwner, u.region)
-	if u.finish {
-		return u.fin.appendArgs(a)
-	}
-	return append(a, u.extra...)
 }
 
 // updateTexts caches updateSQL filled per (set, cond): every caller passes
