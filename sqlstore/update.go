@@ -144,18 +144,20 @@ func (s *Store) prepareOwn(l *store.Lease, op, q string, extra ...any) fencedUpd
 // run executes the update on q (a pool or a transaction). ok=false means
 // no row matched. On success the lease follows the row.
 func (u *fencedUpdate) run(ctx context.Context, s *Store, q querier) (ok bool, err error) {
-	var (
+	// The answer's destinations escape into the scan: one allocation
+	// for the three.
+	out := new(struct {
 		version  int64
 		leaseExp *time.Time
 		expires  time.Time
-	)
+	})
 	rows, err := q.Query(ctx, u.sql, u.args()...)
 	if err == nil {
 		// QueryRow's Scan, reading the answer's binary form (rawscan.go).
 		if !rows.Next() {
 			err = pgx.ErrNoRows
 		} else {
-			err = scanUpdated(rows, 0, &version, &leaseExp, &expires)
+			err = scanUpdated(rows, 0, &out.version, &out.leaseExp, &out.expires)
 		}
 		rows.Close()
 		if rerr := rows.Err(); rerr != nil {
@@ -175,9 +177,9 @@ func (u *fencedUpdate) run(ctx context.Context, s *Store, q querier) (ok bool, e
 	if err != nil {
 		return false, err
 	}
-	u.l.Version, u.l.Owner, u.l.ExpiresAt, u.l.RecordExpiresAt = version, u.owner, time.Time{}, expires
-	if leaseExp != nil {
-		u.l.ExpiresAt = *leaseExp
+	u.l.Version, u.l.Owner, u.l.ExpiresAt, u.l.RecordExpiresAt = out.version, u.owner, time.Time{}, out.expires
+	if out.leaseExp != nil {
+		u.l.ExpiresAt = *out.leaseExp
 	}
 	return true, nil
 }
