@@ -55,8 +55,9 @@ func newClaimArgs(at *time.Time, req *store.ClaimRequest, owner string, opID uui
 }
 
 // updateArgs are a fenced update's arguments as it runs alone: the fixed
-// ones and, for a finish, its own (finishVals). They live in the update
-// (fencedUpdate.single), which is on the heap already when it runs.
+// ones and, for a finish, its own (finishVals). Allocated by args, when
+// the update runs alone, not kept in the update: a finish that goes in a
+// batch would carry their 700 bytes for nothing.
 type updateArgs struct {
 	shard, epoch, version, ttl                 pgtype.Int8
 	status                                     pgtype.Int4
@@ -66,9 +67,10 @@ type updateArgs struct {
 	list                                       [fixedArgs + finishArgCount]any
 }
 
-// args are the statement's arguments, $1 on: pointers into u.
+// args are the statement's arguments, $1 on: pointers into a new
+// updateArgs, and for the headers into u.
 func (u *fencedUpdate) args() []any {
-	a := &u.single
+	a := new(updateArgs)
 	a.shard, a.epoch, a.version = pgInt8(int64(u.shard)), pgInt8(u.epoch), pgInt8(u.version)
 	a.actor, a.endpoint, a.leaseOwner, a.region = pgText(u.actor), pgText(u.endpoint), pgText(u.leaseOwner), pgText(u.region)
 	a.keyHash = u.keyHash[:]

@@ -62,8 +62,6 @@ type fencedUpdate struct {
 	// cost a first run about seven allocations.
 	fin    finishVals
 	finish bool
-	// single holds the arguments when the update runs alone (args).
-	single updateArgs
 	// self is set for the lease holder's own writes (heartbeat, stage,
 	// finish): they keep the owner and require a running state, so a
 	// record still running under this lease's owner moved only by this
