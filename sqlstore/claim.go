@@ -47,8 +47,8 @@ func (s *Store) Begin(ctx context.Context, req store.ClaimRequest) (store.Claim,
 }
 
 func (s *Store) begin(ctx context.Context, req store.ClaimRequest) (store.Claim, error) {
-	ctx, done := s.call(ctx)
-	defer done()
+	ctx, call := s.start(ctx)
+	defer call.End()
 	owner := ownerID(req.Worker)
 	opID := newOperationID(s.cockroach)
 	state := idempotency.InProgress

@@ -23,7 +23,7 @@ import (
 //
 // Measured on 2026-12-07 (docs/capacity.md, "Go allocations per first
 // run"): 84 alone and 65-68 among 16 clients before the cuts of session
-// 11, 44 and 44-46 after. About 19 of what is left are the deadline
+// 11, 42 and 42-45 after. About 17 of what is left are the deadline
 // contexts of the two store calls and pgx's watch of them (and of each
 // batch's), 2 the lease owner and the stored headers' text, 1 each the
 // operation id and the lease.

@@ -212,8 +212,8 @@ func (s *Store) runUpdate(ctx context.Context, u fencedUpdate) (bool, error) {
 // settled by re-reading (the update applied iff the row carries version+1
 // and u's owner), never re-run blind.
 func (s *Store) runUpdateVia(ctx context.Context, u fencedUpdate, first func(context.Context, *fencedUpdate) (bool, error)) (bool, error) {
-	ctx, done := s.call(ctx)
-	defer done()
+	ctx, call := s.start(ctx)
+	defer call.End()
 	l, op := u.l, u.op
 	unsure := false // an earlier attempt's outcome was not seen
 	var (

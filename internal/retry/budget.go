@@ -170,33 +170,56 @@ func (c *shareCtx) Value(key any) any {
 	return c.Context.Value(key)
 }
 
-// newCall is NewShare(b).Call(ctx, 0) with the share and the context
-// that carries it in one allocation: every store call starts one.
-func newCall(ctx context.Context, b Budget) (context.Context, func()) {
-	c := &struct {
-		shareCtx
-		share Share
-	}{share: Share{limit: b.Attempts, left: b.Total}}
+// newCall is NewShare(b).Call(ctx, 0) with the share, the context that
+// carries it and the call's end in one allocation: every store call
+// starts one.
+func newCall(ctx context.Context, b Budget) (context.Context, *callState) {
+	c := &callState{share: Share{limit: b.Attempts, left: b.Total}}
 	c.Context, c.s = ctx, &c.share
-	return c.share.call(&c.shareCtx, 0)
+	var dctx context.Context
+	dctx, c.cancel, c.start = c.share.open(&c.shareCtx, 0)
+	return dctx, c
 }
+
+// callState is a call that started its own share (newCall).
+type callState struct {
+	shareCtx
+	share  Share
+	cancel context.CancelFunc
+	start  time.Time
+}
+
+// End ends the call: see Share.Call's done.
+func (c *callState) End() { c.share.close(c.cancel, c.start) }
 
 // call is Call on ctx, which carries s already.
 func (s *Share) call(ctx context.Context, limit time.Duration) (_ context.Context, done func()) {
+	ctx, cancel, start := s.open(ctx, limit)
+	return ctx, func() { s.close(cancel, start) }
+}
+
+// open derives a call's context from ctx (which carries s): its
+// deadline is the time s has left, at most limit when limit > 0. start
+// is when the call began, for close.
+func (s *Share) open(ctx context.Context, limit time.Duration) (_ context.Context, cancel context.CancelFunc, start time.Time) {
 	s.mu.Lock()
 	left := s.left
 	s.mu.Unlock()
 	if limit > 0 {
 		left = min(left, limit)
 	}
-	start := time.Now()
-	ctx, cancel := context.WithTimeout(ctx, max(left, 0))
-	return ctx, func() {
-		cancel()
-		s.mu.Lock()
-		s.left -= time.Since(start)
-		s.mu.Unlock()
-	}
+	start = time.Now()
+	ctx, cancel = context.WithTimeout(ctx, max(left, 0))
+	return ctx, cancel, start
+}
+
+// close ends a call opened at start: it cancels its context and charges
+// the time it took to s.
+func (s *Share) close(cancel context.CancelFunc, start time.Time) {
+	cancel()
+	s.mu.Lock()
+	s.left -= time.Since(start)
+	s.mu.Unlock()
 }
 
 // take uses one attempt, at most min(s's limit, limit) in all; false when
