@@ -176,21 +176,40 @@ func (c *shareCtx) Value(key any) any {
 func newCall(ctx context.Context, b Budget) (context.Context, *callState) {
 	c := &callState{share: Share{limit: b.Attempts, left: b.Total}}
 	c.Context, c.s = ctx, &c.share
-	var dctx context.Context
-	dctx, c.cancel, c.start = c.share.open(&c.shareCtx, 0)
-	return dctx, c
+	return c.open(0), c
 }
 
 // callState is a call that started its own share (newCall).
 type callState struct {
+	shareCall
+	share Share
+}
+
+// Start is Call whose end is an Ender instead of a function: one
+// allocation fewer (the call's context and its end are one object; a
+// done function is a closure of its own). See Loop.Start.
+func (s *Share) Start(ctx context.Context, limit time.Duration) (context.Context, Ender) {
+	c := &shareCall{shareCtx: shareCtx{Context: ctx, s: s}}
+	return c.open(limit), c
+}
+
+// shareCall is one call within a share: the context carrying the share,
+// and what its end needs.
+type shareCall struct {
 	shareCtx
-	share  Share
 	cancel context.CancelFunc
 	start  time.Time
 }
 
+// open derives the call's context (see Share.open).
+func (c *shareCall) open(limit time.Duration) context.Context {
+	var ctx context.Context
+	ctx, c.cancel, c.start = c.s.open(&c.shareCtx, limit)
+	return ctx
+}
+
 // End ends the call: see Share.Call's done.
-func (c *callState) End() { c.share.close(c.cancel, c.start) }
+func (c *shareCall) End() { c.s.close(c.cancel, c.start) }
 
 // call is Call on ctx, which carries s already.
 func (s *Share) call(ctx context.Context, limit time.Duration) (_ context.Context, done func()) {

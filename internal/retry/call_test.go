@@ -80,3 +80,33 @@ func TestAStartedCallIsACallInOneAllocationLess(t *testing.T) {
 		t.Errorf("Start and End allocate %.0f times, Call and done %.0f: want one fewer", starts, calls)
 	}
 }
+
+// TestAShareStartedCallIsAShareCallInOneAllocationLess: Share.Start
+// gives the context Share.Call gives (the share, a deadline within the
+// limit), End cancels it, and it costs one
+// allocation fewer than Call with its done function.
+func TestAShareStartedCallIsAShareCallInOneAllocationLess(t *testing.T) {
+	share := retry.NewShare(retry.Budget{Attempts: 3, Total: time.Hour})
+	ctx, end := share.Start(context.Background(), time.Minute)
+	if retry.FromContext(ctx) != share {
+		t.Fatal("the started call's context does not carry its share")
+	}
+	if d, ok := ctx.Deadline(); !ok || time.Until(d) > time.Minute {
+		t.Errorf("deadline %v, %v: want one within the limit's minute", d, ok)
+	}
+	end.End()
+	if ctx.Err() == nil {
+		t.Error("End did not cancel the call's context")
+	}
+	calls := testing.AllocsPerRun(100, func() {
+		_, done := share.Call(context.Background(), time.Minute)
+		done()
+	})
+	starts := testing.AllocsPerRun(100, func() {
+		_, end := share.Start(context.Background(), time.Minute)
+		end.End()
+	})
+	if starts != calls-1 {
+		t.Errorf("Start and End allocate %.0f times, Call and done %.0f: want one fewer", starts, calls)
+	}
+}
