@@ -58,9 +58,9 @@ func (l *Loop) Call(ctx context.Context) (_ context.Context, done func()) {
 	return ctx, c.End
 }
 
-// Ender ends a call started by Loop.Start.
+// Ender ends a call started by Loop.Start or Share.Start.
 type Ender interface {
-	// End ends the call, as Loop.Call's done does.
+	// End ends the call, as the done function of Loop.Call and Share.Call does.
 	End()
 }
 
