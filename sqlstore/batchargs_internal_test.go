@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgtype"
 
@@ -36,7 +37,7 @@ func TestBatchArgumentsDoNotAllocatePerMember(t *testing.T) {
 		for i := range n {
 			req := storetest.Request(t, fmt.Sprintf("tenant/a%d", i), fmt.Sprintf("key-%d", i), `{"amount":"1"}`)
 			batch = append(batch, &member[claimJob]{key: memberKey{keyHash: req.Scope.Key.Hash()},
-				req: claimJob{req: &req, owner: "w/1", opID: newOperationID(false), state: idempotency.InProgress}})
+				req: claimJob{req: req, owner: "w/1", opID: newOperationID(false), state: idempotency.InProgress}})
 		}
 		return batch
 	}
@@ -45,12 +46,8 @@ func TestBatchArgumentsDoNotAllocatePerMember(t *testing.T) {
 		for i := range n {
 			req := storetest.Request(t, fmt.Sprintf("tenant/a%d", i), fmt.Sprintf("key-%d", i), `{"amount":"1"}`)
 			l := &store.Lease{Scope: req.Scope, KeyHash: req.Scope.Key.Hash(), Owner: "w/1", Version: 1, Token: req.Token}
-			status, headers, body, resourceID, errSummary, err := snapshotArgs(storetest.Completed(`{"id":"pay_1"}`))
-			if err != nil {
-				t.Fatal(err)
-			}
-			u := s.prepareOwn(l, "finish", finishSQL, string(idempotency.Completed), status, headers, body, false,
-				resourceID, errSummary, int64(86400000))
+			l.TTL = 24 * time.Hour
+			u := s.prepareFinish(l, storetest.Completed(`{"id":"pay_1"}`))
 			batch = append(batch, &member[finishJob]{req: finishJob{u: &u}})
 		}
 		return batch

@@ -44,7 +44,7 @@ func TestBatchesRunInEveryQueryExecMode(t *testing.T) {
 				}
 				claims = append(claims, &member[claimJob]{
 					key: memberKey{reqs[i].Scope.Actor, reqs[i].Scope.Endpoint, reqs[i].Scope.Key.Hash()},
-					req: claimJob{req: &reqs[i], owner: fmt.Sprintf("w/%d", i), opID: newOperationID(false),
+					req: claimJob{req: reqs[i], owner: fmt.Sprintf("w/%d", i), opID: newOperationID(false),
 						state: idempotency.InProgress, rec: &recs[i]}})
 			}
 			s.claimBatch(ctx, claims)
@@ -60,12 +60,7 @@ func TestBatchesRunInEveryQueryExecMode(t *testing.T) {
 					res = store.Result{State: idempotency.TerminalFailure, ErrorSummary: "declined",
 						Snapshot: store.Snapshot{Status: 402, Body: []byte(`{}`)}}
 				}
-				status, headers, body, resourceID, errSummary, err := snapshotArgs(res)
-				if err != nil {
-					t.Fatal(err)
-				}
-				u := s.prepareOwn(l, "finish", finishSQL, string(res.State), status, headers, body,
-					res.Snapshot.BodyOmitted, resourceID, errSummary, l.TTL.Milliseconds())
+				u := s.prepareFinish(l, res)
 				finishes = append(finishes, &member[finishJob]{req: finishJob{u: &u}})
 			}
 			s.finishBatch(ctx, finishes)
@@ -82,6 +77,55 @@ func TestBatchesRunInEveryQueryExecMode(t *testing.T) {
 				}
 				if i != 2 && string(c.Record.Snapshot.Body) != fmt.Sprintf(`{"id":"pay_%d"}`, i) {
 					t.Errorf("claim %d again replays %q", i, c.Record.Snapshot.Body)
+				}
+			}
+		})
+	}
+}
+
+// TestSingleStatementsRunInEveryQueryExecMode: a first run whose claim
+// and finish run alone (each finds a group-commit slot free) stores its
+// answer whatever protocol the DSN asks pgx for, so the single
+// statements' pointer arguments (singleargs.go) encode without the
+// statements' parameter types too: a completed answer with headers and a
+// resource id, and a terminal failure with an error summary and a stage
+// (finishStageSQL), each replayed as stored by a later claim.
+func TestSingleStatementsRunInEveryQueryExecMode(t *testing.T) {
+	ctx := context.Background()
+	for _, mode := range []string{"cache_statement", "cache_describe", "describe_exec", "exec", "simple_protocol"} {
+		t.Run(mode, func(t *testing.T) {
+			s, err := Open(ctx, Config{Migrate: true, DSN: pgtest.NewDatabase(t) + "&default_query_exec_mode=" + mode})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(s.Close)
+			if err := s.BootstrapFences(ctx, shard.DefaultCount, func(int) string { return storetest.Region }); err != nil {
+				t.Fatal(err)
+			}
+			failed := store.Result{State: idempotency.TerminalFailure, ErrorSummary: "declined", Stage: "charge_sent",
+				Snapshot: store.Snapshot{Status: 402, Body: []byte(`{}`)}}
+			for i, res := range []store.Result{storetest.Completed(`{"id":"pay_1"}`), failed} {
+				req := storetest.Request(t, fmt.Sprintf("tenant/s%d", i), "key", `{"amount":"1"}`)
+				req.FirstSent = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+				c, err := s.Begin(ctx, req)
+				if err != nil || c.Outcome != store.FirstRun {
+					t.Fatalf("claim %d: %v %v", i, c.Outcome, err)
+				}
+				if err := s.Finish(ctx, c.Lease, res); err != nil {
+					t.Fatalf("finish %d: %v", i, err)
+				}
+				c, err = s.Begin(ctx, req)
+				if err != nil || c.Outcome != store.Replayed {
+					t.Fatalf("claim %d again: %v %v", i, c.Outcome, err)
+				}
+				got := c.Record
+				if got.State != res.State || got.Snapshot.Status != res.Snapshot.Status ||
+					string(got.Snapshot.Body) != string(res.Snapshot.Body) || got.ErrorSummary != res.ErrorSummary ||
+					got.LastStage != res.Stage || !got.FirstSent.Equal(req.FirstSent) {
+					t.Errorf("result %d stored as %+v, want %+v", i, got, res)
+				}
+				if i == 0 && (got.Snapshot.ResourceID != "pay_1" || got.Snapshot.Header.Get("Content-Type") != "application/json") {
+					t.Errorf("completed answer stored with resource id %q and headers %v", got.Snapshot.ResourceID, got.Snapshot.Header)
 				}
 			}
 		})

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -46,9 +47,9 @@ func (s *Store) Begin(ctx context.Context, req store.ClaimRequest) (store.Claim,
 }
 
 func (s *Store) begin(ctx context.Context, req store.ClaimRequest) (store.Claim, error) {
-	ctx, done := s.call(ctx)
-	defer done()
-	owner := req.Worker + "/" + nonce()
+	ctx, call := s.start(ctx)
+	defer call.End()
+	owner := ownerID(req.Worker)
 	opID := newOperationID(s.cockroach)
 	state := idempotency.InProgress
 	if req.Pending {
@@ -102,14 +103,19 @@ func claimAgain(err error) bool {
 // may have committed without an answer (an ambiguous claim statement).
 func (s *Store) claimOnce(ctx context.Context, req store.ClaimRequest, owner string, opID uuid.UUID,
 	state idempotency.State, readFirst bool, unsure *bool) (store.Claim, error) {
+	// The record and the time escape into the statement's scan: one
+	// allocation for both, not one each.
 	var (
-		rec   store.Record
-		now   time.Time
-		found bool
-		err   error
+		out = new(struct {
+			rec store.Record
+			now time.Time
+		})
+		rec, now = &out.rec, &out.now
+		found    bool
+		err      error
 	)
 	if readFirst {
-		found, err = s.readRow(ctx, req, &rec, &now)
+		found, err = s.readRow(ctx, req, rec, now)
 		if err = stmtOutcome(err); err != nil {
 			return store.Claim{}, fmt.Errorf("sqlstore: read: %w", err)
 		}
@@ -117,7 +123,7 @@ func (s *Store) claimOnce(ctx context.Context, req store.ClaimRequest, owner str
 	if !found {
 		// One round trip, one serializable transaction: read the record
 		// and, only if there is none, claim it.
-		found, err = s.claim(ctx, req, owner, opID, state, &rec, &now)
+		found, err = s.claim(ctx, req, owner, opID, state, rec, now)
 		err = stmtOutcome(err)
 	}
 	switch {
@@ -130,10 +136,10 @@ func (s *Store) claimOnce(ctx context.Context, req store.ClaimRequest, owner str
 	case found && rec.LeaseOwner == owner && rec.Version == 1:
 		// Our insert (or our earlier one, whose answer was lost).
 		s.retries.observe(req.Scope.Endpoint, false)
-		return store.Claim{Outcome: store.FirstRun, Record: rec, Lease: newLease(rec, req)}, nil
+		return store.Claim{Outcome: store.FirstRun, Record: *rec, Lease: newLease(*rec, req)}, nil
 	case found:
 		s.retries.observe(req.Scope.Endpoint, true)
-		c, again, err := s.decide(ctx, req, rec, now)
+		c, again, err := s.decide(ctx, req, *rec, *now)
 		if err == nil && again {
 			err = errMovedOn
 		}
@@ -253,7 +259,7 @@ func (s *Store) decide(ctx context.Context, req store.ClaimRequest, rec store.Re
 	if err != nil || !take {
 		return c, false, err
 	}
-	lease, u := s.takeover(req, rec, req.Worker+"/"+nonce())
+	lease, u := s.takeover(req, rec, ownerID(req.Worker))
 	ok, err := s.runUpdate(ctx, u)
 	if err != nil || !ok {
 		return c, !ok && err == nil, err
@@ -304,6 +310,25 @@ func (s *Store) checkFence(ctx context.Context, q querier, tok fencing.Token) er
 	}
 	return nil
 }
+
+// ownerID is a claim's lease owner: the worker's name, a slash and a
+// nonce, unique to the claim or takeover. Built in one allocation (the
+// nonce and the concatenation were two of every first run).
+func ownerID(worker string) string {
+	var b strings.Builder
+	b.Grow(len(worker) + 1 + 2*nonceLen)
+	b.WriteString(worker)
+	b.WriteByte('/')
+	var raw [nonceLen]byte
+	rand.Read(raw[:])
+	var hexed [2 * nonceLen]byte
+	hex.Encode(hexed[:], raw[:])
+	b.Write(hexed[:])
+	return b.String()
+}
+
+// nonceLen is a nonce's length in bytes before hex encoding.
+const nonceLen = 8
 
 func nonce() string {
 	var b [8]byte

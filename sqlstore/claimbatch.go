@@ -62,7 +62,7 @@ FROM (SELECT * FROM b WHERE NOT EXISTS (SELECT 1 FROM ins WHERE i_operation_id =
 // claimJob is one claim in the claim combiner: what claimSQL would
 // insert, and the batch's answer for it.
 type claimJob struct {
-	req   *store.ClaimRequest
+	req   store.ClaimRequest // by value: in the member's allocation
 	owner string
 	opID  uuid.UUID
 	state idempotency.State
@@ -106,7 +106,7 @@ func (s *Store) claim(ctx context.Context, req store.ClaimRequest, owner string,
 // a batch (or, if a slot frees first, runs alone after all).
 func (s *Store) claimQueued(ctx context.Context, key memberKey, req store.ClaimRequest, owner string, opID uuid.UUID,
 	state idempotency.State, rec *store.Record, now *time.Time) (bool, error) {
-	m := &member[claimJob]{key: key, req: claimJob{req: &req, owner: owner, opID: opID, state: state, rec: rec}}
+	m := &member[claimJob]{key: key, req: claimJob{req: req, owner: owner, opID: opID, state: state, rec: rec}}
 	j := &m.req
 	alone, err := s.claims.join(ctx, m)
 	switch {
@@ -153,7 +153,7 @@ func claimBatchArgs(batch []*member[claimJob]) []any {
 	a.opIDs, a.firstSent = make(pgArray[pgtype.UUID], n), make(pgArray[pgtype.Timestamptz], n)
 	for i, m := range batch {
 		j := &m.req
-		r := j.req
+		r := &j.req
 		a.actors[i], a.endpoints[i], a.keys[i] = pgText(r.Scope.Actor), pgText(r.Scope.Endpoint), m.key.keyHash[:]
 		a.shards[i], a.epochs[i], a.regions[i] = pgInt4(int32(r.Token.Shard)), pgInt8(r.Token.Epoch), pgText(r.Token.Region)
 		a.opIDs[i] = pgtype.UUID{Bytes: j.opID, Valid: true}
@@ -176,8 +176,7 @@ func (s *Store) claimBatch(ctx context.Context, batch []*member[claimJob]) {
 	defer cancel()
 	// The batch's own commit watch: a sync-rep warning on its commit is
 	// every member's, not its leader's call's (syncrep.go).
-	w := &commitWatch{}
-	ctx = context.WithValue(ctx, watchKey{}, w)
+	ctx, w := newWatch(ctx)
 	s.metrics.batch(ctx, "claim", len(batch))
 	byOp := make(map[uuid.UUID]*claimJob, len(batch))
 	for _, m := range batch {

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/idempotency"
@@ -85,11 +84,7 @@ var recordColCount = strings.Count(recordCols, ",") + 1
 // (built by claimedRecord) or the one found.
 func (s *Store) claimRow(ctx context.Context, q querier, req store.ClaimRequest, owner string, opID uuid.UUID,
 	state idempotency.State, rec *store.Record, now *time.Time) (bool, error) {
-	keyHash := req.Scope.Key.Hash()
-	rows, err := q.Query(ctx, claimSQL, s.now(), req.Scope.Actor, req.Scope.Endpoint, keyHash[:],
-		req.Token.Shard, req.Token.Epoch, pgtype.UUID{Bytes: opID, Valid: true}, req.Fingerprint.Sum[:],
-		req.Fingerprint.Version, string(state), owner, req.Lease.Milliseconds(), snapshotTTL(req).Milliseconds(),
-		req.Token.Region, firstSentArg(req.FirstSent), markerTTL(req).Milliseconds(), membersArg(req.Members))
+	rows, err := q.Query(ctx, claimSQL, newClaimArgs(s.now(), &req, owner, opID, state).list[:]...)
 	if err != nil {
 		return false, err
 	}

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/idemcoord/idemcoord/store"
 )
 
 // finishBatchSQL is the finish of several leases in one statement (group
@@ -55,18 +57,58 @@ type finishJob struct {
 	err      error // the batch statement's error, as it came
 }
 
-// finishArgs are the positions in the finish's arguments of finishSet's
-// parameters ($10..$17; fencedUpdate.arg).
-const (
-	argState = fixedArgs + iota
-	argStatus
-	argHeaders
-	argBody
-	argBodyOmitted
-	argResourceID
-	argErrSummary
-	argTTL
-)
+// finishVals are a finish's own parameters: finishSet's ($10..$17) and,
+// for finishStageSQL, the stage ($18). An empty headers, resourceID or
+// errSummary is NULL, as is status unless hasStatus (snapshotArgs'
+// rules).
+type finishVals struct {
+	state                  string
+	status                 int32
+	hasStatus              bool
+	headers                string
+	body                   []byte
+	omitted                bool
+	resourceID, errSummary string
+	ttl                    int64
+	stage                  string // finishStageSQL's $18; "" for finishSQL
+}
+
+// finishArgCount is the most parameters a finish adds ($10..$18).
+const finishArgCount = 9
+
+// finishValues are res's finish parameters for a lease of ttl.
+func finishValues(res *store.Result, ttl time.Duration) finishVals {
+	f := finishVals{state: string(res.State), body: res.Snapshot.Body, omitted: res.Snapshot.BodyOmitted,
+		errSummary: res.ErrorSummary, ttl: ttl.Milliseconds(), stage: res.Stage}
+	if stored(res.State) {
+		f.status, f.hasStatus = int32(res.Snapshot.Status), true
+		f.headers = headerText(res.Snapshot.Header)
+		f.resourceID = res.Snapshot.ResourceID
+	} else {
+		f.body = nil // (snapshotArgs stores no body for a state without a snapshot)
+	}
+	return f
+}
+
+// optPtr is p when ok, else a nil *T (NULL).
+func optPtr[T any](p *T, ok bool) *T {
+	if ok {
+		return p
+	}
+	return nil
+}
+
+// prepareFinish prepares l's finish with res (finishSQL, or
+// finishStageSQL when res has a stage); see Finish.
+func (s *Store) prepareFinish(l *store.Lease, res store.Result) fencedUpdate {
+	q := finishSQL
+	if res.Stage != "" {
+		q = finishStageSQL
+	}
+	u := s.prepareText(l, l.Owner, "finish", q)
+	u.self, u.finish, u.fin = true, true, finishValues(&res, l.TTL)
+	return u
+}
 
 // finishFirst is the first attempt of a finish's runUpdate through the
 // finish combiner: finishSQL alone when a slot is free, else a batch. A
@@ -127,13 +169,13 @@ func finishBatchArgs(batch []*member[finishJob]) []any {
 		a.shards[i], a.epochs[i], a.regions[i] = pgInt4(int32(u.shard)), pgInt8(u.epoch), pgText(u.region)
 		a.actors[i], a.endpoints[i], a.keys[i] = pgText(u.actor), pgText(u.endpoint), u.keyHash[:]
 		a.versions[i], a.owners[i] = pgInt8(u.version), pgText(u.leaseOwner)
-		a.states[i], a.bodies[i] = pgText(u.arg(argState).(string)), u.arg(argBody).([]byte)
-		a.omitted[i], a.ttls[i] = pgtype.Bool{Bool: u.arg(argBodyOmitted).(bool), Valid: true}, pgInt8(u.arg(argTTL).(int64))
-		if st := u.arg(argStatus).(*int32); st != nil {
-			a.statuses[i] = pgInt4(*st)
+		f := &u.fin
+		a.states[i], a.bodies[i] = pgText(f.state), f.body
+		a.omitted[i], a.ttls[i] = pgtype.Bool{Bool: f.omitted, Valid: true}, pgInt8(f.ttl)
+		if f.hasStatus {
+			a.statuses[i] = pgInt4(f.status)
 		}
-		a.headers[i] = optText(u.arg(argHeaders).(*string))
-		a.resourceIDs[i], a.errSummaries[i] = optText(u.arg(argResourceID).(*string)), optText(u.arg(argErrSummary).(*string))
+		a.headers[i], a.resourceIDs[i], a.errSummaries[i] = optText(f.headers), optText(f.resourceID), optText(f.errSummary)
 	}
 	return []any{&a.shards, &a.epochs, &a.actors, &a.endpoints, &a.keys, &a.versions, &a.owners, &a.regions,
 		&a.states, &a.statuses, &a.headers, &a.bodies, &a.omitted, &a.resourceIDs, &a.errSummaries, &a.ttls}
@@ -145,8 +187,7 @@ func (s *Store) finishBatch(ctx context.Context, batch []*member[finishJob]) {
 	defer cancel()
 	// The batch's own commit watch: a sync-rep warning on its commit is
 	// every member's, not its leader's call's (syncrep.go).
-	w := &commitWatch{}
-	ctx = context.WithValue(ctx, watchKey{}, w)
+	ctx, w := newWatch(ctx)
 	s.metrics.batch(ctx, "finish", len(batch))
 	n := len(batch)
 	args := append([]any{s.now()}, finishBatchArgs(batch)...)
@@ -190,10 +231,5 @@ func (s *Store) finishBatch(ctx context.Context, batch []*member[finishJob]) {
 	}
 }
 
-// optText is a nullable text argument.
-func optText(p *string) pgtype.Text {
-	if p == nil {
-		return pgtype.Text{}
-	}
-	return pgtype.Text{String: *p, Valid: true}
-}
+// optText is a nullable text argument: "" is NULL.
+func optText(s string) pgtype.Text { return pgtype.Text{String: s, Valid: s != ""} }

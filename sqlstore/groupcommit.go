@@ -223,7 +223,7 @@ func (c *combiner[T]) join(ctx context.Context, m *member[T]) (alone bool, err e
 		c.mu.Unlock()
 		return true, nil
 	}
-	m.wake = make(chan struct{}, 1)
+	m.wake = wakes.Get().(chan struct{})
 	c.queue = append(c.queue, m)
 	if c.sendNow() {
 		c.busy++
@@ -231,7 +231,14 @@ func (c *combiner[T]) join(ctx context.Context, m *member[T]) (alone bool, err e
 	} else {
 		c.mu.Unlock()
 	}
-	if err := c.await(ctx, m); err != nil {
+	err = c.await(ctx, m)
+	// m's wake is empty now, and nothing sends on it again: a member is
+	// woken once (taken into a batch, or handed a slot), and await has
+	// received that; a member that left the queue untaken was never sent
+	// to. So it goes back to the pool for another member.
+	wakes.Put(m.wake)
+	m.wake = nil
+	if err != nil {
 		return false, err
 	}
 	switch len(m.lead) {
@@ -310,6 +317,11 @@ func (c *combiner[T]) await(ctx context.Context, m *member[T]) error {
 		}
 	}
 }
+
+// wakes recycles the members' wake channels (buffered, one slot, empty
+// when put back; see join): a channel per queued request was an
+// allocation of every batched claim and finish.
+var wakes = sync.Pool{New: func() any { return make(chan struct{}, 1) }}
 
 // queueTimers recycles await's timers: a timer per queued request was two
 // allocations of every batched claim and finish.

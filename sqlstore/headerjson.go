@@ -19,6 +19,15 @@ func headerJSON(h http.Header) *string {
 	if len(h) == 0 {
 		return nil
 	}
+	s := headerText(h)
+	return &s
+}
+
+// headerText is headerJSON's text: "" when h is empty.
+func headerText(h http.Header) string {
+	if len(h) == 0 {
+		return ""
+	}
 	n := 2
 	for k, vs := range h {
 		n += len(k) + 4
@@ -51,8 +60,7 @@ func headerJSON(h http.Header) *string {
 		b.WriteByte(']')
 	}
 	b.WriteByte('}')
-	s := b.String()
-	return &s
+	return b.String()
 }
 
 // jsonString writes s as a JSON string.

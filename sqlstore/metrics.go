@@ -46,7 +46,7 @@ type metrics struct {
 	// outcome counts: building an attribute set on every request cost
 	// about 5 % of a first run's Go CPU. Its size is the counters' own
 	// cardinality (endpoints x outcomes and events).
-	outcomeAttrs sync.Map // outcomeKey -> metric.AddOption
+	outcomeAttrs sync.Map // outcomeKey -> []metric.AddOption (one option)
 }
 
 // outcomeKey names one series of the decision or event counter.
@@ -121,14 +121,16 @@ func (m *metrics) outcome(ctx context.Context, endpoint, name string) {
 		if isEvent(name) {
 			label = "event"
 		}
-		opt, _ = m.outcomeAttrs.LoadOrStore(k, metric.WithAttributeSet(attribute.NewSet(
-			attribute.String("endpoint", endpoint), attribute.String(label, name))))
+		// The option is kept as the variadic slice Add takes: passing it
+		// as one argument built that slice anew on every claim.
+		opt, _ = m.outcomeAttrs.LoadOrStore(k, []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(
+			attribute.String("endpoint", endpoint), attribute.String(label, name)))})
 	}
 	if isEvent(name) {
-		m.events.Add(ctx, 1, opt.(metric.AddOption))
+		m.events.Add(ctx, 1, opt.([]metric.AddOption)...)
 		return
 	}
-	m.decisions.Add(ctx, 1, opt.(metric.AddOption))
+	m.decisions.Add(ctx, 1, opt.([]metric.AddOption)...)
 }
 
 // InitMetrics exports the decision and event counters of the given

@@ -86,7 +86,8 @@ func scanUpdated(rows pgx.Rows, at int, version *int64, leaseExp **time.Time, ex
 	}
 	*version, *leaseExp, *expires = v, nil, ex
 	if !leNull {
-		*leaseExp = &le
+		t := le // (a copy: only a lease left running costs an allocation)
+		*leaseExp = &t
 	}
 	return nil
 }

@@ -85,8 +85,29 @@ func watching(ctx context.Context) (context.Context, *commitWatch) {
 	if w, ok := ctx.Value(watchKey{}).(*commitWatch); ok {
 		return ctx, w
 	}
-	w := &commitWatch{}
-	return context.WithValue(ctx, watchKey{}, w), w
+	return newWatch(ctx)
+}
+
+// newWatch returns ctx carrying a new commit watch (a batch's own).
+func newWatch(ctx context.Context) (context.Context, *commitWatch) {
+	c := &watchCtx{Context: ctx}
+	return c, &c.w
+}
+
+// watchCtx is a context carrying a commit watch: context.WithValue's,
+// with the watch in the context's own allocation (two allocations of
+// every store call were the watch and the value context).
+type watchCtx struct {
+	context.Context
+	w commitWatch
+}
+
+// Value implements context.Context.
+func (c *watchCtx) Value(key any) any {
+	if _, ok := key.(watchKey); ok {
+		return &c.w
+	}
+	return c.Context.Value(key)
 }
 
 // commitTracer moves a sync-rep warning from the connection that drew it
@@ -120,8 +141,10 @@ func (t commitTracer) TraceQueryEnd(ctx context.Context, c *pgx.Conn, d pgx.Trac
 // An ambiguous error caused by an unreplicated batch commit (a group
 // commit's member) marks the call too, for its settling attempt.
 func (s *Store) confirm(ctx context.Context, w *commitWatch, err error) error {
-	var unrep *UnreplicatedCommitError
 	if err != nil {
+		// (The target is declared here: it escapes, an allocation per
+		// attempt if declared above for the success path too.)
+		var unrep *UnreplicatedCommitError
 		if errors.As(err, &unrep) && w.unreplicated.Load() == nil {
 			w.unreplicated.Store(&pgconn.Notice{Message: unrep.Notice})
 		}

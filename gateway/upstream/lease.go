@@ -30,6 +30,15 @@ type leaseGuard struct {
 
 	mu         sync.Mutex
 	extendedAt time.Time // send time of the last claim or heartbeat that succeeded
+
+	// beat is the heartbeat running while the worker executes
+	// (Stage.heartbeat), kept here so that starting it costs only its
+	// quit channel and its goroutine (two channels and a stop closure of
+	// its own were four allocations of every first run).
+	beat struct {
+		quit chan struct{}
+		wg   sync.WaitGroup
+	}
 }
 
 func newLeaseGuard(st store.Claims, c clock.Clock, lease *store.Lease, length time.Duration, claimedAt time.Time) *leaseGuard {
@@ -77,20 +86,22 @@ func (l *leaseGuard) ensure(ctx context.Context) error {
 }
 
 // heartbeat extends the lease a third of its length after the previous
-// extension ended, until stop is called, so a slow upstream or handler is
-// never taken over while it runs. stop waits for the heartbeat goroutine,
-// so the lease is the caller's alone again when it returns.
-func (s *Stage) heartbeat(ctx context.Context, c *exchange.Request, guard *leaseGuard) (stop func()) {
+// extension ended, until guard.stopHeartbeat is called, so a slow
+// upstream or handler is never taken over while it runs. stopHeartbeat
+// waits for the heartbeat goroutine, so the lease is the caller's alone
+// again when it returns. One heartbeat per guard.
+func (s *Stage) heartbeat(ctx context.Context, c *exchange.Request, guard *leaseGuard) {
 	every := c.Policy.Lease / 3
-	done := make(chan struct{})
-	quit := make(chan struct{})
+	b := &guard.beat
+	b.quit = make(chan struct{})
+	b.wg.Add(1)
 	go func() {
-		defer close(done)
+		defer b.wg.Done()
 		t := s.clock.NewTimer(every)
 		defer t.Stop()
 		for {
 			select {
-			case <-quit:
+			case <-b.quit:
 				return
 			case <-t.C():
 			}
@@ -107,8 +118,11 @@ func (s *Stage) heartbeat(ctx context.Context, c *exchange.Request, guard *lease
 			t.Reset(every)
 		}
 	}()
-	return func() {
-		close(quit)
-		<-done
-	}
+}
+
+// stopHeartbeat ends the heartbeat Stage.heartbeat started on l and
+// waits for its goroutine.
+func (l *leaseGuard) stopHeartbeat() {
+	close(l.beat.quit)
+	l.beat.wg.Wait()
 }

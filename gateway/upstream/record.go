@@ -157,8 +157,8 @@ func (s *Stage) recordAgain(ctx context.Context, rb recording, c *exchange.Reque
 // one, recorded by someone else); errTakerRunning while a taker holds the
 // operation without a result; any other error is the store's.
 func (s *Stage) finish(ctx context.Context, rb recording, c *exchange.Request, lease *store.Lease, res store.Result) error {
-	sctx, done := rb.share.Call(ctx, max(min(storeCallTimeout, rb.until.Sub(s.clock.Now())), time.Millisecond))
-	defer done()
+	sctx, call := rb.share.Start(ctx, max(min(storeCallTimeout, rb.until.Sub(s.clock.Now())), time.Millisecond))
+	defer call.End()
 	err := s.claims.Finish(sctx, lease, res)
 	if !errors.Is(err, store.ErrLostOwnership) || res.State == idempotency.OutcomeUnknown {
 		// An unknown outcome is no answer: nothing to settle another

@@ -140,9 +140,9 @@ func (s *Stage) perform(ctx context.Context, c *exchange.Request, claim store.Cl
 		}
 	}
 	guard := newLeaseGuard(s.claims, s.clock, lease, c.Policy.Lease, c.ClaimedAt)
-	stop := s.heartbeat(ctx, c, guard)
+	s.heartbeat(ctx, c, guard)
 	a, res, replayed, err = s.execute(ctx, c, claim, in, guard)
-	stop()
+	guard.stopHeartbeat()
 	if err != nil {
 		s.unsent(ctx, c, lease, err)
 		return Answer{}, store.Result{}, false, err

@@ -170,33 +170,75 @@ func (c *shareCtx) Value(key any) any {
 	return c.Context.Value(key)
 }
 
-// newCall is NewShare(b).Call(ctx, 0) with the share and the context
-// that carries it in one allocation: every store call starts one.
-func newCall(ctx context.Context, b Budget) (context.Context, func()) {
-	c := &struct {
-		shareCtx
-		share Share
-	}{share: Share{limit: b.Attempts, left: b.Total}}
+// newCall is NewShare(b).Call(ctx, 0) with the share, the context that
+// carries it and the call's end in one allocation: every store call
+// starts one.
+func newCall(ctx context.Context, b Budget) (context.Context, *callState) {
+	c := &callState{share: Share{limit: b.Attempts, left: b.Total}}
 	c.Context, c.s = ctx, &c.share
-	return c.share.call(&c.shareCtx, 0)
+	return c.open(0), c
 }
+
+// callState is a call that started its own share (newCall).
+type callState struct {
+	shareCall
+	share Share
+}
+
+// Start is Call whose end is an Ender instead of a function: one
+// allocation fewer (the call's context and its end are one object; a
+// done function is a closure of its own). See Loop.Start.
+func (s *Share) Start(ctx context.Context, limit time.Duration) (context.Context, Ender) {
+	c := &shareCall{shareCtx: shareCtx{Context: ctx, s: s}}
+	return c.open(limit), c
+}
+
+// shareCall is one call within a share: the context carrying the share,
+// and what its end needs.
+type shareCall struct {
+	shareCtx
+	cancel context.CancelFunc
+	start  time.Time
+}
+
+// open derives the call's context (see Share.open).
+func (c *shareCall) open(limit time.Duration) context.Context {
+	var ctx context.Context
+	ctx, c.cancel, c.start = c.s.open(&c.shareCtx, limit)
+	return ctx
+}
+
+// End ends the call: see Share.Call's done.
+func (c *shareCall) End() { c.s.close(c.cancel, c.start) }
 
 // call is Call on ctx, which carries s already.
 func (s *Share) call(ctx context.Context, limit time.Duration) (_ context.Context, done func()) {
+	ctx, cancel, start := s.open(ctx, limit)
+	return ctx, func() { s.close(cancel, start) }
+}
+
+// open derives a call's context from ctx (which carries s): its
+// deadline is the time s has left, at most limit when limit > 0. start
+// is when the call began, for close.
+func (s *Share) open(ctx context.Context, limit time.Duration) (_ context.Context, cancel context.CancelFunc, start time.Time) {
 	s.mu.Lock()
 	left := s.left
 	s.mu.Unlock()
 	if limit > 0 {
 		left = min(left, limit)
 	}
-	start := time.Now()
-	ctx, cancel := context.WithTimeout(ctx, max(left, 0))
-	return ctx, func() {
-		cancel()
-		s.mu.Lock()
-		s.left -= time.Since(start)
-		s.mu.Unlock()
-	}
+	start = time.Now()
+	ctx, cancel = context.WithTimeout(ctx, max(left, 0))
+	return ctx, cancel, start
+}
+
+// close ends a call opened at start: it cancels its context and charges
+// the time it took to s.
+func (s *Share) close(cancel context.CancelFunc, start time.Time) {
+	cancel()
+	s.mu.Lock()
+	s.left -= time.Since(start)
+	s.mu.Unlock()
 }
 
 // take uses one attempt, at most min(s's limit, limit) in all; false when
