@@ -151,6 +151,7 @@ func TestRegionKilledFailsOverTransferEndpointsServe(t *testing.T) {
 			t.Errorf("run %d: new intent served by %q; want eu-west", run, got)
 		}
 		t.Logf("run %d: failover from the kill to the first success in eu-west: %v", run, took.Round(time.Millisecond))
+		failedOnProbe(t, c, run)
 
 		// The in-flight intent: 409 while the dead lease lives, then the
 		// takeover asks the resolve path; one charge.
@@ -172,6 +173,30 @@ func TestRegionKilledFailsOverTransferEndpointsServe(t *testing.T) {
 		t.Logf("failover over %d runs: p50 %v, p99 %v, max %v", len(times), times[len(times)/2].Round(time.Millisecond),
 			p99.Round(time.Millisecond), times[len(times)-1].Round(time.Millisecond))
 	}
+}
+
+// failedOnProbe fails the test unless the latest region failover in the
+// audit is us-east's on the down probe's evidence: a SIGKILLed idemd
+// holds no socket, so the survivors' probe of its peer URL is refused and
+// the confirmation delay is skipped (failover.Prober).
+func failedOnProbe(t *testing.T, c *devcluster.Cluster, run int) {
+	t.Helper()
+	testutil.Eventually(t, failoverDeadline, func() error {
+		log, err := c.Region("eu-west").Daemon.Store().AuditLog(t.Context(), 50)
+		if err != nil {
+			return err
+		}
+		for _, e := range log {
+			if e.Action != "region_failover" {
+				continue
+			}
+			if !strings.Contains(e.Reason, "region us-east failed") || !strings.Contains(e.Reason, "nothing serves at its address") {
+				t.Fatalf("run %d: latest region failover audited %q; want us-east's, failed on the down probe", run, e.Reason)
+			}
+			return nil
+		}
+		return errors.New("no region_failover audited yet")
+	})
 }
 
 // failBack waits until region is healthy again in every controller's view
