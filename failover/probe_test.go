@@ -22,24 +22,7 @@ func deadURL(t *testing.T) string { return "http://" + testutil.RefusingAddr(t) 
 
 // closingURL is the base URL of a TCP proxy in front of a dead process
 // (the drills' peer links): it accepts, then closes without a byte.
-func closingURL(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
-	return "http://" + ln.Addr().String()
-}
+func closingURL(t *testing.T) string { return "http://" + testutil.ClosingAddr(t) }
 
 // stalledURL is the base URL of a paused process: its kernel accepts
 // connections, nothing ever answers.

@@ -2,7 +2,6 @@ package gateway_test
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"sync"
 	"testing"
@@ -97,33 +96,9 @@ func TestAForwardToADeadOwnerIsHeldAndServedByTheNewOwnerOnceItsShardMoves(t *te
 	// claim is the retry under the same key.
 	t.Run("closed by a proxy after the request was written", func(t *testing.T) {
 		heldUntilMoved(t, func(t *testing.T) (*regionGW, *regionGW, *turningHealth, *clock.Fake, *sqlstore.Store) {
-			return deadEastAt(t, closingProxy(t))
+			return deadEastAt(t, "http://"+testutil.ClosingAddr(t))
 		})
 	})
-}
-
-// closingProxy returns the URL of a TCP proxy whose backend is dead: it
-// reads what it is sent, then closes the connection without a byte.
-func closingProxy(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				c.Read(make([]byte, 64<<10))
-			}()
-		}
-	}()
-	return "http://" + ln.Addr().String()
 }
 
 func heldUntilMoved(t *testing.T, start func(*testing.T) (*regionGW, *regionGW, *turningHealth, *clock.Fake, *sqlstore.Store)) {

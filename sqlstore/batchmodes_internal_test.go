@@ -21,16 +21,9 @@ import (
 // of each key replays the stored answer.
 func TestBatchesRunInEveryQueryExecMode(t *testing.T) {
 	ctx := context.Background()
-	for _, mode := range []string{"cache_statement", "cache_describe", "describe_exec", "exec", "simple_protocol"} {
+	for _, mode := range execModes {
 		t.Run(mode, func(t *testing.T) {
-			s, err := Open(ctx, Config{Migrate: true, DSN: pgtest.NewDatabase(t) + "&default_query_exec_mode=" + mode})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(s.Close)
-			if err := s.BootstrapFences(ctx, shard.DefaultCount, func(int) string { return storetest.Region }); err != nil {
-				t.Fatal(err)
-			}
+			s := openInExecMode(t, mode)
 			const n = 4
 			var (
 				claims []*member[claimJob]
@@ -92,16 +85,9 @@ func TestBatchesRunInEveryQueryExecMode(t *testing.T) {
 // (finishStageSQL), each replayed as stored by a later claim.
 func TestSingleStatementsRunInEveryQueryExecMode(t *testing.T) {
 	ctx := context.Background()
-	for _, mode := range []string{"cache_statement", "cache_describe", "describe_exec", "exec", "simple_protocol"} {
+	for _, mode := range execModes {
 		t.Run(mode, func(t *testing.T) {
-			s, err := Open(ctx, Config{Migrate: true, DSN: pgtest.NewDatabase(t) + "&default_query_exec_mode=" + mode})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(s.Close)
-			if err := s.BootstrapFences(ctx, shard.DefaultCount, func(int) string { return storetest.Region }); err != nil {
-				t.Fatal(err)
-			}
+			s := openInExecMode(t, mode)
 			failed := store.Result{State: idempotency.TerminalFailure, ErrorSummary: "declined", Stage: "charge_sent",
 				Snapshot: store.Snapshot{Status: 402, Body: []byte(`{}`)}}
 			for i, res := range []store.Result{storetest.Completed(`{"id":"pay_1"}`), failed} {
@@ -130,4 +116,23 @@ func TestSingleStatementsRunInEveryQueryExecMode(t *testing.T) {
 			}
 		})
 	}
+}
+
+// execModes are pgx's default_query_exec_mode values.
+var execModes = []string{"cache_statement", "cache_describe", "describe_exec", "exec", "simple_protocol"}
+
+// openInExecMode opens a migrated store on a fresh database whose DSN asks
+// pgx for mode, its fences bootstrapped to storetest.Region.
+func openInExecMode(t *testing.T, mode string) *Store {
+	t.Helper()
+	ctx := context.Background()
+	s, err := Open(ctx, Config{Migrate: true, DSN: pgtest.NewDatabase(t) + "&default_query_exec_mode=" + mode})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	if err := s.BootstrapFences(ctx, shard.DefaultCount, func(int) string { return storetest.Region }); err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

@@ -43,41 +43,20 @@ const ownerDownHold = 2500 * time.Millisecond
 // reports whether it did within ownerDownHold: the call is to be routed
 // again. Only on evidence that nothing serves at the owner's address, with
 // a region health view, and, for an answer lost, not on a shadow
-// endpoint. It waits on the directory cache's change signal and re-reads
-// the health view every settlePoll, on the gateway's clock.
+// endpoint. It waits as the settle hold does (holdUntil).
 func (rt *Stage) holdForOwnerDown(ctx context.Context, c *exchange.Request, f *forwardFailure, shard int, owner string) bool {
 	if !f.down || rt.health == nil || (f.wrote && c.Shadow != nil) {
 		return false
 	}
-	gone := func() bool {
+	gone := rt.holdUntil(ctx, ownerDownHold, func() bool {
 		o, _, _, ok := rt.owners.Owner(shard)
 		s := rt.health.State(owner)
 		return !ok || o != owner || (s != failover.Healthy && s != "")
-	}
-	changed := rt.changed()
-	if gone() {
+	})
+	if gone {
 		rt.heldOwnerDown(ctx, c, owner)
-		return true
 	}
-	deadline := rt.clock.NewTimer(ownerDownHold)
-	defer deadline.Stop()
-	tick := rt.clock.NewTicker(settlePoll)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return false
-		case <-deadline.C():
-			return false
-		case <-changed:
-		case <-tick.C():
-		}
-		changed = rt.changed()
-		if gone() {
-			rt.heldOwnerDown(ctx, c, owner)
-			return true
-		}
-	}
+	return gone
 }
 
 // heldOwnerDown counts and logs a call routed again after its owner went

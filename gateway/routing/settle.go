@@ -60,28 +60,40 @@ func (rt *Stage) changed() <-chan struct{} {
 // waits on the cache's change signal, and re-reads the health view every
 // settlePoll.
 func (rt *Stage) settled(ctx context.Context, c *exchange.Request, shard int) (owner string, epoch int64, state string, ok bool) {
-	changed := rt.changed() // taken before the read: a change after it fires
-	owner, epoch, state, ok = rt.owners.Owner(shard)
-	if !ok || !rt.between(c, owner, state) {
-		return owner, epoch, state, ok
+	rt.holdUntil(ctx, settleHold, func() bool {
+		owner, epoch, state, ok = rt.owners.Owner(shard)
+		return !ok || !rt.between(c, owner, state)
+	})
+	return owner, epoch, state, ok
+}
+
+// holdUntil holds the request until done reports true, and reports
+// whether it did: done is asked at once, then at every change of the
+// directory cache (its change signal, taken before each ask, so a change
+// after it fires) and every settlePoll (for the region health view,
+// which has no signal), for at most bound on the gateway's clock, or
+// until ctx ends.
+func (rt *Stage) holdUntil(ctx context.Context, bound time.Duration, done func() bool) bool {
+	changed := rt.changed()
+	if done() {
+		return true
 	}
-	deadline := rt.clock.NewTimer(settleHold)
+	deadline := rt.clock.NewTimer(bound)
 	defer deadline.Stop()
 	tick := rt.clock.NewTicker(settlePoll)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			return owner, epoch, state, ok
+			return false
 		case <-deadline.C():
-			return owner, epoch, state, ok
+			return false
 		case <-changed:
 		case <-tick.C():
 		}
 		changed = rt.changed()
-		owner, epoch, state, ok = rt.owners.Owner(shard)
-		if !ok || !rt.between(c, owner, state) {
-			return owner, epoch, state, ok
+		if done() {
+			return true
 		}
 	}
 }

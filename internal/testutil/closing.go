@@ -1,0 +1,32 @@
+package testutil
+
+import (
+	"net"
+	"testing"
+)
+
+// ClosingAddr returns a loopback host:port that accepts every connection,
+// reads what it is sent and closes it without a byte of answer: what a
+// TCP proxy in front of a dead process does (the drills' peer links when
+// a region is killed). The listener lives until the test ends.
+func ClosingAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				c.Read(make([]byte, 64<<10))
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
