@@ -94,6 +94,16 @@ func TestAForwardToADeadOwnerIsHeldAndServedByTheNewOwnerOnceItsShardMoves(t *te
 	// reads the request and closes: the answer is lost, the request may
 	// have reached east as far as west can tell, and the new owner's
 	// claim is the retry under the same key.
+	// East came back after an earlier failure (recovering), took its
+	// shard back, and died again (a crash loop): the view still calls it
+	// alive, so the forward is held until its new key goes too.
+	t.Run("refused by a recovering owner", func(t *testing.T) {
+		heldUntilMoved(t, func(t *testing.T) (*regionGW, *regionGW, *turningHealth, *clock.Fake, *sqlstore.Store) {
+			east, west, health, clk, st := deadEast(t)
+			health.set("east", failover.Recovering)
+			return east, west, health, clk, st
+		})
+	})
 	t.Run("closed by a proxy after the request was written", func(t *testing.T) {
 		heldUntilMoved(t, func(t *testing.T) (*regionGW, *regionGW, *turningHealth, *clock.Fake, *sqlstore.Store) {
 			return deadEastAt(t, "http://"+testutil.ClosingAddr(t))

@@ -24,6 +24,10 @@ import (
 // lives), is answered as before (503 region-unreachable, 504
 // forward-answer-lost).
 //
+// A recovering owner (back after a failure, holding the shard again, and
+// dead again: a crash loop) is alive as far as the view knows: the hold
+// waits for its new key to go too.
+//
 // Routing again is what the client's retry under the same key would do:
 // if the request reached the owner before it died (the answer was lost),
 // the new owner finds that run's record and answers from it, waits for
@@ -51,7 +55,7 @@ func (rt *Stage) holdForOwnerDown(ctx context.Context, c *exchange.Request, f *f
 	gone := rt.holdUntil(ctx, ownerDownHold, func() bool {
 		o, _, _, ok := rt.owners.Owner(shard)
 		s := rt.health.State(owner)
-		return !ok || o != owner || (s != failover.Healthy && s != "")
+		return !ok || o != owner || s == failover.Suspect || s == failover.Failed
 	})
 	if gone {
 		rt.heldOwnerDown(ctx, c, owner)
