@@ -250,10 +250,10 @@ func (c *Controller) failRegion(ctx context.Context, guard clientv3.Cmp, region 
 		failedRev = listRev // a failure this tracker did not confirm: back since the listing
 	}
 	reason := fmt.Sprintf("region %s failed: no liveness key for %s", region, c.cfg.ConfirmDelay)
-	switch {
-	case c.tracker.failedCleanly(region):
+	switch cleanly, down := c.tracker.failedHow(region); {
+	case cleanly:
 		reason = fmt.Sprintf("region %s failed: its instances left cleanly (stopped), no instance remains", region)
-	case c.tracker.failedDown(region):
+	case down:
 		reason = fmt.Sprintf("region %s failed: no liveness key, and nothing serves at its address (connection refused or closed)", region)
 	}
 	moved, err := runMoves(ctx, c.cfg.Directory, plans, ControllerOperator, reason, c.cfg.MoveConcurrency,

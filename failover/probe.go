@@ -57,11 +57,12 @@ func (p PeerProbe) Down(ctx context.Context, region string) bool {
 		return false
 	}
 	port := u.Port()
-	if port == "" {
-		port = map[string]string{"https": "443"}[u.Scheme]
-		if port == "" {
-			port = "80"
-		}
+	switch {
+	case port != "":
+	case u.Scheme == "https":
+		port = "443"
+	default:
+		port = "80"
 	}
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", net.JoinHostPort(u.Hostname(), port))
@@ -69,9 +70,7 @@ func (p PeerProbe) Down(ctx context.Context, region string) bool {
 		return NothingServes(ctx, err)
 	}
 	defer conn.Close()
-	if dl, ok := ctx.Deadline(); ok {
-		conn.SetDeadline(dl)
-	}
+	// ctx's end (its deadline too) ends the handshake, write or read.
 	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Now()) })
 	defer stop()
 	if u.Scheme == "https" {

@@ -126,8 +126,7 @@ func (st *regionStatus) observe(now time.Time, rev int64, instances []ownership.
 	case Healthy:
 		switch {
 		case leftCleanly:
-			st.set(now, Failed)
-			st.failedRev, st.failedCleanly, st.failedDown = rev, true, false
+			st.fail(now, rev, true, false)
 		case !live:
 			st.set(now, Suspect)
 		}
@@ -138,8 +137,7 @@ func (st *regionStatus) observe(now time.Time, rev int64, instances []ownership.
 		case live:
 			st.set(now, Healthy)
 		case leftCleanly, confirmed, down:
-			st.set(now, Failed)
-			st.failedRev, st.failedCleanly, st.failedDown = rev, leftCleanly, !leftCleanly && !confirmed
+			st.fail(now, rev, leftCleanly, !leftCleanly && !confirmed)
 		}
 	case Failed:
 		if live {
@@ -148,8 +146,7 @@ func (st *regionStatus) observe(now time.Time, rev int64, instances []ownership.
 	case Recovering:
 		switch {
 		case !live:
-			st.set(now, Failed)
-			st.failedRev, st.failedCleanly, st.failedDown = rev, leftCleanly, false
+			st.fail(now, rev, leftCleanly, false)
 		case now.Sub(oldest) >= tm.hold:
 			st.set(now, Healthy)
 			st.everLive = true
@@ -195,6 +192,13 @@ func (st *regionStatus) deadline(tm timing) time.Time {
 		}
 	}
 	return time.Time{}
+}
+
+// fail moves st to Failed, confirmed by the read at rev: cleanly (every
+// instance left) or down (the Prober's evidence) says why, for the audit.
+func (st *regionStatus) fail(now time.Time, rev int64, cleanly, down bool) {
+	st.set(now, Failed)
+	st.failedRev, st.failedCleanly, st.failedDown = rev, cleanly, down
 }
 
 func (st *regionStatus) set(now time.Time, s RegionState) {

@@ -193,24 +193,17 @@ const (
 	probeTimeoutCeil  = time.Second
 )
 
-// failedDown reports whether region's last failure was confirmed by the
-// Prober (nothing served at its address) before the confirmation delay
-// ran out.
-func (t *Tracker) failedDown(region string) bool {
+// failedHow reports why region's last failure was confirmed: cleanly,
+// its instances all left (they were stopped); down, the Prober found
+// nothing serving at its address before the confirmation delay ran out;
+// neither, none answered for the confirmation delay.
+func (t *Tracker) failedHow(region string) (cleanly, down bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	st, ok := t.status[region]
-	return ok && st.failedDown
-}
-
-// failedCleanly reports whether region's last failure was confirmed
-// because its instances all left cleanly (they were stopped), rather than
-// because none answered for the confirmation delay.
-func (t *Tracker) failedCleanly(region string) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	st, ok := t.status[region]
-	return ok && st.failedCleanly
+	if st, ok := t.status[region]; ok {
+		return st.failedCleanly, st.failedDown
+	}
+	return false, false
 }
 
 // States returns every region's state (empty before the first Refresh).
