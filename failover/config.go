@@ -23,12 +23,15 @@ import (
 // six times per TTL, plus etcd's 500 ms expiry check); the watch sees the
 // delete at once (a poll within DefaultPollInterval when the watch is
 // broken); the leader re-reads exactly DefaultConfirmDelay later and
-// confirms the failure; the moves then take 0.15-0.4 s for a third of
-// 1024 shards (batches of 100 side by side, each batch's SQL fences one
-// transaction), and the gateways' watch-fed caches follow within
-// milliseconds: 2.5-3 s in all (docs/failover.md, "Where the failover's
-// seconds go"). A region whose last instance shuts down cleanly marks its
-// key as left before revoking it, and is failed at once.
+// confirms the failure, or at once when the Prober finds nothing serving
+// at the region's address (a killed process); the moves then take
+// 0.15-0.5 s for a third of 1024 shards (batches of 100 side by side,
+// each batch's SQL fences one transaction), and the gateways' watch-fed
+// caches follow within milliseconds: 2.1-2.8 s in all for a killed
+// region, about 0.5 s more for a paused or cut-off one (docs/failover.md,
+// "The down probe and the held forward"). A region whose last instance
+// shuts down cleanly marks its key as left before revoking it, and is
+// failed at once.
 const (
 	// DefaultConfirmDelay is how long a region must have no liveness key
 	// before it is failed. The lease TTL already is the main detector
