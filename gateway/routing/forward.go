@@ -31,7 +31,10 @@ type forwardFailure struct {
 	// address (failover.NothingServes: refused, or closed or reset before
 	// any answer), not a timeout.
 	down bool
-	err  error
+	// moved: the shard's owner changed while the forward waited for its
+	// answer, and the forward was abandoned for it (ownermoved.go).
+	moved bool
+	err   error
 }
 
 // forward sends the call once to the owner region's gateway at target and
@@ -49,7 +52,11 @@ type forwardFailure struct {
 // ever executed locally instead while the owner holds the shard: an owner
 // that cannot be reached is a 503, one whose answer was lost after the
 // request may have reached it a 504.
-func (rt *Stage) forward(ctx context.Context, c *exchange.Request, owner, target string) *forwardFailure {
+//
+// A forward still waiting for its answer when the directory hands the
+// shard to another region is abandoned (ownermoved.go): its owner is
+// paused or cut off, and the caller routes the call again.
+func (rt *Stage) forward(ctx context.Context, c *exchange.Request, shard int, owner string, epoch int64, target string) *forwardFailure {
 	timeout := rt.timeout
 	if timeout <= 0 {
 		// The owner may hold a retry for in_progress.wait before it
@@ -58,6 +65,8 @@ func (rt *Stage) forward(ctx context.Context, c *exchange.Request, owner, target
 	}
 	ctx, cancel := context.WithTimeout(exchange.Detach(ctx), timeout)
 	defer cancel()
+	ctx, abandon := context.WithCancel(ctx)
+	defer abandon()
 	req, err := http.NewRequestWithContext(ctx, c.R.Method, target, nil)
 	if err != nil {
 		return &forwardFailure{err: err}
@@ -74,19 +83,27 @@ func (rt *Stage) forward(ctx context.Context, c *exchange.Request, owner, target
 	var wrote atomic.Bool
 	trace := &httptrace.ClientTrace{WroteHeaders: func() { wrote.Store(true) }}
 	req = req.WithContext(httptrace.WithClientTrace(req.Context(), trace))
+	w := rt.watchOwner(ctx, abandon, shard, epoch, func() bool { return c.Shadow == nil || !wrote.Load() })
 	resp, err := rt.client.Do(req)
-	if err != nil {
+	cut := !w.answered()
+	switch {
+	case err != nil && cut:
+		return &forwardFailure{wrote: wrote.Load(), moved: true, err: errOwnerMoved}
+	case err != nil:
 		return &forwardFailure{wrote: wrote.Load(), down: failover.NothingServes(ctx, err), err: err}
 	}
+	// An answer whose head came as the watch cut the forward is relayed
+	// still; if the cut breaks its body, the client sees a broken answer
+	// (below) and retries with its key.
 	defer resp.Body.Close()
 	rt.count(ctx, owner, "answered")
 	c.Outcomes.Count(ctx, c.Endpoint.Name, "forwarded", c.Start)
 	// Streamed to the client as it comes, on a shadow endpoint too.
-	w := c.Shadow.Direct(c.W)
-	h := w.Header()
+	out := c.Shadow.Direct(c.W)
+	h := out.Header()
 	h.Del(HeaderRegion) // the owner's answer names the region that served it
 	if c.Shadow == nil && resp.Header.Get(exchange.HeaderKeyStatus) != "" {
-		exchange.SetKeyStatus(w, "") // the owner's word on the key
+		exchange.SetKeyStatus(out, "") // the owner's word on the key
 	}
 	for name, vs := range resp.Header {
 		h[name] = vs
@@ -95,8 +112,8 @@ func (rt *Stage) forward(ctx context.Context, c *exchange.Request, owner, target
 	if c.Shadow != nil {
 		h.Del(exchange.HeaderKeyExpires) // a shadow endpoint honours no key
 	}
-	w.WriteHeader(resp.StatusCode)
-	if _, err := io.Copy(w, resp.Body); err != nil {
+	out.WriteHeader(resp.StatusCode)
+	if _, err := io.Copy(out, resp.Body); err != nil {
 		// The status is out; cut the connection so the client sees a
 		// broken answer rather than a short one it could take as whole.
 		rt.log.WarnContext(ctx, "forwarded answer cut short", "to", owner, "endpoint", c.Endpoint.Name, "err", exchange.Redact(err))

@@ -99,7 +99,9 @@ func (rt *Stage) moving(c *exchange.Request, shard int, why string) {
 // two views is stale, and a second hop could only start a cycle. It
 // reports whether the call is to be routed again: a forward that failed
 // on evidence that the owner is dead, held (mayHold) until the owner
-// turned suspect (ownerdown.go); nothing was answered then.
+// turned suspect (ownerdown.go), or one abandoned because the shard moved
+// while the owner had not answered (ownermoved.go); nothing was answered
+// then.
 func (rt *Stage) elsewhere(ctx context.Context, c *exchange.Request, shard int, owner string, epoch int64, mayHold bool) (again bool) {
 	if from := ForwardedFrom(c.R.Context()); from != "" {
 		rt.refuseLoop(ctx, c, from, shard, owner, epoch)
@@ -123,10 +125,13 @@ func (rt *Stage) elsewhere(ctx context.Context, c *exchange.Request, shard int, 
 		c.W.WriteHeader(http.StatusTemporaryRedirect)
 		return false
 	}
-	f := rt.forward(ctx, c, owner, target)
+	f := rt.forward(ctx, c, shard, owner, epoch, target)
 	switch {
 	case f == nil:
 		return false
+	case mayHold && f.moved:
+		rt.heldOwnerMoved(ctx, c, owner, f.wrote) // ownermoved.go
+		return true
 	case mayHold && rt.holdForOwnerDown(ctx, c, f, shard, owner):
 		return true
 	case f.wrote:

@@ -117,7 +117,7 @@ func New(cfg Config) (*Stage, error) {
 			return nil, fmt.Errorf("gateway: Routing must be %q or %q, got %q", config.RoutingForward, config.RoutingRedirect, cfg.Routing)
 		}
 		counter, err := cfg.Meter.Int64Counter("idemcoord.forwarded",
-			metric.WithDescription("Requests for an actor another region owns, by owner region (to) and result: answered, unreachable, answer_lost, rerouted_owner_down (a failed forward held until its owner went down, then routed again), redirected, loop_refused."))
+			metric.WithDescription("Requests for an actor another region owns, by owner region (to) and result: answered, unreachable, answer_lost, rerouted_owner_down (a failed forward held until its owner went down, then routed again), rerouted_owner_moved (a forward its owner had not answered, abandoned when the shard moved, then routed again), redirected, loop_refused."))
 		if err != nil {
 			return nil, err
 		}
