@@ -43,10 +43,11 @@ type ownerWatch struct {
 	done  chan struct{}
 }
 
-// watchOwner starts watching shard, forwarded at epoch, while
-// the forward runs under ctx: when the directory has the shard at a later
-// epoch in a settled state and may() allows it, it calls abandon. The caller calls answered once the forward returned.
-// Without a directory change signal nothing is watched.
+// watchOwner starts watching shard, forwarded at epoch, while the
+// forward runs under ctx: when the directory has the shard at a later
+// epoch in a settled state and may() allows it, it calls abandon. The
+// caller calls answered once the forward returned. Without a directory
+// change signal nothing is watched.
 func (rt *Stage) watchOwner(ctx context.Context, abandon func(), shard int, epoch int64, may func() bool) *ownerWatch {
 	w := &ownerWatch{}
 	changed := rt.changed()
