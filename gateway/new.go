@@ -90,7 +90,8 @@ func New(cfg Config) (*Gateway, error) {
 		return nil, err
 	}
 	g.upstream = upstream.New(upstream.Config{Claims: st, Executor: next, Stored: g.replay, Clock: g.clock, Logger: g.log,
-		Results: m.upstreamResult, Recorded: g.waits.kick, Background: &g.work, Endpoints: cfg.Endpoints})
+		Results: m.upstreamResult, Recorded: g.waits.kick, Background: &g.work, Endpoints: cfg.Endpoints,
+		HandOff: routes.HandOff})
 	g.async = async.New(async.Config{Records: st, Canceller: canceller, Routes: routes, Runner: g.upstream, Work: &g.work,
 		Endpoints: cfg.Endpoints, Worker: cfg.Worker, Shards: cfg.Shards, Recovery: cfg.Recovery, Outcomes: g.outcomes,
 		CancelCount: m.cancel, Clock: g.clock, Logger: g.log})

@@ -45,7 +45,7 @@ func (s *Stage) Run(ctx context.Context, c *exchange.Request, claim store.Claim,
 		if c.Endpoint.ResolvePath != "" && c.Shadow == nil {
 			s.results(ctx, c.Endpoint.Name, string(res.State))
 			if errors.Is(err, fencing.ErrStaleEpoch) {
-				s.ranWhileMoved(c, in)
+				s.ranWhileMoved(ctx, c, in)
 			} else {
 				s.ranUnrecorded(c, in, err)
 			}
@@ -89,10 +89,17 @@ func (s *Stage) Run(ctx context.Context, c *exchange.Request, claim store.Claim,
 // client with a success the store does not hold (I7) and nobody to
 // settle it: a client that has its answer never retries. The endpoint
 // has a resolve path, so the owner's takeover learns the outcome from
-// the upstream itself: the client is told to retry with the same key and
-// gets the recorded answer there. (Without a resolve path the answer
-// this worker holds is the only one there is, and it is given.)
-func (s *Stage) ranWhileMoved(c *exchange.Request, in Invocation) {
+// the upstream itself: the call is handed to the new owner (HandOff),
+// which takes the operation over, records the outcome and answers it;
+// where that cannot be done, the client is told to retry with the same
+// key and gets the recorded answer there. (Without a resolve path the
+// answer this worker holds is the only one there is, and it is given.)
+func (s *Stage) ranWhileMoved(ctx context.Context, c *exchange.Request, in Invocation) {
+	if s.handOff != nil && s.handOff(ctx, c) {
+		s.log.InfoContext(ctx, "result refused by the fence: the shard moved during the run; handed to its new owner, which answered",
+			"operation_id", in.OperationID, "key", c.Key)
+		return
+	}
 	s.log.WarnContext(c.R.Context(), "result refused by the fence: the shard moved during the run; the owner settles it",
 		"operation_id", in.OperationID, "key", c.Key)
 	c.RefuseWait("ownership_moved", exchange.Problem{Type: "ownership-moving", Title: "the actor's ownership moved during the run",

@@ -68,6 +68,11 @@ type Config struct {
 	// Endpoints are the coordinated endpoints (one execution-time
 	// estimate each).
 	Endpoints []config.Endpoint
+	// HandOff, if set, passes a run whose result the fence refused (the
+	// shard moved during it) to the shard's new owner and reports whether
+	// the client was answered (routing.Stage.HandOff); when it is not,
+	// the client is told to retry with the same key.
+	HandOff func(ctx context.Context, c *exchange.Request) bool
 }
 
 // Stage runs intents upstream.
@@ -79,6 +84,7 @@ type Stage struct {
 	log      *slog.Logger
 	results  func(ctx context.Context, endpoint, state string)
 	recorded func(id uuid.UUID)
+	handOff  func(ctx context.Context, c *exchange.Request) bool
 	bg       Background
 	// durations estimates each endpoint's execution time (Retry-After).
 	durations map[string]*durationEstimate
@@ -87,7 +93,7 @@ type Stage struct {
 // New returns the upstream stage.
 func New(cfg Config) *Stage {
 	s := &Stage{claims: cfg.Claims, next: cfg.Executor, stored: cfg.Stored, clock: clock.Or(cfg.Clock), log: cfg.Logger,
-		results: cfg.Results, recorded: cfg.Recorded, bg: cfg.Background, durations: map[string]*durationEstimate{}}
+		results: cfg.Results, recorded: cfg.Recorded, handOff: cfg.HandOff, bg: cfg.Background, durations: map[string]*durationEstimate{}}
 	for _, ep := range cfg.Endpoints {
 		s.durations[ep.Name] = &durationEstimate{}
 	}
