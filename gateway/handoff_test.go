@@ -6,9 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/idemcoord/idemcoord/clock"
 	"github.com/idemcoord/idemcoord/gateway"
 	"github.com/idemcoord/idemcoord/idempotency"
 )
@@ -34,11 +32,7 @@ func TestARunWhoseShardMovedIsHandedToTheNewOwnerWhichAnswersIt(t *testing.T) {
 		{"no declaration", "", http.StatusServiceUnavailable},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := openStore(t, 16)
-			bank := newDedupBank()
-			idle := gateway.RecoveryConfig{Clock: clock.NewFake(time.Now())}
-			east, west := startRegions(t, s, "east", regionsOptions{endpoint: "    failover: transfer\n" + tc.dedup,
-				upstream: bank.handler, recovery: idle})
+			s, bank, east, west := dedupRegions(t, tc.dedup)
 			const body = `{"amount":"7.00"}`
 			type answer struct {
 				status       int

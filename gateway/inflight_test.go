@@ -115,6 +115,20 @@ func inFlightInEast(t *testing.T, s *sqlstore.Store, bank *dedupBank, east, west
 	return moveWhileInEast(t, s, bank, east, west), answered
 }
 
+// dedupRegions starts east (the owner) and west on one store in front of
+// one dedupBank, on a transfer endpoint with dedup (its upstream_dedup
+// line, or ""), and a recovery sweep that never ticks: only a request
+// may take an operation over.
+func dedupRegions(t *testing.T, dedup string) (*sqlstore.Store, *dedupBank, *regionGW, *regionGW) {
+	t.Helper()
+	s := openStore(t, 16)
+	bank := newDedupBank()
+	idle := gateway.RecoveryConfig{Clock: clock.NewFake(time.Now())}
+	east, west := startRegions(t, s, "east", regionsOptions{endpoint: "    failover: transfer\n" + dedup,
+		upstream: bank.handler, recovery: idle})
+	return s, bank, east, west
+}
+
 // moveWhileInEast waits until east's call of a payment hangs at the bank,
 // then fails the shard over to west at epoch 2 (the SQL fence, then both
 // regions' directory caches), and returns the operation id.
@@ -158,12 +172,7 @@ func TestAnInFlightIntentOfAMovedShardIsAnsweredToItsRetryAtOnce(t *testing.T) {
 		{"no declaration", "", http.StatusConflict},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := openStore(t, 16)
-			bank := newDedupBank()
-			// The sweep never ticks: only the retry may take over here.
-			idle := gateway.RecoveryConfig{Clock: clock.NewFake(time.Now())}
-			east, west := startRegions(t, s, "east", regionsOptions{endpoint: "    failover: transfer\n" + tc.dedup,
-				upstream: bank.handler, recovery: idle})
+			s, bank, east, west := dedupRegions(t, tc.dedup) // only the retry may take over here
 			const body = `{"amount":"7.00"}`
 			op, eastAnswer := inFlightInEast(t, s, bank, east, west, "moved-in-flight", body)
 

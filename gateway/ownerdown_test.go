@@ -116,6 +116,15 @@ func heldUntilMoved(t *testing.T, start func(*testing.T) (*regionGW, *regionGW, 
 	base := clk.Waiters()
 	done := send(t, post(t, west.url+"/v1/things", token(t, "alice"), "owner-died", routeBody))
 	held(t, clk, base, done)
+	servedByWestOnceEastFailed(t, s, health, east, west, done)
+}
+
+// servedByWestOnceEastFailed fails east over to west (its state, the SQL
+// fence, both directory caches) and checks that the request behind done
+// is then answered 201 by west, its upstream run once and east reached
+// never.
+func servedByWestOnceEastFailed(t *testing.T, s *sqlstore.Store, health *turningHealth, east, west *regionGW, done <-chan answer) {
+	t.Helper()
 	health.set("east", failover.Failed) // the key expired; the failover begins
 	if err := s.MoveFence(context.Background(), fencing.Move{Shard: actorShard, From: 1, To: "west",
 		Operator: "test", Reason: "east failed"}); err != nil {

@@ -1,13 +1,11 @@
 package gateway_test
 
 import (
-	"context"
 	"net/http"
 	"sync"
 	"testing"
 
 	"github.com/idemcoord/idemcoord/failover"
-	"github.com/idemcoord/idemcoord/fencing"
 	"github.com/idemcoord/idemcoord/gateway"
 	"github.com/idemcoord/idemcoord/internal/testutil"
 )
@@ -37,21 +35,7 @@ func TestAForwardToAPausedOwnerIsAbandonedAndServedByTheNewOwnerOnceTheShardMove
 		t.Fatalf("answered %s before the forward reached the paused owner", describe(a.status, a.header, a.body))
 	case <-read:
 	}
-	health.set("east", failover.Failed) // its key expired; the failover moves its shards
-	if err := st.MoveFence(context.Background(), fencing.Move{Shard: actorShard, From: 1, To: "west",
-		Operator: "test", Reason: "east failed"}); err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range []*regionGW{east, west} {
-		r.owners.set(actorShard, "west", 2, gateway.ShardFailedOver)
-	}
-	a := <-done
-	if a.status != http.StatusCreated || a.header.Get(gateway.HeaderRegion) != "west" {
-		t.Errorf("got %s from region %q, want 201 from west, the new owner", describe(a.status, a.header, a.body), a.header.Get(gateway.HeaderRegion))
-	}
-	if west.upstream.Load() != 1 || east.received.Load() != 0 {
-		t.Errorf("west's upstream ran %d times, east received %d; want 1 and 0", west.upstream.Load(), east.received.Load())
-	}
+	servedByWestOnceEastFailed(t, st, health, east, west, done)
 }
 
 // TestAForwardToASlowOwnerThatKeepsItsShardIsNotAbandoned: the directory
