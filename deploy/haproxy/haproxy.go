@@ -36,8 +36,12 @@ const (
 	// DefaultClientTimeout bounds a client's silence.
 	DefaultClientTimeout = 65 * time.Second
 	// DefaultCheckInterval is the /readyz check period of a healthy
-	// region; a failing one is checked twice as often.
+	// region; a failing one is checked twice as often. It also bounds
+	// one check: a /readyz slower than it fails.
 	DefaultCheckInterval = 500 * time.Millisecond
+	// CheckFall is how many failed checks in a row take a region out
+	// (HAProxy's fall), and how many good ones bring it back (rise).
+	CheckFall = 2
 	// DefaultMaxConn caps concurrent client connections.
 	DefaultMaxConn = 4096
 )
@@ -173,6 +177,21 @@ func Render(c Config) ([]byte, error) {
 	err := tmpl.Execute(&buf, struct {
 		Config
 		FastInterval, CheckTimeout time.Duration
-	}{d, d.CheckInterval / 2, 2 * d.CheckInterval})
+		Fall                       int
+	}{d, d.CheckInterval / 2, d.CheckInterval, CheckFall})
 	return buf.Bytes(), err
+}
+
+// SilentOutWithin is, for c, the longest a region that stops answering
+// (a paused process: its kernel still accepts connections) stays in the
+// entry's rotation: until its next check, then CheckFall checks that each
+// time out after CheckInterval, the later ones CheckInterval/2 apart. A
+// keyed request sent to such a region is sent again elsewhere when
+// ServerTimeout strikes; when the region is already out by then, the
+// retry cannot go to it (the retry avoids only the server it left). So
+// the defaults keep this under AnswerSlack, which every ServerTimeout
+// derived from an upstream timeout exceeds.
+func SilentOutWithin(c Config) time.Duration {
+	d := c.withDefaults()
+	return d.CheckInterval + CheckFall*d.CheckInterval + (CheckFall-1)*(d.CheckInterval/2)
 }

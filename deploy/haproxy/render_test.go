@@ -145,3 +145,27 @@ func TestConfigRefusesBadInputNamingTheField(t *testing.T) {
 		}
 	}
 }
+
+// TestASilentRegionIsOutBeforeAKeyedRequestSentToItIsSentAgain: with the
+// default checks, a region that stops answering (a paused process, which
+// still accepts connections) is out of the rotation before the least
+// server timeout an upstream timeout gives (its slack alone) has passed,
+// so the keyed retry of a request it swallowed when it stopped cannot go
+// back to it. (At 1 s check timeouts it took up to 2.75 s, and drills saw
+// retries go to a paused region that was still in: 7 s calls.)
+func TestASilentRegionIsOutBeforeAKeyedRequestSentToItIsSentAgain(t *testing.T) {
+	c := Config{Listen: "127.0.0.1:80", Regions: example.Regions, UpstreamTimeout: time.Millisecond}
+	out := SilentOutWithin(c)
+	if d := c.withDefaults(); out >= d.ServerTimeout || out >= AnswerSlack {
+		t.Errorf("a silent region stays in for up to %v; want it out before %v (the least derived server timeout's slack)", out, AnswerSlack)
+	}
+	cfg, err := Render(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"timeout check 500ms", "inter 500ms fastinter 250ms", "fall 2 rise 2"} {
+		if !bytes.Contains(cfg, []byte(want)) {
+			t.Errorf("rendered configuration lacks %q, which SilentOutWithin assumes", want)
+		}
+	}
+}
