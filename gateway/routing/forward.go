@@ -53,10 +53,11 @@ type forwardFailure struct {
 // that cannot be reached is a 503, one whose answer was lost after the
 // request may have reached it a 504.
 //
-// A forward still waiting for its answer when the directory hands the
-// shard to another region is abandoned (ownermoved.go): its owner is
-// paused or cut off, and the caller routes the call again.
-func (rt *Stage) forward(ctx context.Context, c *exchange.Request, shard int, owner string, epoch int64, target string) *forwardFailure {
+// With mayAbandon, a forward still waiting for its answer when its owner
+// has failed and the directory has handed the shard to another region is
+// abandoned (ownermoved.go): the owner is paused or cut off, and the
+// caller routes the call again.
+func (rt *Stage) forward(ctx context.Context, c *exchange.Request, shard int, owner string, epoch int64, target string, mayAbandon bool) *forwardFailure {
 	timeout := rt.timeout
 	if timeout <= 0 {
 		// The owner may hold a retry for in_progress.wait before it
@@ -83,7 +84,10 @@ func (rt *Stage) forward(ctx context.Context, c *exchange.Request, shard int, ow
 	var wrote atomic.Bool
 	trace := &httptrace.ClientTrace{WroteHeaders: func() { wrote.Store(true) }}
 	req = req.WithContext(httptrace.WithClientTrace(req.Context(), trace))
-	w := rt.watchOwner(ctx, abandon, shard, epoch, func() bool { return c.Shadow == nil || !wrote.Load() })
+	w := &ownerWatch{}
+	if mayAbandon {
+		w = rt.watchOwner(ctx, abandon, shard, owner, epoch, func() bool { return c.Shadow == nil || !wrote.Load() })
+	}
 	resp, err := rt.client.Do(req)
 	cut := !w.answered()
 	switch {

@@ -47,7 +47,7 @@ func (rt *Stage) HandOff(ctx context.Context, c *exchange.Request) bool {
 		return false
 	}
 	target := strings.TrimSuffix(base, "/") + c.R.URL.RequestURI()
-	if f := rt.forward(ctx, c, sh, owner, epoch, target); f != nil {
+	if f := rt.forward(ctx, c, sh, owner, epoch, target, false); f != nil {
 		rt.log.WarnContext(ctx, "hand-off of a run the fence refused failed; the client retries", "to", owner,
 			"endpoint", c.Endpoint.Name, "err", exchange.Redact(f.err))
 		return false

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync/atomic"
 
+	"github.com/idemcoord/idemcoord/failover"
 	"github.com/idemcoord/idemcoord/gateway/exchange"
 )
 
@@ -18,9 +19,15 @@ import (
 // to this region may meet the same forward again.
 //
 // So while a forward waits for its answer's head, the gateway watches the
-// directory cache (its change signal: no I/O, no timer): when the shard
-// has moved (a later epoch) and settled, the forward is abandoned and the call routed again,
-// once, as the client's retry under the same key would be. That is safe
+// directory cache (its change signal: no I/O, no timer): when the owner
+// has failed (suspect or failed in the region health view) and the shard
+// has moved (a later epoch) and settled, the forward is abandoned and the
+// call routed again, once, as the client's retry under the same key
+// would be. Only the first forward of a routing may be abandoned: one
+// made on the second routing, or to the owner the store's fence names,
+// never is, so a call is cut at most once (a second cut would leave it
+// only a 504). A planned move away from a live owner abandons nothing:
+// the owner answers. That is safe
 // for the same reason the retry is: the shard's move raised the store's
 // fence before the directory named the new owner, so the old owner can no
 // longer claim the key nor record a result under it; if the request
@@ -48,10 +55,10 @@ type ownerWatch struct {
 // epoch in a settled state and may() allows it, it calls abandon. The
 // caller calls answered once the forward returned. Without a directory
 // change signal nothing is watched.
-func (rt *Stage) watchOwner(ctx context.Context, abandon func(), shard int, epoch int64, may func() bool) *ownerWatch {
+func (rt *Stage) watchOwner(ctx context.Context, abandon func(), shard int, owner string, epoch int64, may func() bool) *ownerWatch {
 	w := &ownerWatch{}
 	changed := rt.changed()
-	if changed == nil {
+	if changed == nil || rt.health == nil {
 		return w
 	}
 	w.done = make(chan struct{})
@@ -68,7 +75,7 @@ func (rt *Stage) watchOwner(ctx context.Context, abandon func(), shard int, epoc
 			case <-changed:
 				changed = rt.changed()
 			}
-			if rt.ownerMoved(shard, epoch) && may() && w.state.CompareAndSwap(0, 2) {
+			if rt.ownerMoved(shard, owner, epoch) && may() && w.state.CompareAndSwap(0, 2) {
 				abandon()
 				return
 			}
@@ -88,13 +95,17 @@ func (w *ownerWatch) answered() bool {
 	return ok
 }
 
-// ownerMoved reports whether the directory has the shard, forwarded at
-// epoch, at a later epoch and settled there (not FENCING: a move still
-// under way is waited out). Every move raises the epoch, so a later one
-// is a move since the forward's owner was chosen, whether the directory
-// chose it or the store's fence did while the directory was behind (then
-// the directory's epoch is below the fence's until it catches up).
-func (rt *Stage) ownerMoved(shard int, epoch int64) bool {
+// ownerMoved reports whether owner, to which the shard was forwarded at
+// epoch, has failed (suspect or failed in the health view) and the
+// directory has the shard at a later epoch, settled there (not FENCING: a
+// move still under way is waited out). Every move raises the epoch, so a
+// later one is a move since the forward's owner was chosen. A planned
+// move away from a live owner (idemctl move, drain) abandons nothing: the
+// owner answers, and its answer is what the client gets.
+func (rt *Stage) ownerMoved(shard int, owner string, epoch int64) bool {
+	if s := rt.health.State(owner); s != failover.Suspect && s != failover.Failed {
+		return false
+	}
 	_, e, state, ok := rt.owners.Owner(shard)
 	return ok && e > epoch && (state == ShardActive || state == ShardFailedOver)
 }

@@ -125,7 +125,7 @@ func (rt *Stage) elsewhere(ctx context.Context, c *exchange.Request, shard int, 
 		c.W.WriteHeader(http.StatusTemporaryRedirect)
 		return false
 	}
-	f := rt.forward(ctx, c, shard, owner, epoch, target)
+	f := rt.forward(ctx, c, shard, owner, epoch, target, mayHold)
 	switch {
 	case f == nil:
 		return false
