@@ -2,7 +2,6 @@ package routing
 
 import (
 	"context"
-	"strings"
 
 	"github.com/idemcoord/idemcoord/gateway/exchange"
 	"github.com/idemcoord/idemcoord/shard"
@@ -42,11 +41,10 @@ func (rt *Stage) HandOff(ctx context.Context, c *exchange.Request) bool {
 	if err != nil || owner == "" || owner == rt.local {
 		return false
 	}
-	base, err := rt.topo.URL(owner)
+	target, err := rt.target(c, owner)
 	if err != nil {
 		return false
 	}
-	target := strings.TrimSuffix(base, "/") + c.R.URL.RequestURI()
 	if f := rt.forward(ctx, c, sh, owner, epoch, target, false); f != nil {
 		rt.log.WarnContext(ctx, "hand-off of a run the fence refused failed; the client retries", "to", owner,
 			"endpoint", c.Endpoint.Name, "err", exchange.Redact(f.err))

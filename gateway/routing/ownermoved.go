@@ -110,9 +110,9 @@ func (rt *Stage) ownerMoved(shard int, owner string, epoch int64) bool {
 	return ok && e > epoch && (state == ShardActive || state == ShardFailedOver)
 }
 
-// heldOwnerMoved counts and logs a forward abandoned because its shard
+// reroutedOwnerMoved counts and logs a forward abandoned because its shard
 // moved, before the call is routed again.
-func (rt *Stage) heldOwnerMoved(ctx context.Context, c *exchange.Request, owner string, wrote bool) {
+func (rt *Stage) reroutedOwnerMoved(ctx context.Context, c *exchange.Request, owner string, wrote bool) {
 	rt.count(ctx, owner, "rerouted_owner_moved")
 	rt.log.InfoContext(ctx, "forward abandoned: the shard moved to another region while its owner had not answered; routing again",
 		"to", owner, "endpoint", c.Endpoint.Name, "request_sent", wrote)

@@ -107,14 +107,13 @@ func (rt *Stage) elsewhere(ctx context.Context, c *exchange.Request, shard int, 
 		rt.refuseLoop(ctx, c, from, shard, owner, epoch)
 		return false
 	}
-	base, err := rt.topo.URL(owner)
+	target, err := rt.target(c, owner)
 	if err != nil {
 		rt.log.ErrorContext(ctx, "shard owned by a region outside the topology", "shard", shard, "owner", owner)
 		c.RefuseWait("ownership_unknown", exchange.Problem{Type: "ownership-unknown", Title: "the actor's owner region is not in this gateway's topology",
 			Detail: "nothing was executed; retry with the same key", Status: http.StatusServiceUnavailable}, exchange.OwnershipRetryAfter)
 		return false
 	}
-	target := strings.TrimSuffix(base, "/") + c.R.URL.RequestURI()
 	if rt.redirect {
 		c.Shadow.MarkRelay() // the client follows it to the owner, which serves it
 		rt.count(ctx, owner, "redirected")
@@ -130,7 +129,7 @@ func (rt *Stage) elsewhere(ctx context.Context, c *exchange.Request, shard int, 
 	case f == nil:
 		return false
 	case mayHold && f.moved:
-		rt.heldOwnerMoved(ctx, c, owner, f.wrote) // ownermoved.go
+		rt.reroutedOwnerMoved(ctx, c, owner, f.wrote) // ownermoved.go
 		return true
 	case mayHold && rt.holdForOwnerDown(ctx, c, f, shard, owner):
 		return true
@@ -140,6 +139,15 @@ func (rt *Stage) elsewhere(ctx context.Context, c *exchange.Request, shard int, 
 		rt.unreachable(ctx, c, owner, f.err)
 	}
 	return false
+}
+
+// target is the URL of c's request at owner's gateway.
+func (rt *Stage) target(c *exchange.Request, owner string) (string, error) {
+	base, err := rt.topo.URL(owner)
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSuffix(base, "/") + c.R.URL.RequestURI(), nil
 }
 
 // refuseLoop answers 503 misrouted to a forwarded call this region would
