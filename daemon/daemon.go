@@ -250,7 +250,7 @@ func (d *Daemon) open(ctx context.Context) (err error) {
 		}
 		gcfg.Owners, gcfg.Topology, gcfg.Routing = d.cache, d.topo, cfg.Routing
 		gcfg.ForwardTransport = opts.ForwardTransport
-		gcfg.Ready = d.ready
+		gcfg.Ready, gcfg.CutOff = d.ready, d.live.CutOff
 		gcfg.Health = d.ctl.Tracker()
 	} else if err := d.store.BootstrapFences(ctx, cfg.Shards, d.topo.Home); err != nil {
 		// Single-region mode: every shard is the local region's, before

@@ -250,10 +250,12 @@ func (c *Controller) failRegion(ctx context.Context, guard clientv3.Cmp, region 
 		failedRev = listRev // a failure this tracker did not confirm: back since the listing
 	}
 	reason := fmt.Sprintf("region %s failed: no liveness key for %s", region, c.cfg.ConfirmDelay)
-	switch cleanly, down := c.tracker.failedHow(region); {
+	switch cleanly, found := c.tracker.failedHow(region); {
 	case cleanly:
 		reason = fmt.Sprintf("region %s failed: its instances left cleanly (stopped), no instance remains", region)
-	case down:
+	case found == CutOff:
+		reason = fmt.Sprintf("region %s failed: no liveness key, and its instance answers that it cannot reach etcd", region)
+	case found == Down:
 		reason = fmt.Sprintf("region %s failed: no liveness key, and nothing serves at its address (connection refused or closed)", region)
 	}
 	moved, err := runMoves(ctx, c.cfg.Directory, plans, ControllerOperator, reason, c.cfg.MoveConcurrency,

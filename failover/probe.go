@@ -1,43 +1,85 @@
 package failover
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"net/url"
 	"syscall"
 	"time"
 )
 
-// Prober tells a region that is down from one that may only be stalled.
-// The tracker asks it once each time a region turns suspect (its last
-// liveness key gone): a region that is down is failed at once, as when
-// its instances leave cleanly, instead of after the confirmation delay.
+// Prober tells a region that is down or cut off from etcd from one that
+// may only be stalled. The tracker asks it once each time a region turns
+// suspect (its last liveness key gone): a region found Down or CutOff is
+// failed at once, as when its instances leave cleanly, instead of after
+// the confirmation delay.
 //
 // The confirmation delay absorbs an instance that lost its key while it
 // was alive (a stall just past the lease, an etcd hiccup) and registers
 // again at once. Such an instance still holds its listening socket, so a
 // connection to it is accepted (a paused process's kernel accepts it
-// too). Down must therefore report true only on positive evidence that
-// nothing serves at the region's address: a refused connection, or one
-// closed before any answer. A timeout, an HTTP answer of any status, or
-// any other error is not evidence, and the confirmation delay runs as
-// before (a region cut off by the network waits it out).
+// too). A finding other than Unproven must therefore rest on positive
+// evidence: nothing serves at the region's address (a refused connection,
+// or one closed before any answer), or what serves there answers that it
+// cannot reach etcd (it will not register again by itself). A timeout, any
+// other HTTP answer, or any other error is not evidence, and the
+// confirmation delay runs as before (a paused region waits it out).
 type Prober interface {
-	// Down reports whether nothing serves at region's address now.
-	Down(ctx context.Context, region string) bool
+	// Probe reports what serves at region's address now.
+	Probe(ctx context.Context, region string) Finding
 }
+
+// Finding is what a Prober found at a suspect region's address.
+type Finding uint8
+
+const (
+	// Unproven: no evidence either way (an answer, a timeout, any other
+	// error); the confirmation delay runs.
+	Unproven Finding = iota
+	// Down: nothing serves at the address (refused, or closed or reset
+	// before any answer).
+	Down
+	// CutOff: the region's instance answered that it cannot reach etcd
+	// (HeaderEtcd: EtcdUnreachable on /healthz; see
+	// ownership.Liveness.CutOff).
+	CutOff
+)
+
+// String names f as the failover metrics' result attribute does.
+func (f Finding) String() string {
+	switch f {
+	case Down:
+		return "down"
+	case CutOff:
+		return "cut_off"
+	default:
+		return "not_down"
+	}
+}
+
+// HeaderEtcd is the header of an instance's /healthz answer that says,
+// with the value EtcdUnreachable, that the instance knows it cannot reach
+// etcd (ownership.Liveness.CutOff): its liveness key is gone or going and
+// it cannot register again. The process is up: the status stays 200.
+const (
+	HeaderEtcd      = "Idemcoord-Etcd"
+	EtcdUnreachable = "unreachable"
+)
 
 // PeerProbe is the Prober over the regions' peer URLs (the addresses
 // other regions forward to). It opens a fresh connection to the URL's
-// host; over https it completes a TLS handshake, over http it sends
-// "GET /healthz" and reads the first byte of the answer. Down is true
-// when the connection is refused, or closed or reset before the handshake
-// or the first byte (what a TCP proxy in front of a dead process does);
-// anything that answers, a timeout, or any other error is not down.
+// host (over https it completes a TLS handshake first), sends
+// "GET /healthz" and reads the answer's head. Down when the connection is
+// refused, or closed or reset before the handshake or the first byte
+// (what a TCP proxy in front of a dead process does); CutOff when the
+// answer carries "Idemcoord-Etcd: unreachable"; anything else that
+// answers, a timeout, or any other error is Unproven.
 type PeerProbe struct {
 	// URL returns a region's peer base URL. Required.
 	URL func(region string) (string, error)
@@ -46,15 +88,15 @@ type PeerProbe struct {
 	TLS *tls.Config
 }
 
-// Down implements Prober.
-func (p PeerProbe) Down(ctx context.Context, region string) bool {
+// Probe implements Prober.
+func (p PeerProbe) Probe(ctx context.Context, region string) Finding {
 	base, err := p.URL(region)
 	if err != nil {
-		return false
+		return Unproven
 	}
 	u, err := url.Parse(base)
 	if err != nil || u.Hostname() == "" {
-		return false
+		return Unproven
 	}
 	port := u.Port()
 	switch {
@@ -65,14 +107,15 @@ func (p PeerProbe) Down(ctx context.Context, region string) bool {
 		port = "80"
 	}
 	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", net.JoinHostPort(u.Hostname(), port))
+	raw, err := d.DialContext(ctx, "tcp", net.JoinHostPort(u.Hostname(), port))
 	if err != nil {
-		return NothingServes(ctx, err)
+		return downIf(NothingServes(ctx, err))
 	}
-	defer conn.Close()
+	defer raw.Close()
 	// ctx's end (its deadline too) ends the handshake, write or read.
-	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Now()) })
+	stop := context.AfterFunc(ctx, func() { raw.SetDeadline(time.Now()) })
 	defer stop()
+	conn := raw
 	if u.Scheme == "https" {
 		cfg := &tls.Config{ServerName: u.Hostname()}
 		if p.TLS != nil {
@@ -81,15 +124,36 @@ func (p PeerProbe) Down(ctx context.Context, region string) bool {
 				cfg.ServerName = u.Hostname()
 			}
 		}
-		err := tls.Client(conn, cfg).HandshakeContext(ctx)
-		return err != nil && NothingServes(ctx, err)
+		tc := tls.Client(raw, cfg)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			return downIf(NothingServes(ctx, err))
+		}
+		conn = tc
 	}
 	if _, err := fmt.Fprintf(conn, "GET /healthz HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", u.Host); err != nil {
-		return NothingServes(ctx, err)
+		return downIf(NothingServes(ctx, err))
 	}
-	var b [1]byte
-	n, err := conn.Read(b[:])
-	return n == 0 && err != nil && NothingServes(ctx, err)
+	br := bufio.NewReader(conn)
+	if _, err := br.Peek(1); err != nil {
+		return downIf(NothingServes(ctx, err))
+	}
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		return Unproven
+	}
+	resp.Body.Close()
+	if resp.StatusCode == http.StatusOK && resp.Header.Get(HeaderEtcd) == EtcdUnreachable {
+		return CutOff
+	}
+	return Unproven
+}
+
+// downIf is Down when nothing serves, else Unproven.
+func downIf(nothingServes bool) Finding {
+	if nothingServes {
+		return Down
+	}
+	return Unproven
 }
 
 // NothingServes reports whether err, the error of a connection or of a

@@ -47,23 +47,51 @@ func answeringURL(t *testing.T) string {
 	return srv.URL
 }
 
-func TestPeerProbeFindsARegionDownOnlyOnARefusedOrClosedConnection(t *testing.T) {
+// cutOffHealthz answers /healthz as an instance that knows it cannot reach
+// etcd does (gateway's /healthz with Config.CutOff true), with status.
+func cutOffHealthz(status int) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/healthz" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set(failover.HeaderEtcd, failover.EtcdUnreachable)
+		w.WriteHeader(status)
+	})
+}
+
+// cutOffURL is the base URL of a live instance cut off from etcd: it
+// answers /healthz, and says it cannot reach etcd.
+func cutOffURL(t *testing.T) string {
+	t.Helper()
+	srv := httptest.NewServer(cutOffHealthz(http.StatusOK))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+func TestPeerProbeFindsARegionDownOnlyOnARefusedOrClosedConnectionAndCutOffOnlyWhenItSaysSo(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		url  func(*testing.T) string
-		down bool
+		name  string
+		url   func(*testing.T) string
+		found failover.Finding
 	}{
-		{"refused", deadURL, true},
-		{"closed before any answer", closingURL, true},
-		{"accepted, never answered (paused)", stalledURL, false},
-		{"answered, even an error", answeringURL, false},
-		{"https, closed before the handshake", func(t *testing.T) string { return "https" + strings.TrimPrefix(closingURL(t), "http") }, true},
-		{"https, a handshake (even one the probe does not trust)", func(t *testing.T) string {
-			srv := httptest.NewTLSServer(http.NotFoundHandler())
+		{"refused", deadURL, failover.Down},
+		{"closed before any answer", closingURL, failover.Down},
+		{"accepted, never answered (paused)", stalledURL, failover.Unproven},
+		{"answered, even an error", answeringURL, failover.Unproven},
+		{"answered that it cannot reach etcd", cutOffURL, failover.CutOff},
+		{"the etcd header on an answer other than 200", func(t *testing.T) string {
+			srv := httptest.NewServer(cutOffHealthz(http.StatusServiceUnavailable))
 			t.Cleanup(srv.Close)
 			return srv.URL
-		}, false},
-		{"unknown region", func(*testing.T) string { return "" }, false},
+		}, failover.Unproven},
+		{"https, closed before the handshake", func(t *testing.T) string { return "https" + strings.TrimPrefix(closingURL(t), "http") }, failover.Down},
+		{"https, a handshake (even one the probe does not trust)", func(t *testing.T) string {
+			srv := httptest.NewTLSServer(cutOffHealthz(http.StatusOK))
+			t.Cleanup(srv.Close)
+			return srv.URL
+		}, failover.Unproven},
+		{"unknown region", func(*testing.T) string { return "" }, failover.Unproven},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			u := tc.url(t)
@@ -75,10 +103,24 @@ func TestPeerProbeFindsARegionDownOnlyOnARefusedOrClosedConnection(t *testing.T)
 			}}
 			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 			defer cancel()
-			if got := p.Down(ctx, "us-east"); got != tc.down {
-				t.Fatalf("Down = %v, want %v", got, tc.down)
+			if got := p.Probe(ctx, "us-east"); got != tc.found {
+				t.Fatalf("Probe = %s, want %s", got, tc.found)
 			}
 		})
+	}
+}
+
+// An https peer that the probe trusts is read as an http one: here it
+// says it cannot reach etcd.
+func TestPeerProbeReadsATrustedHTTPSPeersHealthz(t *testing.T) {
+	srv := httptest.NewTLSServer(cutOffHealthz(http.StatusOK))
+	t.Cleanup(srv.Close)
+	p := failover.PeerProbe{URL: func(string) (string, error) { return srv.URL, nil },
+		TLS: srv.Client().Transport.(*http.Transport).TLSClientConfig}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if got := p.Probe(ctx, "us-east"); got != failover.CutOff {
+		t.Fatalf("Probe = %s, want cut_off", got)
 	}
 }
 
@@ -86,19 +128,19 @@ func TestPeerProbeFindsARegionDownOnlyOnARefusedOrClosedConnection(t *testing.T)
 // wraps on results.
 type probeResults struct {
 	p       failover.PeerProbe
-	results chan bool
+	results chan failover.Finding
 }
 
-func (r probeResults) Down(ctx context.Context, region string) bool {
-	d := r.p.Down(ctx, region)
-	r.results <- d
-	return d
+func (r probeResults) Probe(ctx context.Context, region string) failover.Finding {
+	f := r.p.Probe(ctx, region)
+	r.results <- f
+	return f
 }
 
 // probedTracker returns a tracker whose confirmation delay never falls due
 // unless the test moves the clock, probing us-east at usEast, and the
 // channel of its probes' results.
-func probedTracker(t *testing.T, usEast string) (*failover.Tracker, *clock.Fake, chan bool, string) {
+func probedTracker(t *testing.T, usEast string) (*failover.Tracker, *clock.Fake, chan failover.Finding, string) {
 	t.Helper()
 	var rs []config.Region
 	for _, n := range regions {
@@ -114,7 +156,7 @@ func probedTracker(t *testing.T, usEast string) (*failover.Tracker, *clock.Fake,
 	}
 	cli, pfx := client(t), prefix(t)
 	fake := clock.NewFake(epoch0())
-	results := make(chan bool, 4)
+	results := make(chan failover.Finding, 4)
 	tr, err := failover.NewTracker(failover.Config{Client: cli, Topology: topo, Prefix: pfx,
 		ConfirmDelay: time.Hour, Clock: fake, Logger: quiet(),
 		Probe: probeResults{p: failover.PeerProbe{URL: topo.URL}, results: results}})
@@ -130,12 +172,12 @@ func probedTracker(t *testing.T, usEast string) (*failover.Tracker, *clock.Fake,
 	return tr, fake, results, pfx
 }
 
-// TestARegionWhoseAddressRefusesConnectionsIsFailedWithoutTheConfirmationDelay:
+// TestARegionWhoseAddressRefusesConnectionsOrThatSaysItIsCutOffIsFailedWithoutTheConfirmationDelay:
 // a killed region's process holds no socket; once its key is gone, the
 // probe's refused connection fails it at once, as a clean stop does. The
 // clock never moves here, and the confirmation delay is an hour.
-func TestARegionWhoseAddressRefusesConnectionsIsFailedWithoutTheConfirmationDelay(t *testing.T) {
-	for name, url := range map[string]func(*testing.T) string{"refused": deadURL, "closed by a proxy": closingURL} {
+func TestARegionWhoseAddressRefusesConnectionsOrThatSaysItIsCutOffIsFailedWithoutTheConfirmationDelay(t *testing.T) {
+	for name, url := range map[string]func(*testing.T) string{"refused": deadURL, "closed by a proxy": closingURL, "cut off from etcd": cutOffURL} {
 		t.Run(name, func(t *testing.T) {
 			ctx := ctxT(t)
 			tr, _, results, _ := probedTracker(t, url(t))
@@ -143,8 +185,8 @@ func TestARegionWhoseAddressRefusesConnectionsIsFailedWithoutTheConfirmationDela
 			if states, err := tr.Refresh(ctx); err != nil || states["us-east"] != failover.Suspect {
 				t.Fatalf("us-east %s (%v), want suspect", states["us-east"], err)
 			}
-			if down := <-results; !down {
-				t.Fatal("the probe did not find the dead region down")
+			if found := <-results; found == failover.Unproven {
+				t.Fatal("the probe found no evidence")
 			}
 			for tr.State("us-east") != failover.Failed {
 				select {
@@ -170,8 +212,8 @@ func TestASuspectRegionThatStillAcceptsConnectionsWaitsForTheConfirmationDelay(t
 			if states, err := tr.Refresh(ctx); err != nil || states["us-east"] != failover.Suspect {
 				t.Fatalf("us-east %s (%v), want suspect", states["us-east"], err)
 			}
-			if down := <-results; down {
-				t.Fatal("the probe found a region that accepts connections down")
+			if found := <-results; found != failover.Unproven {
+				t.Fatalf("the probe found a region that accepts connections %s", found)
 			}
 			if states, err := tr.Refresh(ctx); err != nil || states["us-east"] != failover.Suspect {
 				t.Fatalf("us-east %s (%v) after the probe, want still suspect", states["us-east"], err)

@@ -69,12 +69,15 @@ type regionStatus struct {
 	// for the confirmation delay: the audit says which.
 	failedCleanly bool
 	// probing records that the Prober was asked about this suspect
-	// period (once per period); down that it found the region down.
-	// Both are cleared by every change of state.
-	probing, down bool
-	// failedDown records that the last move to Failed was on the
-	// Prober's evidence, before the confirmation delay ran out.
-	failedDown bool
+	// period (once per period); found what it found (Down, CutOff: the
+	// region is failed at once). Both are cleared by every change of
+	// state.
+	probing bool
+	found   Finding
+	// failedFound records that the last move to Failed was on the
+	// Prober's evidence (what it found), before the confirmation delay
+	// ran out; Unproven otherwise.
+	failedFound Finding
 }
 
 // timing is what transitions depend on.
@@ -126,18 +129,22 @@ func (st *regionStatus) observe(now time.Time, rev int64, instances []ownership.
 	case Healthy:
 		switch {
 		case leftCleanly:
-			st.fail(now, rev, true, false)
+			st.fail(now, rev, true, Unproven)
 		case !live:
 			st.set(now, Suspect)
 		}
 	case Suspect:
 		confirmed := now.Sub(st.since) >= tm.confirm && (st.everLive || now.Sub(tm.started) >= tm.grace)
-		down := st.down && st.everLive // a region never seen alive keeps the startup grace
+		down := st.found != Unproven && st.everLive // a region never seen alive keeps the startup grace
 		switch {
 		case live:
 			st.set(now, Healthy)
 		case leftCleanly, confirmed, down:
-			st.fail(now, rev, leftCleanly, !leftCleanly && !confirmed)
+			found := Unproven
+			if !leftCleanly && !confirmed {
+				found = st.found
+			}
+			st.fail(now, rev, leftCleanly, found)
 		}
 	case Failed:
 		if live {
@@ -146,7 +153,7 @@ func (st *regionStatus) observe(now time.Time, rev int64, instances []ownership.
 	case Recovering:
 		switch {
 		case !live:
-			st.fail(now, rev, leftCleanly, false)
+			st.fail(now, rev, leftCleanly, Unproven)
 		case now.Sub(oldest) >= tm.hold:
 			st.set(now, Healthy)
 			st.everLive = true
@@ -195,16 +202,17 @@ func (st *regionStatus) deadline(tm timing) time.Time {
 }
 
 // fail moves st to Failed, confirmed by the read at rev: cleanly (every
-// instance left) or down (the Prober's evidence) says why, for the audit.
-func (st *regionStatus) fail(now time.Time, rev int64, cleanly, down bool) {
+// instance left) or found (the Prober's evidence) says why, for the
+// audit.
+func (st *regionStatus) fail(now time.Time, rev int64, cleanly bool, found Finding) {
 	st.set(now, Failed)
-	st.failedRev, st.failedCleanly, st.failedDown = rev, cleanly, down
+	st.failedRev, st.failedCleanly, st.failedFound = rev, cleanly, found
 }
 
 func (st *regionStatus) set(now time.Time, s RegionState) {
 	if st.state != s {
 		st.state, st.since = s, now
-		st.probing, st.down = false, false
+		st.probing, st.found = false, Unproven
 	}
 }
 

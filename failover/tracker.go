@@ -152,33 +152,34 @@ func (t *Tracker) failedRevision(region string) int64 {
 	return 0
 }
 
-// probeRegion asks the Prober whether region, suspect since since, is
-// down; if it is and the region is still in that suspect period, it
-// reads again at once, which fails the region (observe).
+// probeRegion asks the Prober what serves at region, suspect since
+// since; if it is down or cut off from etcd and the region is still in
+// that suspect period, it reads again at once, which fails the region
+// (observe).
 func (t *Tracker) probeRegion(region string, since time.Time) {
 	defer t.probes.Done()
 	ctx, cancel := context.WithTimeout(t.probeCtx, min(max(t.tm.confirm, probeTimeoutFloor), probeTimeoutCeil))
-	down := t.probe.Down(ctx, region)
+	found := t.probe.Probe(ctx, region)
 	cancel()
 	if t.probeCtx.Err() != nil {
 		return
 	}
-	result := "not_down"
-	if down {
-		result = "down"
-	}
-	t.probeCount.Add(t.probeCtx, 1, metric.WithAttributes(attribute.String("watched_region", region), attribute.String("result", result)))
+	t.probeCount.Add(t.probeCtx, 1, metric.WithAttributes(attribute.String("watched_region", region), attribute.String("result", found.String())))
 	t.mu.Lock()
 	st := t.status[region]
 	current := st.state == Suspect && st.since.Equal(since)
 	if current {
-		st.down = down
+		st.found = found
 	}
 	t.mu.Unlock()
-	if !current || !down {
+	if !current || found == Unproven {
 		return
 	}
-	t.log.Warn("suspect region is down: nothing serves at its address", "watched_region", region)
+	if found == CutOff {
+		t.log.Warn("suspect region is cut off: its instance answers that it cannot reach etcd", "watched_region", region)
+	} else {
+		t.log.Warn("suspect region is down: nothing serves at its address", "watched_region", region)
+	}
 	if _, err := t.Refresh(t.probeCtx); err != nil && t.probeCtx.Err() == nil {
 		t.log.Warn("region liveness read failed", "err", err)
 	}
@@ -194,16 +195,16 @@ const (
 )
 
 // failedHow reports why region's last failure was confirmed: cleanly,
-// its instances all left (they were stopped); down, the Prober found
-// nothing serving at its address before the confirmation delay ran out;
-// neither, none answered for the confirmation delay.
-func (t *Tracker) failedHow(region string) (cleanly, down bool) {
+// its instances all left (they were stopped); found, what the Prober
+// found (Down or CutOff) before the confirmation delay ran out; neither
+// (Unproven), none answered for the confirmation delay.
+func (t *Tracker) failedHow(region string) (cleanly bool, found Finding) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if st, ok := t.status[region]; ok {
-		return st.failedCleanly, st.failedDown
+		return st.failedCleanly, st.failedFound
 	}
-	return false, false
+	return false, Unproven
 }
 
 // States returns every region's state (empty before the first Refresh).

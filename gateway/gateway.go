@@ -57,6 +57,11 @@ type Config struct {
 	Next Executor
 	// Ready, if set, is an extra readiness check (etcd reachable).
 	Ready func(ctx context.Context) error
+	// CutOff, if set, reports whether this instance knows it cannot reach
+	// etcd (ownership.Liveness.CutOff). /healthz then still answers 200,
+	// with failover.HeaderEtcd: failover.EtcdUnreachable, which the other
+	// regions' failover trackers read (failover.PeerProbe).
+	CutOff func() bool
 	// Shards is the number of shards actors hash to. Default
 	// shard.DefaultCount.
 	Shards int

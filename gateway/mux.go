@@ -8,12 +8,14 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/idemcoord/idemcoord/failover"
 )
 
 // newMux routes the gateway's own paths, and every other to root.
 func (g *Gateway) newMux(root http.Handler) *http.ServeMux {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok\n")) })
+	mux.HandleFunc("GET /healthz", g.healthz)
 	mux.HandleFunc("GET /readyz", g.readyz)
 	mux.HandleFunc("GET /v1/operations/{id}", g.operation)
 	mux.HandleFunc("DELETE /v1/operations/{id}", g.cancelOperation)
@@ -22,6 +24,15 @@ func (g *Gateway) newMux(root http.Handler) *http.ServeMux {
 	}
 	mux.Handle("/", root)
 	return mux
+}
+
+// healthz answers that the process is up, and whether it is cut off from
+// etcd.
+func (g *Gateway) healthz(w http.ResponseWriter, _ *http.Request) {
+	if g.cfg.CutOff != nil && g.cfg.CutOff() {
+		w.Header().Set(failover.HeaderEtcd, failover.EtcdUnreachable)
+	}
+	w.Write([]byte("ok\n"))
 }
 
 // ownPaths are the paths, and prefixes, newMux routes elsewhere than to

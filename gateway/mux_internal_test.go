@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"github.com/idemcoord/idemcoord/failover"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -53,5 +54,20 @@ func TestARequestSkipsTheMuxOnlyWhereTheMuxWouldServeItAtTheRoot(t *testing.T) {
 	star.RequestURI = "*"
 	if rootOnly(star) {
 		t.Error(`OPTIONS * skips the mux`)
+	}
+}
+
+// /healthz stays 200 "ok" (the process is up) and says, in a header the
+// other regions' failover probe reads, when the instance knows it cannot
+// reach etcd.
+func TestHealthzSaysWhenTheInstanceIsCutOffFromEtcd(t *testing.T) {
+	for _, cut := range []bool{false, true} {
+		g := &Gateway{cfg: Config{CutOff: func() bool { return cut }}}
+		rec := httptest.NewRecorder()
+		g.healthz(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
+		got := rec.Header().Get(failover.HeaderEtcd)
+		if rec.Code != http.StatusOK || rec.Body.String() != "ok\n" || (got == failover.EtcdUnreachable) != cut {
+			t.Errorf("cut off %v: %d %q, %s: %q", cut, rec.Code, rec.Body.String(), failover.HeaderEtcd, got)
+		}
 	}
 }

@@ -38,6 +38,10 @@ type Liveness struct {
 	createRev  int64
 	validUntil time.Time
 	changed    chan struct{}
+	// unansweredFirst and unansweredLast are the send times of the first
+	// and the last etcd request that went unanswered since the last one
+	// answered (zero after an answer): CutOff's evidence.
+	unansweredFirst, unansweredLast time.Time
 
 	ctx context.Context // the lifetime, set by Start before the first registration
 	// closing is set by Close before it revokes the lease, so the loop

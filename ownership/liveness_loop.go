@@ -27,8 +27,10 @@ func (l *Liveness) register(ctx context.Context) error {
 	sent := l.cfg.Clock.Now()
 	lease, err := cli.Grant(ctx, int64(l.cfg.TTL/time.Second))
 	if err != nil {
+		l.unanswered(sent)
 		return err
 	}
+	l.answered(sent)
 	s, err := concurrency.NewSession(cli, concurrency.WithLease(lease.ID), concurrency.WithContext(l.ctx))
 	if err != nil {
 		return err
@@ -106,12 +108,16 @@ func (l *Liveness) keepAlive(s *concurrency.Session) {
 		resp, err := l.cfg.Client.KeepAliveOnce(ctx, s.Lease())
 		cancel()
 		if isLeaseGone(resp, err) {
+			l.answered(sent)
 			s.Orphan()
 			return
 		}
-		if err == nil {
-			l.extend(s, sent, time.Duration(resp.TTL)*time.Second)
+		if err != nil {
+			l.unanswered(sent)
+			continue
 		}
+		l.answered(sent)
+		l.extend(s, sent, time.Duration(resp.TTL)*time.Second)
 	}
 }
 
