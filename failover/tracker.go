@@ -75,7 +75,7 @@ func NewTracker(cfg Config) (*Tracker, error) {
 		m = noop.NewMeterProvider().Meter("")
 	}
 	t.probeCount, _ = m.Int64Counter("idemcoord.failover.down_probes",
-		metric.WithDescription("Probes of a region that turned suspect, by watched_region and result: down (nothing serves at its address: failed without the confirmation delay) or not_down (the confirmation delay runs)."))
+		metric.WithDescription("Probes of a region that turned suspect, by watched_region and result: down (nothing serves at its address) or cut_off (its instance answers that it cannot reach etcd), both failed without the confirmation delay, or not_down (the confirmation delay runs)."))
 	return t, nil
 }
 
