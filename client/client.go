@@ -138,7 +138,7 @@ func (c *Client) retry(ctx context.Context, in Intent, keyed bool, retryable fun
 			return nil, err
 		}
 		reg := route.region()
-		resp, sent, err := c.send(ctx, reg.base+path, in, header, token, attempt)
+		resp, sent, err := c.send(ctx, reg, reg.base+path, in, header, token, attempt)
 		switch {
 		case resp != nil && regionDown(resp):
 			reg.br.failed(c.cfg.Clock.Now())

@@ -47,6 +47,11 @@ const (
 	// endpoint's own value when its configuration sets another.
 	DefaultUpstreamTimeout = 10 * time.Second
 
+	// DefaultStallProbe is Config.StallProbe's default: well above a
+	// gateway's own time around a call (milliseconds), well below the
+	// response-header timeout of any endpoint.
+	DefaultStallProbe = time.Second
+
 	// DefaultAnswerSlack is what a gateway may add to the upstream call
 	// before its answer's headers leave: a move or failover hold (at most
 	// 2 s) and the store writes around the call. The response-header
@@ -100,6 +105,21 @@ type Config struct {
 	// attempt). It runs on the wall clock, like the transport's own
 	// timeouts; Clock paces only the waits between attempts.
 	ResponseHeaderTimeout time.Duration
+
+	// StallProbe is how long an attempt's request may go unanswered
+	// before the client asks the region's /healthz whether its process
+	// still runs, and again every StallProbe after each answer. A region
+	// whose /healthz does not answer within half a second is stalled (a
+	// paused or frozen process keeps the connections it accepted): the
+	// attempt ends then, as at the response-header timeout (it may have
+	// run), and the next one goes to the next region under the same key
+	// and first-sent time, instead of waiting out the whole timeout. A
+	// region that answers, busy or not, is waited for as before. Default
+	// DefaultStallProbe; negative turns the probe off. It is not sent when
+	// the response-header timeout would strike first. Over a single entry
+	// (a load balancer in front of every region) the entry answers, so it
+	// changes nothing there.
+	StallProbe time.Duration
 
 	// Token is a static bearer token sent as "Authorization: Bearer".
 	// Optional; set at most one of Token and TokenSource. It overrides an
@@ -166,6 +186,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxAttempts == 0 {
 		c.MaxAttempts = DefaultMaxAttempts
+	}
+	if c.StallProbe == 0 {
+		c.StallProbe = DefaultStallProbe
 	}
 	if c.BaseDelay == 0 {
 		c.BaseDelay = DefaultBaseDelay

@@ -70,15 +70,19 @@
 // after DefaultDialTimeout, so an unreachable region costs seconds, not
 // the whole DefaultTimeout. A region that read the request and then
 // stopped answering (a paused process keeps its connections open) costs
-// the response-header timeout: the endpoint's upstream timeout
+// at most the response-header timeout: the endpoint's upstream timeout
 // (Config.UpstreamTimeout, Intent.UpstreamTimeout) plus DefaultAnswerSlack,
-// after which the attempt ends with ErrNoAnswerInTime, counts as one that
-// may have run, and the retry goes to the next region under the same key
-// and first-sent time, where the coordinator answers from the one run's
-// record, waits for it, or takes it over once the paused region's lease
-// is fenced. Set Config.UpstreamTimeout to the endpoints' configured
-// upstream_timeout so a stalled region is left as soon as a live gateway
-// would have answered.
+// and usually much less: once an attempt has waited Config.StallProbe (1
+// s) the client asks the region's /healthz, and again every StallProbe
+// while it answers; a /healthz that does not answer within half a second
+// says the process is stalled. Either way the attempt ends with
+// ErrNoAnswerInTime, counts as one that may have run, and the retry goes
+// to the next region under the same key and first-sent time, where the
+// coordinator answers from the one run's record, waits for it, or takes
+// it over once the paused region's lease is fenced. Set
+// Config.UpstreamTimeout to the endpoints' configured upstream_timeout so
+// a region that answers its /healthz but not the intent is left as soon
+// as a live gateway would have answered.
 //
 // # Results
 //

@@ -9,5 +9,5 @@ import (
 // under cfg, for tests.
 func AnswerTimeout(cfg Config, in Intent) time.Duration {
 	c := &Client{cfg: cfg.withDefaults()}
-	return c.answerWait(context.Background(), in).d
+	return c.answerWait(context.Background(), in, "").d
 }

@@ -18,20 +18,23 @@ const headerRegion = "X-Idempotency-Region"
 
 // region is one configured region and what the client learned of it.
 type region struct {
-	name   string // "" when the configuration gave none
-	base   string // URL without a trailing slash
-	readyz string // the gateway's /readyz, at the root of base's host
-	shown  string // base with any password hidden, for logs
-	br     breaker
+	name    string // "" when the configuration gave none
+	base    string // URL without a trailing slash
+	readyz  string // the gateway's /readyz, at the root of base's host
+	healthz string // the gateway's /healthz, likewise (the stall probe)
+	shown   string // base with any password hidden, for logs
+	br      breaker
 }
 
 func newRegion(name, base string) *region {
 	base = strings.TrimSuffix(base, "/")
-	r := &region{name: name, base: base, readyz: base + "/readyz", shown: base}
+	r := &region{name: name, base: base, readyz: base + "/readyz", healthz: base + "/healthz", shown: base}
 	if u, err := url.Parse(base); err == nil {
 		r.shown = u.Redacted()
 		u.Path, u.RawPath = "/readyz", ""
 		r.readyz = u.String()
+		u.Path = "/healthz"
+		r.healthz = u.String()
 	}
 	return r
 }

@@ -21,7 +21,7 @@ import (
 // reading the body, returns only the error. sent reports whether the
 // request's head was written: until it is, the server cannot have acted
 // on the request.
-func (c *Client) send(ctx context.Context, target string, in Intent, header http.Header, token string, attempt int) (resp *Response, sent bool, err error) {
+func (c *Client) send(ctx context.Context, reg *region, target string, in Intent, header http.Header, token string, attempt int) (resp *Response, sent bool, err error) {
 	// A fresh reader over the same bytes for every attempt.
 	// NewRequestWithContext sets ContentLength and GetBody for a
 	// *bytes.Reader, so the transport can also rewind it on its own
@@ -31,7 +31,7 @@ func (c *Client) send(ctx context.Context, target string, in Intent, header http
 		body = bytes.NewReader(in.Body)
 	}
 	var wrote atomic.Bool
-	wait := c.answerWait(ctx, in)
+	wait := c.answerWait(ctx, in, reg.healthz)
 	defer wait.stop()
 	trace := &httptrace.ClientTrace{
 		WroteHeaders: func() { wrote.Store(true) },
@@ -49,8 +49,12 @@ func (c *Client) send(ctx context.Context, target string, in Intent, header http
 	inTime := wait.answered()
 	if err != nil {
 		if !inTime {
-			// The timer struck: the request was written and no answer
-			// came, so the attempt may have run.
+			// The timer struck, or the stall probe: the request was
+			// written and no answer came, so the attempt may have run.
+			if at, stalled := wait.stalledAt(); stalled {
+				return nil, true, fmt.Errorf("%w: the region stalled (its /healthz did not answer within %v, %v after the request was written): %w",
+					ErrNoAnswerInTime, stallProbeTimeout, at, err)
+			}
 			return nil, true, fmt.Errorf("%w (%v after the request was written): %w", ErrNoAnswerInTime, wait.d, err)
 		}
 		return nil, wrote.Load() || !unsent(err), err
@@ -67,27 +71,52 @@ func (c *Client) send(ctx context.Context, target string, in Intent, header http
 	return resp, true, newProblem(resp)
 }
 
-// answerWait is one attempt's response-header timeout: armed when the
-// request is written, disarmed when the answer's headers arrive. It runs
-// on the wall clock, as the transport's own dial and read timeouts do:
-// it guards against a real process or link that stopped, while
-// Config.Clock paces the waits between attempts (tests that move a fake
-// clock to skip a backoff must not also strike every attempt).
+// answerWait is one attempt's response-header timeout, and its stall
+// probe: armed when the request is written, disarmed when the answer's
+// headers arrive. It runs on the wall clock, as the transport's own dial
+// and read timeouts do: it guards against a real process or link that
+// stopped, while Config.Clock paces the waits between attempts (tests
+// that move a fake clock to skip a backoff must not also strike every
+// attempt).
+//
+// The stall probe (Config.StallProbe) asks the region's /healthz, every
+// StallProbe while no answer has come, whether its process still runs.
+// A process that is paused or frozen keeps its connections open, and
+// without the probe the attempt would wait the whole response-header
+// timeout (the upstream timeout plus DefaultAnswerSlack, 12 s at the
+// defaults). A /healthz that does not answer within stallProbeTimeout
+// ends the attempt as the timeout would; one that answers, whatever its
+// status, leaves it waiting: a live region may take the whole upstream
+// timeout.
 type answerWait struct {
 	ctx    context.Context
 	d      time.Duration
 	cancel context.CancelFunc
 
-	mu     sync.Mutex
-	timer  *time.Timer
-	struck bool // the timer fired before the answer
-	ended  bool // answered or stopped: arm does nothing
+	// stall is Config.StallProbe (0: no probe), healthz the region's
+	// /healthz, hc the client that asks it.
+	stall   time.Duration
+	healthz string
+	hc      *http.Client
+
+	mu        sync.Mutex
+	timer     *time.Timer
+	probe     *time.Timer
+	armed     time.Time
+	struck    bool          // the timer or the stall probe fired before the answer
+	stalledIn time.Duration // > 0: the stall probe struck, this long after the request was written
+	ended     bool          // answered or stopped: arm does nothing
 }
+
+// stallProbeTimeout bounds one stall probe: a running gateway answers
+// /healthz (no store, no etcd) within milliseconds.
+const stallProbeTimeout = 500 * time.Millisecond
 
 // answerWait returns the response-header timeout of one attempt of in:
 // Config.ResponseHeaderTimeout, else the intent's upstream timeout plus
-// DefaultAnswerSlack; off (never strikes) when it is negative.
-func (c *Client) answerWait(ctx context.Context, in Intent) *answerWait {
+// DefaultAnswerSlack; off (never strikes) when it is negative. Its stall
+// probe asks healthz.
+func (c *Client) answerWait(ctx context.Context, in Intent, healthz string) *answerWait {
 	d := c.cfg.ResponseHeaderTimeout
 	if d == 0 {
 		up := in.UpstreamTimeout
@@ -96,34 +125,67 @@ func (c *Client) answerWait(ctx context.Context, in Intent) *answerWait {
 		}
 		d = up + DefaultAnswerSlack
 	}
-	w := &answerWait{ctx: ctx, d: d, cancel: func() {}}
-	if d > 0 {
+	w := &answerWait{ctx: ctx, d: d, cancel: func() {}, healthz: healthz, hc: c.cfg.HTTPClient}
+	if st := c.cfg.StallProbe; st > 0 && healthz != "" && (d <= 0 || st+stallProbeTimeout < d) {
+		w.stall = st
+	}
+	if d > 0 || w.stall > 0 {
 		w.ctx, w.cancel = context.WithCancel(ctx)
 	}
 	return w
 }
 
-// arm starts the timer once the request is written.
+// arm starts the timer, and the stall probe's, once the request is
+// written.
 func (w *answerWait) arm() {
-	if w.d <= 0 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ended || !w.armed.IsZero() {
 		return
+	}
+	w.armed = time.Now()
+	if w.d > 0 {
+		w.timer = time.AfterFunc(w.d, func() {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			if !w.ended {
+				w.struck = true
+				w.cancel()
+			}
+		})
+	}
+	if w.stall > 0 {
+		w.probe = time.AfterFunc(w.stall, w.probeStall)
+	}
+}
+
+// probeStall asks the region's /healthz whether its process runs: no
+// answer within stallProbeTimeout ends the attempt; an answer leaves it
+// waiting, and the next probe is StallProbe later.
+func (w *answerWait) probeStall() {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(w.ctx), stallProbeTimeout)
+	defer cancel()
+	alive := false
+	if req, err := http.NewRequestWithContext(ctx, http.MethodGet, w.healthz, nil); err == nil {
+		if res, err := w.hc.Do(req); err == nil {
+			io.Copy(io.Discard, io.LimitReader(res.Body, 4096))
+			res.Body.Close()
+			alive = true
+		}
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.ended || w.timer != nil {
-		return
+	switch {
+	case w.ended:
+	case !alive && w.ctx.Err() == nil:
+		w.struck, w.stalledIn = true, time.Since(w.armed)
+		w.cancel()
+	case alive:
+		w.probe.Reset(w.stall)
 	}
-	w.timer = time.AfterFunc(w.d, func() {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		if !w.ended {
-			w.struck = true
-			w.cancel()
-		}
-	})
 }
 
-// answered disarms the timer as the answer's headers arrive and reports
+// answered disarms the timers as the answer's headers arrive and reports
 // whether they came in time.
 func (w *answerWait) answered() bool {
 	w.mu.Lock()
@@ -133,11 +195,22 @@ func (w *answerWait) answered() bool {
 		if w.timer != nil {
 			w.timer.Stop()
 		}
+		if w.probe != nil {
+			w.probe.Stop()
+		}
 	}
 	return !w.struck
 }
 
-// stop releases the attempt's timer and context once it is over.
+// stalledAt reports whether the stall probe ended the attempt, and how
+// long after the request was written.
+func (w *answerWait) stalledAt() (time.Duration, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.stalledIn.Round(time.Millisecond), w.stalledIn > 0
+}
+
+// stop releases the attempt's timers and context once it is over.
 func (w *answerWait) stop() {
 	w.answered()
 	w.cancel()

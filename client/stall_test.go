@@ -1,0 +1,110 @@
+package client_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/idemcoord/idemcoord/client"
+)
+
+// stalledRegion is a region whose process is paused: it keeps the
+// connections it accepted and answers nothing, /healthz included. It
+// counts the intents and the /healthz probes it read.
+func stalledRegion(t *testing.T) (url string, intents, probes *atomic.Int64) {
+	intents, probes = new(atomic.Int64), new(atomic.Int64)
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/healthz":
+			probes.Add(1)
+		case "/readyz":
+		default:
+			intents.Add(1)
+		}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(release) })
+	return srv.URL, intents, probes
+}
+
+// TestAnAttemptToAStalledRegionEndsWhenItsHealthzDoesNotAnswer: with a
+// response-header timeout of a minute (an endpoint with a long upstream
+// timeout), an attempt that a paused region read is not waited out: its
+// /healthz does not answer either, so the attempt ends after the stall
+// probe, and the next goes to the live region under the same key, whose
+// answer is the call's. Without the probe the call took the whole minute.
+func TestAnAttemptToAStalledRegionEndsWhenItsHealthzDoesNotAnswer(t *testing.T) {
+	stalled, intents, probes := stalledRegion(t)
+	var liveKeys atomic.Int64
+	live := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Idempotency-Key") != "" {
+			liveKeys.Add(1)
+		}
+		w.WriteHeader(http.StatusCreated)
+	}))
+	t.Cleanup(live.Close)
+	c, err := client.New(client.Config{
+		Regions:               []client.Region{{Name: "us-east", URL: stalled}, {Name: "eu-west", URL: live.URL}},
+		ResponseHeaderTimeout: time.Minute, StallProbe: 50 * time.Millisecond, Seed: 1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	resp, err := c.Do(ctx, client.Intent{Method: http.MethodPost, Path: "/v1/payments", Key: client.NewKey(), Body: []byte(`{"amount":1}`)})
+	if err != nil {
+		t.Fatalf("Do: %v (the stalled region's attempt was not left)", err)
+	}
+	if resp.Status != http.StatusCreated || resp.Attempts != 2 {
+		t.Fatalf("status %d after %d attempts, want the live region's 201 on the second", resp.Status, resp.Attempts)
+	}
+	if intents.Load() != 1 || probes.Load() != 1 || liveKeys.Load() != 1 {
+		t.Fatalf("stalled region read %d intents and %d probes, live region %d keyed intents; want 1, 1, 1",
+			intents.Load(), probes.Load(), liveKeys.Load())
+	}
+}
+
+// TestARegionThatAnswersItsHealthzIsWaitedFor: a live region slow to
+// answer an intent (a long upstream call) answers its /healthz, so the
+// attempt is waited for, probed again while it lasts, and never sent a
+// second time.
+func TestARegionThatAnswersItsHealthzIsWaitedFor(t *testing.T) {
+	var intents, probes atomic.Int64
+	twice := make(chan struct{})
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/healthz" {
+			if probes.Add(1) == 2 {
+				close(twice)
+			}
+			w.Write([]byte("ok\n"))
+			return
+		}
+		intents.Add(1)
+		// Answer once the client has asked /healthz twice: the attempt
+		// outlived two stall probes and was left alone.
+		select {
+		case <-r.Context().Done():
+			return
+		case <-twice:
+		}
+		w.WriteHeader(http.StatusCreated)
+	}))
+	t.Cleanup(slow.Close)
+	c, err := client.New(client.Config{BaseURL: slow.URL, ResponseHeaderTimeout: time.Minute, StallProbe: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := c.Do(t.Context(), client.Intent{Method: http.MethodPost, Path: "/v1/payments", Key: client.NewKey(), Body: []byte(`{}`)})
+	if err != nil || resp.Status != http.StatusCreated || resp.Attempts != 1 || intents.Load() != 1 {
+		t.Fatalf("Do: %v, %+v; %d intents read: want one attempt answered 201", err, resp, intents.Load())
+	}
+}
