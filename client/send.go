@@ -163,7 +163,8 @@ func (w *answerWait) arm() {
 // answer within stallProbeTimeout ends the attempt; an answer leaves it
 // waiting, and the next probe is StallProbe later.
 func (w *answerWait) probeStall() {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(w.ctx), stallProbeTimeout)
+	// No key, token, body or value of the attempt goes with it.
+	ctx, cancel := context.WithTimeout(context.Background(), stallProbeTimeout)
 	defer cancel()
 	alive := false
 	if req, err := http.NewRequestWithContext(ctx, http.MethodGet, w.healthz, nil); err == nil {
