@@ -115,10 +115,11 @@ type Config struct {
 	// run), and the next one goes to the next region under the same key
 	// and first-sent time, instead of waiting out the whole timeout. A
 	// region that answers, busy or not, is waited for as before. Default
-	// DefaultStallProbe; negative turns the probe off. It is not sent when
-	// the response-header timeout would strike first. Over a single entry
-	// (a load balancer in front of every region) the entry answers, so it
-	// changes nothing there.
+	// DefaultStallProbe; negative turns the probe off. It is sent only
+	// with several Regions (over one URL the retry could only go where it
+	// went, and a load balancer in front of every region would answer
+	// /healthz for another one), and not when the response-header timeout
+	// would strike first.
 	StallProbe time.Duration
 
 	// Token is a static bearer token sent as "Authorization: Bearer".

@@ -72,9 +72,9 @@
 // stopped answering (a paused process keeps its connections open) costs
 // at most the response-header timeout: the endpoint's upstream timeout
 // (Config.UpstreamTimeout, Intent.UpstreamTimeout) plus DefaultAnswerSlack,
-// and usually much less: once an attempt has waited Config.StallProbe (1
-// s) the client asks the region's /healthz, and again every StallProbe
-// while it answers; a /healthz that does not answer within half a second
+// and, with several regions, usually much less: once an attempt has
+// waited Config.StallProbe (1 s) the client asks the region's /healthz,
+// and again every StallProbe while it answers; a /healthz that does not answer within half a second
 // says the process is stalled. Either way the attempt ends with
 // ErrNoAnswerInTime, counts as one that may have run, and the retry goes
 // to the next region under the same key and first-sent time, where the

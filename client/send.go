@@ -31,7 +31,7 @@ func (c *Client) send(ctx context.Context, reg *region, target string, in Intent
 		body = bytes.NewReader(in.Body)
 	}
 	var wrote atomic.Bool
-	wait := c.answerWait(ctx, in, reg.healthz)
+	wait := c.answerWait(ctx, in, c.stallHealthz(reg))
 	defer wait.stop()
 	trace := &httptrace.ClientTrace{
 		WroteHeaders: func() { wrote.Store(true) },
@@ -106,6 +106,17 @@ type answerWait struct {
 	struck    bool          // the timer or the stall probe fired before the answer
 	stalledIn time.Duration // > 0: the stall probe struck, this long after the request was written
 	ended     bool          // answered or stopped: arm does nothing
+}
+
+// stallHealthz is the /healthz the stall probe of an attempt sent to reg
+// asks, "" for none: over one URL (one region, or an entry in front of
+// them all) the retry could only go where it went, and a load balancer
+// would answer /healthz from another backend.
+func (c *Client) stallHealthz(reg *region) string {
+	if len(c.regions.list) < 2 {
+		return ""
+	}
+	return reg.healthz
 }
 
 // stallProbeTimeout bounds one stall probe: a running gateway answers

@@ -99,12 +99,49 @@ func TestARegionThatAnswersItsHealthzIsWaitedFor(t *testing.T) {
 		w.WriteHeader(http.StatusCreated)
 	}))
 	t.Cleanup(slow.Close)
-	c, err := client.New(client.Config{BaseURL: slow.URL, ResponseHeaderTimeout: time.Minute, StallProbe: 20 * time.Millisecond})
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/readyz" {
+			t.Errorf("%s %s reached the second region: the live region's attempt was left", r.Method, r.URL.Path)
+		}
+	}))
+	t.Cleanup(other.Close)
+	c, err := client.New(client.Config{Regions: []client.Region{{Name: "us-east", URL: slow.URL}, {Name: "eu-west", URL: other.URL}},
+		ResponseHeaderTimeout: time.Minute, StallProbe: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp, err := c.Do(t.Context(), client.Intent{Method: http.MethodPost, Path: "/v1/payments", Key: client.NewKey(), Body: []byte(`{}`)})
 	if err != nil || resp.Status != http.StatusCreated || resp.Attempts != 1 || intents.Load() != 1 {
 		t.Fatalf("Do: %v, %+v; %d intents read: want one attempt answered 201", err, resp, intents.Load())
+	}
+}
+
+// TestOverOneURLNoStallProbeIsSent: a client of one URL (one region, or a
+// global entry in front of every region, whose /healthz a load balancer
+// may answer from another backend) never probes; a client of several
+// does, unless the response-header timeout strikes first or the probe is
+// turned off.
+func TestOverOneURLNoStallProbeIsSent(t *testing.T) {
+	two := []client.Region{{Name: "us-east", URL: "http://127.0.0.1:1"}, {Name: "eu-west", URL: "http://127.0.0.1:2"}}
+	for _, tc := range []struct {
+		name string
+		cfg  client.Config
+		want bool
+	}{
+		{"one URL", client.Config{BaseURL: "http://127.0.0.1:1"}, false},
+		{"one region", client.Config{Regions: two[:1]}, false},
+		{"two regions", client.Config{Regions: two}, true},
+		{"two regions, the timeout first", client.Config{Regions: two, ResponseHeaderTimeout: time.Second}, false},
+		{"two regions, turned off", client.Config{Regions: two, StallProbe: -1}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := client.New(tc.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := client.StallProbed(c); got != tc.want {
+				t.Errorf("stall probe %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
