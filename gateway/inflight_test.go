@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -293,5 +294,73 @@ func TestAZombiesLateUpstreamCallAfterAnEarlyTakeoverTakesNoEffect(t *testing.T)
 	st, hd, b = do(t, post(t, west.url+"/v1/things", token(t, "alice"), "zombie-lands-late", body))
 	if st != http.StatusCreated || hd.Get("Idempotent-Replayed") != "true" || hd.Get(gateway.HeaderOperationID) != op {
 		t.Errorf("retry after the zombie's call: %s; want the replayed 201 of %s", describe(st, hd, b), op)
+	}
+}
+
+// TestARetryWaitingOnAMovedShardsInFlightIntentIsAnsweredWhenTheSweepSettlesIt:
+// west's move sweep has taken the payment east left in flight over and is
+// asking the resolve path when the client's retry reaches west: the retry
+// finds the sweep's live claim and waits (in_progress.wait). The sweep's
+// verdict, once recorded, wakes it at once, as a finish of this instance
+// does: no poll of the record falls due (the gateway's clock never moves
+// here). Before, the sweep's record woke nobody, and the retry waited for
+// its next poll (50 ms, doubling to 1 s: up to a third of a second in the
+// zombie-pause drills).
+func TestARetryWaitingOnAMovedShardsInFlightIntentIsAnsweredWhenTheSweepSettlesIt(t *testing.T) {
+	s := openStore(t, 16)
+	bank := newDedupBank()
+	resolving, resolveGate := make(chan struct{}, 1), make(chan struct{})
+	sweepClk, waitClk := clock.NewFake(time.Now()), clock.NewFake(time.Now())
+	east, west := startRegions(t, s, "east", regionsOptions{
+		endpoint: "    failover: transfer\n    upstream_dedup: operation_id\n    in_progress: {wait: 30s}\n",
+		upstream: func(region string) http.Handler {
+			h := bank.handler(region)
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if region == "west" && r.Method == http.MethodGet {
+					resolving <- struct{}{}
+					<-resolveGate
+				}
+				h.ServeHTTP(w, r)
+			})
+		},
+		recovery: gateway.RecoveryConfig{Clock: sweepClk}, clock: waitClk})
+	const body = `{"amount":"7.00"}`
+	op, eastAnswer := inFlightInEast(t, s, bank, east, west, "settled-while-waiting", body)
+	// One sweep: west takes the operation over and asks the resolve path,
+	// which holds the answer.
+	testutil.Eventually(t, 10*time.Second, func() error {
+		sweepClk.Advance(gateway.DefaultMoveSweepInterval)
+		select {
+		case <-resolving:
+			return nil
+		default:
+			return errors.New("west's sweep has not asked the resolve path yet")
+		}
+	})
+	retried := make(chan string, 1)
+	go func() {
+		st, hd, b := do(t, post(t, west.url+"/v1/things", token(t, "alice"), "settled-while-waiting", body))
+		retried <- fmt.Sprintf("%d %s %s", st, hd.Get(gateway.HeaderOperationID), describe(st, hd, b))
+	}()
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if n := gateway.Waiting(west.gw); n != 1 {
+			return fmt.Errorf("%d requests waiting at west; want the retry", n)
+		}
+		return nil
+	})
+	close(resolveGate)
+	select {
+	case got := <-retried:
+		if !strings.HasPrefix(got, fmt.Sprintf("201 %s ", op)) {
+			t.Errorf("retry answered %s; want the 201 of %s", got, op)
+		}
+	case <-time.After(10 * time.Second):
+		waitClk.Advance(time.Minute) // end the wait, so the servers can close
+		t.Fatalf("the retry was not answered once the sweep recorded the verdict (after its wait ran out: %s)", <-retried)
+	}
+	bank.unblock()
+	<-eastAnswer
+	if n := bank.total(); n != 1 {
+		t.Errorf("bank charged %d times; want 1", n)
 	}
 }

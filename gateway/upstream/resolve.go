@@ -53,9 +53,13 @@ func (s *Stage) SettleTaken(ctx context.Context, c *exchange.Request, lease *sto
 		res = store.Result{State: idempotency.OutcomeUnknown,
 			ErrorSummary: "taken over from a region that lost the shard; upstream state undetermined"}
 	}
-	if err := s.record(ctx, c, lease, res); err != nil && !errors.Is(err, store.ErrLostOwnership) {
+	err := s.record(ctx, c, lease, res)
+	if err != nil && !errors.Is(err, store.ErrLostOwnership) {
 		s.log.WarnContext(ctx, "fenced operation's verdict not recorded", "operation_id", in.OperationID, "err", err)
 		return
+	}
+	if err == nil {
+		s.recorded(lease.OperationID) // retries waiting on it read the record now
 	}
 	s.results(ctx, c.Endpoint.Name, string(res.State))
 }
