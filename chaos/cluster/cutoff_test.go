@@ -22,16 +22,7 @@ import (
 // the self-report, the probe found it answering and the delay ran (the
 // audit said "no liveness key for 500ms").
 func TestARegionCutOffFromEtcdIsFailedOverOnItsOwnWord(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds idemd and starts a process cluster")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	p, err := startProcesses(ctx, ProcessConfig{}, Options{Policy: "transfer"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Stop(context.WithoutCancel(ctx))
+	ctx, p := transferCluster(t)
 	const victim = "eu-west"
 	if err := p.Cut(ctx, victim, failpoint.LinkEtcd); err != nil {
 		t.Fatal(err)

@@ -25,16 +25,7 @@ const falseFailoverSettle = ownership.DefaultLivenessTTL + 2*time.Second
 // a SIGSTOP of 1.2 s, under its 1.67 s pause budget (TTL - TTL/6). After
 // each, no shard may have moved: the count of false failovers is 0.
 func TestTheDefaultTimingsFailNoRegionOverThatIsOnlySlowPartitionedFromAPeerOrBrieflyPaused(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds idemd and starts a process cluster")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	p, err := startProcesses(ctx, ProcessConfig{}, Options{Policy: "transfer"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Stop(context.WithoutCancel(ctx))
+	ctx, p := transferCluster(t)
 	const victim, peer = "eu-west", "ap-south"
 	before := directory(t, ctx, p)
 	faults := []struct {
@@ -96,6 +87,24 @@ func TestTheDefaultTimingsFailNoRegionOverThatIsOnlySlowPartitionedFromAPeerOrBr
 		before = after
 	}
 	t.Logf("false failovers: %d of %d faults", falseFailovers, len(faults))
+}
+
+// transferCluster starts the process cluster at the product's defaults
+// with the transfer policy, for five minutes at most (ctx), and stops it
+// when t ends; it skips t in -short mode.
+func transferCluster(t *testing.T) (context.Context, *Process) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds idemd and starts a process cluster")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	t.Cleanup(cancel)
+	p, err := startProcesses(ctx, ProcessConfig{}, Options{Policy: "transfer"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Stop(context.WithoutCancel(ctx)) })
+	return ctx, p
 }
 
 func directory(t *testing.T, ctx context.Context, p *Process) map[int]validate.DirectoryEntry {
