@@ -46,8 +46,8 @@ type Planned struct {
 // batch makes the fenced ones final. That is two etcd round trips per
 // hundred shards and one SQL transaction in all, instead of three and one
 // per shard; and the batches' etcd transactions run side by side (at most
-// batchConcurrency), so the moves take about one batch's time. Each shard still goes FENCING, fenced, final in that
-// order. A plan whose entry is FENCING, a move that drains, and every
+// batchConcurrency), so the moves take about one batch's time. Each shard
+// still goes FENCING, fenced, final in that order. A plan whose entry is FENCING, a move that drains, and every
 // shard of a batch whose transaction fails a comparison (the shard
 // changed since it was read, or a guard no longer holds) go through Move,
 // shard by shard, which re-reads and decides as it always does; after
