@@ -17,13 +17,7 @@ import (
 func TestAnInstanceEtcdStopsAnsweringSaysItIsCutOffOnlyOnceItsLeaseIsUnproven(t *testing.T) {
 	ctx := ctxT(t)
 	cli, pause, resume := pausable(t)
-	l, err := startLiveness(ctx, ownership.LivenessConfig{Client: cli, Prefix: prefix(t),
-		Region: "us-east", Instance: "cut", TTL: 2 * time.Second, PauseBudget: 200 * time.Millisecond,
-		Drift: 100 * time.Millisecond, Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	l := pausableLiveness(t, ctx, cli, "cut")
 	if l.CutOff() {
 		t.Fatal("cut off right after registering")
 	}

@@ -32,6 +32,21 @@ func pausable(t *testing.T) (cli *clientv3.Client, pause, resume func()) {
 		}
 }
 
+// pausableLiveness starts us-east's liveness of instance on cli (a
+// pausable client) at the default TTL (2 s) with a short pause budget and
+// drift, and closes it when t ends.
+func pausableLiveness(t *testing.T, ctx context.Context, cli *clientv3.Client, instance string) *ownership.Liveness {
+	t.Helper()
+	l, err := startLiveness(ctx, ownership.LivenessConfig{Client: cli, Prefix: prefix(t),
+		Region: "us-east", Instance: instance, TTL: 2 * time.Second, PauseBudget: 200 * time.Millisecond,
+		Drift: 100 * time.Millisecond, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
 func addToxic(t *testing.T, p *toxiproxy.Proxy, doc string) {
 	t.Helper()
 	if _, err := p.Toxics.AddToxicJson(strings.NewReader(doc)); err != nil {
@@ -94,13 +109,7 @@ func TestLivenessIsNotLiveOnceItsValidityPassedEvenIfCampaignAndSessionSayOtherw
 func TestLivenessOutlivedByItsLeaseRegistersAgainWithANewCreateRevision(t *testing.T) {
 	ctx := ctxT(t)
 	cli, pause, resume := pausable(t)
-	l, err := startLiveness(ctx, ownership.LivenessConfig{Client: cli, Prefix: prefix(t),
-		Region: "us-east", Instance: "i2", TTL: 2 * time.Second, PauseBudget: 200 * time.Millisecond,
-		Drift: 100 * time.Millisecond, Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	l := pausableLiveness(t, ctx, cli, "i2")
 	oldRev, oldGuard := l.CreateRevision(), l.Guard()
 	direct := client(t, cluster(t).Endpoints())
 	w := direct.Watch(ctx, l.Key(), clientv3.WithRev(oldRev+1))

@@ -82,8 +82,10 @@ var errTakerRunning = errors.New("gateway: operation taken over and still in pro
 // takeover's OUTCOME_UNKNOWN with it (see finish), an error wrapping
 // store.ErrLostOwnership when the record holds another answer, and one
 // wrapping fencing.ErrStaleEpoch, with no retry, when the fence refused
-// it (the shard moved on).
+// it (the shard moved on). Either way the retries waiting on the
+// operation read its record at once (Config.Recorded).
 func (s *Stage) record(ctx context.Context, c *exchange.Request, lease *store.Lease, res store.Result) error {
+	defer s.recorded(lease.OperationID)
 	rb := recording{share: retry.NewShare(recordBudget), until: s.clock.Now().Add(recordBudget.Total)}
 	err := s.finish(ctx, rb, c, lease, res)
 	if err == nil || errors.Is(err, store.ErrLostOwnership) {

@@ -53,13 +53,10 @@ func (s *Stage) SettleTaken(ctx context.Context, c *exchange.Request, lease *sto
 		res = store.Result{State: idempotency.OutcomeUnknown,
 			ErrorSummary: "taken over from a region that lost the shard; upstream state undetermined"}
 	}
-	err := s.record(ctx, c, lease, res)
-	if err != nil && !errors.Is(err, store.ErrLostOwnership) {
+	// record wakes the retries waiting on it.
+	if err := s.record(ctx, c, lease, res); err != nil && !errors.Is(err, store.ErrLostOwnership) {
 		s.log.WarnContext(ctx, "fenced operation's verdict not recorded", "operation_id", in.OperationID, "err", err)
 		return
-	}
-	if err == nil {
-		s.recorded(lease.OperationID) // retries waiting on it read the record now
 	}
 	s.results(ctx, c.Endpoint.Name, string(res.State))
 }

@@ -155,8 +155,7 @@ func (s *Stage) perform(ctx context.Context, c *exchange.Request, claim store.Cl
 		return Answer{}, store.Result{}, false, err
 	}
 	drillpoint.Hit(drillpoint.AfterUpstream)
-	err = s.record(ctx, c, lease, res)
-	s.recorded(lease.OperationID) // retries waiting on it read the record now
+	err = s.record(ctx, c, lease, res) // retries waiting on it read the record now
 	switch {
 	case errors.Is(err, store.ErrLostOwnership):
 		// Expected after a takeover (this worker was paused or slow past
