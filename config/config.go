@@ -172,12 +172,14 @@ type Etcd struct {
 	// it.
 	ConfirmDelay time.Duration `yaml:"confirm_delay"`
 	// DownProbe is how a region that just lost its last liveness key is
-	// told from one that may only be stalled: "peer" (the default, when
-	// empty) opens one connection to its peer URL (regions[].url), and a
-	// refused connection, or one closed before any answer, fails it at
-	// once instead of after confirm_delay; "off" always waits
-	// confirm_delay. A paused or partitioned region is never failed
-	// sooner (its address accepts, or the probe times out).
+	// told from one whose instance runs and may register again: "peer"
+	// (the default, when empty) opens one connection to its peer URL
+	// (regions[].url) and asks /healthz; a refused connection, one closed
+	// before any answer, an answer that it cannot reach etcd, or no byte
+	// for failover.DefaultProbeSilence past two connect times (a stopped
+	// process) fails it at once instead of after confirm_delay; "off"
+	// always waits confirm_delay. An instance that answers is never
+	// failed sooner.
 	DownProbe string `yaml:"down_probe"`
 	// TLS is the client TLS to etcd (production.go).
 	TLS EtcdTLS `yaml:"tls"`

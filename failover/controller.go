@@ -257,6 +257,8 @@ func (c *Controller) failRegion(ctx context.Context, guard clientv3.Cmp, region 
 		reason = fmt.Sprintf("region %s failed: no liveness key, and its instance answers that it cannot reach etcd", region)
 	case found == Down:
 		reason = fmt.Sprintf("region %s failed: no liveness key, and nothing serves at its address (connection refused or closed)", region)
+	case found == Silent:
+		reason = fmt.Sprintf("region %s failed: no liveness key, and its address accepts a connection but nothing answers (a stopped or hung process)", region)
 	}
 	moved, err := runMoves(ctx, c.cfg.Directory, plans, ControllerOperator, reason, c.cfg.MoveConcurrency,
 		ownership.Guard(guard), ownership.GuardStart(stillFailed(c.cfg.Prefix, region, failedRev)))

@@ -20,7 +20,7 @@ import (
 // The tracker counts its down probes itself (NewTracker):
 //
 //	idemcoord.failover.down_probes    counter, by watched_region and
-//	                                  result (down, cut_off, not_down)
+//	                                  result (down, cut_off, silent, not_down)
 type metrics struct {
 	moved, regions metric.Int64Counter
 	lead           atomic.Int64

@@ -14,22 +14,25 @@ import (
 	"time"
 )
 
-// Prober tells a region that is down or cut off from etcd from one that
-// may only be stalled. The tracker asks it once each time a region turns
-// suspect (its last liveness key gone): a region found Down or CutOff is
-// failed at once, as when its instances leave cleanly, instead of after
-// the confirmation delay.
+// Prober tells a region that is down, cut off from etcd or stopped from
+// one that may only have lost its lease while it runs. The tracker asks it
+// once each time a region turns suspect (its last liveness key gone): a
+// region found Down, CutOff or Silent is failed at once, as when its
+// instances leave cleanly, instead of after the confirmation delay.
 //
 // The confirmation delay absorbs an instance that lost its key while it
-// was alive (a stall just past the lease, an etcd hiccup) and registers
-// again at once. Such an instance still holds its listening socket, so a
-// connection to it is accepted (a paused process's kernel accepts it
-// too). A finding other than Unproven must therefore rest on positive
-// evidence: nothing serves at the region's address (a refused connection,
-// or one closed before any answer), or what serves there answers that it
-// cannot reach etcd (it will not register again by itself). A timeout, any
-// other HTTP answer, or any other error is not evidence, and the
-// confirmation delay runs as before (a paused region waits it out).
+// was running (an etcd hiccup, a stall that just ended) and registers
+// again at once. Such an instance answers: its /healthz answers within a
+// round trip. A finding other than Unproven must therefore rest on
+// evidence that nothing running will register again: nothing serves at
+// the region's address (a refused connection, or one closed before any
+// answer); what serves there answers that it cannot reach etcd (it will
+// not register again by itself); or the address accepts the connection
+// (a stopped process's kernel does) and nothing answers within a silence
+// window (PeerProbe.Silence plus two connect times) while the lease is
+// already gone, which a running process does not do. Any other answer,
+// a probe that runs out of time before the window ends, or any other
+// error is not evidence, and the confirmation delay runs as before.
 type Prober interface {
 	// Probe reports what serves at region's address now.
 	Probe(ctx context.Context, region string) Finding
@@ -49,6 +52,9 @@ const (
 	// (HeaderEtcd: EtcdUnreachable on /healthz; see
 	// ownership.Liveness.CutOff).
 	CutOff
+	// Silent: the address accepted the connection and nothing answered
+	// within the silence window: the process is stopped (paused) or hung.
+	Silent
 )
 
 // String names f as the failover metrics' result attribute does.
@@ -58,6 +64,8 @@ func (f Finding) String() string {
 		return "down"
 	case CutOff:
 		return "cut_off"
+	case Silent:
+		return "silent"
 	default:
 		return "not_down"
 	}
@@ -77,16 +85,31 @@ const (
 // host (over https it completes a TLS handshake first), sends
 // "GET /healthz" and reads the answer's head. Down when the connection is
 // refused, or closed or reset before the handshake or the first byte
-// (what a TCP proxy in front of a dead process does); CutOff when the
-// answer carries "Idemcoord-Etcd: unreachable"; anything else that
-// answers, a timeout, or any other error is Unproven.
+// (what a TCP proxy in front of a dead process does); Silent when the
+// connection was accepted and no byte of the handshake or the answer came
+// within Silence plus twice the time the connection took (one round
+// trip each way, so a distant region is given its round trips); CutOff
+// when the answer carries "Idemcoord-Etcd: unreachable"; anything else
+// that answers, the probe's context ending first, or any other error is
+// Unproven.
 type PeerProbe struct {
 	// URL returns a region's peer base URL. Required.
 	URL func(region string) (string, error)
 	// TLS is the client TLS configuration for https peer URLs. Default:
 	// the system roots, the URL's host as server name.
 	TLS *tls.Config
+	// Silence is how long, past two connect times, an accepted connection
+	// may go without a byte before the region is found Silent. Default
+	// (0) DefaultProbeSilence; negative never finds a region Silent.
+	Silence time.Duration
 }
+
+// DefaultProbeSilence is PeerProbe's default silence window past two
+// connect times. A running gateway answers /healthz from memory, within
+// a round trip; the tracker gives a probe the confirmation delay (500ms
+// by default), so a window that does not end before then proves nothing
+// and the delay runs.
+const DefaultProbeSilence = 250 * time.Millisecond
 
 // Probe implements Prober.
 func (p PeerProbe) Probe(ctx context.Context, region string) Finding {
@@ -107,14 +130,48 @@ func (p PeerProbe) Probe(ctx context.Context, region string) Finding {
 		port = "80"
 	}
 	var d net.Dialer
+	start := time.Now()
 	raw, err := d.DialContext(ctx, "tcp", net.JoinHostPort(u.Hostname(), port))
 	if err != nil {
 		return downIf(NothingServes(ctx, err))
 	}
 	defer raw.Close()
-	// ctx's end (its deadline too) ends the handshake, write or read.
+	// The silence window: no byte by then (the handshake's or the
+	// answer's) is Silent. ctx's end (its deadline too) ends the
+	// handshake, write or read sooner, and proves nothing.
+	silence := p.Silence
+	if silence == 0 {
+		silence = DefaultProbeSilence
+	}
+	var silentAt time.Time
+	if silence > 0 {
+		silentAt = time.Now().Add(silence + 2*time.Since(start))
+		raw.SetDeadline(silentAt)
+	}
 	stop := context.AfterFunc(ctx, func() { raw.SetDeadline(time.Now()) })
 	defer stop()
+	// spoke lifts the silence window once a byte came: past it, only ctx
+	// bounds the probe. A deadline ctx's end set first is kept.
+	spoke := func() {
+		if !silentAt.IsZero() {
+			raw.SetDeadline(time.Time{})
+			if ctx.Err() != nil {
+				raw.SetDeadline(time.Now())
+			}
+		}
+	}
+	// failed reads an error before any byte of the process's: refused or
+	// closed is Down, the silence window's end Silent.
+	failed := func(err error) Finding {
+		if NothingServes(ctx, err) {
+			return Down
+		}
+		var ne net.Error
+		if ctx.Err() == nil && !silentAt.IsZero() && errors.As(err, &ne) && ne.Timeout() && !time.Now().Before(silentAt) {
+			return Silent
+		}
+		return Unproven
+	}
 	conn := raw
 	if u.Scheme == "https" {
 		cfg := &tls.Config{ServerName: u.Hostname()}
@@ -126,17 +183,19 @@ func (p PeerProbe) Probe(ctx context.Context, region string) Finding {
 		}
 		tc := tls.Client(raw, cfg)
 		if err := tc.HandshakeContext(ctx); err != nil {
-			return downIf(NothingServes(ctx, err))
+			return failed(err)
 		}
 		conn = tc
+		spoke() // the process completed a handshake: it runs
 	}
 	if _, err := fmt.Fprintf(conn, "GET /healthz HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", u.Host); err != nil {
-		return downIf(NothingServes(ctx, err))
+		return failed(err)
 	}
 	br := bufio.NewReader(conn)
 	if _, err := br.Peek(1); err != nil {
-		return downIf(NothingServes(ctx, err))
+		return failed(err)
 	}
+	spoke()
 	resp, err := http.ReadResponse(br, nil)
 	if err != nil {
 		return Unproven

@@ -69,7 +69,7 @@ func cutOffURL(t *testing.T) string {
 	return srv.URL
 }
 
-func TestPeerProbeFindsARegionDownOnlyOnARefusedOrClosedConnectionAndCutOffOnlyWhenItSaysSo(t *testing.T) {
+func TestPeerProbeFindsARegionDownOnARefusedOrClosedConnectionSilentWhenNothingAnswersAndCutOffOnlyWhenItSaysSo(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		url   func(*testing.T) string
@@ -77,7 +77,7 @@ func TestPeerProbeFindsARegionDownOnlyOnARefusedOrClosedConnectionAndCutOffOnlyW
 	}{
 		{"refused", deadURL, failover.Down},
 		{"closed before any answer", closingURL, failover.Down},
-		{"accepted, never answered (paused)", stalledURL, failover.Unproven},
+		{"accepted, never answered (paused)", stalledURL, failover.Silent},
 		{"answered, even an error", answeringURL, failover.Unproven},
 		{"answered that it cannot reach etcd", cutOffURL, failover.CutOff},
 		{"the etcd header on an answer other than 200", func(t *testing.T) string {
@@ -86,6 +86,7 @@ func TestPeerProbeFindsARegionDownOnlyOnARefusedOrClosedConnectionAndCutOffOnlyW
 			return srv.URL
 		}, failover.Unproven},
 		{"https, closed before the handshake", func(t *testing.T) string { return "https" + strings.TrimPrefix(closingURL(t), "http") }, failover.Down},
+		{"https, accepted, no handshake (paused)", func(t *testing.T) string { return "https" + strings.TrimPrefix(stalledURL(t), "http") }, failover.Silent},
 		{"https, a handshake (even one the probe does not trust)", func(t *testing.T) string {
 			srv := httptest.NewTLSServer(cutOffHealthz(http.StatusOK))
 			t.Cleanup(srv.Close)
@@ -105,6 +106,59 @@ func TestPeerProbeFindsARegionDownOnlyOnARefusedOrClosedConnectionAndCutOffOnlyW
 			defer cancel()
 			if got := p.Probe(ctx, "us-east"); got != tc.found {
 				t.Fatalf("Probe = %s, want %s", got, tc.found)
+			}
+		})
+	}
+}
+
+// A silence proves a stopped process only when the probe waited the
+// whole window: a probe whose own time ends first, a window turned off,
+// or a process that began to answer and then stalls prove nothing.
+func TestPeerProbeFindsARegionSilentOnlyWhenItsWholeWindowPassesWithoutAByte(t *testing.T) {
+	// answersThenStalls begins an answer (the process runs) and never
+	// ends it.
+	answersThenStalls := func(t *testing.T) string {
+		t.Helper()
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		t.Cleanup(func() { close(done); ln.Close() })
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				go func() {
+					defer c.Close()
+					buf := make([]byte, 512)
+					c.Read(buf)
+					c.Write([]byte("HTTP/1.1 200"))
+					<-done
+				}()
+			}
+		}()
+		return "http://" + ln.Addr().String()
+	}
+	for _, tc := range []struct {
+		name    string
+		url     func(*testing.T) string
+		silence time.Duration
+		timeout time.Duration
+	}{
+		{"the probe's time ends inside the window", stalledURL, time.Hour, 200 * time.Millisecond},
+		{"the window turned off", stalledURL, -1, 200 * time.Millisecond},
+		{"a byte came, then nothing", answersThenStalls, 10 * time.Millisecond, 300 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			u := tc.url(t)
+			p := failover.PeerProbe{URL: func(string) (string, error) { return u, nil }, Silence: tc.silence}
+			ctx, cancel := context.WithTimeout(context.Background(), tc.timeout)
+			defer cancel()
+			if got := p.Probe(ctx, "us-east"); got != failover.Unproven {
+				t.Fatalf("Probe = %s, want %s", got, failover.Unproven)
 			}
 		})
 	}
@@ -172,12 +226,14 @@ func probedTracker(t *testing.T, usEast string) (*failover.Tracker, *clock.Fake,
 	return tr, fake, results, pfx
 }
 
-// TestARegionWhoseAddressRefusesConnectionsOrThatSaysItIsCutOffIsFailedWithoutTheConfirmationDelay:
+// TestARegionThatIsGoneCutOffOrStoppedIsFailedWithoutTheConfirmationDelay:
 // a killed region's process holds no socket; once its key is gone, the
-// probe's refused connection fails it at once, as a clean stop does. The
-// clock never moves here, and the confirmation delay is an hour.
-func TestARegionWhoseAddressRefusesConnectionsOrThatSaysItIsCutOffIsFailedWithoutTheConfirmationDelay(t *testing.T) {
-	for name, url := range map[string]func(*testing.T) string{"refused": deadURL, "closed by a proxy": closingURL, "cut off from etcd": cutOffURL} {
+// probe's refused connection fails it at once, as a clean stop does; so
+// does an instance that says it cannot reach etcd, and a stopped (paused)
+// process, whose kernel accepts and which answers nothing. The clock
+// never moves here, and the confirmation delay is an hour.
+func TestARegionThatIsGoneCutOffOrStoppedIsFailedWithoutTheConfirmationDelay(t *testing.T) {
+	for name, url := range map[string]func(*testing.T) string{"refused": deadURL, "closed by a proxy": closingURL, "cut off from etcd": cutOffURL, "paused": stalledURL} {
 		t.Run(name, func(t *testing.T) {
 			ctx := ctxT(t)
 			tr, _, results, _ := probedTracker(t, url(t))
@@ -200,12 +256,12 @@ func TestARegionWhoseAddressRefusesConnectionsOrThatSaysItIsCutOffIsFailedWithou
 	}
 }
 
-// TestASuspectRegionThatStillAcceptsConnectionsWaitsForTheConfirmationDelay:
-// a paused process (its kernel accepts) or a live instance that lost its
-// key (it answers) is no evidence of death: the region stays suspect
-// until the confirmation delay runs out.
-func TestASuspectRegionThatStillAcceptsConnectionsWaitsForTheConfirmationDelay(t *testing.T) {
-	for name, url := range map[string]func(*testing.T) string{"paused": stalledURL, "answering": answeringURL} {
+// TestASuspectRegionWhoseInstanceAnswersWaitsForTheConfirmationDelay:
+// a running instance that lost its key (it answers) is no evidence of
+// death: the region stays suspect until the confirmation delay runs out,
+// so the instance can register again.
+func TestASuspectRegionWhoseInstanceAnswersWaitsForTheConfirmationDelay(t *testing.T) {
+	for name, url := range map[string]func(*testing.T) string{"answering": answeringURL} {
 		t.Run(name, func(t *testing.T) {
 			ctx := ctxT(t)
 			tr, fake, results, _ := probedTracker(t, url(t))

@@ -69,7 +69,7 @@ type regionStatus struct {
 	// for the confirmation delay: the audit says which.
 	failedCleanly bool
 	// probing records that the Prober was asked about this suspect
-	// period (once per period); found what it found (Down, CutOff: the
+	// period (once per period); found what it found (Down, CutOff, Silent: the
 	// region is failed at once). Both are cleared by every change of
 	// state.
 	probing bool

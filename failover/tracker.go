@@ -75,7 +75,7 @@ func NewTracker(cfg Config) (*Tracker, error) {
 		m = noop.NewMeterProvider().Meter("")
 	}
 	t.probeCount, _ = m.Int64Counter("idemcoord.failover.down_probes",
-		metric.WithDescription("Probes of a region that turned suspect, by watched_region and result: down (nothing serves at its address) or cut_off (its instance answers that it cannot reach etcd), both failed without the confirmation delay, or not_down (the confirmation delay runs)."))
+		metric.WithDescription("Probes of a region that turned suspect, by watched_region and result: down (nothing serves at its address), cut_off (its instance answers that it cannot reach etcd) or silent (its address accepts and nothing answers within the silence window: a stopped process), all failed without the confirmation delay, or not_down (the confirmation delay runs)."))
 	return t, nil
 }
 
@@ -153,7 +153,7 @@ func (t *Tracker) failedRevision(region string) int64 {
 }
 
 // probeRegion asks the Prober what serves at region, suspect since
-// since; if it is down or cut off from etcd and the region is still in
+// since; if it is down, cut off from etcd or silent and the region is still in
 // that suspect period, it reads again at once, which fails the region
 // (observe).
 func (t *Tracker) probeRegion(region string, since time.Time) {
@@ -175,9 +175,12 @@ func (t *Tracker) probeRegion(region string, since time.Time) {
 	if !current || found == Unproven {
 		return
 	}
-	if found == CutOff {
+	switch found {
+	case CutOff:
 		t.log.Warn("suspect region is cut off: its instance answers that it cannot reach etcd", "watched_region", region)
-	} else {
+	case Silent:
+		t.log.Warn("suspect region is silent: its address accepts a connection and nothing answers (a stopped or hung process)", "watched_region", region)
+	default:
 		t.log.Warn("suspect region is down: nothing serves at its address", "watched_region", region)
 	}
 	if _, err := t.Refresh(t.probeCtx); err != nil && t.probeCtx.Err() == nil {
@@ -196,7 +199,7 @@ const (
 
 // failedHow reports why region's last failure was confirmed: cleanly,
 // its instances all left (they were stopped); found, what the Prober
-// found (Down or CutOff) before the confirmation delay ran out; neither
+// found (Down, CutOff or Silent) before the confirmation delay ran out; neither
 // (Unproven), none answered for the confirmation delay.
 func (t *Tracker) failedHow(region string) (cleanly bool, found Finding) {
 	t.mu.Lock()
