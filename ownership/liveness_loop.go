@@ -97,7 +97,10 @@ func (l *Liveness) keepAlive(s *concurrency.Session) {
 		case <-l.ctx.Done():
 			return
 		case <-s.Done():
-			return
+			if s = l.resumeSession(s); s == nil {
+				return
+			}
+			continue
 		case <-tick.C():
 		}
 		sent := l.cfg.Clock.Now()
@@ -119,6 +122,54 @@ func (l *Liveness) keepAlive(s *concurrency.Session) {
 		l.answered(sent)
 		l.extend(s, sent, time.Duration(resp.TTL)*time.Second)
 	}
+}
+
+// resumeSession is called when s's own keepalive stream ended. The
+// stream keeps alive only every TTL/3, on the client's 500 ms tick, and
+// ends once no answer came for a TTL by the client's clock: after a stall
+// of about half the TTL (a GC pause, a SIGSTOP of a second) it ends
+// although this loop's keepalives (every TTL/6) kept the lease alive in
+// etcd. Taking that for a lost lease would revoke a live lease and
+// register again: the region's last key gone for a moment, which every
+// failover tracker sees as a suspect region. So one keepalive asks etcd:
+// if the lease lives, a new session takes the same lease over, and the
+// key and its create revision stay; if etcd says it is gone, or does not
+// answer, the lease is lost (nil), as before.
+func (l *Liveness) resumeSession(s *concurrency.Session) *concurrency.Session {
+	s.Orphan()
+	if l.ctx.Err() != nil || l.closing.Load() {
+		return nil
+	}
+	sent := l.cfg.Clock.Now()
+	ctx, cancel := withClockTimeout(l.ctx, l.cfg.Clock, l.cfg.TTL/3)
+	resp, err := l.cfg.Client.KeepAliveOnce(ctx, s.Lease())
+	cancel()
+	switch {
+	case isLeaseGone(resp, err):
+		l.answered(sent)
+		return nil
+	case err != nil:
+		l.unanswered(sent)
+		return nil
+	}
+	l.answered(sent)
+	ns, err := concurrency.NewSession(l.cfg.Client, concurrency.WithLease(s.Lease()), concurrency.WithContext(l.ctx))
+	if err != nil {
+		return nil
+	}
+	l.mu.Lock()
+	if l.session != s { // closed or left meanwhile
+		l.mu.Unlock()
+		ns.Orphan()
+		return nil
+	}
+	l.session = ns
+	close(l.changed)
+	l.changed = make(chan struct{})
+	l.mu.Unlock()
+	l.extend(ns, sent, time.Duration(resp.TTL)*time.Second)
+	l.cfg.Logger.Info("liveness session's keepalive stream ended while etcd still holds the lease: same lease, same key", "key", l.key)
+	return ns
 }
 
 // withClockTimeout is context.WithTimeout on an injected clock.

@@ -225,3 +225,44 @@ func TestLivenessKeepsAliveSixTimesPerTTLAtTheDefaults(t *testing.T) {
 		}
 	}
 }
+
+// TestAnInstanceWhoseSessionStreamEndsWhileItsLeaseLivesKeepsItsKey: the
+// session's own keepalive stream ends by the client's clock after a stall
+// of about a second (it keeps alive only every TTL/3, on a 500 ms tick),
+// while the instance's own keepalives (every TTL/6) kept the lease alive
+// in etcd. Orphan ends the stream here the same way. The instance keeps
+// its lease and its key, the same create revision, and stays live. Before,
+// it took the ended stream for a lost lease, revoked the live lease and
+// registered again: its region's last key gone for a moment (suspect in
+// every failover tracker) after short pauses of 1.17 s in the
+// short-pause drills.
+func TestAnInstanceWhoseSessionStreamEndsWhileItsLeaseLivesKeepsItsKey(t *testing.T) {
+	ctx := ctxT(t)
+	direct := client(t, cluster(t).Endpoints())
+	l := pausableLiveness(t, ctx, direct, "i4")
+	old, rev := l.Session(), l.CreateRevision()
+
+	changed := l.Changed()
+	old.Orphan() // the session's stream ends; etcd still holds the lease
+	for l.Session() == old || l.Session() == nil {
+		select {
+		case <-changed:
+			changed = l.Changed()
+		case <-ctx.Done():
+			t.Fatalf("the liveness kept the ended session: %v", l.Live())
+		}
+	}
+	if got := l.CreateRevision(); got != rev {
+		t.Fatalf("create revision %d after the session's stream ended, want %d: registered again", got, rev)
+	}
+	if l.Session().Lease() != old.Lease() {
+		t.Fatalf("lease %x after the session's stream ended, want the same %x", l.Session().Lease(), old.Lease())
+	}
+	if err := l.Live(); err != nil {
+		t.Fatalf("not live after the session's stream ended: %v", err)
+	}
+	ins, err := ownership.Instances(ctx, direct, prefix(t), "us-east")
+	if err != nil || len(ins) != 1 || ins[0].CreateRevision != rev {
+		t.Fatalf("instances of us-east: %+v, %v; want i4 at create revision %d", ins, err, rev)
+	}
+}
