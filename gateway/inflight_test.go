@@ -256,6 +256,42 @@ func TestANewOwnerSettlesAMovedShardsInFlightIntentWithoutARetry(t *testing.T) {
 	}
 }
 
+// TestANewOwnersMoveSweepSettlesAMovedShardsInFlightIntentAsSoonAsItSeesTheMove:
+// the payment east left in flight; nobody retries, and the sweep's clock
+// never moves (no sweep interval passes). The change of west's directory
+// cache that gives it the shard wakes its sweep, which takes the
+// operation over and records the bank's answer. Before, the sweep looked
+// at the cache only every interval (500 ms), so an intent left in flight
+// waited for the next tick: 0.16-0.2 s after the move in zombie-pause
+// sdk seed 4, and never here.
+func TestANewOwnersMoveSweepSettlesAMovedShardsInFlightIntentAsSoonAsItSeesTheMove(t *testing.T) {
+	s := openStore(t, 16)
+	bank := newDedupBank()
+	frozen := gateway.RecoveryConfig{Clock: clock.NewFake(time.Now())}
+	east, west := startRegions(t, s, "east", regionsOptions{
+		// east's call hangs past the test: only the sweep can settle it
+		endpoint: "    failover: transfer\n    upstream_dedup: operation_id\n    upstream_timeout: 55s\n    lease: 60s\n",
+		upstream: bank.handler, recovery: frozen})
+	const body = `{"amount":"7.00"}`
+	op, eastAnswer := inFlightInEast(t, s, bank, east, west, "settled-at-the-move", body)
+	sc := reviewScope(t, "alice", "settled-at-the-move")
+	testutil.Eventually(t, 10*time.Second, func() error {
+		rec, err := s.Read(context.Background(), sc)
+		if err != nil || rec.State != idempotency.Completed {
+			return fmt.Errorf("the new owner did not settle the moved shard's in-flight intent at the move: %s, %v", rec.State, err)
+		}
+		if !strings.Contains(string(rec.Snapshot.Body), op) {
+			t.Errorf("recorded %d %s; want the bank's answer for %s", rec.Snapshot.Status, rec.Snapshot.Body, op)
+		}
+		return nil
+	})
+	bank.unblock()
+	<-eastAnswer
+	if n := bank.total(); n != 1 {
+		t.Errorf("bank charged %d times; want 1", n)
+	}
+}
+
 // TestAZombiesLateUpstreamCallAfterAnEarlyTakeoverTakesNoEffect: the
 // case the declaration exists for. East's call has reached the upstream
 // but not taken effect when east's shard fails over (east is a zombie:

@@ -14,6 +14,7 @@ const (
 	// DefaultRecoveryBatch bounds the tasks one scan takes over.
 	DefaultRecoveryBatch = async.DefaultRecoveryBatch
 	// DefaultMoveSweepInterval is how often an instance looks at its
-	// directory cache for shards it has just received.
+	// directory cache for shards it has just received, besides at each
+	// change of the cache.
 	DefaultMoveSweepInterval = async.DefaultMoveSweepInterval
 )

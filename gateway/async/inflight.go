@@ -42,17 +42,19 @@ import (
 // docs/failover.md has the whole argument.
 
 // DefaultMoveSweepInterval is how often an instance looks at its
-// directory cache for shards it has just received. It reads only the
+// directory cache for shards it has just received, besides at each
+// change of the cache (which wakes the sweep at once). It reads only the
 // in-memory cache (no I/O) unless a shard changed hands, so it can be
-// short: an intent left in flight by the old owner is settled within
-// about this long after the move is visible here.
+// short: a sweep that could not settle a received shard's intents (a
+// store error, a policy that does not let them run yet) tries again
+// within about this long.
 const DefaultMoveSweepInterval = 500 * time.Millisecond
 
-// moveSweepLoop returns the move sweep for Start: every
-// MoveSweepInterval it takes over the fenced operations of the shards this
-// region received, unless recovery is disabled or the store cannot scan
-// for them; nil then. What the region owns when it is called was not just
-// received.
+// moveSweepLoop returns the move sweep for Start: at each change of the
+// directory cache and every MoveSweepInterval it takes over the fenced
+// operations of the shards this region received, unless recovery is
+// disabled or the store cannot scan for them; nil then. What the region
+// owns when it is called was not just received.
 func (s *Stage) moveSweepLoop() func(context.Context) error {
 	fs := s.store
 	groups := s.fencedEndpoints()
@@ -74,14 +76,22 @@ func (s *Stage) moveSweepLoop() func(context.Context) error {
 	clear(w.pending)
 	return func(ctx context.Context) error {
 		defer t.Stop()
+		// A change of the directory cache wakes the sweep at once: the
+		// intents a move left in flight are taken over as soon as this
+		// region sees it owns their shard, not up to an interval later.
+		// The ticker still retries what a sweep could not settle (a
+		// failed scan, a shard its policy did not let run yet).
+		moved := s.routes.Changed()
 		for {
 			select {
 			case <-ctx.Done():
 				return nil
 			case <-t.C():
-				w.observe(s, groups)
-				s.sweepMoved(ctx, fs, w, groups, batch)
+			case <-moved:
 			}
+			moved = s.routes.Changed() // before the read: no change missed
+			w.observe(s, groups)
+			s.sweepMoved(ctx, fs, w, groups, batch)
 		}
 	}
 }
@@ -166,6 +176,9 @@ func (s *Stage) sweepMoved(ctx context.Context, fs store.Queue, w *moveWatch, gr
 	}
 }
 
+// sweepTakeovers bounds the takeovers one sweep runs at once.
+const sweepTakeovers = 8
+
 // sweepShards pages through r's fenced operations, settling each page
 // before reading the next. It reports whether it reached the end.
 func (s *Stage) sweepShards(ctx context.Context, fs store.Queue, r store.Runnable, batch int) bool {
@@ -180,10 +193,21 @@ func (s *Stage) sweepShards(ctx context.Context, fs store.Queue, r store.Runnabl
 			}
 			return false
 		}
-		var wg sync.WaitGroup
+		// The takeovers go side by side (each its own store transaction,
+		// on different records), at most sweepTakeovers at once: the
+		// last of a failover's in-flight intents is not queued behind
+		// the others' round trips.
+		var wg, taking sync.WaitGroup
+		slots := make(chan struct{}, sweepTakeovers)
 		for _, q := range page {
-			s.settleFenced(ctx, fs, q, &wg)
+			slots <- struct{}{}
+			taking.Add(1)
+			go func() {
+				defer func() { <-slots; taking.Done() }()
+				s.settleFenced(ctx, fs, q, &wg)
+			}()
 		}
+		taking.Wait()
 		wg.Wait()
 		if len(page) < batch {
 			return true
@@ -194,7 +218,8 @@ func (s *Stage) sweepShards(ctx context.Context, fs store.Queue, r store.Runnabl
 }
 
 // settleFenced takes one fenced operation over (of all the instances
-// sweeping, one wins) and settles it in a goroutine counted by wg.
+// sweeping, one wins) and settles it in a goroutine counted by wg. It is
+// called for several operations at once.
 func (s *Stage) settleFenced(ctx context.Context, fs store.Queue, q store.Queued, wg *sync.WaitGroup) {
 	rec := q.Record
 	ep := s.endpoint(rec.Scope.Endpoint)

@@ -162,11 +162,11 @@ type RecoveryConfig struct {
 	// Disabled turns the loop off, and the move sweep (inflight.go); the
 	// instance still serves retries.
 	Disabled bool
-	// MoveSweepInterval is how often the directory cache is looked at for
-	// shards this region has just received, whose operations left in
-	// flight by the old owner are settled at once on endpoints that take
-	// over fenced operations (inflight.go). Default
-	// DefaultMoveSweepInterval. Driven by Clock.
+	// MoveSweepInterval is how often, besides at each change of the
+	// directory cache, the cache is looked at for shards this region has
+	// just received, whose operations left in flight by the old owner are
+	// settled at once on endpoints that take over fenced operations
+	// (inflight.go). Default DefaultMoveSweepInterval. Driven by Clock.
 	MoveSweepInterval time.Duration
 }
 

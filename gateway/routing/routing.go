@@ -136,6 +136,12 @@ func (s *Stage) Local() string { return s.local }
 // directory (Owners set).
 func (s *Stage) MultiRegion() bool { return s.owners != nil }
 
+// Changed returns a channel closed at the next change of the ownership
+// directory's cache, or nil (never closed) when the Owners have no change
+// signal (single-region mode, or Owners without one). Take it before
+// reading the cache, so a change after the read is not missed.
+func (s *Stage) Changed() <-chan struct{} { return s.changed() }
+
 // Owner is the directory cache's view of shard (multi-region mode only):
 // see Owners.
 func (s *Stage) Owner(shard int) (region string, epoch int64, state string, ok bool) {
