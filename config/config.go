@@ -175,10 +175,10 @@ type Etcd struct {
 	// told from one whose instance runs and may register again: "peer"
 	// (the default, when empty) opens one connection to its peer URL
 	// (regions[].url) and asks /healthz; a refused connection, one closed
-	// before any answer, an answer that it cannot reach etcd, or no byte
-	// for failover.DefaultProbeSilence past two connect times (a stopped
-	// process) fails it at once instead of after confirm_delay; "off"
-	// always waits confirm_delay. An instance that answers is never
+	// before any answer, or an answer that it cannot reach etcd, fails it
+	// at once, and no byte for half of confirm_delay past two connect
+	// times (a stopped process) then, instead of after confirm_delay;
+	// "off" always waits confirm_delay. An instance that answers is never
 	// failed sooner.
 	DownProbe string `yaml:"down_probe"`
 	// TLS is the client TLS to etcd (production.go).

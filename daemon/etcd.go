@@ -97,7 +97,7 @@ func (d *Daemon) startFailover(ctx context.Context, cfg *config.Config, meter me
 	}
 	fc.Client, fc.Directory, fc.Topology, fc.Audit = d.etcd, d.dir, d.topo, d.store
 	if fc.Probe == nil && cfg.Etcd.DownProbe != config.DownProbeOff {
-		fc.Probe = failover.PeerProbe{URL: d.topo.URL}
+		fc.Probe = failover.PeerProbe{URL: d.topo.URL, Silence: failover.ProbeSilenceFor(fc.ConfirmDelay)}
 	}
 	fc.Name, fc.Meter, fc.Logger = cfg.Region+"/"+cfg.WorkerName(), meter, log
 	if fc.Clock == nil {

@@ -100,16 +100,28 @@ type PeerProbe struct {
 	TLS *tls.Config
 	// Silence is how long, past two connect times, an accepted connection
 	// may go without a byte before the region is found Silent. Default
-	// (0) DefaultProbeSilence; negative never finds a region Silent.
+	// (0) DefaultProbeSilence; negative never finds a region Silent. The
+	// daemon sets ProbeSilenceFor its confirmation delay.
 	Silence time.Duration
 }
 
 // DefaultProbeSilence is PeerProbe's default silence window past two
-// connect times. A running gateway answers /healthz from memory, within
-// a round trip; the tracker gives a probe the confirmation delay (500ms
-// by default), so a window that does not end before then proves nothing
-// and the delay runs.
-const DefaultProbeSilence = 250 * time.Millisecond
+// connect times: ProbeSilenceFor the default confirmation delay. A
+// running gateway answers /healthz from memory, within a round trip.
+const DefaultProbeSilence = DefaultConfirmDelay / 2
+
+// ProbeSilenceFor is the silence window for a PeerProbe beside a
+// confirmation delay of confirm (0: DefaultConfirmDelay): half of it, so
+// a silent region is failed no sooner than half the delay the operator
+// chose. The tracker gives a probe the confirmation delay, at most a
+// second, so a delay of more than two seconds (chosen to ride out long
+// stalls) is never cut short by a silence.
+func ProbeSilenceFor(confirm time.Duration) time.Duration {
+	if confirm <= 0 {
+		confirm = DefaultConfirmDelay
+	}
+	return confirm / 2
+}
 
 // Probe implements Prober.
 func (p PeerProbe) Probe(ctx context.Context, region string) Finding {

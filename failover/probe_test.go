@@ -115,6 +115,15 @@ func TestPeerProbeFindsARegionDownOnARefusedOrClosedConnectionSilentWhenNothingA
 // whole window: a probe whose own time ends first, a window turned off,
 // or a process that began to answer and then stalls prove nothing.
 func TestPeerProbeFindsARegionSilentOnlyWhenItsWholeWindowPassesWithoutAByte(t *testing.T) {
+	// The daemon's window is half its confirmation delay: a delay chosen
+	// to ride out long stalls (over 2 s) outlasts every probe (at most
+	// 1 s), so a silence never cuts it short.
+	for confirm, want := range map[time.Duration]time.Duration{0: 250 * time.Millisecond,
+		time.Second: 500 * time.Millisecond, 5 * time.Second: 2500 * time.Millisecond} {
+		if got := failover.ProbeSilenceFor(confirm); got != want {
+			t.Errorf("ProbeSilenceFor(%s) = %s, want %s", confirm, got, want)
+		}
+	}
 	// answersThenStalls begins an answer (the process runs) and never
 	// ends it.
 	answersThenStalls := func(t *testing.T) string {
@@ -148,7 +157,7 @@ func TestPeerProbeFindsARegionSilentOnlyWhenItsWholeWindowPassesWithoutAByte(t *
 		silence time.Duration
 		timeout time.Duration
 	}{
-		{"the probe's time ends inside the window", stalledURL, time.Hour, 200 * time.Millisecond},
+		{"the probe's time ends inside the window", stalledURL, failover.ProbeSilenceFor(5 * time.Second), 200 * time.Millisecond},
 		{"the window turned off", stalledURL, -1, 200 * time.Millisecond},
 		{"a byte came, then nothing", answersThenStalls, 10 * time.Millisecond, 300 * time.Millisecond},
 	} {
