@@ -110,11 +110,13 @@ type Config struct {
 	// before the client asks the region's /healthz whether its process
 	// still runs, and again every StallProbe after each answer. A region
 	// whose /healthz does not answer within half a second is stalled (a
-	// paused or frozen process keeps the connections it accepted): the
-	// attempt ends then, as at the response-header timeout (it may have
-	// run), and the next one goes to the next region under the same key
-	// and first-sent time, instead of waiting out the whole timeout. A
-	// region that answers, busy or not, is waited for as before. Default
+	// paused or frozen process keeps the connections it accepted), and
+	// one whose /healthz answers "Idemcoord-Etcd: unreachable" is cut off
+	// from etcd (its shards are about to move): the attempt ends then, as
+	// at the response-header timeout (it may have run), and the next one
+	// goes to the next region under the same key and first-sent time,
+	// instead of waiting out the whole timeout. A region that answers
+	// otherwise, busy or not, is waited for as before. Default
 	// DefaultStallProbe; negative turns the probe off. It is sent only
 	// with several Regions (over one URL the retry could only go where it
 	// went, and a load balancer in front of every region would answer

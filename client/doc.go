@@ -74,8 +74,10 @@
 // (Config.UpstreamTimeout, Intent.UpstreamTimeout) plus DefaultAnswerSlack,
 // and, with several regions, usually much less: once an attempt has
 // waited Config.StallProbe (1 s) the client asks the region's /healthz,
-// and again every StallProbe while it answers; a /healthz that does not answer within half a second
-// says the process is stalled. Either way the attempt ends with
+// and again every StallProbe while it answers; a /healthz that does not
+// answer within half a second says the process is stalled, and one that
+// answers "Idemcoord-Etcd: unreachable" that it is cut off from etcd (its
+// shards are about to move). Either way the attempt ends with
 // ErrNoAnswerInTime, counts as one that may have run, and the retry goes
 // to the next region under the same key and first-sent time, where the
 // coordinator answers from the one run's record, waits for it, or takes

@@ -51,7 +51,10 @@ func (c *Client) send(ctx context.Context, reg *region, target string, in Intent
 		if !inTime {
 			// The timer struck, or the stall probe: the request was
 			// written and no answer came, so the attempt may have run.
-			if at, stalled := wait.stalledAt(); stalled {
+			if at, stalled, cutOff := wait.stalledAt(); cutOff {
+				return nil, true, fmt.Errorf("%w: the region is cut off from etcd (its /healthz says so, %v after the request was written; its shards are about to move): %w",
+					ErrNoAnswerInTime, at, err)
+			} else if stalled {
 				return nil, true, fmt.Errorf("%w: the region stalled (its /healthz did not answer within %v, %v after the request was written): %w",
 					ErrNoAnswerInTime, stallProbeTimeout, at, err)
 			}
@@ -85,9 +88,12 @@ func (c *Client) send(ctx context.Context, reg *region, target string, in Intent
 // without the probe the attempt would wait the whole response-header
 // timeout (the upstream timeout plus DefaultAnswerSlack, 12 s at the
 // defaults). A /healthz that does not answer within stallProbeTimeout
-// ends the attempt as the timeout would; one that answers, whatever its
-// status, leaves it waiting: a live region may take the whole upstream
-// timeout.
+// ends the attempt as the timeout would, and so does one that answers
+// that its process cannot reach etcd (healthzEtcd: its liveness lease is
+// going, its shards are about to move, and a run it holds waits on a
+// store or etcd call that may never answer, its result fenced once they
+// move). Any other answer, whatever its status, leaves it waiting: a live
+// region may take the whole upstream timeout.
 type answerWait struct {
 	ctx    context.Context
 	d      time.Duration
@@ -105,6 +111,7 @@ type answerWait struct {
 	armed     time.Time
 	struck    bool          // the timer or the stall probe fired before the answer
 	stalledIn time.Duration // > 0: the stall probe struck, this long after the request was written
+	cutOff    bool          // the stall probe struck on an answer that the region cannot reach etcd
 	ended     bool          // answered or stopped: arm does nothing
 }
 
@@ -122,6 +129,14 @@ func (c *Client) stallHealthz(reg *region) string {
 // stallProbeTimeout bounds one stall probe: a running gateway answers
 // /healthz (no store, no etcd) within milliseconds.
 const stallProbeTimeout = 500 * time.Millisecond
+
+// healthzEtcd is the header of a gateway's /healthz answer that says,
+// with the value healthzEtcdUnreachable, that its process cannot reach
+// etcd (docs/http-contract.md, service endpoints).
+const (
+	healthzEtcd            = "Idemcoord-Etcd"
+	healthzEtcdUnreachable = "unreachable"
+)
 
 // answerWait returns the response-header timeout of one attempt of in:
 // Config.ResponseHeaderTimeout, else the intent's upstream timeout plus
@@ -177,22 +192,23 @@ func (w *answerWait) probeStall() {
 	// No key, token, body or value of the attempt goes with it.
 	ctx, cancel := context.WithTimeout(context.Background(), stallProbeTimeout)
 	defer cancel()
-	alive := false
+	alive, cutOff := false, false
 	if req, err := http.NewRequestWithContext(ctx, http.MethodGet, w.healthz, nil); err == nil {
 		if res, err := w.hc.Do(req); err == nil {
 			io.Copy(io.Discard, io.LimitReader(res.Body, 4096))
 			res.Body.Close()
 			alive = true
+			cutOff = res.StatusCode == http.StatusOK && res.Header.Get(healthzEtcd) == healthzEtcdUnreachable
 		}
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	switch {
 	case w.ended:
-	case !alive && w.ctx.Err() == nil:
-		w.struck, w.stalledIn = true, time.Since(w.armed)
+	case (!alive || cutOff) && w.ctx.Err() == nil:
+		w.struck, w.stalledIn, w.cutOff = true, time.Since(w.armed), cutOff
 		w.cancel()
-	case alive:
+	case alive && !cutOff:
 		w.probe.Reset(w.stall)
 	}
 }
@@ -214,12 +230,13 @@ func (w *answerWait) answered() bool {
 	return !w.struck
 }
 
-// stalledAt reports whether the stall probe ended the attempt, and how
-// long after the request was written.
-func (w *answerWait) stalledAt() (time.Duration, bool) {
+// stalledAt reports whether the stall probe ended the attempt, how long
+// after the request was written, and whether on the region's word that
+// it cannot reach etcd (else /healthz did not answer).
+func (w *answerWait) stalledAt() (at time.Duration, stalled, cutOff bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.stalledIn.Round(time.Millisecond), w.stalledIn > 0
+	return w.stalledIn.Round(time.Millisecond), w.stalledIn > 0, w.cutOff
 }
 
 // stop releases the attempt's timers and context once it is over.

@@ -73,6 +73,66 @@ func TestAnAttemptToAStalledRegionEndsWhenItsHealthzDoesNotAnswer(t *testing.T) 
 	}
 }
 
+// TestAnAttemptToARegionCutOffFromEtcdEndsWhenItsHealthzSaysSo: a
+// region cut off from etcd (and, here, from its store) holds the intent
+// it read, while its /healthz answers 200 with "Idemcoord-Etcd:
+// unreachable": its lease is going and its shards are about to move. The
+// attempt ends at the first stall probe, and the next goes to the live
+// region under the same key. Before, a /healthz that answered, whatever
+// it said, left the attempt waiting for its response-header timeout (a
+// minute here; 3.5 s in the drills' cut_both faults).
+func TestAnAttemptToARegionCutOffFromEtcdEndsWhenItsHealthzSaysSo(t *testing.T) {
+	var intents, probes atomic.Int64
+	release := make(chan struct{})
+	cut := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/healthz":
+			probes.Add(1)
+			w.Header().Set("Idemcoord-Etcd", "unreachable")
+			w.Write([]byte("ok\n"))
+			return
+		case "/readyz":
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		intents.Add(1)
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(cut.Close)
+	t.Cleanup(func() { close(release) })
+	var liveKeys atomic.Int64
+	live := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Idempotency-Key") != "" {
+			liveKeys.Add(1)
+		}
+		w.WriteHeader(http.StatusCreated)
+	}))
+	t.Cleanup(live.Close)
+	c, err := client.New(client.Config{
+		Regions:               []client.Region{{Name: "us-east", URL: cut.URL}, {Name: "eu-west", URL: live.URL}},
+		ResponseHeaderTimeout: time.Minute, StallProbe: 50 * time.Millisecond, Seed: 1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	resp, err := c.Do(ctx, client.Intent{Method: http.MethodPost, Path: "/v1/payments", Key: client.NewKey(), Body: []byte(`{"amount":1}`)})
+	if err != nil {
+		t.Fatalf("Do: %v (the cut-off region's attempt was not left)", err)
+	}
+	if resp.Status != http.StatusCreated || resp.Attempts != 2 {
+		t.Fatalf("status %d after %d attempts, want the live region's 201 on the second", resp.Status, resp.Attempts)
+	}
+	if intents.Load() != 1 || probes.Load() != 1 || liveKeys.Load() != 1 {
+		t.Fatalf("cut-off region read %d intents and %d probes, live region %d keyed intents; want 1, 1, 1",
+			intents.Load(), probes.Load(), liveKeys.Load())
+	}
+}
+
 // TestARegionThatAnswersItsHealthzIsWaitedFor: a live region slow to
 // answer an intent (a long upstream call) answers its /healthz, so the
 // attempt is waited for, probed again while it lasts, and never sent a
