@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/idemcoord/idemcoord/gateway"
 	"github.com/idemcoord/idemcoord/idempotency"
 	"github.com/idemcoord/idemcoord/internal/testutil"
+	"github.com/idemcoord/idemcoord/shard"
 	"github.com/idemcoord/idemcoord/sqlstore"
 )
 
@@ -290,6 +292,112 @@ func TestANewOwnersMoveSweepSettlesAMovedShardsInFlightIntentAsSoonAsItSeesTheMo
 	if n := bank.total(); n != 1 {
 		t.Errorf("bank charged %d times; want 1", n)
 	}
+}
+
+// TestAMoveSweepDoesNotWaitForTheResolvePathOfAnIntentItAlreadyTookOver:
+// east left two payments in flight, alice's and bob's, in two shards that
+// fail over to west one after the other (two changes of west's directory
+// cache, as a failover's batches land). West's sweep takes alice's over at
+// the first change and asks the resolve path, which hangs here. Bob's is
+// still taken over and settled at the second change: the sweep does not
+// wait for the resolve paths of the intents it already took over before
+// looking again (the stage's Close waits for them). Before, it waited, so
+// the intents of a failover's later batches were settled only after the
+// earlier ones' resolve paths answered (0.2 s later in zombie-pause sdk
+// seed 4). The sweep's clock never moves.
+func TestAMoveSweepDoesNotWaitForTheResolvePathOfAnIntentItAlreadyTookOver(t *testing.T) {
+	bobShard := shard.Of("t/bob", shard.DefaultCount)
+	if bobShard == actorShard {
+		t.Fatal("alice and bob share a shard: pick another actor")
+	}
+	s := openStore(t, 16)
+	bank := newDedupBank()
+	var held atomic.Value // the operation id whose resolve path hangs
+	held.Store("")
+	holdResolve := make(chan struct{})
+	var releaseOnce sync.Once
+	release := func() { releaseOnce.Do(func() { close(holdResolve) }) }
+	upstream := func(region string) http.Handler {
+		h := bank.handler(region)
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/"+held.Load().(string)) {
+				select {
+				case <-holdResolve:
+				case <-r.Context().Done():
+					return
+				}
+			}
+			h.ServeHTTP(w, r)
+		})
+	}
+	east, west := startRegions(t, s, "east", regionsOptions{
+		endpoint: "    failover: transfer\n    upstream_dedup: operation_id\n    upstream_timeout: 55s\n    lease: 60s\n",
+		upstream: upstream, recovery: gateway.RecoveryConfig{Clock: clock.NewFake(time.Now())}})
+	t.Cleanup(release) // before the gateways close, which wait for the held settle
+	if _, err := s.Pool().Exec(context.Background(), `UPDATE shard_fences SET epoch = 1, owner_region = 'east' WHERE shard = $1`, bobShard); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []*regionGW{east, west} {
+		r.owners.set(bobShard, "east", 1, gateway.ShardActive)
+	}
+	t.Cleanup(bank.unblock)
+	const body = `{"amount":"7.00"}`
+	answers := make(chan int, 2)
+	pay := func(actor, key string) string {
+		go func() {
+			resp, err := http.DefaultClient.Do(post(t, east.url+"/v1/things", token(t, actor), key, body))
+			if err != nil {
+				answers <- 0
+				return
+			}
+			resp.Body.Close()
+			answers <- resp.StatusCode
+		}()
+		select {
+		case op := <-bank.reached:
+			return op
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s's payment never reached the bank", actor)
+			return ""
+		}
+	}
+	aliceOp := pay("alice", "alice-held")
+	held.Store(aliceOp)
+	pay("bob", "bob-free")
+	move := func(sh int) {
+		t.Helper()
+		if err := s.MoveFence(context.Background(), fencing.Move{Shard: sh, From: 1, To: "west", Operator: "test", Reason: "east failed"}); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range []*regionGW{east, west} {
+			r.owners.set(sh, "west", 2, gateway.ShardFailedOver)
+		}
+	}
+	move(actorShard)
+	alice := reviewScope(t, "alice", "alice-held")
+	testutil.Eventually(t, 10*time.Second, func() error {
+		rec, err := s.Read(context.Background(), alice)
+		if err != nil || rec.Token.Epoch != 2 {
+			return fmt.Errorf("west's sweep has not taken alice's payment over: epoch %d, %v", rec.Token.Epoch, err)
+		}
+		return nil
+	})
+	move(bobShard)
+	bob := reviewScope(t, "bob", "bob-free")
+	testutil.Eventually(t, 10*time.Second, func() error {
+		rec, err := s.Read(context.Background(), bob)
+		if err != nil || rec.State != idempotency.Completed {
+			return fmt.Errorf("bob's payment was not settled while alice's resolve path hangs: %s, %v", rec.State, err)
+		}
+		return nil
+	})
+	if rec, err := s.Read(context.Background(), alice); err != nil || rec.State != idempotency.InProgress {
+		t.Fatalf("alice's payment %s, %v; want still IN_PROGRESS, its resolve path held", rec.State, err)
+	}
+	release() // alice's settle ends before the gateways close
+	bank.unblock()
+	<-answers
+	<-answers
 }
 
 // TestAZombiesLateUpstreamCallAfterAnEarlyTakeoverTakesNoEffect: the

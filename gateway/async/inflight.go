@@ -208,18 +208,22 @@ func (s *Stage) sweepShards(ctx context.Context, fs store.Queue, r store.Runnabl
 			}()
 		}
 		taking.Wait()
-		wg.Wait()
 		if len(page) < batch {
+			// The last page's settles run on (the stage's Close waits for
+			// them): the next sweep, which the move's later batches have
+			// already woken, does not wait for their resolve paths.
 			return true
 		}
+		wg.Wait() // a page settled before the next is read
 		after = page[len(page)-1].Cursor()
 	}
 	return false
 }
 
 // settleFenced takes one fenced operation over (of all the instances
-// sweeping, one wins) and settles it in a goroutine counted by wg. It is
-// called for several operations at once.
+// sweeping, one wins) and settles it in a goroutine counted by wg and by
+// the stage's work (Close waits for it). It is called for several
+// operations at once.
 func (s *Stage) settleFenced(ctx context.Context, fs store.Queue, q store.Queued, wg *sync.WaitGroup) {
 	rec := q.Record
 	ep := s.endpoint(rec.Scope.Endpoint)
@@ -266,12 +270,14 @@ func (s *Stage) settleFenced(ctx context.Context, fs store.Queue, q store.Queued
 	s.log.InfoContext(ctx, "operation left in flight by a region that lost its shard taken over", "operation_id", rec.OperationID,
 		"endpoint", ep.Name, "state", rec.State, "from_epoch", rec.Token.Epoch, "epoch", tok.Epoch)
 	wg.Add(1)
-	go func() {
+	if !s.work.Go(func() {
 		defer wg.Done()
 		if async {
 			s.runAsync(context.Background(), c, claim)
 			return
 		}
 		s.runner.SettleTaken(context.Background(), c, claim.Lease)
-	}()
+	}) {
+		wg.Done() // closing: the claim's lease lapses, as after a crash, and the next owner takes it over
+	}
 }
