@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"maps"
 	"testing"
 	"time"
 
@@ -62,8 +63,25 @@ func TestTheDefaultTimingsFailNoRegionOverThatIsOnlySlowPartitionedFromAPeerOrBr
 		{"paused under its budget", func() error { return p.Pause(ctx, victim) },
 			func() error { return p.Resume(ctx, victim) }, 1200 * time.Millisecond},
 	}
+	// registered is the victim's instances by name, at their liveness
+	// keys' create revisions: a key registered again has a new one.
+	registered := func() map[string]int64 {
+		ins, err := ownership.Instances(ctx, p.cli, ownership.DefaultPrefix, victim)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ins) == 0 {
+			t.Fatalf("%s has no liveness key", victim)
+		}
+		out := map[string]int64{}
+		for _, i := range ins {
+			out[i.Name] = i.CreateRevision
+		}
+		return out
+	}
 	falseFailovers := 0
 	for _, f := range faults {
+		keys := registered()
 		if err := f.inject(); err != nil {
 			t.Fatalf("%s: inject: %v", f.name, err)
 		}
@@ -85,6 +103,13 @@ func TestTheDefaultTimingsFailNoRegionOverThatIsOnlySlowPartitionedFromAPeerOrBr
 		}
 		t.Logf("%s: %d shards moved", f.name, moved)
 		before = after
+		// A stall under the pause budget keeps the lease, so the instance
+		// keeps its key: before, it dropped its own live lease once its
+		// session's stream had gone a TTL without an answer, and its
+		// region was suspect for a moment.
+		if now := registered(); f.name == "paused under its budget" && !maps.Equal(now, keys) {
+			t.Errorf("%s: %s's liveness keys %v, before the pause %v; want the same keys (no lease lost)", f.name, victim, now, keys)
+		}
 	}
 	t.Logf("false failovers: %d of %d faults", falseFailovers, len(faults))
 }
