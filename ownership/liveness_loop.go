@@ -92,14 +92,23 @@ func (l *Liveness) keepAlive(s *concurrency.Session) {
 	every := l.cfg.KeepAliveInterval()
 	tick := l.cfg.Clock.NewTicker(every)
 	defer tick.Stop()
+	var resumed time.Time // the last resumeSession that kept the lease
 	for {
 		select {
 		case <-l.ctx.Done():
 			return
 		case <-s.Done():
+			// A session that ends again within a TTL of the last one
+			// kept is not the client's deadline after a stall: give the
+			// lease up, and register again as before.
+			now := l.cfg.Clock.Now()
+			if !resumed.IsZero() && now.Sub(resumed) < l.cfg.TTL {
+				return
+			}
 			if s = l.resumeSession(s); s == nil {
 				return
 			}
+			resumed = now
 			continue
 		case <-tick.C():
 		}
