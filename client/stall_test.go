@@ -35,14 +35,14 @@ func stalledRegion(t *testing.T) (url string, intents, probes *atomic.Int64) {
 	return srv.URL, intents, probes
 }
 
-// TestAnAttemptToAStalledRegionEndsWhenItsHealthzDoesNotAnswer: with a
-// response-header timeout of a minute (an endpoint with a long upstream
-// timeout), an attempt that a paused region read is not waited out: its
-// /healthz does not answer either, so the attempt ends after the stall
-// probe, and the next goes to the live region under the same key, whose
-// answer is the call's. Without the probe the call took the whole minute.
-func TestAnAttemptToAStalledRegionEndsWhenItsHealthzDoesNotAnswer(t *testing.T) {
-	stalled, intents, probes := stalledRegion(t)
+// leftForTheLiveRegion sends one intent to first (a region that reads it
+// and holds it) with a live region second, a minute's response-header
+// timeout and a 50 ms stall probe. The call must end with the live
+// region's 201 on the second attempt, under the same key: first read one
+// intent and one /healthz probe (its counters), the live region one keyed
+// intent. what names first in the failures.
+func leftForTheLiveRegion(t *testing.T, first string, intents, probes *atomic.Int64, what string) {
+	t.Helper()
 	var liveKeys atomic.Int64
 	live := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Idempotency-Key") != "" {
@@ -52,7 +52,7 @@ func TestAnAttemptToAStalledRegionEndsWhenItsHealthzDoesNotAnswer(t *testing.T) 
 	}))
 	t.Cleanup(live.Close)
 	c, err := client.New(client.Config{
-		Regions:               []client.Region{{Name: "us-east", URL: stalled}, {Name: "eu-west", URL: live.URL}},
+		Regions:               []client.Region{{Name: "us-east", URL: first}, {Name: "eu-west", URL: live.URL}},
 		ResponseHeaderTimeout: time.Minute, StallProbe: 50 * time.Millisecond, Seed: 1,
 	})
 	if err != nil {
@@ -62,15 +62,26 @@ func TestAnAttemptToAStalledRegionEndsWhenItsHealthzDoesNotAnswer(t *testing.T) 
 	defer cancel()
 	resp, err := c.Do(ctx, client.Intent{Method: http.MethodPost, Path: "/v1/payments", Key: client.NewKey(), Body: []byte(`{"amount":1}`)})
 	if err != nil {
-		t.Fatalf("Do: %v (the stalled region's attempt was not left)", err)
+		t.Fatalf("Do: %v (the %s region's attempt was not left)", err, what)
 	}
 	if resp.Status != http.StatusCreated || resp.Attempts != 2 {
 		t.Fatalf("status %d after %d attempts, want the live region's 201 on the second", resp.Status, resp.Attempts)
 	}
 	if intents.Load() != 1 || probes.Load() != 1 || liveKeys.Load() != 1 {
-		t.Fatalf("stalled region read %d intents and %d probes, live region %d keyed intents; want 1, 1, 1",
-			intents.Load(), probes.Load(), liveKeys.Load())
+		t.Fatalf("%s region read %d intents and %d probes, live region %d keyed intents; want 1, 1, 1",
+			what, intents.Load(), probes.Load(), liveKeys.Load())
 	}
+}
+
+// TestAnAttemptToAStalledRegionEndsWhenItsHealthzDoesNotAnswer: with a
+// response-header timeout of a minute (an endpoint with a long upstream
+// timeout), an attempt that a paused region read is not waited out: its
+// /healthz does not answer either, so the attempt ends after the stall
+// probe, and the next goes to the live region under the same key, whose
+// answer is the call's. Without the probe the call took the whole minute.
+func TestAnAttemptToAStalledRegionEndsWhenItsHealthzDoesNotAnswer(t *testing.T) {
+	stalled, intents, probes := stalledRegion(t)
+	leftForTheLiveRegion(t, stalled, intents, probes, "stalled")
 }
 
 // TestAnAttemptToARegionCutOffFromEtcdEndsWhenItsHealthzSaysSo: a
@@ -103,34 +114,7 @@ func TestAnAttemptToARegionCutOffFromEtcdEndsWhenItsHealthzSaysSo(t *testing.T) 
 	}))
 	t.Cleanup(cut.Close)
 	t.Cleanup(func() { close(release) })
-	var liveKeys atomic.Int64
-	live := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Idempotency-Key") != "" {
-			liveKeys.Add(1)
-		}
-		w.WriteHeader(http.StatusCreated)
-	}))
-	t.Cleanup(live.Close)
-	c, err := client.New(client.Config{
-		Regions:               []client.Region{{Name: "us-east", URL: cut.URL}, {Name: "eu-west", URL: live.URL}},
-		ResponseHeaderTimeout: time.Minute, StallProbe: 50 * time.Millisecond, Seed: 1,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	resp, err := c.Do(ctx, client.Intent{Method: http.MethodPost, Path: "/v1/payments", Key: client.NewKey(), Body: []byte(`{"amount":1}`)})
-	if err != nil {
-		t.Fatalf("Do: %v (the cut-off region's attempt was not left)", err)
-	}
-	if resp.Status != http.StatusCreated || resp.Attempts != 2 {
-		t.Fatalf("status %d after %d attempts, want the live region's 201 on the second", resp.Status, resp.Attempts)
-	}
-	if intents.Load() != 1 || probes.Load() != 1 || liveKeys.Load() != 1 {
-		t.Fatalf("cut-off region read %d intents and %d probes, live region %d keyed intents; want 1, 1, 1",
-			intents.Load(), probes.Load(), liveKeys.Load())
-	}
+	leftForTheLiveRegion(t, cut.URL, &intents, &probes, "cut-off")
 }
 
 // TestARegionThatAnswersItsHealthzIsWaitedFor: a live region slow to

@@ -128,28 +128,14 @@ func TestPeerProbeFindsARegionSilentOnlyWhenItsWholeWindowPassesWithoutAByte(t *
 	// ends it.
 	answersThenStalls := func(t *testing.T) string {
 		t.Helper()
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
 		done := make(chan struct{})
-		t.Cleanup(func() { close(done); ln.Close() })
-		go func() {
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				go func() {
-					defer c.Close()
-					buf := make([]byte, 512)
-					c.Read(buf)
-					c.Write([]byte("HTTP/1.1 200"))
-					<-done
-				}()
-			}
-		}()
-		return "http://" + ln.Addr().String()
+		t.Cleanup(func() { close(done) })
+		return "http://" + testutil.RawAddr(t, func(c net.Conn) {
+			defer c.Close()
+			c.Read(make([]byte, 512))
+			c.Write([]byte("HTTP/1.1 200"))
+			<-done
+		})
 	}
 	for _, tc := range []struct {
 		name    string
