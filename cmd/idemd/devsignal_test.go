@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -78,17 +79,35 @@ func (p *devProc) wait(t *testing.T) {
 	}
 }
 
-// freePortBase returns a port base whose dev cluster ports are free.
+// freePortBase returns a port base whose dev cluster ports are free and
+// below the kernel's ephemeral range: a base inside it lost a port to the
+// outgoing connection of a test running beside it between the check and
+// the cluster's listen (CI, stop 38: "bind: address already in use").
 func freePortBase(t *testing.T) int {
 	t.Helper()
+	top := ephemeralLow() - 103
 	for range 50 {
-		base := 20000 + rand.IntN(20000)
+		base := 10000 + rand.IntN(top-10000)
 		if devcluster.CheckPorts(base) == nil {
 			return base
 		}
 	}
 	t.Fatal("no free port base")
 	return 0
+}
+
+// ephemeralLow is the first port of the kernel's ephemeral range, 32768
+// when it cannot be read.
+func ephemeralLow() int {
+	low := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil && n > 10000+1000 {
+				low = n
+			}
+		}
+	}
+	return low
 }
 
 func exists(path string) bool {
