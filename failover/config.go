@@ -117,7 +117,9 @@ type Config struct {
 	// the directory's fence store). Required.
 	Audit Auditor
 	// Name identifies this candidate in the election (the instance name).
-	// Required.
+	// Required. A name "<region>/<instance>" (idemd's) says which region
+	// the candidate runs in: the other candidates depose it as leader once
+	// that region is failed (Controller).
 	Name string
 	// ConfirmDelay, HoldTime, StartupGrace and PollInterval time the
 	// region states (see the Default constants). Zero means the default.

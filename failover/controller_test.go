@@ -195,3 +195,75 @@ func TestControllerFailsARegionOverWhenItsConfirmationFallsDueNotAtTheNextPoll(t
 		return err == nil && en.Owner == "eu-west" && en.State == ownership.FailedOver
 	})
 }
+
+// usEastFailedOver reports whether every us-east shard has moved and no
+// shard is left in FENCING.
+func usEastFailedOver(t *testing.T, e env) bool {
+	t.Helper()
+	entries, _, err := e.dir.List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, en := range entries {
+		if en.Owner == "us-east" || en.State == ownership.Fencing {
+			return false
+		}
+	}
+	return true
+}
+
+// TestAControllerLeaderInAFailedRegionIsDeposedWithoutWaitingForItsElectionLease:
+// once us-east is failed, a candidate in another region revokes the
+// election lease of the leader that runs in us-east, so the failover
+// does not wait for that lease to expire as well (up to one of etcd's
+// 500 ms expiry passes after the liveness lease). Here the leader's
+// process stays up with its session kept alive, so only the deposition
+// can end its term; before it, b never led.
+func TestAControllerLeaderInAFailedRegionIsDeposedWithoutWaitingForItsElectionLease(t *testing.T) {
+	e := setup(t)
+	live := everyRegion(t, e)
+	fake := clock.NewFake(epoch0())
+	a := start(t, e, "us-east/i1", fake)
+	eventually(t, "a to lead", nil, a.Leading)
+	b := start(t, e, "eu-west/i1", fake)
+	first := a.Term()
+	eventually(t, "b to see every region healthy", nil, func() bool {
+		st := b.States()
+		return st["us-east"] == failover.Healthy && st["eu-west"] == failover.Healthy && st["ap-south"] == failover.Healthy
+	})
+	live["us-east"].kill()
+	eventually(t, "b to lead once us-east failed", func() { fake.Advance(failover.DefaultPollInterval) }, b.Leading)
+	if b.States()["us-east"] != failover.Failed {
+		t.Errorf("b leads with us-east %s; it may depose only the leader of a failed region", b.States()["us-east"])
+	}
+	eventually(t, "us-east to fail over", func() { fake.Advance(failover.DefaultPollInterval) },
+		func() bool { return usEastFailedOver(t, e) })
+	if a.Leading() && a.Term() == first {
+		t.Errorf("a still leads in its first term after it was deposed")
+	}
+}
+
+// TestAControllerLeaderInAHealthyRegionIsNotDeposedWhenAnotherRegionFails:
+// the leader runs in eu-west; us-east fails; the candidate in ap-south
+// leaves the leader alone, and the leader fails us-east over in its
+// first term.
+func TestAControllerLeaderInAHealthyRegionIsNotDeposedWhenAnotherRegionFails(t *testing.T) {
+	e := setup(t)
+	live := everyRegion(t, e)
+	fake := clock.NewFake(epoch0())
+	a := start(t, e, "eu-west/i1", fake)
+	eventually(t, "a to lead", nil, a.Leading)
+	b := start(t, e, "ap-south/i1", fake)
+	first := a.Term()
+	eventually(t, "b to see every region healthy", nil, func() bool {
+		st := b.States()
+		return st["us-east"] == failover.Healthy && st["eu-west"] == failover.Healthy && st["ap-south"] == failover.Healthy
+	})
+	live["us-east"].kill()
+	eventually(t, "a to fail us-east over", func() { fake.Advance(failover.DefaultPollInterval) },
+		func() bool { return usEastFailedOver(t, e) && b.States()["us-east"] == failover.Failed })
+	if !a.Leading() || a.Term() != first || b.Leading() {
+		t.Errorf("after us-east failed: a leads %v (first term %v), b leads %v; want a leading in its first term",
+			a.Leading(), a.Term() == first, b.Leading())
+	}
+}
