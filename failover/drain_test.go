@@ -61,7 +61,10 @@ func TestARegionFailoverLeavesAPlannedMoveToItsDrain(t *testing.T) {
 	live := everyRegion(t, e)
 	fake := clock.NewFake(epoch0())
 	c := start(t, e, "c1", fake, func(c *failover.Config) { c.StuckAfter = time.Hour }) // no repair of a stuck transfer here
-	eventually(t, "c1 to lead and see every region healthy", nil, func() bool { return c.Leading() && seesEveryRegionHealthy(c) })
+	eventually(t, "c1 to lead and see every region healthy", nil, func() bool {
+		st := c.States()
+		return c.Leading() && st["us-east"] == failover.Healthy && st["eu-west"] == failover.Healthy && st["ap-south"] == failover.Healthy
+	})
 
 	const moving = 1 // home and owner eu-west, epoch 1
 	lease := claimOn(t, e.store, moving, fencing.Token{Shard: moving, Epoch: 1, Region: "eu-west"})

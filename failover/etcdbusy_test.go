@@ -98,7 +98,10 @@ func TestTheControllerFailsARegionOverInOnePassOnABusyEtcd(t *testing.T) {
 	busy, txns := busyEtcd(t)
 	dir := ownership.NewDirectory(busy, e.store, ownership.WithPrefix(e.pfx), ownership.WithLogger(quiet()))
 	c := start(t, e, "c1", fake, func(cfg *failover.Config) { cfg.Directory = dir })
-	eventually(t, "c1 to lead and see every region healthy", nil, func() bool { return c.Leading() && seesEveryRegionHealthy(c) })
+	eventually(t, "c1 to lead and see every region healthy", nil, func() bool {
+		st := c.States()
+		return c.Leading() && st["us-east"] == failover.Healthy && st["eu-west"] == failover.Healthy && st["ap-south"] == failover.Healthy
+	})
 	live["us-east"].kill()
 	eventually(t, "us-east to fail over", func() { fake.Advance(failover.DefaultPollInterval) }, func() bool {
 		return len(audit(t, e.store, "region_failover")) > 0
