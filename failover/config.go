@@ -117,9 +117,7 @@ type Config struct {
 	// the directory's fence store). Required.
 	Audit Auditor
 	// Name identifies this candidate in the election (the instance name).
-	// Required. A name "<region>/<instance>" (idemd's) says which region
-	// the candidate runs in: the other candidates depose it as leader once
-	// that region is failed (Controller).
+	// Required.
 	Name string
 	// ConfirmDelay, HoldTime, StartupGrace and PollInterval time the
 	// region states (see the Default constants). Zero means the default.

@@ -4,16 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/metric"
-
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 
@@ -129,13 +122,7 @@ func (c *Controller) term1(ctx context.Context) error {
 	}
 	defer s.Close()
 	e := concurrency.NewElection(s, electionKey(c.cfg.Prefix))
-	cctx, stopDeposing := context.WithCancel(ctx)
-	deposing := make(chan struct{})
-	go func() { defer close(deposing); c.deposeFailedLeaders(cctx) }()
-	err = e.Campaign(ctx, c.cfg.Name)
-	stopDeposing()
-	<-deposing
-	if err != nil {
+	if err := e.Campaign(ctx, c.cfg.Name); err != nil {
 		return fmt.Errorf("failover: campaign: %w", err)
 	}
 	guard := clientv3.Compare(clientv3.CreateRevision(e.Key()), "=", e.Rev())
@@ -148,68 +135,6 @@ func (c *Controller) term1(ctx context.Context) error {
 	defer cancel()
 	e.Resign(rctx)
 	return err
-}
-
-// deposeFailedLeaders runs while this candidate campaigns: whenever the
-// tracker changes and some region is failed, it reads the election's
-// leader, and when the leader's name says it runs in a failed region
-// ("<region>/<instance>", Config.Name), revokes the leader's election
-// lease. Without it the failover of a region whose instance led waited
-// for that instance's election lease to expire too, which etcd finds up
-// to one of its 500 ms expiry passes after the liveness lease that made
-// the region failed. Safe: every write of a leader is guarded by its
-// election key (ownership.Guard), so a leader deposed while it still
-// runs (a paused or cut-off instance) changes nothing after; its session
-// ends and it campaigns again. With no region failed it makes no etcd
-// call.
-func (c *Controller) deposeFailedLeaders(ctx context.Context) {
-	tried := map[int64]bool{} // election leases revoked (or tried) this campaign
-	for {
-		changed := c.tracker.Changed()
-		// The next in line may run in the failed region too.
-		for i := 0; i < 8 && c.deposeFailedLeader(ctx, tried); i++ {
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-changed:
-		}
-	}
-}
-
-// deposeFailedLeader revokes the election lease of the leader when it
-// runs in a failed region, and reports whether it did.
-func (c *Controller) deposeFailedLeader(ctx context.Context, tried map[int64]bool) bool {
-	states := c.tracker.States()
-	if !slices.Contains(slices.Collect(maps.Values(states)), Failed) {
-		return false
-	}
-	resp, err := c.cfg.Client.Get(ctx, electionKey(c.cfg.Prefix)+"/", clientv3.WithFirstCreate()...)
-	if err != nil || len(resp.Kvs) == 0 {
-		return false
-	}
-	kv := resp.Kvs[0]
-	region, _, ok := strings.Cut(string(kv.Value), "/")
-	if !ok || states[region] != Failed || string(kv.Value) == c.cfg.Name || tried[kv.Lease] {
-		return false
-	}
-	_, err = c.cfg.Client.Revoke(ctx, clientv3.LeaseID(kv.Lease))
-	switch {
-	case ctx.Err() != nil:
-		return false
-	case errors.Is(err, rpctypes.ErrLeaseNotFound):
-		tried[kv.Lease] = true // expired meanwhile: etcd deposed it
-		return true
-	case err != nil:
-		c.cfg.Logger.Warn("failover controller leader of a failed region not deposed", "leader", string(kv.Value),
-			"failed_region", region, "err", err)
-		return false
-	}
-	tried[kv.Lease] = true
-	c.metrics.deposed.Add(ctx, 1, metric.WithAttributes(attribute.String("failed_region", region)))
-	c.cfg.Logger.Warn("failover controller leader of a failed region deposed (its election lease revoked)",
-		"leader", string(kv.Value), "failed_region", region)
-	return true
 }
 
 func (c *Controller) setLeading(on bool, guard clientv3.Cmp, term int64) {

@@ -18,11 +18,3 @@ func (c *Controller) LastGuard() clientv3.Cmp {
 func (c *Controller) FailRegion(ctx context.Context, guard clientv3.Cmp, region string, states map[string]RegionState) ([]Moved, error) {
 	return c.failRegion(ctx, guard, region, states)
 }
-
-// Term returns the election revision of the controller's current or last
-// term.
-func (c *Controller) Term() int64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.term
-}

@@ -16,17 +16,14 @@ import (
 //	idemcoord.failover.region_state   gauge per region: 0 healthy, 1 suspect,
 //	                                  2 failed, 3 recovering (RegionState.Value)
 //	idemcoord.failover.leader         gauge: 1 while this candidate leads
-//	idemcoord.failover.leaders_deposed counter of election leaders of a
-//	                                  failed region whose lease this
-//	                                  candidate revoked, by failed_region
 //
 // The tracker counts its down probes itself (NewTracker):
 //
 //	idemcoord.failover.down_probes    counter, by watched_region and
 //	                                  result (down, cut_off, silent, not_down)
 type metrics struct {
-	moved, regions, deposed metric.Int64Counter
-	lead                    atomic.Int64
+	moved, regions metric.Int64Counter
+	lead           atomic.Int64
 }
 
 func newMetrics(m metric.Meter, t *Tracker) *metrics {
@@ -38,8 +35,6 @@ func newMetrics(m metric.Meter, t *Tracker) *metrics {
 		metric.WithDescription("Shards the failover controller moved away from a failed region."))
 	out.regions, _ = m.Int64Counter("idemcoord.failover.regions_failed",
 		metric.WithDescription("Region failovers the controller carried out (passes that moved at least one shard)."))
-	out.deposed, _ = m.Int64Counter("idemcoord.failover.leaders_deposed",
-		metric.WithDescription("Failover controller leaders of a failed region whose election lease this candidate revoked."))
 	state, _ := m.Int64ObservableGauge("idemcoord.failover.region_state",
 		metric.WithDescription("Region liveness state: 0 healthy, 1 suspect, 2 failed, 3 recovering."))
 	leader, _ := m.Int64ObservableGauge("idemcoord.failover.leader",
