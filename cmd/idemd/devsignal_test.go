@@ -2,10 +2,12 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -85,9 +87,11 @@ func (p *devProc) wait(t *testing.T) {
 // the cluster's listen (CI, stop 38: "bind: address already in use").
 func freePortBase(t *testing.T) int {
 	t.Helper()
-	top := ephemeralLow() - 103
+	const lowest = 10000
+	span := slices.Max(slices.Collect(maps.Keys(devcluster.Ports(0)))) + 1 // the cluster's ports: base to base+span-1
+	top := max(ephemeralLow()-span, lowest+1)
 	for range 50 {
-		base := 10000 + rand.IntN(top-10000)
+		base := lowest + rand.IntN(top-lowest)
 		if devcluster.CheckPorts(base) == nil {
 			return base
 		}
@@ -102,7 +106,7 @@ func ephemeralLow() int {
 	low := 32768
 	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
 		if f := strings.Fields(string(b)); len(f) == 2 {
-			if n, err := strconv.Atoi(f[0]); err == nil && n > 10000+1000 {
+			if n, err := strconv.Atoi(f[0]); err == nil && n > 0 {
 				low = n
 			}
 		}
