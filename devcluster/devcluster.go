@@ -31,6 +31,7 @@ import (
 	"github.com/idemcoord/idemcoord/devcluster/devstate"
 	"github.com/idemcoord/idemcoord/failover"
 	"github.com/idemcoord/idemcoord/internal/etcdlocal"
+	"github.com/idemcoord/idemcoord/internal/freeport"
 	"github.com/idemcoord/idemcoord/internal/pglocal"
 	"github.com/idemcoord/idemcoord/store"
 )
@@ -254,11 +255,20 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 			}
 		}
 	}()
-	for i, name := range Regions {
-		listen := "127.0.0.1:0"
-		if opts.PortBase != 0 {
-			listen = fmt.Sprintf("127.0.0.1:%d", opts.PortBase+i)
+	// Without a port base the regions get ports below the kernel's
+	// ephemeral range (freeport): a region killed and restarted in a
+	// drill binds its port again, and a port from that range could be an
+	// outgoing connection's by then.
+	ports := make([]int, len(Regions))
+	if opts.PortBase != 0 {
+		for i := range ports {
+			ports[i] = opts.PortBase + i
 		}
+	} else if ports, err = freeport.Pick(len(Regions)); err != nil {
+		return nil, err
+	}
+	for i, name := range Regions {
+		listen := fmt.Sprintf("127.0.0.1:%d", ports[i])
 		if listeners[i], err = net.Listen("tcp", listen); err != nil {
 			return nil, fmt.Errorf("region %s: %w (choose other ports with --port-base)", name, err)
 		}

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
-	"os"
 	"strconv"
-	"strings"
+
+	"github.com/idemcoord/idemcoord/internal/freeport"
 )
 
 // errNoPort is returned when no fixed port below the ephemeral range is
@@ -23,17 +23,9 @@ type fixedPorts struct {
 	used map[int]bool
 }
 
-// newFixedPorts reads the ephemeral range (Linux; 32768 elsewhere).
+// newFixedPorts reads the ephemeral range (freeport.EphemeralLow).
 func newFixedPorts() *fixedPorts {
-	low := 32768
-	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
-		if f := strings.Fields(string(b)); len(f) == 2 {
-			if n, err := strconv.Atoi(f[0]); err == nil && n > 2048 {
-				low = n
-			}
-		}
-	}
-	return &fixedPorts{low: low, used: map[int]bool{}}
+	return &fixedPorts{low: freeport.EphemeralLow(), used: map[int]bool{}}
 }
 
 // next returns a free loopback address below the ephemeral range.

@@ -8,13 +8,13 @@ import (
 	"os/exec"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/idemcoord/idemcoord/devcluster"
+	"github.com/idemcoord/idemcoord/internal/freeport"
 	"github.com/idemcoord/idemcoord/internal/testutil"
 )
 
@@ -87,9 +87,9 @@ func (p *devProc) wait(t *testing.T) {
 // the cluster's listen (CI, stop 38: "bind: address already in use").
 func freePortBase(t *testing.T) int {
 	t.Helper()
-	const lowest = 10000
+	const lowest = freeport.Lowest
 	span := slices.Max(slices.Collect(maps.Keys(devcluster.Ports(0)))) + 1 // the cluster's ports: base to base+span-1
-	top := max(ephemeralLow()-span, lowest+1)
+	top := max(freeport.EphemeralLow()-span, lowest+1)
 	for range 50 {
 		base := lowest + rand.IntN(top-lowest)
 		if devcluster.CheckPorts(base) == nil {
@@ -98,20 +98,6 @@ func freePortBase(t *testing.T) int {
 	}
 	t.Fatal("no free port base")
 	return 0
-}
-
-// ephemeralLow is the first port of the kernel's ephemeral range, 32768
-// when it cannot be read.
-func ephemeralLow() int {
-	low := 32768
-	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
-		if f := strings.Fields(string(b)); len(f) == 2 {
-			if n, err := strconv.Atoi(f[0]); err == nil && n > 0 {
-				low = n
-			}
-		}
-	}
-	return low
 }
 
 func exists(path string) bool {

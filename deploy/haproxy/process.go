@@ -9,8 +9,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/idemcoord/idemcoord/internal/freeport"
 )
 
 // ErrNotInstalled means no haproxy binary was found.
@@ -114,7 +117,9 @@ func Start(ctx context.Context, c Config, logs io.Writer) (*Entry, error) {
 	}
 }
 
-// freePort replaces a port of 0 in listen by a free one.
+// freePort replaces a port of 0 in listen by a free one; on the loopback
+// address one below the kernel's ephemeral range (freeport), where no
+// outgoing connection takes it before haproxy binds it.
 func freePort(listen string) (string, error) {
 	host, port, err := net.SplitHostPort(listen)
 	if err != nil {
@@ -122,6 +127,13 @@ func freePort(listen string) (string, error) {
 	}
 	if port != "0" {
 		return listen, nil
+	}
+	if host == "127.0.0.1" {
+		p, err := freeport.One()
+		if err != nil {
+			return "", err
+		}
+		return net.JoinHostPort(host, strconv.Itoa(p)), nil
 	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {

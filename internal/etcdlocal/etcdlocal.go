@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -17,6 +16,8 @@ import (
 
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
+
+	"github.com/idemcoord/idemcoord/internal/freeport"
 )
 
 // Cluster is a running embedded etcd cluster.
@@ -190,19 +191,7 @@ func (c *Cluster) Close() {
 	os.RemoveAll(c.dir)
 }
 
-// freePorts returns n distinct free loopback ports. It holds every
-// listener until it has all n: a port closed at once may be handed out
-// again by the next listen, and two members given one port fail to start
-// ("has duplicate url").
-func freePorts(n int) ([]int, error) {
-	ports := make([]int, 0, n)
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
-}
+// freePorts returns n distinct free loopback ports below the kernel's
+// ephemeral range (freeport.Pick): a port from inside it can be taken by
+// any outgoing connection before the member binds it.
+func freePorts(n int) ([]int, error) { return freeport.Pick(n) }

@@ -18,6 +18,8 @@ import (
 
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
+
+	"github.com/idemcoord/idemcoord/internal/freeport"
 )
 
 // PKI is a throwaway certificate authority for a test: a CA valid for an
@@ -106,14 +108,9 @@ func (p *PKI) Issue(t testing.TB, name string) (certFile, keyFile string) {
 func TLSMember(t testing.TB, p *PKI, clientCertAuth bool) string {
 	t.Helper()
 	cert, key := p.Issue(t, "etcd")
-	ports := make([]int, 2)
-	for i := range ports {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ports[i] = ln.Addr().(*net.TCPAddr).Port
-		ln.Close()
+	ports, err := freeport.Pick(2)
+	if err != nil {
+		t.Fatal(err)
 	}
 	peer := url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", ports[0])}
 	client := url.URL{Scheme: "https", Host: fmt.Sprintf("127.0.0.1:%d", ports[1])}

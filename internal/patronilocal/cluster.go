@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -17,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/idemcoord/idemcoord/internal/freeport"
 	"github.com/idemcoord/idemcoord/internal/pglocal"
 )
 
@@ -337,20 +337,10 @@ func (c *Cluster) logTails() string {
 	return b.String()
 }
 
-// freePorts returns n distinct free loopback ports, holding every
-// listener until it has all n so none is handed out twice.
-func freePorts(n int) ([]int, error) {
-	ports := make([]int, 0, n)
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
-}
+// freePorts returns n distinct free loopback ports below the kernel's
+// ephemeral range (freeport.Pick): a port from inside it can be taken by
+// any outgoing connection before the member binds it.
+func freePorts(n int) ([]int, error) { return freeport.Pick(n) }
 
 // pollInterval is how often waits re-read Patroni's REST API.
 const pollInterval = 100 * time.Millisecond

@@ -17,8 +17,11 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
+
+	"github.com/idemcoord/idemcoord/internal/freeport"
 )
 
 // ErrNotInstalled is returned when no PostgreSQL server binaries are found.
@@ -128,21 +131,39 @@ func Start(ctx context.Context, opts ...Option) (*Server, error) {
 			return nil, err
 		}
 	}
-	if s.port, err = freePort(); err != nil {
-		os.RemoveAll(dir)
-		return nil, err
-	}
 	if err := s.run(ctx, "initdb", "-D", s.dataDir(), "-U", "postgres", "-A", "trust", "-E", "UTF8",
 		"--locale=C", "--no-sync", "--no-instructions"); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	if err := s.Resume(ctx); err != nil {
+	if err := s.startOnFreePort(ctx); err != nil {
 		s.stopStray()
 		os.RemoveAll(dir)
 		return nil, err
 	}
 	return s, nil
+}
+
+// pickPort picks the port Start tries next; tests replace it.
+var pickPort = freeport.One
+
+// bindAttempts is how many free ports Start tries before giving up.
+const bindAttempts = 3
+
+// startOnFreePort starts the server on a free port, and on another one
+// when its port was taken between the pick and the server's bind.
+func (s *Server) startOnFreePort(ctx context.Context) error {
+	var err error
+	for range bindAttempts {
+		if s.port, err = pickPort(); err != nil {
+			return err
+		}
+		os.Remove(filepath.Join(s.dir, "postgres.log"))
+		if err = s.Resume(ctx); err == nil || !strings.Contains(err.Error(), "Address already in use") {
+			return err
+		}
+	}
+	return err
 }
 
 func (s *Server) dataDir() string { return filepath.Join(s.dir, "data") }
@@ -206,15 +227,6 @@ func tail(b []byte, n int) []byte {
 		return b[len(b)-n:]
 	}
 	return b
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // dirPrefix names every throwaway server's directory under /tmp, and
