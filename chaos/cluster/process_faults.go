@@ -36,7 +36,11 @@ func (p *Process) Kill(ctx context.Context, region string) error {
 	}
 	err := clock.Sleep(ctx, clock.Real(), crashInFlight)
 	if err == nil {
-		err = p.procs.Kill(ctx, region)
+		if err = p.procs.Kill(ctx, region); err == nil {
+			// The region is out: its failover is measured from here
+			// (a region loss stops more parts after this).
+			failpoint.TookEffect(ctx)
+		}
 	}
 	return errors.Join(err, p.toxics.Restore(context.WithoutCancel(ctx), region, failpoint.LinkUpstream))
 }

@@ -662,6 +662,8 @@ func (p *Process) LoseRegion(ctx context.Context, region string) error {
 	if err := p.Kill(ctx, region); err != nil {
 		return err
 	}
+	// The region is out from here (Kill marked it: failpoint.TookEffect);
+	// its etcd and store members die in the seconds after.
 	// The other regions write to the primary until its member dies: its
 	// death is after the kill, not before (a write they committed in
 	// between is not the successor's first).

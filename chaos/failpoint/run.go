@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/idemcoord/idemcoord/chaos/history"
@@ -31,10 +32,28 @@ type Observer struct {
 	Healed  func(Fault)
 }
 
+// effectKey is the context key under which Run hands an injection its
+// TookEffect mark.
+type effectKey struct{}
+
+// TookEffect tells Run, from inside Injector.Inject, that the fault took
+// effect now: the history records this moment as the fault's Effective
+// instead of Inject's return. An injection that goes on working after
+// its fault took hold calls it (a region loss: its idemd is dead, its
+// etcd and store members are still being stopped, seconds that the
+// region's failover does not wait for). Only the first call counts;
+// outside Run it does nothing.
+func TookEffect(ctx context.Context) {
+	if mark, ok := ctx.Value(effectKey{}).(func()); ok {
+		mark()
+	}
+}
+
 // Run executes sched against inj: each fault is injected at its offset from
 // now and healed after its length, waiting on clk (clock.Real() in drills,
 // a fake in tests). Each fault's window is recorded in rec as a
-// history.KindFault operation. A fault that cannot be injected is recorded
+// history.KindFault operation, its Effective when Inject returned or
+// when Inject called TookEffect. A fault that cannot be injected is recorded
 // with its error in Detail and skipped. Run returns when every fault was
 // healed or ctx ended; a ctx that ends mid-fault still heals it (with a
 // fresh, bounded context), so the cluster is never left broken.
@@ -47,7 +66,9 @@ func Run(ctx context.Context, sched Schedule, inj Injector, rec *history.Recorde
 			return errors.Join(append(errs, err)...)
 		}
 		call := rec.Now()
-		if err := inj.Inject(ctx, f); err != nil {
+		var marked atomic.Int64
+		ictx := context.WithValue(ctx, effectKey{}, func() { marked.CompareAndSwap(0, rec.Now()) })
+		if err := inj.Inject(ictx, f); err != nil {
 			rec.Add(history.Operation{Kind: history.KindFault, Call: call, Return: rec.Now(), Shard: -1,
 				SentTo: f.Region, Fault: string(f.Kind), Link: string(f.Link), Skipped: true, Detail: f.String() + ": not injected: " + err.Error()})
 			if !errors.Is(err, ErrUnsupported) {
@@ -56,6 +77,9 @@ func Run(ctx context.Context, sched Schedule, inj Injector, rec *history.Recorde
 			continue
 		}
 		effective := rec.Now()
+		if m := marked.Load(); m != 0 {
+			effective = m
+		}
 		if obs.Started != nil {
 			obs.Started(f)
 		}
