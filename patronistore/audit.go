@@ -3,6 +3,7 @@ package patronistore
 import (
 	"cmp"
 	"context"
+	"errors"
 	"slices"
 
 	"github.com/idemcoord/idemcoord/store"
@@ -12,14 +13,51 @@ import (
 // fence move, a purge, a reconcile, a lookup) writes its row in that
 // shard's cluster, in the transaction that makes the change, as the store
 // contract requires; a row about no shard (Audit: the failover
-// controller's decisions) goes to the designated audit cluster. One
+// controller's decisions) goes to the designated audit cluster, or to
+// another one while it cannot be reached (Audit). One
 // cluster for every row would make each repair a transaction across two
 // databases, and lose the audit-with-the-change guarantee. Reads merge
 // every cluster's rows, newest first.
 
-// Audit writes one row on the audit cluster.
+// Audit writes one row on the audit cluster, or, when that cluster
+// cannot be reached (nothing was written: store.UnavailableError), on the
+// first other cluster that takes it. The row matters most when the
+// audit cluster is down: a region lost whole takes its own cluster's
+// primary with it, and the default audit cluster is the first region's;
+// its failover's row (action region_failover) was lost with it. Reads
+// merge every cluster's rows, so the row is found wherever it went. A
+// commit whose outcome is unknown (store.AmbiguousCommitError) is not
+// written again elsewhere: the row may be there, and a second one would
+// count the decision twice.
 func (s *Store) Audit(ctx context.Context, operator, action, reason, detail string) error {
-	return s.clusters[s.audit].Store.Audit(ctx, operator, action, reason, detail)
+	err := s.clusters[s.audit].Store.Audit(ctx, operator, action, reason, detail)
+	if err == nil || !notWritten(err) {
+		return err
+	}
+	errs := []error{&ClusterError{Cluster: s.clusters[s.audit].Name, Err: err}}
+	for i, c := range s.clusters {
+		if i == s.audit {
+			continue
+		}
+		err := c.Store.Audit(ctx, operator, action, reason, detail)
+		if err == nil {
+			return nil
+		}
+		errs = append(errs, &ClusterError{Cluster: c.Name, Err: err})
+		if !notWritten(err) {
+			break
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// notWritten reports an error after which the write surely did not
+// happen: the store was not reached, or the connection failed before the
+// commit was sent.
+func notWritten(err error) bool {
+	var unavailable *store.UnavailableError
+	var ambiguous *store.AmbiguousCommitError
+	return errors.As(err, &unavailable) && !errors.As(err, &ambiguous)
 }
 
 // QueryAudit returns the rows f selects from every cluster, newest
