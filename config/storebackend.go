@@ -30,6 +30,8 @@ type PatroniStore struct {
 	// that are not about one shard (audit rows of a shard's own writes,
 	// such as a fence move or a purge, go to that shard's cluster, in
 	// the transaction that makes the change). Default: the first cluster.
+	// While it cannot be reached, such rows go to another cluster (reads
+	// merge every cluster's rows).
 	AuditCluster string `yaml:"audit_cluster"`
 }
 
