@@ -83,8 +83,9 @@ type Operation struct {
 	Attempt int `json:"attempt,omitempty"`
 	// ClientCall numbers, per client, the client-level call the attempt
 	// belongs to when one call makes several attempts (the multi-region
-	// SDK's Do, with its own retries inside); 0 when every attempt is a
-	// call of its own. Availability is counted over calls: what a user's
+	// SDK's Do, with its own retries inside; the drill's probe, which
+	// retries one intent until it is answered: the intent's number); 0
+	// when every attempt is a call of its own. Availability is counted over calls: what a user's
 	// code sees.
 	ClientCall int64 `json:"client_call,omitempty"`
 	// Endpoint is "METHOD /path".

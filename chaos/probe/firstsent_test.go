@@ -46,3 +46,46 @@ func TestResolveKeepsTheIntentsFirstSentTime(t *testing.T) {
 		t.Errorf("Resolve = status %d, %v; want the retry acknowledged, not taken for another intent", last.Status, err)
 	}
 }
+
+// TestAProbeIntentsAttemptsAreOneClientCall: the drill's probe retries an
+// intent until it is answered, as the SDK's Do does; the report counts
+// availability per client call, so every attempt of one probe intent
+// carries the same ClientCall. Before, each attempt was a call of its
+// own: mixed seed 5 (sdk) counted the probe's attempt to the region a
+// crash point killed as an unaffected actor's call left unanswered
+// (unaffected 0.9987), although its retry was answered 0.2 s later.
+func TestAProbeIntentsAttemptsAreOneClientCall(t *testing.T) {
+	n := 0
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		n++
+		first := n == 1
+		mu.Unlock()
+		if first {
+			w.WriteHeader(http.StatusServiceUnavailable) // no final answer: retried
+			return
+		}
+		w.WriteHeader(http.StatusCreated)
+	}))
+	defer srv.Close()
+	c, err := client.New(client.Config{BaseURL: srv.URL, MaxAttempts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := history.NewRecorder()
+	in := Intent{Actor: "demo/probe", N: 7, Path: "/v1/payments", Key: "probe-key-7", Reference: "r", Body: []byte(`{}`)}
+	if _, err := Resolve(context.Background(), rec, []Gateway{{Name: "us-east", Client: c}}, in, history.Operation{}); err != nil {
+		t.Fatal(err)
+	}
+	ops := rec.History().Filter(history.KindRequest)
+	if len(ops) != 2 {
+		t.Fatalf("attempts recorded: %d, want 2 (a 503, then a 201)", len(ops))
+	}
+	for _, op := range ops {
+		if op.ClientID != ClientID || op.ClientCall != in.N {
+			t.Errorf("attempt %d: client %d, client call %d; want client %d, call %d (the intent's)", op.Attempt, op.ClientID,
+				op.ClientCall, ClientID, in.N)
+		}
+	}
+}

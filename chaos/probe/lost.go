@@ -126,7 +126,13 @@ func send(ctx context.Context, rec *history.Recorder, gw Gateway, in Intent, att
 			cancel()
 		}
 	}})
-	op := history.Operation{Kind: history.KindRequest, ClientID: ClientID, Actor: in.Actor, Intent: in.N, Attempt: attempt,
+	// Every attempt of one intent is one client-level call (ClientCall:
+	// the intent's number), as the SDK's Do with its retries: the report's
+	// availability counts what the resolve loop got, not each attempt of a
+	// one-attempt client (a probe's attempt to the region a crash point
+	// killed counted as an unanswered call of an unaffected actor, though
+	// its retry was answered 0.2 s later).
+	op := history.Operation{Kind: history.KindRequest, ClientID: ClientID, ClientCall: in.N, Actor: in.Actor, Intent: in.N, Attempt: attempt,
 		Endpoint: http.MethodPost + " " + in.Path, Key: in.Key, Reference: in.Reference, BodyHash: history.Hash(in.Body),
 		SentTo: gw.Name, Shard: in.Shard, Call: rec.Now()}
 	resp, err := gw.Client.Do(actx, client.Intent{Method: http.MethodPost, Path: in.Path, Key: in.Key, Body: in.Body,

@@ -25,7 +25,8 @@ func (a *Availability) add(b Availability) { a.Calls += b.Calls; a.OK += b.OK }
 
 // call is one client-level call: what a user's code sees. In the direct
 // and entry modes it is one attempt; in the SDK mode one Do, with every
-// attempt the SDK made inside it.
+// attempt the SDK made inside it; for the drill's probe, one intent's
+// attempts until it was answered.
 type call struct {
 	actor      string
 	shard      int
