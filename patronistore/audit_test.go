@@ -6,11 +6,27 @@ import (
 	"net/url"
 	"testing"
 
+	toxiproxy "github.com/Shopify/toxiproxy/v2"
+
 	"github.com/idemcoord/idemcoord/internal/pgtest"
 	"github.com/idemcoord/idemcoord/internal/toxitest"
 	"github.com/idemcoord/idemcoord/patronistore"
 	"github.com/idemcoord/idemcoord/store"
 )
+
+// proxiedDatabase creates a test database and returns a DSN reaching it
+// through a toxiproxy proxy named name, and the proxy (Stop takes the
+// "cluster" away; toxics freeze it).
+func proxiedDatabase(t *testing.T, name string) (string, *toxiproxy.Proxy) {
+	t.Helper()
+	u, err := url.Parse(pgtest.NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := toxitest.Proxy(t, name, u.Host)
+	u.Host = proxy.Listen
+	return u.String(), proxy
+}
 
 // TestARegionFailoverIsAuditedWhileTheAuditClusterIsDown: the failover
 // controller's audit row (no shard: the audit cluster's) is written on
@@ -21,14 +37,8 @@ import (
 // failover although the shards had moved).
 func TestARegionFailoverIsAuditedWhileTheAuditClusterIsDown(t *testing.T) {
 	ctx := context.Background()
-	downDSN := pgtest.NewDatabase(t)
-	u, err := url.Parse(downDSN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := toxitest.Proxy(t, "audit-cluster", u.Host)
-	u.Host = proxy.Listen
-	clusters := openClusters(t, []string{u.String(), pgtest.NewDatabase(t)})
+	auditDSN, proxy := proxiedDatabase(t, "audit-cluster")
+	clusters := openClusters(t, []string{auditDSN, pgtest.NewDatabase(t)})
 	s, err := patronistore.New(clusters, 16, func(shard int) int { return shard % 2 }, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -54,16 +64,10 @@ func TestARegionFailoverIsAuditedWhileTheAuditClusterIsDown(t *testing.T) {
 func TestAnAuditRowFailsAsUnavailableWhenEveryClusterIsDown(t *testing.T) {
 	ctx := context.Background()
 	var dsns []string
-	var proxies []interface{ Stop() }
+	var proxies []*toxiproxy.Proxy
 	for _, name := range []string{"audit-a", "audit-b"} {
-		dsn := pgtest.NewDatabase(t)
-		u, err := url.Parse(dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := toxitest.Proxy(t, name, u.Host)
-		u.Host = p.Listen
-		dsns = append(dsns, u.String())
+		dsn, p := proxiedDatabase(t, name)
+		dsns = append(dsns, dsn)
 		proxies = append(proxies, p)
 	}
 	clusters := openClusters(t, dsns)

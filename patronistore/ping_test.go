@@ -2,14 +2,12 @@ package patronistore_test
 
 import (
 	"context"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/idemcoord/idemcoord/internal/pgtest"
 	"github.com/idemcoord/idemcoord/internal/retry"
-	"github.com/idemcoord/idemcoord/internal/toxitest"
 	"github.com/idemcoord/idemcoord/patronistore"
 )
 
@@ -24,14 +22,8 @@ import (
 // region's store failover: each region's /readyz waited for the frozen
 // cluster past the entry's 1 s check timeout.
 func TestAnInstanceStaysReadyWhileOneOfItsClustersIsFrozen(t *testing.T) {
-	frozenDSN := pgtest.NewDatabase(t)
-	u, err := url.Parse(frozenDSN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := toxitest.Proxy(t, "frozen-cluster", u.Host)
-	u.Host = proxy.Listen
-	clusters := openClusters(t, []string{pgtest.NewDatabase(t), u.String()})
+	frozenDSN, proxy := proxiedDatabase(t, "frozen-cluster")
+	clusters := openClusters(t, []string{pgtest.NewDatabase(t), frozenDSN})
 	s, err := patronistore.New(clusters, 16, func(shard int) int { return shard % 2 }, 0)
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,19 @@ import (
 	"github.com/idemcoord/idemcoord/client"
 )
 
+// oneGateway serves h as us-east's gateway for the test, through a
+// one-attempt client as the drill's probe uses.
+func oneGateway(t *testing.T, h http.HandlerFunc) []Gateway {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	c, err := client.New(client.Config{BaseURL: srv.URL, MaxAttempts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []Gateway{{Name: "us-east", Client: c}}
+}
+
 // TestResolveKeepsTheIntentsFirstSentTime: the gateway takes a retry
 // whose Idempotency-First-Sent differs from the key's first attempt for
 // another intent (422). Its first answer asks for Retry-After: 1, so the
@@ -19,7 +32,7 @@ import (
 func TestResolveKeepsTheIntentsFirstSentTime(t *testing.T) {
 	var mu sync.Mutex
 	first := ""
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	gws := oneGateway(t, func(w http.ResponseWriter, r *http.Request) {
 		sent := r.Header.Get(client.HeaderFirstSent)
 		mu.Lock()
 		defer mu.Unlock()
@@ -33,15 +46,10 @@ func TestResolveKeepsTheIntentsFirstSentTime(t *testing.T) {
 		default:
 			w.WriteHeader(http.StatusCreated)
 		}
-	}))
-	defer srv.Close()
-	c, err := client.New(client.Config{BaseURL: srv.URL, MaxAttempts: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	})
 	rec := history.NewRecorder()
 	in := Intent{Actor: "demo/probe", N: 1, Path: "/v1/payments", Key: "probe-key", Reference: "r", Body: []byte(`{}`)}
-	last, err := Resolve(context.Background(), rec, []Gateway{{Name: "us-east", Client: c}}, in, history.Operation{})
+	last, err := Resolve(context.Background(), rec, gws, in, history.Operation{})
 	if err != nil || !last.Acknowledged() {
 		t.Errorf("Resolve = status %d, %v; want the retry acknowledged, not taken for another intent", last.Status, err)
 	}
@@ -57,7 +65,7 @@ func TestResolveKeepsTheIntentsFirstSentTime(t *testing.T) {
 func TestAProbeIntentsAttemptsAreOneClientCall(t *testing.T) {
 	n := 0
 	var mu sync.Mutex
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	gws := oneGateway(t, func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		n++
 		first := n == 1
@@ -67,15 +75,10 @@ func TestAProbeIntentsAttemptsAreOneClientCall(t *testing.T) {
 			return
 		}
 		w.WriteHeader(http.StatusCreated)
-	}))
-	defer srv.Close()
-	c, err := client.New(client.Config{BaseURL: srv.URL, MaxAttempts: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	})
 	rec := history.NewRecorder()
 	in := Intent{Actor: "demo/probe", N: 7, Path: "/v1/payments", Key: "probe-key-7", Reference: "r", Body: []byte(`{}`)}
-	if _, err := Resolve(context.Background(), rec, []Gateway{{Name: "us-east", Client: c}}, in, history.Operation{}); err != nil {
+	if _, err := Resolve(context.Background(), rec, gws, in, history.Operation{}); err != nil {
 		t.Fatal(err)
 	}
 	ops := rec.History().Filter(history.KindRequest)
